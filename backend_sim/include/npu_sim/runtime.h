@@ -1,0 +1,160 @@
+// Public API of the simulated Ascend-style NPU runtime (think aclrt* / cudart): devices, HBM, pinned
+// host memory, copies, streams, events, kernel launch over AI cores, errors, counters. No torch here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace npu_sim {
+
+// ---------------------------------------------------------------------------------------------------
+// Errors. Every entry point returns a Status; on failure a human-readable detail is kept per thread and
+// returned by last_error_message() (names the entry point, the argument and what was expected).
+enum class Status : int {
+  kSuccess = 0,
+  kInvalidValue = 1,    // bad argument (null pointer, negative size, unknown kind, ...)
+  kInvalidDevice = 2,   // device ordinal out of range
+  kOutOfMemory = 3,     // device (HBM) capacity or host allocation exhausted
+  kNotReady = 4,        // event/stream query: work still pending (not an error)
+  kKernelError = 5,     // an asynchronous kernel or copy failed; reported at the next sync point
+  kInvalidHandle = 6,   // unknown/destroyed stream or event, pointer not from this runtime
+  kInternal = 7,
+};
+
+const char* status_name(Status s);
+// Detail of the last non-success status returned on this thread ("" if none).
+std::string last_error_message();
+
+// ---------------------------------------------------------------------------------------------------
+// Devices. Count = NPU_SIM_DEVICE_COUNT (default 8) filtered/reordered by ASCEND_RT_VISIBLE_DEVICES
+// (comma-separated physical ids). Device state is created lazily on first use.
+struct DeviceProperties {
+  char name[64];           // "Ascend910B-sim"
+  int physical_id;         // id before ASCEND_RT_VISIBLE_DEVICES remapping
+  std::size_t hbm_bytes;   // NPU_SIM_HBM_GB (default 16) GiB
+  int ai_core_count;       // NPU_SIM_AI_CORES (default 24): blocks a kernel grid is meant to span
+  std::size_t ub_bytes;    // Unified Buffer per AI core, 192 KiB
+  int core_threads;        // host threads that execute AI-core blocks (NPU_SIM_CORE_THREADS, default nproc)
+};
+
+Status get_device_count(int* count);
+Status get_device_properties(int device, DeviceProperties* props);
+// Current device of the calling thread (default 0).
+Status set_device(int device);
+Status get_device(int* device);
+// Waits for every stream of `device`; returns the first pending asynchronous error, if any.
+Status device_synchronize(int device);
+
+// ---------------------------------------------------------------------------------------------------
+// Memory. Device memory is host memory reserved lazily (untouched pages cost nothing) and accounted
+// against the device's HBM capacity; exceeding it returns kOutOfMemory.
+Status malloc_device(int device, void** ptr, std::size_t bytes);
+Status free_device(void* ptr);
+// Page-locked ("pinned") host memory, usable for truly asynchronous copies.
+Status malloc_host(void** ptr, std::size_t bytes);
+Status free_host(void* ptr);
+// Free and total HBM bytes of the device (free = capacity - bytes held by malloc_device).
+Status mem_get_info(int device, std::size_t* free_bytes, std::size_t* total_bytes);
+
+enum class MemoryType : int { kUnregistered = 0, kHost = 1, kDevice = 2 };
+struct PointerAttributes {
+  MemoryType type;   // kUnregistered for pageable host memory / unknown pointers
+  int device;        // owning device for kDevice, -1 otherwise
+  void* base;        // start of the allocation containing ptr (nullptr if unregistered)
+  std::size_t size;  // size of that allocation (0 if unregistered)
+};
+// Works for any pointer inside an allocation, not just its start.
+Status pointer_get_attributes(const void* ptr, PointerAttributes* attrs);
+
+// ---------------------------------------------------------------------------------------------------
+// Streams and events: in-order queues, each executed by its own worker thread; different streams run
+// concurrently. A null Stream means the default stream of the calling thread's current device.
+struct StreamImpl;
+struct EventImpl;
+using Stream = StreamImpl*;
+using Event = EventImpl*;
+
+Status stream_create(int device, Stream* stream);
+Status stream_destroy(Stream stream);  // waits for its pending work first
+Status get_default_stream(int device, Stream* stream);
+Status stream_get_device(Stream stream, int* device);
+Status stream_synchronize(Stream stream);  // returns the stream's pending async error, if any
+Status stream_query(Stream stream);        // kSuccess if idle, kNotReady otherwise
+Status stream_wait_event(Stream stream, Event event);  // later work on `stream` waits for `event`
+
+enum EventFlags : unsigned { kEventDefault = 0, kEventEnableTiming = 1 };
+Status event_create(Event* event, unsigned flags = kEventDefault);
+Status event_destroy(Event event);
+// Captures the current tail of `stream`; the event completes when that work is done. An event never
+// recorded counts as complete (as in CUDA).
+Status event_record(Event event, Stream stream);
+Status event_query(Event event);        // kSuccess or kNotReady
+Status event_synchronize(Event event);  // blocks until complete; reports that stream's async error
+// Milliseconds between two completed events created with kEventEnableTiming.
+Status event_elapsed_time(float* ms, Event start, Event end);
+
+// ---------------------------------------------------------------------------------------------------
+// Copies. kDefault infers the direction from pointer attributes.
+enum class MemcpyKind : int {
+  kHostToHost = 0,
+  kHostToDevice = 1,
+  kDeviceToHost = 2,
+  kDeviceToDevice = 3,  // also across devices (peer copy)
+  kDefault = 4,
+};
+// Synchronous: ordered after all work already queued on the default stream of the device(s) involved,
+// returns when the bytes have landed.
+Status memcpy(void* dst, const void* src, std::size_t bytes, MemcpyKind kind);
+// Asynchronous on `stream`. As in CUDA: from pageable host memory the source is staged at call time (the
+// caller may reuse it on return); to pageable host memory the call returns once the copy is done;
+// pinned<->device copies are fully asynchronous.
+Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind kind, Stream stream);
+Status memset(void* dst, int value, std::size_t bytes);
+Status memset_async(void* dst, int value, std::size_t bytes, Stream stream);
+
+// ---------------------------------------------------------------------------------------------------
+// Kernel launch. A kernel is a function run once per block of a 1-D grid; blocks are spread over the
+// shared pool of AI-core threads. Each block gets the executing core's Unified Buffer as scratch
+// (ub_bytes, valid only during the block). A block reports failure by throwing npu_sim::KernelError
+// (or any std::exception); the stream records "kernel '<name>' failed: <what>" and the error surfaces as
+// kKernelError at the next sync point on that stream/device. With ASCEND_LAUNCH_BLOCKING=1 every
+// launch and async copy completes before the call returns and errors are returned by the launch itself.
+struct BlockContext {
+  std::uint32_t block_idx;
+  std::uint32_t block_dim;
+  int core_id;            // index of the executing core thread
+  void* ub;               // Unified Buffer scratch of this core
+  std::size_t ub_bytes;
+};
+using KernelFn = std::function<void(const BlockContext&)>;
+
+struct KernelError : std::exception {
+  explicit KernelError(std::string msg) : msg_(std::move(msg)) {}
+  const char* what() const noexcept override { return msg_.c_str(); }
+  std::string msg_;
+};
+
+// `name` is copied. `fn` is moved into the queue and must own (or outlive) everything it reads.
+Status launch_kernel(Stream stream, const char* name, std::uint32_t block_dim, KernelFn fn);
+// Enqueues an arbitrary host function on the stream (runs on the stream worker, in order).
+Status launch_host_func(Stream stream, std::function<void()> fn);
+
+bool launch_blocking();  // ASCEND_LAUNCH_BLOCKING=1
+
+// ---------------------------------------------------------------------------------------------------
+// Counters (process-wide, monotonically increasing; reset_counters() zeroes them).
+struct Counters {
+  std::uint64_t bytes_h2d, bytes_d2h, bytes_d2d, bytes_h2h;
+  std::uint64_t kernels_launched, kernels_failed;
+  std::uint64_t device_mallocs, device_frees;
+};
+Counters get_counters();
+void reset_counters();
+
+// Fault injection for tests: the next `count` calls to malloc_device on `device` fail with kOutOfMemory
+// (device -1 = any). Also set at start-up from NPU_SIM_FAULT_MALLOC_FAIL="<device>:<count>".
+void inject_malloc_failures(int device, int count);
+
+}  // namespace npu_sim
