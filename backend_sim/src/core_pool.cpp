@@ -1,0 +1,183 @@
+// The process-wide pool of AI-core host threads, dynamic block distribution for kernel launches (the
+// calling stream worker helps), per-core Unified Buffers, and the pool-parallel memcpy/memset.
+//
+// Progress: a launch's caller claims blocks from the same atomic counter as the pool threads and only
+// then waits, so every launch completes even if all pool threads are busy with (or blocked in) other
+// launches. Pool threads never wait on anything but the job list.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "internal.h"
+
+namespace npu_sim {
+namespace detail {
+namespace {
+
+// One launch. `next` hands out block indices; `mu` protects `done` and `error`.
+struct Job {
+  std::uint32_t n = 0;
+  const BlockFn* fn = nullptr;  // owned by the caller of run_blocks, which outlives every call of it
+  std::atomic<std::uint64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  std::uint32_t done = 0;  // guarded by mu: blocks finished (or skipped after a failure)
+  std::string error;       // guarded by mu: what() of the first failing block
+  bool exhausted() const { return next.load(std::memory_order_relaxed) >= n; }
+};
+
+// Process-lifetime pool (never destroyed; its threads idle forever at exit). `mu` protects `jobs`.
+struct Pool {
+  std::once_flag started;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::shared_ptr<Job>> jobs;  // launches that may still have unclaimed blocks
+};
+Pool& pool() {
+  static Pool* p = new Pool();
+  return *p;
+}
+
+// A Unified Buffer, owned by the thread that executes blocks (pool thread or helping stream worker).
+struct UnifiedBuffer {
+  void* mem = nullptr;
+  int core_id = -1;
+  ~UnifiedBuffer() { std::free(mem); }
+};
+std::atomic<int> g_next_helper_core{0};
+thread_local UnifiedBuffer t_ub;
+
+UnifiedBuffer& this_thread_ub(int pool_core_id) {
+  if (t_ub.mem == nullptr) {
+    t_ub.mem = std::aligned_alloc(4096, kUbBytes);
+    if (t_ub.mem == nullptr) throw std::bad_alloc();
+    // Stream workers (and any other caller) get ids after the pool's: unique per thread.
+    t_ub.core_id = pool_core_id >= 0 ? pool_core_id
+                                     : config().core_threads + g_next_helper_core.fetch_add(1);
+  }
+  return t_ub;
+}
+
+void record_failure(Job& job, const char* what) {
+  if (job.failed.exchange(true)) return;  // first error wins
+  std::lock_guard<std::mutex> lk(job.mu);
+  job.error = what;
+}
+
+// Claims and runs blocks of `job` until none is left; then adds the count to job.done.
+void work_on(Job& job, UnifiedBuffer& ub) {
+  std::uint32_t ran = 0;
+  for (;;) {
+    const std::uint64_t i = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (i >= job.n) break;
+    if (!job.failed.load(std::memory_order_relaxed)) {
+      try {
+        (*job.fn)(BlockContext{static_cast<std::uint32_t>(i), job.n, ub.core_id, ub.mem, kUbBytes});
+      } catch (const std::exception& e) {
+        record_failure(job, e.what());
+      } catch (...) {
+        record_failure(job, "unknown exception");
+      }
+    }
+    ++ran;
+  }
+  if (ran == 0) return;
+  std::lock_guard<std::mutex> lk(job.mu);
+  job.done += ran;
+  if (job.done == job.n) job.cv.notify_all();
+}
+
+void pool_thread(int core_id) {
+  UnifiedBuffer& ub = this_thread_ub(core_id);
+  Pool& p = pool();
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lk(p.mu);
+      p.cv.wait(lk, [&] {
+        while (!p.jobs.empty() && p.jobs.front()->exhausted()) p.jobs.pop_front();
+        return !p.jobs.empty();
+      });
+      job = p.jobs.front();
+    }
+    work_on(*job, ub);
+  }
+}
+
+void start_pool() {
+  const int n = config().core_threads;
+  for (int i = 0; i < n; ++i) std::thread(pool_thread, i).detach();  // never joined (process lifetime)
+}
+
+}  // namespace
+
+bool run_blocks(std::uint32_t n, const BlockFn& fn, std::string* error) {
+  if (n == 0) return true;
+  UnifiedBuffer& ub = this_thread_ub(-1);
+  auto job = std::make_shared<Job>();
+  job->n = n;
+  job->fn = &fn;
+  if (n > 1) {  // a single block runs on the caller without waking the pool
+    Pool& p = pool();
+    std::call_once(p.started, start_pool);
+    {
+      std::lock_guard<std::mutex> lk(p.mu);
+      p.jobs.push_back(job);
+    }
+    p.cv.notify_all();
+  }
+  work_on(*job, ub);
+  std::unique_lock<std::mutex> lk(job->mu);
+  job->cv.wait(lk, [&] { return job->done == job->n; });
+  if (!job->failed.load()) return true;
+  if (error != nullptr) *error = job->error;
+  return false;
+}
+
+namespace {
+constexpr std::size_t kParallelCopyThreshold = 4u << 20;  // below: one thread is as fast
+constexpr std::size_t kMinChunk = 1u << 20;
+
+std::size_t chunk_for(std::size_t bytes) {
+  const std::size_t parts = static_cast<std::size_t>(config().core_threads + 1) * 2;
+  std::size_t chunk = std::max(kMinChunk, bytes / parts);
+  return (chunk + 4095) / 4096 * 4096;
+}
+}  // namespace
+
+void parallel_memcpy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  const auto d0 = reinterpret_cast<std::uintptr_t>(dst), s0 = reinterpret_cast<std::uintptr_t>(src);
+  const bool overlap = d0 < s0 + bytes && s0 < d0 + bytes;
+  if (bytes <= kParallelCopyThreshold || overlap) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  const std::size_t chunk = chunk_for(bytes);
+  const auto n = static_cast<std::uint32_t>((bytes + chunk - 1) / chunk);
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+  run_blocks(n, [=](const BlockContext& ctx) {
+    const std::size_t off = ctx.block_idx * chunk;
+    std::memcpy(d + off, s + off, std::min(chunk, bytes - off));
+  }, nullptr);
+}
+
+void parallel_memset(void* dst, int value, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (bytes <= kParallelCopyThreshold) {
+    std::memset(dst, value, bytes);
+    return;
+  }
+  const std::size_t chunk = chunk_for(bytes);
+  const auto n = static_cast<std::uint32_t>((bytes + chunk - 1) / chunk);
+  char* d = static_cast<char*>(dst);
+  run_blocks(n, [=](const BlockContext& ctx) {
+    const std::size_t off = ctx.block_idx * chunk;
+    std::memset(d + off, value, std::min(chunk, bytes - off));
+  }, nullptr);
+}
+
+}  // namespace detail
+}  // namespace npu_sim

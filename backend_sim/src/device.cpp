@@ -1,0 +1,227 @@
+// Environment configuration, the device table (visible ordinal -> physical id), lazy per-device state
+// (the default stream), device properties, the per-thread current device and device_synchronize.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "internal.h"
+
+namespace npu_sim {
+namespace detail {
+namespace {
+
+constexpr int kDefaultDeviceCount = 8;
+constexpr double kDefaultHbmGb = 16.0;
+constexpr int kDefaultAiCores = 24;
+constexpr int kMaxDevices = 1024;
+constexpr int kMaxCoreThreads = 1024;
+
+void warn(const char* var, const char* value, const char* expected, const char* fallback) {
+  std::fprintf(stderr, "npu_sim: warning: %s='%s' is invalid (expected %s); using %s\n", var, value, expected,
+               fallback);
+}
+
+// Parses a whole string as a base-10 integer in [lo, hi].
+bool parse_int(const char* s, long lo, long hi, long* out) {
+  if (s == nullptr || *s == '\0') return false;
+  errno = 0;
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+int env_int(const char* var, int def, long lo, long hi) {
+  const char* s = std::getenv(var);
+  if (s == nullptr) return def;
+  long v = 0;
+  if (!parse_int(s, lo, hi, &v)) {
+    const std::string range = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+    warn(var, s, range.c_str(), ("the default " + std::to_string(def)).c_str());
+    return def;
+  }
+  return static_cast<int>(v);
+}
+
+std::size_t env_hbm_bytes() {
+  const std::size_t def = static_cast<std::size_t>(kDefaultHbmGb * 1024.0 * 1024.0 * 1024.0);
+  const char* s = std::getenv("NPU_SIM_HBM_GB");
+  if (s == nullptr) return def;
+  char* end = nullptr;
+  errno = 0;
+  const double gb = std::strtod(s, &end);
+  // Upper bound keeps the byte count far from size_t overflow (and from the 47-bit address space).
+  if (*s == '\0' || errno != 0 || *end != '\0' || !std::isfinite(gb) || gb <= 0.0 || gb > 65536.0) {
+    warn("NPU_SIM_HBM_GB", s, "a positive number of GiB, at most 65536", "the default 16");
+    return def;
+  }
+  return static_cast<std::size_t>(gb * 1024.0 * 1024.0 * 1024.0);
+}
+
+// ASCEND_RT_VISIBLE_DEVICES: comma-separated physical ids. As in torch_npu/CUDA, an invalid entry hides
+// itself and every entry after it; a duplicate is skipped. Set but empty = no visible device.
+std::vector<int> visible_devices(int physical_count) {
+  std::vector<int> ids;
+  const char* s = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
+  if (s == nullptr) {
+    for (int i = 0; i < physical_count; ++i) ids.push_back(i);
+    return ids;
+  }
+  const std::string all(s);
+  std::size_t pos = 0;
+  while (pos <= all.size() && !all.empty()) {
+    std::size_t comma = all.find(',', pos);
+    if (comma == std::string::npos) comma = all.size();
+    std::string item = all.substr(pos, comma - pos);
+    const auto first = item.find_first_not_of(" \t");
+    const auto last = item.find_last_not_of(" \t");
+    item = first == std::string::npos ? std::string() : item.substr(first, last - first + 1);
+    long id = -1;
+    if (!parse_int(item.c_str(), 0, physical_count - 1, &id)) {
+      std::fprintf(stderr,
+                   "npu_sim: warning: ASCEND_RT_VISIBLE_DEVICES='%s': entry '%s' is not a device id in [0, %d); "
+                   "it and the entries after it are ignored\n",
+                   s, item.c_str(), physical_count);
+      break;
+    }
+    bool dup = false;
+    for (int x : ids) dup = dup || x == id;
+    if (dup) {
+      std::fprintf(stderr, "npu_sim: warning: ASCEND_RT_VISIBLE_DEVICES='%s': duplicate id %ld ignored\n", s, id);
+    } else {
+      ids.push_back(static_cast<int>(id));
+    }
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+bool env_launch_blocking() {
+  const char* s = std::getenv("ASCEND_LAUNCH_BLOCKING");
+  if (s == nullptr || std::strcmp(s, "0") == 0 || *s == '\0') return false;
+  if (std::strcmp(s, "1") == 0) return true;
+  warn("ASCEND_LAUNCH_BLOCKING", s, "0 or 1", "0");
+  return false;
+}
+
+void env_fault(Config* c) {
+  const char* s = std::getenv("NPU_SIM_FAULT_MALLOC_FAIL");
+  if (s == nullptr) return;
+  const char* colon = std::strchr(s, ':');
+  long dev = 0, count = 0;
+  if (colon != nullptr && parse_int(std::string(s, colon).c_str(), -1, kMaxDevices, &dev) &&
+      parse_int(colon + 1, 0, 1L << 30, &count)) {
+    c->fault_device = static_cast<int>(dev);
+    c->fault_count = static_cast<int>(count);
+    return;
+  }
+  warn("NPU_SIM_FAULT_MALLOC_FAIL", s, "'<device>:<count>' (device -1 = any)", "no injected faults");
+}
+
+Config* load_config() {
+  auto* c = new Config();
+  const int physical = env_int("NPU_SIM_DEVICE_COUNT", kDefaultDeviceCount, 0, kMaxDevices);
+  c->physical_ids = visible_devices(physical);
+  c->hbm_bytes = env_hbm_bytes();
+  c->ai_cores = env_int("NPU_SIM_AI_CORES", kDefaultAiCores, 1, 4096);
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  c->core_threads = env_int("NPU_SIM_CORE_THREADS", std::min(hw, kMaxCoreThreads), 1, kMaxCoreThreads);
+  c->launch_blocking = env_launch_blocking();
+  env_fault(c);
+  return c;
+}
+
+// Lazy per-device state. The array is sized once (device count is fixed) and never destroyed, so
+// worker threads can outlive static destruction. Each slot is initialised under its own once_flag.
+struct DeviceState {
+  std::once_flag once;
+  std::shared_ptr<StreamImpl> default_stream;  // written once under `once`, read-only afterwards
+};
+
+DeviceState* device_states() {
+  static DeviceState* states = new DeviceState[std::max(1, device_count())];
+  return states;
+}
+
+thread_local int t_current_device = 0;
+
+}  // namespace
+
+const Config& config() {
+  static const Config* c = load_config();  // process-lifetime singleton, intentionally leaked
+  return *c;
+}
+
+Status check_device(const char* fn, int device) {
+  const int n = device_count();
+  NPU_SIM_CHECK(device >= 0 && device < n, Status::kInvalidDevice,
+                "%s: device %d is out of range (%d visible devices)", fn, device, n);
+  return Status::kSuccess;
+}
+
+int current_device() { return t_current_device; }
+
+std::shared_ptr<StreamImpl> default_stream(int device) {
+  DeviceState& st = device_states()[device];
+  std::call_once(st.once, [&] { st.default_stream = create_stream_impl(device, /*is_default=*/true); });
+  return st.default_stream;
+}
+
+}  // namespace detail
+
+Status get_device_count(int* count) {
+  NPU_SIM_CHECK(count != nullptr, Status::kInvalidValue, "get_device_count: count is null (expected a pointer)");
+  *count = detail::device_count();
+  return Status::kSuccess;
+}
+
+Status get_device_properties(int device, DeviceProperties* props) {
+  NPU_SIM_CHECK(props != nullptr, Status::kInvalidValue,
+                "get_device_properties: props is null (expected a pointer)");
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device("get_device_properties", device));
+  const detail::Config& c = detail::config();
+  DeviceProperties p{};
+  std::snprintf(p.name, sizeof(p.name), "%s", "Ascend910B-sim");
+  p.physical_id = c.physical_ids[device];
+  p.hbm_bytes = c.hbm_bytes;
+  p.ai_core_count = c.ai_cores;
+  p.ub_bytes = detail::kUbBytes;
+  p.core_threads = c.core_threads;
+  *props = p;
+  return Status::kSuccess;
+}
+
+Status set_device(int device) {
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device("set_device", device));
+  detail::t_current_device = device;
+  return Status::kSuccess;
+}
+
+Status get_device(int* device) {
+  NPU_SIM_CHECK(device != nullptr, Status::kInvalidValue, "get_device: device is null (expected a pointer)");
+  *device = detail::t_current_device;
+  return Status::kSuccess;
+}
+
+Status device_synchronize(int device) {
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device("device_synchronize", device));
+  detail::default_stream(device);  // makes sure the device exists before listing its streams
+  Status first = Status::kSuccess;
+  std::string first_msg;
+  for (const auto& s : detail::live_streams(device)) {
+    const Status st = detail::sync_stream("device_synchronize", *s);
+    if (st != Status::kSuccess && first == Status::kSuccess) {
+      first = st;
+      first_msg = last_error_message();
+    }
+  }
+  if (first != Status::kSuccess) return detail::fail_msg(first, first_msg);
+  return Status::kSuccess;
+}
+
+}  // namespace npu_sim

@@ -1,0 +1,161 @@
+// Private interfaces shared by the runtime's translation units: configuration, error helpers, the
+// stream/event objects, the pointer registry query, the core pool and the process-wide counters.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "npu_sim/runtime.h"
+
+namespace npu_sim {
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------------
+// Errors (error.cpp). fail() stores the formatted detail as this thread's last error and returns `s`.
+Status fail(Status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Stores an already formatted message (used when re-reporting a stream's recorded async error).
+Status fail_msg(Status s, std::string msg);
+
+#define NPU_SIM_CHECK(cond, status, ...)                    \
+  do {                                                      \
+    if (!(cond)) return ::npu_sim::detail::fail((status), __VA_ARGS__); \
+  } while (0)
+
+#define NPU_SIM_RETURN_IF_ERROR(expr)                       \
+  do {                                                      \
+    const ::npu_sim::Status npu_sim_status_ = (expr);       \
+    if (npu_sim_status_ != ::npu_sim::Status::kSuccess) return npu_sim_status_; \
+  } while (0)
+
+// ---------------------------------------------------------------------------------------------------
+// Configuration (device.cpp): read once from the environment when the runtime is first used.
+struct Config {
+  std::vector<int> physical_ids;  // visible ordinal -> physical id
+  std::size_t hbm_bytes = 0;
+  int ai_cores = 0;
+  int core_threads = 0;
+  bool launch_blocking = false;
+  int fault_device = -1;  // from NPU_SIM_FAULT_MALLOC_FAIL
+  int fault_count = 0;
+};
+const Config& config();
+inline int device_count() { return static_cast<int>(config().physical_ids.size()); }
+// Validates a device ordinal for entry point `fn` (sets the error message on failure).
+Status check_device(const char* fn, int device);
+int current_device();  // calling thread's current device (may be invalid if there are 0 devices)
+
+constexpr std::size_t kUbBytes = 192 * 1024;
+
+// ---------------------------------------------------------------------------------------------------
+// Counters (launch.cpp): process-wide atomics, relaxed ordering (they are statistics).
+struct AtomicCounters {
+  std::atomic<std::uint64_t> bytes_h2d{0}, bytes_d2h{0}, bytes_d2d{0}, bytes_h2h{0};
+  std::atomic<std::uint64_t> kernels_launched{0}, kernels_failed{0};
+  std::atomic<std::uint64_t> device_mallocs{0}, device_frees{0};
+};
+AtomicCounters& counters();
+
+// ---------------------------------------------------------------------------------------------------
+// Pointer registry (memory.cpp).
+struct AllocInfo {
+  MemoryType type = MemoryType::kUnregistered;
+  int device = -1;
+  char* base = nullptr;
+  std::size_t size = 0;
+};
+// Looks up the allocation containing p (interior pointers included). Returns false if unregistered.
+bool find_allocation(const void* p, AllocInfo* info);
+
+// ---------------------------------------------------------------------------------------------------
+// Core pool (core_pool.cpp). Runs `fn` for block indices [0, n) on the pool threads and the calling
+// thread together and returns when all blocks are done. A block that throws stops the remaining blocks
+// from starting; the first exception's what() is returned in *error (and false is returned).
+using BlockFn = std::function<void(const BlockContext&)>;
+bool run_blocks(std::uint32_t n, const BlockFn& fn, std::string* error);
+// Copies (or sets) large ranges in parallel chunks over the pool; small ones on the calling thread.
+void parallel_memcpy(void* dst, const void* src, std::size_t bytes);
+void parallel_memset(void* dst, int value, std::size_t bytes);
+
+// ---------------------------------------------------------------------------------------------------
+// Streams (stream.cpp).
+//
+// An op returns "" on success or an error message, which the worker records as the stream's pending
+// error (first error wins) and which is reported as kKernelError by the next sync point.
+using OpFn = std::function<std::string()>;
+
+}  // namespace detail
+
+// Ownership: StreamImpl objects are owned by shared_ptrs in the stream registry (stream.cpp) and by any
+// in-flight user of the handle (lookups hand out shared_ptr copies), so a concurrent stream_destroy
+// never frees an object someone is still waiting on. `mu` protects every mutable field below; the
+// worker thread is the only one that runs ops.
+struct StreamImpl {
+  int device = 0;
+  bool is_default = false;
+
+  std::mutex mu;
+  std::condition_variable work_cv;  // worker waits here for ops (or stop)
+  std::condition_variable done_cv;  // waiters wait here for completed_seq to advance
+  struct Op {
+    std::uint64_t seq;
+    detail::OpFn fn;
+  };
+  std::deque<Op> queue;           // guarded by mu
+  std::uint64_t enqueued_seq = 0;  // guarded by mu: seq of the last op enqueued
+  std::uint64_t completed_seq = 0; // guarded by mu: seq of the last op finished
+  std::string pending_error;      // guarded by mu: first unreported async error ("" = none)
+  bool destroyed = false;         // guarded by mu: no more enqueues accepted
+  bool stop = false;              // guarded by mu: worker exits once the queue is empty
+  std::thread worker;             // started lazily by the first enqueue (guarded by mu)
+};
+
+// Ownership: EventImpl objects are owned by shared_ptrs in the event registry (event.cpp) and by
+// marker ops in flight. `mu` protects the record state.
+struct EventImpl {
+  unsigned flags = 0;
+  std::mutex mu;
+  std::shared_ptr<StreamImpl> stream;  // guarded by mu: stream of the last record (null = never recorded)
+  std::uint64_t seq = 0;               // guarded by mu: op seq of the marker of the last record
+  std::uint64_t generation = 0;        // guarded by mu: bumps on each record so stale markers are ignored
+  bool has_time = false;               // guarded by mu: marker of the current generation has run
+  std::chrono::steady_clock::time_point time;  // guarded by mu
+};
+
+namespace detail {
+
+// Resolves a user stream handle (nullptr = default stream of the current device). On failure sets the
+// error (naming fn) and returns null with *status set.
+std::shared_ptr<StreamImpl> resolve_stream(const char* fn, Stream s, Status* status);
+// Creates a stream object and registers it (the worker thread starts with the first op).
+std::shared_ptr<StreamImpl> create_stream_impl(int device, bool is_default);
+// Default stream of a device (created with its state on first use). Device must be valid.
+std::shared_ptr<StreamImpl> default_stream(int device);
+// Appends an op; *seq (optional) receives its sequence number. Fails if the stream was destroyed.
+Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq = nullptr);
+// Blocks until the stream completed `seq`. Refuses (kInvalidValue) a wait by the stream's own worker.
+Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq);
+// Takes (and clears) the stream's pending async error; kSuccess if none.
+Status take_pending_error(StreamImpl& s);
+// Waits for everything enqueued so far, then reports and clears the pending error.
+Status sync_stream(const char* fn, StreamImpl& s);
+// In ASCEND_LAUNCH_BLOCKING mode: synchronizes the stream after an enqueue; otherwise kSuccess.
+Status maybe_block(const char* fn, StreamImpl& s);
+// All live streams of `device` (-1 = every device), default streams included.
+std::vector<std::shared_ptr<StreamImpl>> live_streams(int device);
+// True if the calling thread is the worker of `s`.
+bool on_worker_of(const StreamImpl& s);
+// Waits until every live stream of `device` (-1 = all) is idle, without consuming errors; skips the
+// stream whose worker is the caller. Used by free_device/free_host (as cudaFree synchronizes).
+void wait_streams_idle(int device);
+
+}  // namespace detail
+}  // namespace npu_sim

@@ -1,0 +1,232 @@
+// Streams: in-order op queues each run by its own lazily started worker thread, the stream registry
+// (handle validation), per-stream pending async errors and the stream_* entry points.
+#include <shared_mutex>
+#include <system_error>
+#include <unordered_map>
+
+#include "internal.h"
+
+namespace npu_sim {
+namespace detail {
+namespace {
+
+// The registry owns one shared_ptr per live stream; `mu` (shared for lookups, exclusive for
+// create/destroy) protects the map only, never a stream's own state.
+struct StreamRegistry {
+  std::shared_mutex mu;
+  std::unordered_map<const StreamImpl*, std::shared_ptr<StreamImpl>> streams;
+};
+StreamRegistry& registry() {
+  static StreamRegistry* r = new StreamRegistry();  // never destroyed: workers may outlive statics
+  return *r;
+}
+
+thread_local const StreamImpl* t_worker_of = nullptr;
+
+void worker_loop(StreamImpl* s) {
+  t_worker_of = s;
+  std::unique_lock<std::mutex> lk(s->mu);
+  for (;;) {
+    s->work_cv.wait(lk, [s] { return !s->queue.empty() || s->stop; });
+    if (s->queue.empty()) return;  // stop requested and nothing left
+    StreamImpl::Op op = std::move(s->queue.front());
+    s->queue.pop_front();
+    lk.unlock();
+    std::string err;
+    try {
+      err = op.fn();
+    } catch (const std::exception& e) {
+      err = std::string("stream op failed: ") + e.what();
+    } catch (...) {
+      err = "stream op failed: unknown exception";
+    }
+    op.fn = nullptr;  // release captured resources before the op counts as complete
+    lk.lock();
+    if (!err.empty() && s->pending_error.empty()) s->pending_error = std::move(err);
+    s->completed_seq = op.seq;
+    s->done_cv.notify_all();
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<StreamImpl> create_stream_impl(int device, bool is_default) {
+  auto s = std::make_shared<StreamImpl>();
+  s->device = device;
+  s->is_default = is_default;
+  StreamRegistry& r = registry();
+  std::unique_lock<std::shared_mutex> lk(r.mu);
+  r.streams.emplace(s.get(), s);
+  return s;
+}
+
+std::shared_ptr<StreamImpl> resolve_stream(const char* fn, Stream s, Status* status) {
+  *status = Status::kSuccess;
+  if (s == nullptr) {
+    const int dev = current_device();
+    *status = check_device(fn, dev);
+    if (*status != Status::kSuccess) return nullptr;
+    return default_stream(dev);
+  }
+  StreamRegistry& r = registry();
+  {
+    std::shared_lock<std::shared_mutex> lk(r.mu);
+    auto it = r.streams.find(s);
+    if (it != r.streams.end()) return it->second;
+  }
+  *status = fail(Status::kInvalidHandle, "%s: stream %p is not a live stream (destroyed or never created)", fn,
+                 static_cast<void*>(s));
+  return nullptr;
+}
+
+bool on_worker_of(const StreamImpl& s) { return t_worker_of == &s; }
+
+Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq) {
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    NPU_SIM_CHECK(!s.destroyed, Status::kInvalidHandle, "%s: stream %p is being destroyed", fn,
+                  static_cast<void*>(&s));
+    if (!s.worker.joinable()) {
+      try {
+        s.worker = std::thread(worker_loop, &s);
+      } catch (const std::system_error& e) {
+        return fail(Status::kInternal, "%s: cannot start the stream worker thread: %s", fn, e.what());
+      }
+    }
+    const std::uint64_t q = ++s.enqueued_seq;
+    s.queue.push_back(StreamImpl::Op{q, std::move(op)});
+    if (seq != nullptr) *seq = q;
+  }
+  s.work_cv.notify_one();
+  return Status::kSuccess;
+}
+
+Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq) {
+  std::unique_lock<std::mutex> lk(s.mu);
+  if (s.completed_seq >= seq) return Status::kSuccess;
+  NPU_SIM_CHECK(!on_worker_of(s), Status::kInvalidValue,
+                "%s: called from a function running on the same stream (it would wait for itself)", fn);
+  s.done_cv.wait(lk, [&] { return s.completed_seq >= seq; });
+  return Status::kSuccess;
+}
+
+Status take_pending_error(StreamImpl& s) {
+  std::string err;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    err.swap(s.pending_error);
+  }
+  if (err.empty()) return Status::kSuccess;
+  return fail_msg(Status::kKernelError, std::move(err));
+}
+
+Status sync_stream(const char* fn, StreamImpl& s) {
+  std::uint64_t target = 0;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    target = s.enqueued_seq;
+  }
+  NPU_SIM_RETURN_IF_ERROR(wait_for_seq(fn, s, target));
+  return take_pending_error(s);
+}
+
+Status maybe_block(const char* fn, StreamImpl& s) {
+  if (!config().launch_blocking) return Status::kSuccess;
+  return sync_stream(fn, s);
+}
+
+std::vector<std::shared_ptr<StreamImpl>> live_streams(int device) {
+  std::vector<std::shared_ptr<StreamImpl>> out;
+  StreamRegistry& r = registry();
+  std::shared_lock<std::shared_mutex> lk(r.mu);
+  for (const auto& kv : r.streams) {
+    if (device < 0 || kv.second->device == device) out.push_back(kv.second);
+  }
+  return out;
+}
+
+void wait_streams_idle(int device) {
+  for (const auto& s : live_streams(device)) {
+    if (on_worker_of(*s)) continue;
+    std::unique_lock<std::mutex> lk(s->mu);
+    const std::uint64_t target = s->enqueued_seq;
+    s->done_cv.wait(lk, [&] { return s->completed_seq >= target; });
+  }
+}
+
+}  // namespace detail
+
+using detail::fail;
+
+Status stream_create(int device, Stream* stream) {
+  NPU_SIM_CHECK(stream != nullptr, Status::kInvalidValue, "stream_create: stream is null (expected a pointer)");
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device("stream_create", device));
+  *stream = detail::create_stream_impl(device, /*is_default=*/false).get();
+  return Status::kSuccess;
+}
+
+Status stream_destroy(Stream stream) {
+  NPU_SIM_CHECK(stream != nullptr, Status::kInvalidValue,
+                "stream_destroy: stream is null (the default stream cannot be destroyed)");
+  Status st;
+  std::shared_ptr<StreamImpl> s = detail::resolve_stream("stream_destroy", stream, &st);
+  if (!s) return st;
+  NPU_SIM_CHECK(!s->is_default, Status::kInvalidValue,
+                "stream_destroy: stream %p is the default stream of device %d and cannot be destroyed",
+                static_cast<void*>(stream), s->device);
+  NPU_SIM_CHECK(!detail::on_worker_of(*s), Status::kInvalidValue,
+                "stream_destroy: called from a function running on the stream being destroyed");
+  {
+    detail::StreamRegistry& r = detail::registry();
+    std::unique_lock<std::shared_mutex> lk(r.mu);
+    NPU_SIM_CHECK(r.streams.erase(stream) == 1, Status::kInvalidHandle,
+                  "stream_destroy: stream %p was destroyed concurrently", static_cast<void*>(stream));
+  }
+  std::thread worker;
+  {
+    std::unique_lock<std::mutex> lk(s->mu);
+    s->destroyed = true;  // later enqueues through stale shared_ptrs are refused
+    s->stop = true;       // the worker drains the queue, then exits
+    worker = std::move(s->worker);
+  }
+  s->work_cv.notify_all();
+  if (worker.joinable()) worker.join();
+  return Status::kSuccess;
+}
+
+Status get_default_stream(int device, Stream* stream) {
+  NPU_SIM_CHECK(stream != nullptr, Status::kInvalidValue,
+                "get_default_stream: stream is null (expected a pointer)");
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device("get_default_stream", device));
+  *stream = detail::default_stream(device).get();
+  return Status::kSuccess;
+}
+
+Status stream_get_device(Stream stream, int* device) {
+  NPU_SIM_CHECK(device != nullptr, Status::kInvalidValue, "stream_get_device: device is null (expected a pointer)");
+  Status st;
+  auto s = detail::resolve_stream("stream_get_device", stream, &st);
+  if (!s) return st;
+  *device = s->device;
+  return Status::kSuccess;
+}
+
+Status stream_synchronize(Stream stream) {
+  Status st;
+  auto s = detail::resolve_stream("stream_synchronize", stream, &st);
+  if (!s) return st;
+  return detail::sync_stream("stream_synchronize", *s);
+}
+
+Status stream_query(Stream stream) {
+  Status st;
+  auto s = detail::resolve_stream("stream_query", stream, &st);
+  if (!s) return st;
+  std::lock_guard<std::mutex> lk(s->mu);
+  NPU_SIM_CHECK(s->completed_seq == s->enqueued_seq, Status::kNotReady,
+                "stream_query: stream %p still has %llu pending op(s)", static_cast<void*>(s.get()),
+                static_cast<unsigned long long>(s->enqueued_seq - s->completed_seq));
+  return Status::kSuccess;
+}
+
+}  // namespace npu_sim

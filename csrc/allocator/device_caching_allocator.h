@@ -1,0 +1,131 @@
+// Internal: the per-device caching allocator (blocks, pools, pending events, stats) behind CachingAllocator.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "allocator/caching_allocator.h"
+
+namespace npu_alloc {
+
+constexpr std::size_t kMinBlockSize = 512;             // every block is a multiple of this
+constexpr std::size_t kSmallSize = 1u << 20;           // requests <= 1 MiB use the small pool
+constexpr std::size_t kSmallBuffer = 2u << 20;         // small-pool segment size
+constexpr std::size_t kLargeBuffer = 20u << 20;        // segment size for 1-10 MiB requests
+constexpr std::size_t kMinLargeAlloc = 10u << 20;      // at and above this, segments are sized to fit
+constexpr std::size_t kRoundLarge = 2u << 20;          // ... rounded up to this
+
+struct BlockPool;
+
+// A contiguous piece of one segment. Segments are doubly linked lists of blocks in address order.
+struct Block {
+  int device = 0;
+  npu_sim::Stream stream = nullptr;  // owning stream: only reused for work on this stream
+  std::size_t size = 0;              // rounded size
+  std::size_t requested_size = 0;    // what the caller asked for (valid while allocated)
+  BlockPool* pool = nullptr;
+  char* ptr = nullptr;
+  bool allocated = false;
+  int event_count = 0;               // outstanding record_stream events (freed but not reusable)
+  uint64_t last_use = 0;             // use clock when last returned to the pool (GC age)
+  Block* prev = nullptr;
+  Block* next = nullptr;
+  std::unordered_set<npu_sim::Stream> stream_uses;
+
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+  bool is_free() const { return !allocated && event_count == 0; }  // i.e. sits in its pool
+};
+
+// Ordering (stream, size, address): lower_bound(stream, size, 0) is the best fit on a stream.
+struct BlockLess {
+  bool operator()(const Block* a, const Block* b) const {
+    auto sa = reinterpret_cast<uintptr_t>(a->stream), sb = reinterpret_cast<uintptr_t>(b->stream);
+    if (sa != sb) return sa < sb;
+    if (a->size != b->size) return a->size < b->size;
+    return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+  }
+};
+
+struct BlockPool {
+  explicit BlockPool(bool small) : is_small(small) {}
+  std::set<Block*, BlockLess> blocks;
+  const bool is_small;
+};
+
+class DeviceCachingAllocator {
+ public:
+  DeviceCachingAllocator(int device, const AllocConfig& config);
+  ~DeviceCachingAllocator();
+  DeviceCachingAllocator(const DeviceCachingAllocator&) = delete;
+  DeviceCachingAllocator& operator=(const DeviceCachingAllocator&) = delete;
+
+  // `stream` must be resolved (non-null). Never returns nullptr (bytes > 0).
+  Block* malloc(std::size_t bytes, npu_sim::Stream stream);
+  void free(Block* block);
+  void record_stream(Block* block, npu_sim::Stream stream);
+
+  void empty_cache();
+  DeviceStats get_stats();
+  void reset_accumulated_stats();
+  void reset_peak_stats();
+  void snapshot(std::vector<SegmentInfo>* out);
+  void set_memory_fraction(double fraction);
+  double get_memory_fraction();
+
+  // Size after the configured rounding (512 B, or power-of-two divisions).
+  std::size_t round(std::size_t bytes) const;
+
+ private:
+  using Lock = std::lock_guard<std::recursive_mutex>;
+
+  // All private methods expect mutex_ held.
+  BlockPool& pool_for(std::size_t size) { return size <= kSmallSize ? small_pool_ : large_pool_; }
+  static std::size_t allocation_size(std::size_t size);
+  Block* get_free_block(BlockPool& pool, npu_sim::Stream stream, std::size_t size);
+  Block* alloc_block(BlockPool& pool, npu_sim::Stream stream, std::size_t alloc_size, bool is_retry);
+  bool release_available_cached_blocks(BlockPool& pool, std::size_t alloc_size);
+  void release_cached_blocks();
+  void release_pool(BlockPool& pool);
+  void release_block(Block* block);
+  void garbage_collect();
+  Block* finish_allocation(Block* block, std::size_t size, std::size_t requested);
+  void free_block(Block* block);
+  void merge_into(Block* dst, Block* src);
+  void insert_events(Block* block);
+  void process_events();
+  void synchronize_and_free_events();
+  npu_sim::Event get_event();
+  void put_event(npu_sim::Event ev);
+  std::size_t total_capacity();
+  std::size_t allowed_max();
+  [[noreturn]] void throw_oom(std::size_t alloc_size);
+  Block* malloc_uncached(std::size_t bytes, npu_sim::Stream stream);
+  void free_uncached(Block* block);
+
+  const int device_;
+  const AllocConfig config_;
+  std::recursive_mutex mutex_;
+  BlockPool small_pool_{true};
+  BlockPool large_pool_{false};
+  std::unordered_set<Block*> active_blocks_;  // allocated, or freed and waiting for events
+  std::vector<std::pair<npu_sim::Event, Block*>> pending_events_;
+  std::vector<npu_sim::Event> event_pool_;
+  DeviceStats stats_;
+  uint64_t use_clock_ = 0;
+  std::size_t total_capacity_ = 0;  // 0 until first queried
+  bool set_fraction_ = false;
+  double fraction_ = 1.0;
+};
+
+// Stat helpers shared by the allocator translation units.
+void update_stat(Stat& stat, int64_t amount);
+void update_stat_array(StatArray& arr, int64_t amount, bool small);
+[[noreturn]] void throw_runtime_error(const std::string& what);
+
+}  // namespace npu_alloc

@@ -1,0 +1,170 @@
+// The native core of the npu op table: factories (empty, empty_strided), views and metadata ops
+// (as_strided, view, _reshape_alias, unfold, view_as_real/complex), resize_, set_ variants, fill_,
+// zero_ and _local_scalar_dense. Registration only; device work goes to kernels/.
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/npu_resize.h"
+#include "aten/npu_tensor.h"
+#include "core/npu_allocator.h"
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+#include "npu_kernels/copy.h"
+
+namespace torch_npu_sim {
+namespace {
+
+constexpr c10::DispatchKeySet kNPUKeys(c10::DispatchKey::PrivateUse1);
+
+c10::Device resolve_device(std::optional<c10::Device> device, const char* op) {
+  c10::Device d = device.value_or(c10::Device(c10::DeviceType::PrivateUse1));
+  TORCH_CHECK(d.type() == c10::DeviceType::PrivateUse1, op, ": expected an npu device, got ", d);
+  if (!d.has_index()) d = c10::Device(c10::DeviceType::PrivateUse1, current_device());
+  check_device(d.index(), op);
+  return d;
+}
+
+void check_factory_args(std::optional<c10::Layout> layout, std::optional<bool> pin_memory, const char* op) {
+  TORCH_CHECK(layout.value_or(c10::kStrided) == c10::kStrided, op, ": only the strided layout is supported on npu, got ",
+              *layout);
+  TORCH_CHECK(!pin_memory.value_or(false), op, ": only dense CPU tensors can be pinned");
+}
+
+at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+  const auto dev = resolve_device(device, "empty");
+  check_factory_args(layout, pin_memory, "empty");
+  const auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
+  c10::DeviceGuard guard(dev);
+  return at::detail::empty_generic(size, device_allocator(), kNPUKeys, type, memory_format);
+}
+
+at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory) {
+  const auto dev = resolve_device(device, "empty_strided");
+  check_factory_args(layout, pin_memory, "empty_strided");
+  const auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
+  c10::DeviceGuard guard(dev);
+  return at::detail::empty_strided_generic(size, stride, device_allocator(), kNPUKeys, type);
+}
+
+const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+  for (const auto s : size) TORCH_CHECK(s >= 0, "resize_: negative dimension ", s, " in requested size ", size);
+  auto* impl = self.unsafeGetTensorImpl();
+  if (self.sizes() != size || !self.is_contiguous()) impl->set_sizes_contiguous(size);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "resize_: unsupported memory format ", *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
+  ensure_storage_fits(self);
+  return self;
+}
+
+at::Tensor& set_storage_offset(at::Tensor& self, c10::Storage source, int64_t storage_offset,
+                               c10::IntArrayRef size, c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device() == self.device() || source.nbytes() == 0 || self.storage().nbytes() == 0 ||
+                  source.device().type() == self.device().type(),
+              "set_: expected storage on ", self.device(), ", got ", source.device());
+  at::native::checkSetStorage(self, source, storage_offset, size, stride);
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_offset(storage_offset);
+  if (stride.data() != nullptr) {
+    impl->set_sizes_and_strides(size, stride);
+  } else {
+    impl->set_sizes_contiguous(size);
+  }
+  ensure_storage_fits(self);
+  return self;
+}
+
+at::Tensor& set_storage(at::Tensor& self, c10::Storage source) {
+  const int64_t numel = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return set_storage_offset(self, std::move(source), 0, {numel}, {});
+}
+
+at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
+  if (self.is_same(source)) return self;
+  return set_storage_offset(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& set_empty(at::Tensor& self) {
+  c10::DeviceGuard guard(self.device());
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, device_allocator(), /*resizable=*/true);
+  return set_storage_offset(self, std::move(storage), 0, {0}, {});
+}
+
+npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s) {
+  npu_kernels::ScalarValue v;
+  if (s.isBoolean()) {
+    v.kind = npu_kernels::ScalarValue::kBool;
+    v.b = s.toBool();
+  } else if (s.isIntegral(false)) {
+    v.kind = npu_kernels::ScalarValue::kInt;
+    v.i = s.toLong();
+  } else if (s.isComplex()) {
+    v.kind = npu_kernels::ScalarValue::kComplex;
+    const auto c = s.toComplexDouble();
+    v.d = c.real();
+    v.imag = c.imag();
+  } else {
+    v.kind = npu_kernels::ScalarValue::kDouble;
+    v.d = s.toDouble();
+  }
+  return v;
+}
+
+at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
+  if (self.numel() == 0) return self;
+  c10::DeviceGuard guard(self.device());
+  NPU_CHECK(npu_kernels::fill(current_native_stream(self.device().index()), tensor_desc(self, "fill_"),
+                              to_scalar_value(value)));
+  return self;
+}
+
+at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
+              " dimensions.");
+  return fill_scalar(self, value.item());
+}
+
+at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
+
+c10::Scalar local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  return self.to(c10::kCPU).item();
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", empty_memory_format);
+  m.impl("empty_strided", empty_strided);
+  m.impl("as_strided", at::native::as_strided_tensorimpl);
+  m.impl("view", at::native::view);
+  m.impl("_reshape_alias", at::native::_reshape_alias);
+  m.impl("unfold", at::native::unfold);
+  m.impl("view_as_real", at::native::view_as_real);
+  m.impl("view_as_complex", at::native::view_as_complex);
+  m.impl("resize_", resize_);
+  m.impl("set_.source_Storage", set_storage);
+  m.impl("set_.source_Storage_storage_offset", set_storage_offset);
+  m.impl("set_.source_Tensor", set_tensor);
+  m.impl("set_", set_empty);
+  m.impl("fill_.Scalar", fill_scalar);
+  m.impl("fill_.Tensor", fill_tensor);
+  m.impl("zero_", zero_);
+  m.impl("_local_scalar_dense", local_scalar_dense);
+}
+
+}  // namespace
+}  // namespace torch_npu_sim

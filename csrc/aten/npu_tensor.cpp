@@ -1,0 +1,32 @@
+// at::Tensor -> kernel TensorDesc conversion and dtype mapping (see npu_tensor.h).
+#include "aten/npu_tensor.h"
+
+#include <c10/core/ScalarType.h>
+
+namespace torch_npu_sim {
+
+bool is_npu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+npu_kernels::DType kernel_dtype(at::ScalarType type, const char* op) {
+  TORCH_CHECK_TYPE(npu_kernels::dtype_supported(static_cast<int>(type)), op, ": dtype ", type,
+                   " is not supported on the npu device (supported: bool, uint8, int8, int16, int32, int64, "
+                   "float16, bfloat16, float32, float64, complex64, complex128)");
+  return static_cast<npu_kernels::DType>(type);
+}
+
+npu_kernels::TensorDesc tensor_desc(const at::Tensor& t, const char* op) {
+  TORCH_CHECK(is_npu(t), op, ": expected a tensor on npu, got one on ", t.device());
+  TORCH_CHECK(t.dim() <= npu_kernels::kMaxDims, op, ": tensors with more than ", npu_kernels::kMaxDims,
+              " dimensions are not supported on npu (got ", t.dim(), ")");
+  npu_kernels::TensorDesc d;
+  d.data = t.numel() > 0 ? const_cast<void*>(t.const_data_ptr()) : nullptr;
+  d.dtype = kernel_dtype(t.scalar_type(), op);
+  d.ndim = static_cast<int>(t.dim());
+  for (int i = 0; i < d.ndim; ++i) {
+    d.sizes[i] = t.size(i);
+    d.strides[i] = t.stride(i);
+  }
+  return d;
+}
+
+}  // namespace torch_npu_sim

@@ -1,0 +1,91 @@
+// Boxed CPU fallback for PrivateUse1: checks devices, warns once per op in torch_npu's wording (or
+// refuses under TORCH_NPU_FALLBACK_CPU_DISABLE=1), records the op, then runs libtorch's cpu_fallback,
+// which syncs through our copies, runs the CPU kernel and writes results (incl. in-place/out=) back.
+#include "fallback/cpu_fallback.h"
+
+#include <ATen/native/CPUFallback.h>
+#include <torch/library.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+
+namespace torch_npu_sim {
+namespace {
+
+std::mutex g_mutex;                      // guards g_counts
+std::map<std::string, int64_t> g_counts;  // op -> calls that fell back
+
+bool fallback_disabled() {
+  static const bool disabled = [] {
+    const char* v = std::getenv("TORCH_NPU_FALLBACK_CPU_DISABLE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return disabled;
+}
+
+// Mixed-device inputs are a user error on CUDA; the fallback would otherwise accept them silently.
+// CPU zero-dim tensors are allowed, as in TensorIterator.
+void check_same_device(const std::string& op, const torch::jit::Stack& stack, size_t num_args) {
+  std::optional<c10::Device> seen;
+  auto visit = [&](const at::Tensor& t) {
+    if (!t.defined()) return;
+    if (t.device().is_cpu() && t.dim() == 0) return;
+    if (!seen) {
+      seen = t.device();
+    } else {
+      TORCH_CHECK(*seen == t.device(), op, ": expected all tensors to be on the same device, but found at least two "
+                  "devices, ", *seen, " and ", t.device(), "!");
+    }
+  };
+  for (size_t i = stack.size() - num_args; i < stack.size(); ++i) {
+    const auto& iv = stack[i];
+    if (iv.isTensor()) {
+      visit(iv.toTensor());
+    } else if (iv.isTensorList()) {
+      for (const at::Tensor& t : iv.toTensorList().vec()) visit(t);
+    } else if (iv.isOptionalTensorList()) {
+      for (const auto& t : iv.toOptionalTensorList().vec()) {
+        if (t.has_value()) visit(*t);
+      }
+    }
+  }
+}
+
+void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const std::string name = schema.operator_name().name +
+                           (schema.overload_name().empty() ? "" : "." + schema.overload_name());
+  TORCH_CHECK_NOT_IMPLEMENTED(!fallback_disabled(), "The operator '", name,
+                              "' is not currently implemented for the NPU device, and CPU fallback is disabled "
+                              "(TORCH_NPU_FALLBACK_CPU_DISABLE=1).");
+  check_same_device(name, *stack, schema.arguments().size());
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    first = g_counts[name]++ == 0;
+  }
+  if (first) {
+    TORCH_WARN("The operator '", name, "' is not currently supported on the NPU backend and will fall back to run "
+               "on the CPU. This may have performance implications.");
+  }
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> fallback_ops() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_counts;
+}
+
+void reset_fallback_ops() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_counts.clear();
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&npu_cpu_fallback>());
+}
+
+}  // namespace torch_npu_sim

@@ -1,0 +1,65 @@
+// Kernel-side view of a tensor (torch-free): raw device pointer, dtype, sizes and strides in elements,
+// plus the strided-offset walker that kernels use for non-contiguous operands.
+#pragma once
+
+#include <cstdint>
+
+#include "npu_kernels/dtype.h"
+
+namespace npu_kernels {
+
+constexpr int kMaxDims = 16;
+
+struct TensorDesc {
+  void* data = nullptr;  // points at element 0 (storage offset already applied)
+  DType dtype = DType::kFloat32;
+  int ndim = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[kMaxDims] = {};  // in elements
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; ++d) n *= sizes[d];
+    return n;
+  }
+  bool is_contiguous() const {
+    int64_t expected = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+      if (sizes[d] != 1 && strides[d] != expected) return false;
+      expected *= sizes[d];
+    }
+    return true;
+  }
+};
+
+// Walks the element offsets of a strided tensor in row-major (logical) order, starting at any linear
+// index; next() is O(1) amortised, so a block covering [begin, end) costs one division per dim.
+class StridedWalker {
+ public:
+  StridedWalker(const TensorDesc& t, int64_t linear) : t_(t) {
+    for (int d = t.ndim - 1; d >= 0; --d) {
+      const int64_t sz = t.sizes[d] > 0 ? t.sizes[d] : 1;
+      idx_[d] = linear % sz;
+      linear /= sz;
+      offset_ += idx_[d] * t.strides[d];
+    }
+  }
+  int64_t offset() const { return offset_; }
+  void next() {
+    for (int d = t_.ndim - 1; d >= 0; --d) {
+      if (++idx_[d] < t_.sizes[d]) {
+        offset_ += t_.strides[d];
+        return;
+      }
+      offset_ -= (idx_[d] - 1) * t_.strides[d];
+      idx_[d] = 0;
+    }
+  }
+
+ private:
+  const TensorDesc& t_;
+  int64_t idx_[kMaxDims] = {};
+  int64_t offset_ = 0;
+};
+
+}  // namespace npu_kernels

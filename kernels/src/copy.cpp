@@ -1,0 +1,113 @@
+// Strided copy with dtype conversion, and fill: the device kernels behind copy_, to(), fill_, zero_.
+#include "npu_kernels/copy.h"
+
+#include <cstring>
+
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels {
+
+const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::kUInt8: return "uint8";
+    case DType::kInt8: return "int8";
+    case DType::kInt16: return "int16";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+    case DType::kFloat16: return "float16";
+    case DType::kFloat32: return "float32";
+    case DType::kFloat64: return "float64";
+    case DType::kComplex64: return "complex64";
+    case DType::kComplex128: return "complex128";
+    case DType::kBool: return "bool";
+    case DType::kBFloat16: return "bfloat16";
+  }
+  return "unknown";
+}
+
+std::size_t dtype_size(DType t) {
+  std::size_t size = 0;
+  dispatch_dtype(t, [&](auto v) { size = sizeof(v); });
+  return size;
+}
+
+bool dtype_supported(int raw) {
+  return dispatch_dtype(static_cast<DType>(raw), [](auto) {});
+}
+
+namespace {
+constexpr int64_t kCopyGrain = 1 << 15;
+
+template <typename D, typename S>
+void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int64_t end, bool dst_contig,
+                bool src_contig) {
+  D* out = static_cast<D*>(dst.data);
+  const S* in = static_cast<const S*>(src.data);
+  if (dst_contig && src_contig) {
+    if constexpr (std::is_same_v<D, S>) {
+      std::memcpy(out + begin, in + begin, sizeof(D) * (end - begin));
+    } else {
+      for (int64_t i = begin; i < end; ++i) out[i] = convert<D>(in[i]);
+    }
+    return;
+  }
+  StridedWalker wd(dst, begin), ws(src, begin);
+  for (int64_t i = begin; i < end; ++i) {
+    out[wd.offset()] = convert<D>(in[ws.offset()]);
+    wd.next();
+    ws.next();
+  }
+}
+}  // namespace
+
+npu_sim::Status copy_cast(npu_sim::Stream stream, const TensorDesc& dst, const TensorDesc& src) {
+  const int64_t n = dst.numel();
+  const bool dst_contig = dst.is_contiguous();
+  const bool src_contig = src.is_contiguous();
+  return parallel_for(stream, "copy_cast", n, kCopyGrain,
+                      [dst, src, dst_contig, src_contig](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        dispatch_dtype(dst.dtype, [&](auto d) {
+                          dispatch_dtype(src.dtype, [&](auto s) {
+                            copy_range<decltype(d), decltype(s)>(dst, src, b, e, dst_contig, src_contig);
+                          });
+                        });
+                      });
+}
+
+namespace {
+template <typename T>
+T scalar_as(const ScalarValue& v) {
+  switch (v.kind) {
+    case ScalarValue::kBool: return convert<T>(v.b);
+    case ScalarValue::kInt: return convert<T>(v.i);
+    case ScalarValue::kDouble: return convert<T>(v.d);
+    case ScalarValue::kComplex:
+      if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+        return T(v.d, v.imag);
+      } else {
+        return convert<T>(std::complex<double>(v.d, v.imag));
+      }
+  }
+  return T{};
+}
+}  // namespace
+
+npu_sim::Status fill(npu_sim::Stream stream, const TensorDesc& dst, ScalarValue value) {
+  const bool contig = dst.is_contiguous();
+  return parallel_for(stream, "fill", dst.numel(), kCopyGrain,
+                      [dst, value, contig](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        dispatch_dtype(dst.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          const T v = scalar_as<T>(value);
+                          T* out = static_cast<T*>(dst.data);
+                          if (contig) {
+                            for (int64_t i = b; i < e; ++i) out[i] = v;
+                            return;
+                          }
+                          StridedWalker w(dst, b);
+                          for (int64_t i = b; i < e; ++i, w.next()) out[w.offset()] = v;
+                        });
+                      });
+}
+
+}  // namespace npu_kernels

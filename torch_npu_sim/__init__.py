@@ -1,0 +1,32 @@
+"""torch_npu_sim: a simulated Ascend-style NPU as the PyTorch device "npu".
+
+After ``import torch_npu_sim`` ordinary PyTorch code targets ``"npu"``: ``tensor.npu()``,
+``model.to("npu")``, ``torch.npu.synchronize()``, ``torch.Stream(device="npu")``.
+"""
+import torch
+
+from . import _C  # noqa: F401  (loads the extension: op table, allocator, guard, hooks)
+from . import npu
+from .fallback import fallback_ops, reset_fallback_ops
+
+__all__ = ["npu", "fallback_ops", "reset_fallback_ops"]
+
+
+def _register():
+    # Each step is idempotent so that re-imports (and the torch.backends autoload) are harmless.
+    if torch._C._get_privateuse1_backend_name() != "npu":
+        torch.utils.rename_privateuse1_backend("npu")
+    if not hasattr(torch, "npu"):
+        torch._register_device_module("npu", npu)
+    if not hasattr(torch.Tensor, "is_npu"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_storage=True
+        )
+
+
+_register()
+
+
+def _autoload():
+    """Entry point for torch's device-backend autoload (group ``torch.backends``): importing this
+    package is all the registration there is."""

@@ -1,0 +1,192 @@
+"""The ``torch.npu`` device module: devices, streams, events, memory, random (torch_npu's names)."""
+import contextlib
+import threading
+from typing import Any, Optional, Union
+
+import torch
+
+from .. import _C
+from .memory import *  # noqa: F401,F403
+from .memory import __all__ as _memory_all
+from .random import *  # noqa: F401,F403
+from .random import __all__ as _random_all
+from .streams import Event, Stream
+
+_initialized = False
+_init_lock = threading.Lock()
+
+__all__ = [
+    "is_available", "is_initialized", "init", "device_count", "current_device", "set_device", "device",
+    "device_of", "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
+    "can_device_access_peer", "Stream", "Event", "stream", "set_stream", "current_stream", "default_stream",
+    "get_amp_supported_dtype", "is_bf16_supported",
+] + _memory_all + _random_all
+
+
+def is_available() -> bool:
+    return _C._get_device_count() > 0
+
+
+def is_initialized() -> bool:
+    return _initialized and not _is_in_bad_fork()
+
+
+def _is_in_bad_fork() -> bool:
+    return _C._is_in_bad_fork()
+
+
+def _lazy_init():
+    """Initialise the runtime once per process (called by torch before the first npu object)."""
+    global _initialized
+    if _initialized:
+        return
+    with _init_lock:
+        if _initialized:
+            return
+        if _is_in_bad_fork():
+            raise RuntimeError(
+                "Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, "
+                "you must use the 'spawn' start method")
+        _C._init()
+        _initialized = True
+
+
+def init():
+    _lazy_init()
+
+
+def device_count() -> int:
+    return _C._get_device_count()
+
+
+def current_device() -> int:
+    _lazy_init()
+    return _C._get_device()
+
+
+def _device_index(device: Any, optional: bool = False) -> int:
+    if isinstance(device, torch.device):
+        if device.type != "npu":
+            raise ValueError(f"Expected an npu device, but got: {device}")
+        return device.index if device.index is not None else (current_device() if optional else 0)
+    if isinstance(device, str):
+        return _device_index(torch.device(device), optional)
+    if isinstance(device, int):
+        return device
+    if device is None and optional:
+        return current_device()
+    raise ValueError(f"Expected an npu device (torch.device, str or int), but got: {device!r}")
+
+
+def set_device(device: Union[torch.device, str, int]) -> None:
+    index = _device_index(device)
+    if index >= 0:
+        _lazy_init()
+        _C._set_device(index)
+
+
+class device:
+    """Context manager that changes the current npu device."""
+
+    def __init__(self, device: Any):
+        self.idx = _device_index(device, optional=True) if device is not None else -1
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = _C._exchange_device(self.idx)
+
+    def __exit__(self, *args):
+        if self.prev_idx >= 0:
+            _C._exchange_device(self.prev_idx)
+        return False
+
+
+class device_of(device):
+    """Context manager that makes the device of ``obj`` (a tensor) current."""
+
+    def __init__(self, obj):
+        super().__init__(obj.get_device() if obj.is_npu else -1)
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait for all work on every stream of ``device`` (default: the current device); raises the first
+    error a kernel reported asynchronously."""
+    _lazy_init()
+    _C._synchronize(_device_index(device, optional=True))
+
+
+class _DeviceProperties:
+    def __init__(self, props: dict):
+        self.name = props["name"]
+        self.total_memory = props["total_memory"]
+        self.ai_core_count = props["ai_core_count"]
+        self.multi_processor_count = props["ai_core_count"]
+        self.ub_size = props["ub_size"]
+        self.physical_id = props["physical_id"]
+        self.core_threads = props["core_threads"]
+
+    def __repr__(self):
+        return (f"_NPUDeviceProperties(name='{self.name}', total_memory={self.total_memory // (1 << 20)}MB, "
+                f"ai_core_count={self.ai_core_count}, ub_size={self.ub_size // 1024}KB)")
+
+
+def get_device_properties(device: Any = None) -> _DeviceProperties:
+    _lazy_init()
+    return _DeviceProperties(_C._get_device_properties(_device_index(device, optional=True)))
+
+
+def get_device_name(device: Any = None) -> str:
+    return get_device_properties(device).name
+
+
+def get_device_capability(device: Any = None):
+    # An Ascend 910B-class chip has no CUDA compute capability; torch_npu reports None.
+    return None
+
+
+def can_device_access_peer(device: Any, peer_device: Any) -> bool:
+    a, b = _device_index(device), _device_index(peer_device)
+    n = device_count()
+    if not (0 <= a < n and 0 <= b < n):
+        raise ValueError(f"can_device_access_peer: invalid device ordinals {a}, {b} ({n} visible)")
+    return a != b
+
+
+def current_stream(device: Any = None) -> Stream:
+    _lazy_init()
+    s = torch.accelerator.current_stream(torch.device("npu", _device_index(device, optional=True)))
+    return Stream(stream_id=s.stream_id, device_index=s.device_index, device_type=s.device_type)
+
+
+def default_stream(device: Any = None) -> Stream:
+    _lazy_init()
+    return Stream(stream_id=0, device_index=_device_index(device, optional=True), device_type=torch.device("npu").type)
+
+
+def set_stream(stream: Optional[torch.Stream]) -> None:
+    if stream is None:
+        return
+    _lazy_init()
+    torch.accelerator.set_stream(stream)
+
+
+@contextlib.contextmanager
+def stream(stream: Optional[torch.Stream]):
+    """Context manager making ``stream`` the current stream of its device (None: no-op)."""
+    if stream is None:
+        yield
+        return
+    prev = torch.accelerator.current_stream(stream.device)
+    torch.accelerator.set_stream(stream)
+    try:
+        yield
+    finally:
+        torch.accelerator.set_stream(prev)
+
+
+def get_amp_supported_dtype():
+    return [torch.float16, torch.bfloat16]
+
+
+def is_bf16_supported() -> bool:
+    return True
