@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include <pthread.h>
+
 #include "internal.h"
 
 namespace npu_sim {
@@ -152,8 +154,17 @@ thread_local int t_current_device = 0;
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_forked_child{false};
+}  // namespace
+
+bool in_forked_child() { return g_forked_child.load(std::memory_order_relaxed); }
+
 const Config& config() {
-  static const Config* c = load_config();  // process-lifetime singleton, intentionally leaked
+  static const Config* c = [] {
+    pthread_atfork(nullptr, nullptr, [] { g_forked_child.store(true, std::memory_order_relaxed); });
+    return load_config();
+  }();  // process-lifetime singleton, intentionally leaked
   return *c;
 }
 

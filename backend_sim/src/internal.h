@@ -55,6 +55,15 @@ int current_device();  // calling thread's current device (may be invalid if the
 
 constexpr std::size_t kUbBytes = 192 * 1024;
 
+// True in a child forked after the runtime started: its worker threads did not survive the fork, so
+// queue operations fail with kInternal instead of waiting forever (torch reports the same situation as
+// "Cannot re-initialize NPU in forked subprocess").
+bool in_forked_child();
+#define NPU_SIM_CHECK_NOT_FORKED(fn)                                                              \
+  NPU_SIM_CHECK(!::npu_sim::detail::in_forked_child(), ::npu_sim::Status::kInternal,             \
+                "%s: the NPU runtime cannot be used in a process forked after it started; use the " \
+                "'spawn' start method", fn)
+
 // ---------------------------------------------------------------------------------------------------
 // Counters (launch.cpp): process-wide atomics, relaxed ordering (they are statistics).
 struct AtomicCounters {

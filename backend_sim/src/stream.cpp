@@ -82,6 +82,7 @@ std::shared_ptr<StreamImpl> resolve_stream(const char* fn, Stream s, Status* sta
 bool on_worker_of(const StreamImpl& s) { return t_worker_of == &s; }
 
 Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq) {
+  NPU_SIM_CHECK_NOT_FORKED(fn);
   {
     std::lock_guard<std::mutex> lk(s.mu);
     NPU_SIM_CHECK(!s.destroyed, Status::kInvalidHandle, "%s: stream %p is being destroyed", fn,
@@ -102,6 +103,7 @@ Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq) {
 }
 
 Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq) {
+  NPU_SIM_CHECK_NOT_FORKED(fn);
   std::unique_lock<std::mutex> lk(s.mu);
   if (s.completed_seq >= seq) return Status::kSuccess;
   NPU_SIM_CHECK(!on_worker_of(s), Status::kInvalidValue,
@@ -146,6 +148,7 @@ std::vector<std::shared_ptr<StreamImpl>> live_streams(int device) {
 }
 
 void wait_streams_idle(int device) {
+  if (in_forked_child()) return;  // no worker survived the fork; nothing will ever run
   for (const auto& s : live_streams(device)) {
     if (on_worker_of(*s)) continue;
     std::unique_lock<std::mutex> lk(s->mu);

@@ -122,7 +122,10 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (dst.numel() == 0) return dst;
   at::assert_no_internal_overlap(dst);
   at::Tensor src = self.expand(dst.sizes());
-  if (src.device() == dst.device() && at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) {
+  // Only a source sharing dst's storage can overlap it (get_overlap_status also answers TooHard for any
+  // expanded source, which is harmless when the storages differ).
+  if (src.device() == dst.device() && dst.storage().is_alias_of(src.storage()) &&
+      at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) {
     if (dst.is_same(src) || (dst.is_alias_of(src) && dst.strides() == src.strides() &&
                              dst.storage_offset() == src.storage_offset() && dst.dtype() == src.dtype())) {
       return dst;  // copying a tensor onto itself

@@ -150,6 +150,15 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_get_device_properties", &device_properties);
   m.def("_synchronize", &synchronize);
+  // torch.Event.elapsed_time only accepts the exact torch.Event type; torch.npu.Event goes through here.
+  m.def("_event_elapsed_time", [](uintptr_t start, uintptr_t end) {
+    TORCH_CHECK(start != 0 && end != 0,
+                "elapsed_time: both events must have been recorded before calculating elapsed time");
+    float ms = 0;
+    NPU_CHECK(npu_sim::event_elapsed_time(&ms, reinterpret_cast<npu_sim::Event>(start),
+                                          reinterpret_cast<npu_sim::Event>(end)));
+    return static_cast<double>(ms);
+  });
   m.def("_launch_blocking", [] { return npu_sim::launch_blocking(); });
 
   m.def("_memory_stats", &memory_stats);

@@ -38,15 +38,16 @@ def _is_in_bad_fork() -> bool:
 def _lazy_init():
     """Initialise the runtime once per process (called by torch before the first npu object)."""
     global _initialized
+    # A forked child inherits _initialized from its parent, so the fork check comes first.
+    if _is_in_bad_fork():
+        raise RuntimeError(
+            "Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, "
+            "you must use the 'spawn' start method")
     if _initialized:
         return
     with _init_lock:
         if _initialized:
             return
-        if _is_in_bad_fork():
-            raise RuntimeError(
-                "Cannot re-initialize NPU in forked subprocess. To use NPU with multiprocessing, "
-                "you must use the 'spawn' start method")
         _C._init()
         _initialized = True
 
@@ -160,7 +161,8 @@ def current_stream(device: Any = None) -> Stream:
 
 def default_stream(device: Any = None) -> Stream:
     _lazy_init()
-    return Stream(stream_id=0, device_index=_device_index(device, optional=True), device_type=torch.device("npu").type)
+    s = torch.accelerator.current_stream(torch.device("npu", _device_index(device, optional=True)))
+    return Stream(stream_id=0, device_index=s.device_index, device_type=s.device_type)
 
 
 def set_stream(stream: Optional[torch.Stream]) -> None:

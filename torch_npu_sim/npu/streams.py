@@ -1,6 +1,8 @@
 """torch.npu.Stream and torch.npu.Event: the generic torch.Stream/torch.Event bound to "npu"."""
 import torch
 
+from .. import _C
+
 
 def _npu_device(device):
     if device is None:
@@ -36,6 +38,10 @@ class Event(torch.Event):
 
     def record(self, stream=None):
         super().record(stream if stream is not None else torch.npu.current_stream())
+
+    def elapsed_time(self, end_event):
+        """Milliseconds between this event and ``end_event`` (both recorded and completed)."""
+        return _C._event_elapsed_time(self.event_id, end_event.event_id)
 
     def wait(self, stream=None):
         super().wait(stream if stream is not None else torch.npu.current_stream())

@@ -1,0 +1,375 @@
+// backend_sim: streams (order, overlap, lifetime), events (query/sync/wait/elapsed), kernel launch over
+// a grid, async error propagation, device_synchronize, and a concurrent multi-stream stress test.
+#include <algorithm>
+#include <cstring>
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "test_backend_sim_util.h"
+
+using namespace npu_sim;
+using npu_sim_test::contains;
+using npu_sim_test::Gate;
+using namespace std::chrono_literals;
+
+TEST(BackendSimStreams, InOrder) {
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(0, &s));
+  std::vector<int> order;  // touched only by the stream worker until synchronize
+  for (int i = 0; i < 200; ++i) {
+    if (i % 2) {
+      ASSERT_OK(launch_host_func(s, [&order, i] { order.push_back(i); }));
+    } else {
+      ASSERT_OK(launch_kernel(s, "push", 1, [&order, i](const BlockContext&) { order.push_back(i); }));
+    }
+  }
+  ASSERT_OK(stream_synchronize(s));
+  ASSERT_EQ(order.size(), 200u);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(order[i], i);
+  int dev = -1;
+  ASSERT_OK(stream_get_device(s, &dev));
+  EXPECT_EQ(dev, 0);
+  ASSERT_OK(stream_destroy(s));
+}
+
+TEST(BackendSimStreams, HandlesAreValidated) {
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(1, &s));
+  ASSERT_OK(stream_destroy(s));
+  EXPECT_EQ(stream_synchronize(s), Status::kInvalidHandle);
+  EXPECT_TRUE(contains(last_error_message(), "stream_synchronize: stream")) << last_error_message();
+  EXPECT_EQ(launch_kernel(s, "k", 1, [](const BlockContext&) {}), Status::kInvalidHandle);
+  EXPECT_EQ(stream_destroy(s), Status::kInvalidHandle);
+  Stream def = nullptr;
+  ASSERT_OK(get_default_stream(1, &def));
+  EXPECT_EQ(stream_destroy(def), Status::kInvalidValue);
+  EXPECT_TRUE(contains(last_error_message(), "default stream"));
+  EXPECT_EQ(stream_destroy(nullptr), Status::kInvalidValue);
+  EXPECT_EQ(stream_create(8, &s), Status::kInvalidDevice);
+  EXPECT_EQ(stream_create(0, nullptr), Status::kInvalidValue);
+  EXPECT_EQ(launch_kernel(nullptr, nullptr, 1, [](const BlockContext&) {}), Status::kInvalidValue);
+  EXPECT_EQ(launch_kernel(nullptr, "k", 0, [](const BlockContext&) {}), Status::kInvalidValue);
+  EXPECT_TRUE(contains(last_error_message(), "block_dim is 0"));
+  EXPECT_EQ(launch_kernel(nullptr, "k", 1, KernelFn()), Status::kInvalidValue);
+  EXPECT_EQ(launch_host_func(nullptr, std::function<void()>()), Status::kInvalidValue);
+  Event e = nullptr;
+  ASSERT_OK(event_create(&e));
+  ASSERT_OK(event_destroy(e));
+  EXPECT_EQ(event_query(e), Status::kInvalidHandle);
+  EXPECT_EQ(event_record(e, nullptr), Status::kInvalidHandle);
+  EXPECT_EQ(event_create(&e, 0x80), Status::kInvalidValue);
+  EXPECT_EQ(event_create(nullptr), Status::kInvalidValue);
+}
+
+TEST(BackendSimStreams, DestroyWaitsForPendingWork) {
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(0, &s));
+  std::atomic<int> done{0};
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_OK(launch_host_func(s, [&] {
+      std::this_thread::sleep_for(5ms);
+      done.fetch_add(1);
+    }));
+  }
+  ASSERT_OK(stream_destroy(s));
+  EXPECT_EQ(done.load(), 5);
+}
+
+TEST(BackendSimStreams, TwoStreamsOverlap) {
+  if (launch_blocking()) GTEST_SKIP() << "streams are serialised under ASCEND_LAUNCH_BLOCKING";
+  Stream a = nullptr, b = nullptr;
+  ASSERT_OK(stream_create(0, &a));
+  ASSERT_OK(stream_create(0, &b));
+  Gate gate;
+  // A's kernel can only finish if B's kernel runs while A's is still running.
+  ASSERT_OK(launch_kernel(a, "waiter", 1, [&](const BlockContext&) {
+    if (!gate.wait()) throw KernelError("latch was never released");
+  }));
+  ASSERT_OK(launch_kernel(b, "releaser", 1, [&](const BlockContext&) { gate.open(); }));
+  ASSERT_OK(stream_synchronize(a));
+  ASSERT_OK(stream_synchronize(b));
+  ASSERT_OK(stream_destroy(a));
+  ASSERT_OK(stream_destroy(b));
+}
+
+TEST(BackendSimStreams, MultiBlockLaunchesOverlapWithoutDeadlock) {
+  if (launch_blocking()) GTEST_SKIP();
+  // Every block of A's kernel waits for B's kernel; the pool may be fully occupied by A's blocks, but B's
+  // worker still runs B's blocks itself.
+  Stream a = nullptr, b = nullptr;
+  ASSERT_OK(stream_create(0, &a));
+  ASSERT_OK(stream_create(0, &b));
+  Gate gate;
+  ASSERT_OK(launch_kernel(a, "waiters", 64, [&](const BlockContext&) {
+    if (!gate.wait()) throw KernelError("latch was never released");
+  }));
+  std::this_thread::sleep_for(10ms);
+  std::atomic<int> ran{0};
+  ASSERT_OK(launch_kernel(b, "releaser", 16, [&](const BlockContext&) {
+    if (ran.fetch_add(1) == 15) gate.open();
+  }));
+  ASSERT_OK(stream_synchronize(b));
+  ASSERT_OK(stream_synchronize(a));
+  ASSERT_OK(stream_destroy(a));
+  ASSERT_OK(stream_destroy(b));
+}
+
+TEST(BackendSimStreams, StreamWaitEventOrdersAcrossStreams) {
+  Stream a = nullptr, b = nullptr;
+  ASSERT_OK(stream_create(2, &a));
+  ASSERT_OK(stream_create(2, &b));
+  Event e = nullptr;
+  ASSERT_OK(event_create(&e));
+  std::atomic<int> value{0};
+  std::atomic<int> seen{-1};
+  ASSERT_OK(launch_host_func(a, [&] {
+    std::this_thread::sleep_for(30ms);
+    value.store(1);
+  }));
+  ASSERT_OK(event_record(e, a));
+  ASSERT_OK(stream_wait_event(b, e));
+  ASSERT_OK(launch_kernel(b, "reader", 1, [&](const BlockContext&) { seen.store(value.load()); }));
+  ASSERT_OK(stream_synchronize(b));
+  EXPECT_EQ(seen.load(), 1);
+  // Work recorded after the event does not hold the waiter back.
+  Gate gate;
+  ASSERT_OK(event_record(e, a));
+  ASSERT_OK(launch_host_func(a, [&] { gate.wait(); }));
+  ASSERT_OK(stream_wait_event(b, e));
+  ASSERT_OK(launch_host_func(b, [] {}));
+  ASSERT_OK(stream_synchronize(b));
+  gate.open();
+  ASSERT_OK(stream_synchronize(a));
+  // A never-recorded event is complete; waiting on it is a no-op.
+  Event fresh = nullptr;
+  ASSERT_OK(event_create(&fresh));
+  EXPECT_OK(event_query(fresh));
+  EXPECT_OK(event_synchronize(fresh));
+  EXPECT_OK(stream_wait_event(b, fresh));
+  ASSERT_OK(event_destroy(fresh));
+  ASSERT_OK(event_destroy(e));
+  ASSERT_OK(stream_destroy(a));
+  ASSERT_OK(stream_destroy(b));
+}
+
+TEST(BackendSimStreams, EventQuerySyncElapsed) {
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(0, &s));
+  Event start = nullptr, end = nullptr, plain = nullptr;
+  ASSERT_OK(event_create(&start, kEventEnableTiming));
+  ASSERT_OK(event_create(&end, kEventEnableTiming));
+  ASSERT_OK(event_create(&plain));
+  float ms = -1;
+  EXPECT_EQ(event_elapsed_time(&ms, start, end), Status::kInvalidValue);  // never recorded
+  EXPECT_TRUE(contains(last_error_message(), "never recorded"));
+  Gate gate;
+  ASSERT_OK(launch_host_func(s, [&] { gate.wait(); }));
+  ASSERT_OK(event_record(start, s));
+  ASSERT_OK(launch_host_func(s, [] { std::this_thread::sleep_for(20ms); }));
+  ASSERT_OK(event_record(end, s));
+  ASSERT_OK(event_record(plain, s));
+  EXPECT_EQ(event_query(end), Status::kNotReady);
+  EXPECT_EQ(event_elapsed_time(&ms, start, end), Status::kNotReady);
+  EXPECT_TRUE(contains(last_error_message(), "not completed"));
+  gate.open();
+  ASSERT_OK(event_synchronize(end));
+  EXPECT_OK(event_query(end));
+  EXPECT_OK(event_query(start));
+  ASSERT_OK(event_elapsed_time(&ms, start, end));
+  EXPECT_GE(ms, 19.0f);
+  EXPECT_LT(ms, 5000.0f);
+  ASSERT_OK(event_synchronize(plain));
+  EXPECT_EQ(event_elapsed_time(&ms, start, plain), Status::kInvalidValue);
+  EXPECT_TRUE(contains(last_error_message(), "kEventEnableTiming"));
+  EXPECT_EQ(event_elapsed_time(nullptr, start, end), Status::kInvalidValue);
+  // Re-recording moves the event to the new tail.
+  Gate gate2;
+  ASSERT_OK(launch_host_func(s, [&] { gate2.wait(); }));
+  ASSERT_OK(event_record(end, s));
+  EXPECT_EQ(event_query(end), Status::kNotReady);
+  gate2.open();
+  ASSERT_OK(event_synchronize(end));
+  ASSERT_OK(event_destroy(start));
+  ASSERT_OK(event_destroy(end));
+  ASSERT_OK(event_destroy(plain));
+  ASSERT_OK(stream_destroy(s));
+}
+
+TEST(BackendSimStreams, EventOutlivesItsStream) {
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(0, &s));
+  Event e = nullptr;
+  ASSERT_OK(event_create(&e, kEventEnableTiming));
+  ASSERT_OK(launch_host_func(s, [] { std::this_thread::sleep_for(5ms); }));
+  ASSERT_OK(event_record(e, s));
+  ASSERT_OK(stream_destroy(s));
+  EXPECT_OK(event_query(e));
+  EXPECT_OK(event_synchronize(e));
+  ASSERT_OK(event_destroy(e));
+}
+
+TEST(BackendSimKernels, GridRunsEveryBlockOnceWithPerCoreUb) {
+  DeviceProperties props{};
+  ASSERT_OK(get_device_properties(0, &props));
+  const std::uint32_t n = 5000;
+  std::vector<std::atomic<int>> hits(n);
+  std::mutex mu;
+  std::map<int, void*> ub_of_core;  // guarded by mu
+  bool ok = true;                   // guarded by mu
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(0, &s));
+  ASSERT_OK(launch_kernel(s, "grid", n, [&](const BlockContext& ctx) {
+    hits[ctx.block_idx].fetch_add(1);
+    // The UB is this core's scratch for the block's duration: write and check it all.
+    auto* ub = static_cast<unsigned char*>(ctx.ub);
+    std::memset(ub, static_cast<int>(ctx.block_idx & 0xff), ctx.ub_bytes);
+    std::this_thread::yield();
+    const bool intact = ub[0] == (ctx.block_idx & 0xff) && ub[ctx.ub_bytes - 1] == (ctx.block_idx & 0xff);
+    std::lock_guard<std::mutex> lk(mu);
+    ok = ok && intact && ctx.block_dim == n && ctx.ub_bytes == props.ub_bytes;
+    auto it = ub_of_core.emplace(ctx.core_id, ctx.ub).first;
+    ok = ok && it->second == ctx.ub;
+  }));
+  ASSERT_OK(stream_synchronize(s));
+  for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "block " << i;
+  EXPECT_TRUE(ok);
+  std::set<void*> distinct;
+  for (const auto& kv : ub_of_core) distinct.insert(kv.second);
+  EXPECT_EQ(distinct.size(), ub_of_core.size());  // one UB per core
+  EXPECT_GE(ub_of_core.size(), 1u);
+  ASSERT_OK(stream_destroy(s));
+}
+
+TEST(BackendSimKernels, ErrorSurfacesAtNextSyncThenStreamIsUsable) {
+  if (launch_blocking()) GTEST_SKIP();
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(0, &s));
+  const Counters c0 = get_counters();
+  std::atomic<int> after{0};
+  ASSERT_OK(launch_kernel(s, "bad_kernel", 32, [](const BlockContext& ctx) {
+    if (ctx.block_idx == 7) throw KernelError("index 99 out of bounds");
+  }));
+  ASSERT_OK(launch_kernel(s, "second_bad", 1, [](const BlockContext&) { throw std::runtime_error("later"); }));
+  ASSERT_OK(launch_host_func(s, [&] { after.store(1); }));  // the stream keeps running after an error
+  EXPECT_EQ(stream_synchronize(s), Status::kKernelError);
+  EXPECT_EQ(last_error_message(), "kernel 'bad_kernel' failed: index 99 out of bounds");  // first error wins
+  EXPECT_EQ(after.load(), 1);
+  const Counters c1 = get_counters();
+  EXPECT_GE(c1.kernels_failed - c0.kernels_failed, 2u);
+  EXPECT_GE(c1.kernels_launched - c0.kernels_launched, 2u);
+  EXPECT_OK(stream_synchronize(s));  // reported once, then cleared
+  std::atomic<int> ran{0};
+  ASSERT_OK(launch_kernel(s, "good", 8, [&](const BlockContext&) { ran.fetch_add(1); }));
+  ASSERT_OK(stream_synchronize(s));
+  EXPECT_EQ(ran.load(), 8);
+
+  // event_synchronize reports the stream's error too.
+  Event e = nullptr;
+  ASSERT_OK(event_create(&e));
+  ASSERT_OK(launch_kernel(s, "ev_kernel", 1, [](const BlockContext&) { throw KernelError("nan"); }));
+  ASSERT_OK(event_record(e, s));
+  EXPECT_EQ(event_synchronize(e), Status::kKernelError);
+  EXPECT_TRUE(contains(last_error_message(), "kernel 'ev_kernel' failed: nan"));
+  ASSERT_OK(event_destroy(e));
+
+  // A host function's exception is recorded the same way.
+  ASSERT_OK(launch_host_func(s, [] { throw std::runtime_error("host oops"); }));
+  EXPECT_EQ(stream_synchronize(s), Status::kKernelError);
+  EXPECT_TRUE(contains(last_error_message(), "host oops"));
+  ASSERT_OK(stream_destroy(s));
+}
+
+TEST(BackendSimKernels, DeviceSynchronizeWaitsForAllStreamsAndReportsErrors) {
+  if (launch_blocking()) GTEST_SKIP();
+  std::vector<Stream> streams(3);
+  std::atomic<int> done{0};
+  for (auto& s : streams) {
+    ASSERT_OK(stream_create(4, &s));
+    ASSERT_OK(launch_host_func(s, [&] {
+      std::this_thread::sleep_for(20ms);
+      done.fetch_add(1);
+    }));
+  }
+  ASSERT_OK(launch_kernel(nullptr, "on_default", 4, [&](const BlockContext&) {}));  // device 0: other device
+  Stream def4 = nullptr;
+  ASSERT_OK(get_default_stream(4, &def4));
+  ASSERT_OK(launch_host_func(def4, [&] { done.fetch_add(1); }));
+  ASSERT_OK(device_synchronize(4));
+  EXPECT_EQ(done.load(), 4);
+  ASSERT_OK(launch_kernel(streams[1], "dev_sync_bad", 2, [](const BlockContext&) { throw KernelError("x"); }));
+  EXPECT_EQ(device_synchronize(4), Status::kKernelError);
+  EXPECT_TRUE(contains(last_error_message(), "kernel 'dev_sync_bad' failed: x"));
+  EXPECT_OK(device_synchronize(4));
+  for (auto s : streams) ASSERT_OK(stream_destroy(s));
+  ASSERT_OK(device_synchronize(0));
+}
+
+TEST(BackendSimKernels, SelfWaitFromStreamFunctionIsRefused) {
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(0, &s));
+  Status inner = Status::kSuccess;
+  std::string msg;
+  ASSERT_OK(launch_host_func(s, [&] {
+    inner = stream_synchronize(s);
+    msg = last_error_message();
+  }));
+  ASSERT_OK(stream_synchronize(s));
+  EXPECT_EQ(inner, Status::kInvalidValue);
+  EXPECT_TRUE(contains(msg, "same stream")) << msg;
+  ASSERT_OK(stream_destroy(s));
+}
+
+TEST(BackendSimStress, ManyThreadsManyStreams) {
+  const int kThreads = 8;
+  const int kIters = 400;
+  std::vector<Stream> shared(4);
+  for (int i = 0; i < 4; ++i) ASSERT_OK(stream_create(i % 2, &shared[i]));
+  std::atomic<long> blocks{0};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto check = [&](Status s) {
+        if (s != Status::kSuccess) failures.fetch_add(1);
+      };
+      check(set_device(t % 2));
+      Stream own = nullptr;
+      check(stream_create(t % 2, &own));
+      Event ev = nullptr;
+      check(event_create(&ev));
+      void* d = nullptr;
+      check(malloc_device(t % 2, &d, 1 << 16));
+      std::vector<std::uint8_t> h(1 << 16, static_cast<std::uint8_t>(t));
+      for (int i = 0; i < kIters && std::chrono::steady_clock::now() < deadline; ++i) {
+        Stream other = shared[(t + i) % shared.size()];
+        const std::uint32_t grid = 1 + (i * 7 + t) % 40;
+        check(launch_kernel(other, "stress", grid, [&blocks](const BlockContext&) { blocks.fetch_add(1); }));
+        check(event_record(ev, other));
+        check(stream_wait_event(own, ev));
+        check(memcpy_async(d, h.data(), h.size(), MemcpyKind::kHostToDevice, own));
+        check(launch_kernel(own, "stress_own", grid, [&blocks](const BlockContext&) { blocks.fetch_add(1); }));
+        if (i % 10 == 0) check(stream_synchronize(own));
+        if (i % 15 == 0) check(launch_kernel(nullptr, "stress_default", 3, [&blocks](const BlockContext&) {
+                                 blocks.fetch_add(1);
+                               }));
+      }
+      std::vector<std::uint8_t> back(h.size());
+      check(memcpy_async(back.data(), d, back.size(), MemcpyKind::kDeviceToHost, own));
+      if (back != h) failures.fetch_add(1);
+      check(stream_destroy(own));
+      check(event_destroy(ev));
+      check(free_device(d));
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (auto s : shared) ASSERT_OK(stream_synchronize(s));
+  ASSERT_OK(device_synchronize(0));
+  ASSERT_OK(device_synchronize(1));
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(blocks.load(), 0);
+  for (auto s : shared) ASSERT_OK(stream_destroy(s));
+}
