@@ -146,6 +146,12 @@ c10::Scalar local_scalar_dense(const at::Tensor& self) {
   return self.to(c10::kCPU).item();
 }
 
+void record_stream_op(at::Tensor& self, c10::Stream stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "record_stream: expected an npu stream, got ",
+              stream);
+  record_stream(self.storage().data_ptr(), stream);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
@@ -164,6 +170,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Tensor", fill_tensor);
   m.impl("zero_", zero_);
   m.impl("_local_scalar_dense", local_scalar_dense);
+  m.impl("record_stream", record_stream_op);
 }
 
 }  // namespace
