@@ -95,6 +95,9 @@ Status sync_stream_for(const char* fn, const AllocInfo& device_side, std::shared
 }  // namespace
 }  // namespace detail
 
+// Pageable host sources up to this size are staged so that the call does not wait for the stream.
+constexpr std::size_t kMaxStagedBytes = std::size_t{1} << 20;
+
 Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind kind, Stream stream) {
   constexpr const char* fn = "memcpy_async";
   if (bytes == 0) return Status::kSuccess;
@@ -105,7 +108,9 @@ Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind ki
   if (!s) return st;
   const bool dst_pageable = plan.dst.type == MemoryType::kUnregistered;
   const bool src_pageable = plan.src.type == MemoryType::kUnregistered;
-  if (dst_pageable) {
+  // Large pageable sources are not staged: like CUDA's driver, the call then synchronizes with the
+  // stream (staging hundreds of MiB into fresh pages costs more than the copy itself).
+  if (dst_pageable || (src_pageable && bytes > kMaxStagedBytes)) {
     // The call returns once the copy is done, so the source stays valid: no staging needed.
     NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, detail::copy_op(dst, src, bytes, plan.kind)));
     return detail::sync_stream(fn, *s);
@@ -113,7 +118,7 @@ Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind ki
   if (src_pageable) {
     // The caller may reuse its pageable buffer on return: stage it into memory the op owns.
     std::shared_ptr<char[]> staged(new char[bytes]);
-    std::memcpy(staged.get(), src, bytes);
+    detail::parallel_memcpy(staged.get(), src, bytes);
     const MemcpyKind k = plan.kind;
     NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, [dst, staged, bytes, k]() -> std::string {
       detail::parallel_memcpy(dst, staged.get(), bytes);

@@ -108,8 +108,9 @@ enum class MemcpyKind : int {
 // returns when the bytes have landed.
 Status memcpy(void* dst, const void* src, std::size_t bytes, MemcpyKind kind);
 // Asynchronous on `stream`. As in CUDA: from pageable host memory the source is staged at call time (the
-// caller may reuse it on return); to pageable host memory the call returns once the copy is done;
-// pinned<->device copies are fully asynchronous.
+// caller may reuse it on return) up to 1 MiB, larger pageable sources make the call wait for the stream;
+// to pageable host memory the call returns once the copy is done; pinned<->device copies are fully
+// asynchronous.
 Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind kind, Stream stream);
 Status memset(void* dst, int value, std::size_t bytes);
 Status memset_async(void* dst, int value, std::size_t bytes, Stream stream);

@@ -1,0 +1,36 @@
+"""Helpers shared by the benchmark scripts: timing, subprocess runs, table printing. No assertions."""
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def best_of(fn, repeat=5, number=1):
+    """Best wall time (seconds) of `number` calls of fn, over `repeat` tries."""
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, time.perf_counter() - t0)
+    return best / number
+
+
+def run_python(code, env=None, timeout=600):
+    full = dict(os.environ)
+    full.update(env or {})
+    full["PYTHONPATH"] = ROOT + os.pathsep + full.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True, timeout=timeout)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr)
+    return out.stdout
+
+
+def print_table(title, header, rows):
+    print(f"\n## {title}\n")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
