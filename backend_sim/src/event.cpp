@@ -135,7 +135,7 @@ Status event_synchronize(Event event) {
   const detail::RecordState r = detail::snapshot(*e);
   if (!r.stream) return Status::kSuccess;
   NPU_SIM_RETURN_IF_ERROR(detail::wait_for_seq("event_synchronize", *r.stream, r.seq));
-  return detail::take_pending_error(*r.stream);
+  return detail::peek_pending_error(*r.stream);
 }
 
 Status stream_wait_event(Stream stream, Event event) {

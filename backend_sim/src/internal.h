@@ -154,6 +154,9 @@ Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq = null
 Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq);
 // Takes (and clears) the stream's pending async error; kSuccess if none.
 Status take_pending_error(StreamImpl& s);
+// Reports the stream's pending async error without clearing it (event waits: the error stays for the
+// stream's owner, who sees it at the next stream or device synchronize).
+Status peek_pending_error(StreamImpl& s);
 // Waits for everything enqueued so far, then reports and clears the pending error.
 Status sync_stream(const char* fn, StreamImpl& s);
 // In ASCEND_LAUNCH_BLOCKING mode: synchronizes the stream after an enqueue; otherwise kSuccess.

@@ -122,6 +122,16 @@ Status take_pending_error(StreamImpl& s) {
   return fail_msg(Status::kKernelError, std::move(err));
 }
 
+Status peek_pending_error(StreamImpl& s) {
+  std::string err;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    err = s.pending_error;
+  }
+  if (err.empty()) return Status::kSuccess;
+  return fail_msg(Status::kKernelError, std::move(err));
+}
+
 Status sync_stream(const char* fn, StreamImpl& s) {
   std::uint64_t target = 0;
   {

@@ -1,6 +1,5 @@
 // Owns the per-device bookkeeping: record_stream events, empty_cache, stats, snapshot, fraction, OOM text.
 #include <algorithm>
-#include <cstdio>
 #include <map>
 
 #include "allocator/device_caching_allocator.h"
@@ -41,19 +40,19 @@ void DeviceCachingAllocator::insert_events(Block* block) {
 
 void DeviceCachingAllocator::process_events() {
   if (pending_events_.empty()) return;
-  std::vector<std::pair<npu_sim::Event, Block*>> still_pending;
-  std::vector<Block*> ready;
-  for (auto& [ev, block] : pending_events_) {
+  std::vector<std::pair<npu_sim::Event, Block*>> pending;
+  pending.swap(pending_events_);
+  for (auto& [ev, block] : pending) {
     // kKernelError etc. still mean the recorded work is over; only kNotReady keeps the block waiting.
     if (npu_sim::event_query(ev) == npu_sim::Status::kNotReady) {
-      still_pending.emplace_back(ev, block);
+      pending_events_.emplace_back(ev, block);
       continue;
     }
     put_event(ev);
-    if (--block->event_count == 0) ready.push_back(block);
+    // Return it at once: a block with no events left counts as free and may be merged (deleted) by a
+    // neighbour's free_block, so it must not wait in a list.
+    if (--block->event_count == 0) free_block(block);
   }
-  pending_events_.swap(still_pending);
-  for (Block* b : ready) free_block(b);
 }
 
 void DeviceCachingAllocator::synchronize_and_free_events() {
@@ -61,7 +60,7 @@ void DeviceCachingAllocator::synchronize_and_free_events() {
   std::vector<std::pair<npu_sim::Event, Block*>> pending;
   pending.swap(pending_events_);
   for (auto& [ev, block] : pending) {
-    npu_sim::event_synchronize(ev);  // an async kernel error is the stream user's to see, not ours
+    npu_sim::event_synchronize(ev);  // does not consume a kernel error: that stays for the stream's user
     put_event(ev);
     if (--block->event_count == 0) free_block(block);
   }

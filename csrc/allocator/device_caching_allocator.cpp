@@ -2,7 +2,6 @@
 #include "allocator/device_caching_allocator.h"
 
 #include <algorithm>
-#include <limits>
 
 namespace npu_alloc {
 
@@ -307,9 +306,8 @@ Block* DeviceCachingAllocator::malloc_uncached(std::size_t bytes, npu_sim::Strea
 }
 
 void DeviceCachingAllocator::free_uncached(Block* block) {
-  // Work queued on any stream may still use the memory; wait without holding our mutex (a stream
-  // callback might allocate). Asynchronous kernel errors belong to the user's next sync, not to free.
-  npu_sim::device_synchronize(device_);
+  // Work queued on any stream may still use the memory: npu_sim::free_device waits for the device's
+  // streams to go idle (as cudaFree does) without consuming their errors, which stay for the user.
   Lock lock(mutex_);
   const bool small = block->pool->is_small;
   block->allocated = false;

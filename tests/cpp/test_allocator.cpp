@@ -61,10 +61,16 @@ TEST(CachingAllocator, ErrorsNameDeviceAndPointer) {
 TEST(CachingAllocator, PoolSegmentSizes) {
   CachingAllocator a{AllocConfig{}};
   npu_sim::Stream s = new_stream(0);
-  struct Case { std::size_t bytes, segment; bool small; };
+  // `block`: what the caller gets (the whole segment when the remainder is too small to split).
+  struct Case { std::size_t bytes, segment, block; bool small; };
   const std::vector<Case> cases = {
-      {1, 2 * kMiB, true},           {kMiB, 2 * kMiB, true},          {kMiB + 1, 20 * kMiB, false},
-      {10 * kMiB - 1, 20 * kMiB, false}, {10 * kMiB, 10 * kMiB, false}, {11 * kMiB + 1, 12 * kMiB, false},
+      {1, 2 * kMiB, 512, true},
+      {kMiB, 2 * kMiB, kMiB, true},
+      {kMiB + 1, 20 * kMiB, kMiB + 512, false},
+      {10 * kMiB - 512, 20 * kMiB, 10 * kMiB - 512, false},
+      {10 * kMiB, 10 * kMiB, 10 * kMiB, false},
+      {11 * kMiB + 1, 12 * kMiB, 12 * kMiB, false},  // 0.5 MiB remainder: not split
+      {13 * kMiB, 14 * kMiB, 14 * kMiB, false},      // 1 MiB remainder: not split (needs > 1 MiB)
   };
   for (const Case& c : cases) {
     void* p = a.allocate(0, c.bytes, s);
@@ -72,7 +78,7 @@ TEST(CachingAllocator, PoolSegmentSizes) {
     DeviceStats st = a.get_stats(0);
     EXPECT_EQ(st.reserved_bytes[kAggregate].current, static_cast<int64_t>(c.segment)) << c.bytes;
     EXPECT_EQ(st.reserved_bytes[c.small ? kSmallPool : kLargePool].current, static_cast<int64_t>(c.segment));
-    EXPECT_EQ(st.allocated_bytes[kAggregate].current, static_cast<int64_t>(round_size(c.bytes)));
+    EXPECT_EQ(st.allocated_bytes[kAggregate].current, static_cast<int64_t>(c.block)) << c.bytes;
     EXPECT_EQ(st.requested_bytes[kAggregate].current, static_cast<int64_t>(c.bytes));
     EXPECT_EQ(st.segment[kAggregate].current, 1);
     a.free(p);
@@ -395,7 +401,8 @@ TEST(CachingAllocator, CachingDisabled) {
   EXPECT_EQ(st.allocated_bytes[kAggregate].current, static_cast<int64_t>(1024 + 5 * kMiB));
   EXPECT_EQ(st.segment[kSmallPool].current, 1);
   EXPECT_EQ(st.segment[kLargePool].current, 1);
-  a.record_stream(p, new_stream(0));  // harmless
+  npu_sim::Stream other = new_stream(0);
+  a.record_stream(p, other);  // harmless: frees synchronize the device
   a.free(p);
   a.free(q);
   st = a.get_stats(0);
@@ -405,6 +412,7 @@ TEST(CachingAllocator, CachingDisabled) {
   EXPECT_EQ(st.allocation[kAggregate].allocated, 2);
   EXPECT_THROW(a.allocate(0, capacity(0) + kMiB, s), OutOfMemoryError);
   EXPECT_EQ(a.get_stats(0).num_ooms, 1);
+  npu_sim::stream_destroy(other);
   npu_sim::stream_destroy(s);
 }
 
@@ -415,9 +423,9 @@ TEST(CachingAllocator, GarbageCollectionThreshold) {
   const std::size_t cap = capacity(0);
   a.set_memory_fraction(0.25, 0);  // allowed = cap/4, gc above cap/8
   npu_sim::Stream s1 = new_stream(0), s2 = new_stream(0), s3 = new_stream(0);
-  void* x = a.allocate(0, cap / 10, s1);
+  void* x = a.allocate(0, cap / 9, s1);
   a.free(x);
-  void* y = a.allocate(0, cap / 100, s2);  // reserved cap/10 < cap/8: no collection
+  void* y = a.allocate(0, cap / 20, s2);  // reserved cap/9 < cap/8: no collection
   a.free(y);
   EXPECT_EQ(a.get_stats(0).num_device_free, 0);
   void* z = a.allocate(0, cap / 100, s3);  // reserved > cap/8: oldest (x) goes first, then enough

@@ -273,6 +273,10 @@ TEST(BackendSimKernels, ErrorSurfacesAtNextSyncThenStreamIsUsable) {
   ASSERT_OK(event_record(e, s));
   EXPECT_EQ(event_synchronize(e), Status::kKernelError);
   EXPECT_TRUE(contains(last_error_message(), "kernel 'ev_kernel' failed: nan"));
+  // ... without consuming it: the stream's owner still sees it at the next stream synchronize.
+  EXPECT_EQ(stream_synchronize(s), Status::kKernelError);
+  EXPECT_TRUE(contains(last_error_message(), "kernel 'ev_kernel' failed: nan"));
+  EXPECT_OK(stream_synchronize(s));
   ASSERT_OK(event_destroy(e));
 
   // A host function's exception is recorded the same way.

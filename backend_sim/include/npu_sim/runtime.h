@@ -91,7 +91,10 @@ Status event_destroy(Event event);
 // recorded counts as complete (as in CUDA).
 Status event_record(Event event, Stream stream);
 Status event_query(Event event);        // kSuccess or kNotReady
-Status event_synchronize(Event event);  // blocks until complete; reports that stream's async error
+// Blocks until complete; reports that stream's pending async error without clearing it (only
+// stream_synchronize / device_synchronize / sync copies consume errors, so an internal event wait such
+// as the allocator's never hides an error from the stream's user).
+Status event_synchronize(Event event);
 // Milliseconds between two completed events created with kEventEnableTiming.
 Status event_elapsed_time(float* ms, Event start, Event end);
 
