@@ -12,9 +12,14 @@ namespace {
 double ns_per_pair(npu_alloc::CachingAllocator& alloc, std::size_t bytes, int iters) {
   npu_sim::Stream stream = nullptr;
   npu_sim::get_default_stream(0, &stream);
-  alloc.free(alloc.allocate(0, bytes, stream));  // warm the cache
+  void* ctx = nullptr;
+  alloc.allocate(0, bytes, stream, &ctx);  // warm the cache
+  alloc.free_ctx(ctx);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < iters; ++i) alloc.free(alloc.allocate(0, bytes, stream));
+  for (int i = 0; i < iters; ++i) {
+    alloc.allocate(0, bytes, stream, &ctx);  // the path the torch adapter takes
+    alloc.free_ctx(ctx);
+  }
   const auto t1 = std::chrono::steady_clock::now();
   return std::chrono::duration<double, std::nano>(t1 - t0).count() / iters;
 }

@@ -67,6 +67,27 @@ void* CachingAllocator::allocate(int device, std::size_t bytes, npu_sim::Stream 
   return block->ptr;
 }
 
+void* CachingAllocator::allocate(int device, std::size_t bytes, npu_sim::Stream stream, void** ctx) {
+  DeviceCachingAllocator& dev = device_allocator(device);
+  *ctx = nullptr;
+  if (bytes == 0) return nullptr;
+  Block* block = dev.malloc(bytes, resolve_stream(device, stream));
+  *ctx = block;
+  return block->ptr;
+}
+
+void CachingAllocator::free_ctx(void* ctx) {
+  if (ctx == nullptr) return;
+  Block* block = static_cast<Block*>(ctx);
+  device_allocator(block->device).free(block);
+}
+
+void CachingAllocator::record_stream_ctx(void* ctx, npu_sim::Stream stream) {
+  if (ctx == nullptr) return;
+  Block* block = static_cast<Block*>(ctx);
+  device_allocator(block->device).record_stream(block, resolve_stream(block->device, stream));
+}
+
 void CachingAllocator::free(void* ptr) {
   if (ptr == nullptr) return;
   Block* block = nullptr;

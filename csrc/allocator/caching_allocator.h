@@ -97,6 +97,13 @@ class CachingAllocator {
   // The block containing ptr will not be reused until all work now queued on `stream` completes.
   void record_stream(void* ptr, npu_sim::Stream stream);
 
+  // The same three without the pointer -> block map (the fast path the torch adapter uses): allocate
+  // also returns an opaque handle of the block in *ctx, which free_ctx / record_stream_ctx take. A block
+  // allocated this way must be freed with free_ctx (the map does not know it).
+  void* allocate(int device, std::size_t bytes, npu_sim::Stream stream, void** ctx);
+  void free_ctx(void* ctx);
+  void record_stream_ctx(void* ctx, npu_sim::Stream stream);
+
   // Releases every cached, unused segment back to the device (after waiting for pending events).
   void empty_cache();
   DeviceStats get_stats(int device);

@@ -110,7 +110,7 @@ void DeviceCachingAllocator::snapshot(std::vector<SegmentInfo>* out) {
   };
   for (Block* b : large_pool_.blocks) add_head(b);
   for (Block* b : small_pool_.blocks) add_head(b);
-  for (Block* b : active_blocks_) add_head(b);
+  for (Block* b = active_list_; b != nullptr; b = b->active_next) add_head(b);
   for (auto& [addr, head] : heads) {
     SegmentInfo seg;
     seg.device = device_;

@@ -34,6 +34,8 @@ DeviceCachingAllocator::~DeviceCachingAllocator() {
     release_cached_blocks();
     for (npu_sim::Event ev : event_pool_) npu_sim::event_destroy(ev);
     event_pool_.clear();
+    for (Block* b : spare_blocks_) delete b;
+    spare_blocks_.clear();
   } catch (...) {
   }
 }
@@ -122,7 +124,7 @@ Block* DeviceCachingAllocator::alloc_block(BlockPool& pool, npu_sim::Stream stre
     throw_runtime_error("NPU caching allocator: malloc_device(device " + std::to_string(device_) + ", " +
                         format_size(alloc_size) + ") failed with " + npu_sim::status_name(st));
   }
-  Block* b = new Block;
+  Block* b = new_block();
   b->device = device_;
   b->stream = stream;
   b->size = alloc_size;
@@ -171,7 +173,7 @@ void DeviceCachingAllocator::release_block(Block* block) {
   update_stat_array(stats_.segment, -1, small);
   update_stat_array(stats_.reserved_bytes, -static_cast<int64_t>(block->size), small);
   if (block->size >= config_.max_split_size) update_stat(stats_.oversize_segments, -1);
-  delete block;
+  recycle_block(block);
 }
 
 void DeviceCachingAllocator::garbage_collect() {
@@ -203,7 +205,7 @@ Block* DeviceCachingAllocator::finish_allocation(Block* block, std::size_t size,
     update_stat_array(stats_.inactive_split_bytes, -static_cast<int64_t>(block->size), small);
   }
   if (split) {
-    Block* rest = new Block;
+    Block* rest = new_block();
     rest->device = device_;
     rest->stream = block->stream;
     rest->pool = block->pool;
@@ -221,7 +223,7 @@ Block* DeviceCachingAllocator::finish_allocation(Block* block, std::size_t size,
   }
   block->allocated = true;
   block->requested_size = requested;
-  active_blocks_.insert(block);
+  link_active(block);
   update_stat_array(stats_.allocation, 1, small);
   update_stat_array(stats_.allocated_bytes, static_cast<int64_t>(block->size), small);
   update_stat_array(stats_.requested_bytes, static_cast<int64_t>(requested), small);
@@ -253,7 +255,7 @@ void DeviceCachingAllocator::free(Block* block) {
 
 void DeviceCachingAllocator::free_block(Block* block) {
   const bool small = block->pool->is_small;
-  active_blocks_.erase(block);
+  unlink_active(block);
   update_stat_array(stats_.active, -1, small);
   update_stat_array(stats_.active_bytes, -static_cast<int64_t>(block->size), small);
   if (block->prev != nullptr && block->prev->is_free()) merge_into(block, block->prev);
@@ -281,7 +283,7 @@ void DeviceCachingAllocator::merge_into(Block* dst, Block* src) {
     if (dst->next != nullptr) dst->next->prev = dst;
   }
   dst->size += src->size;
-  delete src;
+  recycle_block(src);
 }
 
 void DeviceCachingAllocator::record_stream(Block* block, npu_sim::Stream stream) {
@@ -306,19 +308,24 @@ Block* DeviceCachingAllocator::malloc_uncached(std::size_t bytes, npu_sim::Strea
 }
 
 void DeviceCachingAllocator::free_uncached(Block* block) {
+  {
+    Lock lock(mutex_);
+    const bool small = block->pool->is_small;
+    block->allocated = false;
+    update_stat_array(stats_.allocation, -1, small);
+    update_stat_array(stats_.allocated_bytes, -static_cast<int64_t>(block->size), small);
+    update_stat_array(stats_.requested_bytes, -static_cast<int64_t>(block->requested_size), small);
+    update_stat_array(stats_.active, -1, small);
+    update_stat_array(stats_.active_bytes, -static_cast<int64_t>(block->size), small);
+    if (block->size >= config_.max_split_size) update_stat(stats_.oversize_allocations, -1);
+    unlink_active(block);
+  }
   // Work queued on any stream may still use the memory: npu_sim::free_device waits for the device's
-  // streams to go idle (as cudaFree does) without consuming their errors, which stay for the user.
+  // streams to go idle (as cudaFree does) without consuming their errors, which stay for the user. The
+  // wait happens outside our mutex (a stream host function may allocate on this device).
+  npu_sim::Status st = npu_sim::free_device(block->ptr);
   Lock lock(mutex_);
   const bool small = block->pool->is_small;
-  block->allocated = false;
-  update_stat_array(stats_.allocation, -1, small);
-  update_stat_array(stats_.allocated_bytes, -static_cast<int64_t>(block->size), small);
-  update_stat_array(stats_.requested_bytes, -static_cast<int64_t>(block->requested_size), small);
-  update_stat_array(stats_.active, -1, small);
-  update_stat_array(stats_.active_bytes, -static_cast<int64_t>(block->size), small);
-  if (block->size >= config_.max_split_size) update_stat(stats_.oversize_allocations, -1);
-  active_blocks_.erase(block);
-  npu_sim::Status st = npu_sim::free_device(block->ptr);
   if (st != npu_sim::Status::kSuccess) {
     throw_runtime_error("NPU caching allocator: free_device failed with " + std::string(npu_sim::status_name(st)));
   }
@@ -326,7 +333,39 @@ void DeviceCachingAllocator::free_uncached(Block* block) {
   update_stat_array(stats_.segment, -1, small);
   update_stat_array(stats_.reserved_bytes, -static_cast<int64_t>(block->size), small);
   if (block->size >= config_.max_split_size) update_stat(stats_.oversize_segments, -1);
-  delete block;
+  recycle_block(block);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Block bookkeeping without heap traffic on the hot path.
+
+Block* DeviceCachingAllocator::new_block() {
+  if (spare_blocks_.empty()) return new Block;
+  Block* b = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return b;
+}
+
+void DeviceCachingAllocator::recycle_block(Block* block) {
+  *block = Block();
+  spare_blocks_.push_back(block);
+}
+
+void DeviceCachingAllocator::link_active(Block* block) {
+  block->active_prev = nullptr;
+  block->active_next = active_list_;
+  if (active_list_ != nullptr) active_list_->active_prev = block;
+  active_list_ = block;
+}
+
+void DeviceCachingAllocator::unlink_active(Block* block) {
+  if (block->active_prev != nullptr) {
+    block->active_prev->active_next = block->active_next;
+  } else {
+    active_list_ = block->active_next;
+  }
+  if (block->active_next != nullptr) block->active_next->active_prev = block->active_prev;
+  block->active_prev = block->active_next = nullptr;
 }
 
 }  // namespace npu_alloc

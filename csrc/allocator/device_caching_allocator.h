@@ -37,6 +37,8 @@ struct Block {
   Block* prev = nullptr;
   Block* next = nullptr;
   std::unordered_set<npu_sim::Stream> stream_uses;
+  Block* active_prev = nullptr;      // intrusive list of active blocks (snapshot walks it)
+  Block* active_next = nullptr;
 
   bool is_split() const { return prev != nullptr || next != nullptr; }
   bool is_free() const { return !allocated && event_count == 0; }  // i.e. sits in its pool
@@ -52,9 +54,54 @@ struct BlockLess {
   }
 };
 
+// Recycled tree nodes for a pool's std::set: the hot path (free -> insert, malloc -> erase) then never
+// touches the heap. Used only under the owning device allocator's mutex.
+struct NodeFreeList {
+  std::vector<void*> free;
+  std::size_t node_size = 0;
+  NodeFreeList() = default;
+  NodeFreeList(const NodeFreeList&) = delete;
+  NodeFreeList& operator=(const NodeFreeList&) = delete;
+  ~NodeFreeList() {
+    for (void* p : free) ::operator delete(p);
+  }
+};
+
+template <class T>
+struct NodeAllocator {
+  using value_type = T;
+  NodeFreeList* list;
+  explicit NodeAllocator(NodeFreeList* l) : list(l) {}
+  template <class U>
+  NodeAllocator(const NodeAllocator<U>& other) : list(other.list) {}  // NOLINT: rebind
+  T* allocate(std::size_t n) {
+    if (n == 1) {
+      if (list->node_size == 0) list->node_size = sizeof(T);
+      if (list->node_size == sizeof(T) && !list->free.empty()) {
+        void* p = list->free.back();
+        list->free.pop_back();
+        return static_cast<T*>(p);
+      }
+    }
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t n) {
+    if (n == 1 && list->node_size == sizeof(T)) {
+      list->free.push_back(p);
+    } else {
+      ::operator delete(p);
+    }
+  }
+  template <class U>
+  bool operator==(const NodeAllocator<U>& o) const { return list == o.list; }
+  template <class U>
+  bool operator!=(const NodeAllocator<U>& o) const { return list != o.list; }
+};
+
 struct BlockPool {
-  explicit BlockPool(bool small) : is_small(small) {}
-  std::set<Block*, BlockLess> blocks;
+  explicit BlockPool(bool small) : blocks(BlockLess(), NodeAllocator<Block*>(&nodes)), is_small(small) {}
+  NodeFreeList nodes;  // declared before `blocks`: destroyed after it
+  std::set<Block*, BlockLess, NodeAllocator<Block*>> blocks;
   const bool is_small;
 };
 
@@ -105,6 +152,10 @@ class DeviceCachingAllocator {
   std::size_t total_capacity();
   std::size_t allowed_max();
   [[noreturn]] void throw_oom(std::size_t alloc_size);
+  Block* new_block();
+  void recycle_block(Block* block);
+  void link_active(Block* block);
+  void unlink_active(Block* block);
   Block* malloc_uncached(std::size_t bytes, npu_sim::Stream stream);
   void free_uncached(Block* block);
 
@@ -113,7 +164,8 @@ class DeviceCachingAllocator {
   std::recursive_mutex mutex_;
   BlockPool small_pool_{true};
   BlockPool large_pool_{false};
-  std::unordered_set<Block*> active_blocks_;  // allocated, or freed and waiting for events
+  Block* active_list_ = nullptr;       // allocated, or freed and waiting for events (intrusive list)
+  std::vector<Block*> spare_blocks_;   // recycled Block objects (splits/merges allocate none)
   std::vector<std::pair<npu_sim::Event, Block*>> pending_events_;
   std::vector<npu_sim::Event> event_pool_;
   DeviceStats stats_;

@@ -38,18 +38,20 @@ class NPUDeviceAllocator final : public c10::DeviceAllocator {
   c10::DataPtr allocate(size_t nbytes) override {
     const auto device = current_device();
     void* ptr = nullptr;
+    void* block = nullptr;  // the DataPtr's context: the deleter frees by block, no pointer lookup
     if (nbytes > 0) {
       try {
-        ptr = caching_allocator().allocate(device, nbytes, current_native_stream(device));
+        ptr = caching_allocator().allocate(device, nbytes, current_native_stream(device), &block);
       } catch (const npu_alloc::OutOfMemoryError& e) {
         TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
       } catch (const npu_alloc::AllocatorError& e) {
         TORCH_CHECK(false, e.what());
       }
     }
-    return {ptr, ptr, &raw_delete, c10::Device(c10::DeviceType::PrivateUse1, device)};
+    return {ptr, block, &raw_delete, c10::Device(c10::DeviceType::PrivateUse1, device)};
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &raw_delete; }
+  // raw_allocate/raw_deallocate need data == context; our DataPtrs carry the block as context instead.
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
   void copy_data(void* dest, const void* src, std::size_t count) const override {
     NPU_CHECK(npu_sim::memcpy(dest, src, count, npu_sim::MemcpyKind::kDeviceToDevice));
   }
@@ -97,9 +99,9 @@ class NPUDeviceAllocator final : public c10::DeviceAllocator {
 
 NPUDeviceAllocator g_device_allocator;
 
-void raw_delete(void* ptr) {
+void raw_delete(void* block) {
   try {
-    caching_allocator().free(ptr);
+    caching_allocator().free_ctx(block);
   } catch (const std::exception& e) {
     // A deleter must not throw; a bad free is a bug worth a loud message.
     TORCH_WARN("NPU caching allocator: ", e.what());
@@ -170,7 +172,7 @@ c10::DeviceAllocator* device_allocator() { return &g_device_allocator; }
 
 void record_stream(const c10::DataPtr& data_ptr, const c10::Stream& stream) {
   if (data_ptr.get() == nullptr || data_ptr.get_deleter() != &raw_delete) return;
-  caching_allocator().record_stream(data_ptr.get(), native_stream(stream));
+  caching_allocator().record_stream_ctx(data_ptr.get_context(), native_stream(stream));
 }
 
 at::HostAllocator* host_allocator() { return &g_host_allocator; }
