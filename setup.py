@@ -1,6 +1,7 @@
 # Builds torch_npu_sim: CMake (Ninja + ccache) compiles backend_sim, kernels and the torch extension
 # torch_npu_sim._C against the installed torch 2.13.0. Install with `pip install --no-build-isolation`.
 import os
+import shutil
 import subprocess
 import sys
 
@@ -19,7 +20,10 @@ class CMakeBuild(build_ext):
     def build_extension(self, ext):
         import torch  # the build uses the installed torch; never an isolated copy
 
-        out_dir = os.path.abspath(os.path.dirname(self.get_ext_fullpath(ext.name)))
+        # CMake always writes the module next to the Python sources (so `ninja -C build/ext _C` keeps an
+        # editable install current); setuptools' own output location gets a copy.
+        target = os.path.abspath(self.get_ext_fullpath(ext.name))
+        src_dir = os.path.join(ROOT, "torch_npu_sim")
         build_dir = os.environ.get("NPU_SIM_BUILD_DIR", os.path.join(ROOT, "build", "ext"))
         build_type = os.environ.get("NPU_SIM_BUILD_TYPE", "Release")
         subprocess.check_call([
@@ -29,10 +33,14 @@ class CMakeBuild(build_ext):
             f"-DPython3_EXECUTABLE={sys.executable}",
             "-DNPU_SIM_BUILD_TORCH=ON",
             "-DNPU_SIM_BUILD_TESTS=OFF",
-            f"-DNPU_SIM_OUTPUT_DIR={out_dir}",
+            f"-DNPU_SIM_OUTPUT_DIR={src_dir}",
         ])
         jobs = os.environ.get("NPU_SIM_BUILD_JOBS", str(os.cpu_count() or 2))
         subprocess.check_call(["cmake", "--build", build_dir, "--target", "_C", "-j", jobs])
+        built = os.path.join(src_dir, os.path.basename(target))
+        if os.path.abspath(built) != target:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(built, target)
 
 
 setup(

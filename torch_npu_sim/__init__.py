@@ -3,7 +3,15 @@
 After ``import torch_npu_sim`` ordinary PyTorch code targets ``"npu"``: ``tensor.npu()``,
 ``model.to("npu")``, ``torch.npu.synchronize()``, ``torch.Stream(device="npu")``.
 """
-import torch
+
+
+def _autoload():
+    """Entry point for torch's device-backend autoload (group ``torch.backends``): importing this
+    package is all the registration there is. Defined before ``import torch`` because importing this
+    package first makes torch's autoload look it up while it is still initialising."""
+
+
+import torch  # noqa: E402
 
 from . import _C  # noqa: F401  (loads the extension: op table, allocator, guard, hooks)
 from . import npu
@@ -25,8 +33,3 @@ def _register():
 
 
 _register()
-
-
-def _autoload():
-    """Entry point for torch's device-backend autoload (group ``torch.backends``): importing this
-    package is all the registration there is."""

@@ -70,8 +70,10 @@ bool take_injected_fault(int device) {
 }
 
 // Gets `bytes` (a multiple of kAlign) of host memory; *mapped receives the mmap length (0 = heap).
-void* host_alloc(std::size_t bytes, std::size_t* mapped) {
-  if (bytes >= kMmapThreshold) {
+// Device memory is always page-mapped, as HBM is handed out by a device page table: every device
+// malloc/free costs a mapping change (which is what the caching allocator exists to avoid).
+void* host_alloc(std::size_t bytes, std::size_t* mapped, bool device) {
+  if (device || bytes >= kMmapThreshold) {
     const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
     const std::size_t len = (bytes + page - 1) / page * page;
     void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -170,7 +172,7 @@ Status malloc_device(int device, void** ptr, std::size_t bytes) {
     if (rounded > cap - cur) return detail::oom(device, bytes, "");
   } while (!used.compare_exchange_weak(cur, cur + rounded));
   std::size_t mapped = 0;
-  void* p = detail::host_alloc(rounded, &mapped);
+  void* p = detail::host_alloc(rounded, &mapped, /*device=*/true);
   if (p == nullptr) {
     used.fetch_sub(rounded);
     return detail::oom(device, bytes, " (the host could not reserve the memory)");
@@ -207,7 +209,7 @@ Status malloc_host(void** ptr, std::size_t bytes) {
                 "malloc_host: out of host memory: tried to allocate %zu bytes", bytes);
   const std::size_t rounded = (bytes + detail::kAlign - 1) / detail::kAlign * detail::kAlign;
   std::size_t mapped = 0;
-  void* p = detail::host_alloc(rounded, &mapped);
+  void* p = detail::host_alloc(rounded, &mapped, /*device=*/false);
   NPU_SIM_CHECK(p != nullptr, Status::kOutOfMemory, "malloc_host: out of host memory: tried to allocate %zu bytes",
                 bytes);
   detail::register_alloc(p, detail::Allocation{bytes, rounded, mapped, MemoryType::kHost, -1});

@@ -1,0 +1,98 @@
+// TensorIteratorBase -> ElementwiseIter conversion and launch (see pointwise.h).
+#include "aten/pointwise.h"
+
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <cstring>
+#include <vector>
+
+#include "aten/npu_tensor.h"
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+
+namespace torch_npu_sim {
+
+namespace {
+
+// A device copy of `t` with dtype `type` and the same element strides (so iterator strides still hold).
+// Broadcast (stride-0) dims are converted once and expanded again.
+at::Tensor converted_like(const at::TensorBase& tb, at::ScalarType type) {
+  const at::Tensor t(tb);
+  std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.stride(d) == 0) sizes[d] = 1;
+  }
+  const at::Tensor compact = t.as_strided(sizes, t.strides(), t.storage_offset());
+  at::Tensor out = at::empty_strided(sizes, t.strides(), t.options().dtype(type));
+  out.copy_(compact);
+  return out.expand(t.sizes());
+}
+
+}  // namespace
+
+void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,
+                   std::optional<at::ScalarType> compute_dtype) {
+  if (iter.numel() == 0) return;
+  TORCH_CHECK(iter.noutputs() == 1, op, ": npu pointwise kernels produce one output, got ", iter.noutputs());
+  TORCH_CHECK(iter.ntensors() <= npu_kernels::kMaxOperands, op, ": too many operands (", iter.ntensors(), ")");
+  TORCH_CHECK(iter.ndim() <= npu_kernels::kMaxDims, op, ": tensors with more than ", npu_kernels::kMaxDims,
+              " (non-mergeable) dimensions are not supported on npu");
+  const at::ScalarType in_type = compute_dtype.value_or(iter.common_dtype());
+  const at::ScalarType out_type = predicate ? at::kBool : in_type;
+  const at::Device device = iter.device(0);
+  TORCH_CHECK(is_npu(iter.tensor(0)), op, ": expected the output on npu, got ", device);
+  c10::DeviceGuard guard(device);
+
+  npu_kernels::ElementwiseIter e;
+  e.ndim = static_cast<int>(iter.ndim());
+  for (int d = 0; d < e.ndim; ++d) e.shape[d] = iter.shape()[d];
+  e.noutputs = 1;
+  e.ninputs = static_cast<int>(iter.ninputs());
+  e.in_dtype = kernel_dtype(in_type, op);
+  e.out_dtype = kernel_dtype(out_type, op);
+
+  std::vector<at::Tensor> keep;  // converted operands, alive until the launch is enqueued (stream-ordered)
+  auto set_strides = [&](int k, int arg, int64_t scale_num, int64_t scale_den) {
+    const auto strides = iter.strides(arg);
+    for (int d = 0; d < e.ndim; ++d) e.strides[k][d] = strides[d] / scale_den * scale_num;
+  };
+
+  // Output: written directly when it has the kernel's dtype, else through a temporary copied back.
+  const at::Tensor& out = iter.tensor(0);
+  at::Tensor out_tmp;
+  if (out.scalar_type() == out_type) {
+    e.data[0] = iter.data_ptr(0);
+    set_strides(0, 0, 1, 1);
+  } else {
+    out_tmp = at::empty_strided(out.sizes(), out.strides(), out.options().dtype(out_type));
+    e.data[0] = out_tmp.data_ptr();
+    set_strides(0, 0, c10::elementSize(out_type), out.element_size());
+  }
+
+  for (int arg = 1; arg < iter.ntensors(); ++arg) {
+    const int k = arg;
+    if (iter.is_cpu_scalar(arg)) {
+      const at::Tensor value = at::Tensor(iter.tensor_base(arg)).to(in_type);
+      e.is_scalar[k] = true;
+      std::memcpy(e.scalar_bytes[k], value.const_data_ptr(), value.element_size());
+      continue;  // strides stay 0
+    }
+    const at::TensorBase& t = iter.tensor_base(arg);
+    TORCH_CHECK(t.device() == device, op, ": expected all tensors to be on the same device, but found at least two "
+                "devices, ", device, " and ", t.device(), "!");
+    if (t.scalar_type() == in_type) {
+      e.data[k] = iter.data_ptr(arg);
+      set_strides(k, arg, 1, 1);
+    } else {
+      keep.push_back(converted_like(t, in_type));
+      e.data[k] = keep.back().data_ptr();
+      set_strides(k, arg, c10::elementSize(in_type), t.element_size());
+    }
+  }
+
+  NPU_CHECK(launch(current_native_stream(device.index()), e));
+  if (out_tmp.defined()) at::Tensor(out).copy_(out_tmp);
+}
+
+}  // namespace torch_npu_sim

@@ -1,0 +1,98 @@
+// Running ATen's structured meta functions for npu: NpuStructured<Meta> is the output-allocation half of
+// what torchgen generates for CPU/CUDA (functional, in-place and out= flavours), so shape, broadcasting,
+// type promotion and argument checks all come from libtorch's meta code; the caller then runs our kernel
+// on the resulting TensorIteratorBase.
+#pragma once
+
+#include <ATen/TensorIterator.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty_strided.h>
+
+#include <optional>
+#include <utility>
+
+namespace torch_npu_sim {
+
+enum class OutMode { kFunctional, kInplace, kOut };
+
+template <class Meta>
+struct NpuStructured final : public Meta {
+  explicit NpuStructured(OutMode mode, const at::Tensor& target = at::Tensor()) : mode_(mode), out_(target) {}
+
+  void set_output_strided(int64_t idx, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
+    prepare(sizes, strides, options);
+    Meta::set_output_raw_strided(idx, sizes, strides, options);
+  }
+  void set_output_raw_strided(int64_t idx, at::IntArrayRef sizes, at::IntArrayRef strides,
+                              at::TensorOptions options) override {
+    prepare(sizes, strides, options);
+    Meta::set_output_raw_strided(idx, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t /*idx*/) override { return proxy_ ? *proxy_ : out_; }
+
+  // Copies a proxy output (used when out= has the wrong strides) back into the user's tensor.
+  void finish() {
+    if (proxy_) out_.copy_(*proxy_);
+  }
+  at::Tensor& result() { return out_; }
+
+ private:
+  void prepare(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options) {
+    switch (mode_) {
+      case OutMode::kFunctional:
+        out_ = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+        return;
+      case OutMode::kInplace:
+        TORCH_CHECK(out_.sizes() == sizes, "output with shape ", out_.sizes(), " doesn't match the broadcast shape ",
+                    sizes);
+        break;
+      case OutMode::kOut:
+        TORCH_CHECK(options.dtype() == out_.dtype(), "Expected out tensor to have dtype ", options.dtype(),
+                    ", but got ", out_.dtype(), " instead");
+        TORCH_CHECK(options.device() == out_.device(), "Expected out tensor to have device ", options.device(),
+                    ", but got ", out_.device(), " instead");
+        if (at::native::resize_output(out_, sizes) && !strides.empty()) {
+          out_.as_strided_(sizes, strides);
+        }
+        break;
+    }
+    if (!strides.empty() && out_.strides() != strides) {
+      proxy_ = at::empty_strided(sizes, strides, options);
+    }
+  }
+
+  OutMode mode_;
+  at::Tensor out_;
+  std::optional<at::Tensor> proxy_;
+};
+
+// The three flavours for a meta class whose meta() takes (args...); `kernel` gets the TensorIteratorBase.
+template <class Meta, class Kernel, class... Args>
+at::Tensor structured_functional(const Kernel& kernel, const Args&... args) {
+  NpuStructured<Meta> op(OutMode::kFunctional);
+  op.meta(args...);
+  kernel(op);
+  return std::move(op.result());
+}
+
+template <class Meta, class Kernel, class... Rest>
+at::Tensor& structured_inplace(const Kernel& kernel, at::Tensor& self, const Rest&... rest) {
+  NpuStructured<Meta> op(OutMode::kInplace, self);
+  op.meta(self, rest...);
+  kernel(op);
+  op.finish();
+  return self;
+}
+
+template <class Meta, class Kernel, class... Args>
+at::Tensor& structured_out(const Kernel& kernel, at::Tensor& out, const Args&... args) {
+  NpuStructured<Meta> op(OutMode::kOut, out);
+  op.meta(args...);
+  kernel(op);
+  op.finish();
+  return out;
+}
+
+}  // namespace torch_npu_sim

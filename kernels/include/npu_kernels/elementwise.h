@@ -1,0 +1,167 @@
+// The elementwise engine (torch-free): a TensorIterator-shaped operand description (shared shape,
+// per-operand byte strides, dim 0 fastest) and the loop that runs a functor over a range of it, with a
+// contiguous fast path the compiler vectorises. Ops instantiate it in kernels/src/*_ops.cpp.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "npu_kernels/dtype.h"
+#include "npu_kernels/tensor_desc.h"
+
+namespace npu_kernels {
+
+constexpr int kMaxOperands = 6;
+
+struct ElementwiseIter {
+  int ndim = 0;
+  int64_t shape[kMaxDims] = {};  // dim 0 moves fastest (TensorIterator order)
+  int noutputs = 1;
+  int ninputs = 0;
+  void* data[kMaxOperands] = {};  // outputs first, then inputs
+  int64_t strides[kMaxOperands][kMaxDims] = {};  // bytes
+  DType out_dtype = DType::kFloat32;  // every output
+  DType in_dtype = DType::kFloat32;   // every input (the adapter promotes inputs to one dtype)
+  // Host scalars (CPU zero-dim tensors, Python numbers) travel inside the iterator, converted to
+  // in_dtype; such an operand has stride 0 and reads its value from here.
+  bool is_scalar[kMaxOperands] = {};
+  alignas(16) unsigned char scalar_bytes[kMaxOperands][16] = {};
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int d = 0; d < ndim; ++d) n *= shape[d];
+    return n;
+  }
+};
+
+// The type arithmetic happens in: float for the 16-bit floating types, the type itself otherwise.
+template <typename T>
+using compute_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+
+namespace detail {
+
+// Calls body(ptrs, inner_strides, n) for every run along dim 0 inside the linear range [begin, end).
+template <int NOP, typename Body>
+inline void for_each_run(const ElementwiseIter& it, int64_t begin, int64_t end, Body&& body) {
+  int64_t idx[kMaxDims] = {};
+  int64_t rem = begin;
+  for (int d = 0; d < it.ndim; ++d) {
+    idx[d] = rem % it.shape[d];
+    rem /= it.shape[d];
+  }
+  char* ptrs[NOP];
+  int64_t inner[NOP];
+  for (int k = 0; k < NOP; ++k) {
+    int64_t off = 0;
+    for (int d = 0; d < it.ndim; ++d) off += idx[d] * it.strides[k][d];
+    char* base = it.is_scalar[k] ? const_cast<char*>(reinterpret_cast<const char*>(it.scalar_bytes[k]))
+                                 : static_cast<char*>(it.data[k]);
+    ptrs[k] = base + off;
+    inner[k] = it.ndim > 0 ? it.strides[k][0] : 0;
+  }
+  int64_t pos = begin;
+  while (pos < end) {
+    const int64_t run = it.ndim > 0 ? std::min<int64_t>(it.shape[0] - idx[0], end - pos) : 1;
+    body(ptrs, inner, run);
+    pos += run;
+    if (pos >= end) break;
+    // advance: dim 0 is exhausted (run reached its end), carry into higher dims
+    for (int k = 0; k < NOP; ++k) ptrs[k] += run * inner[k];
+    idx[0] += run;
+    for (int d = 0; d < it.ndim; ++d) {
+      if (idx[d] < it.shape[d]) break;
+      for (int k = 0; k < NOP; ++k) ptrs[k] -= idx[d] * it.strides[k][d];
+      idx[d] = 0;
+      if (d + 1 < it.ndim) {
+        ++idx[d + 1];
+        for (int k = 0; k < NOP; ++k) ptrs[k] += it.strides[k][d + 1];
+      }
+    }
+  }
+}
+
+template <typename T>
+inline compute_t<T> load(const char* p) {
+  return static_cast<compute_t<T>>(*reinterpret_cast<const T*>(p));
+}
+
+}  // namespace detail
+
+// out = f(in0, ..., in{N-1}) over [begin, end). Out/In are storage types; f works on compute types.
+template <typename Out, typename In, int N, typename F>
+inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t end, const F& f) {
+  using C = compute_t<In>;
+  detail::for_each_run<N + 1>(it, begin, end, [&](char* const* ptrs, const int64_t* inner, int64_t n) {
+    Out* out = reinterpret_cast<Out*>(ptrs[0]);
+    bool contiguous = inner[0] == static_cast<int64_t>(sizeof(Out));
+    bool scalar_in[N > 0 ? N : 1] = {};
+    for (int k = 0; k < N; ++k) {
+      scalar_in[k] = inner[k + 1] == 0;
+      contiguous = contiguous && (inner[k + 1] == static_cast<int64_t>(sizeof(In)) || scalar_in[k]);
+    }
+    if constexpr (N == 0) {
+      if (contiguous) {
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f());
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(f());
+    } else if constexpr (N == 1) {
+      const In* a = reinterpret_cast<const In*>(ptrs[1]);
+      if (contiguous && !scalar_in[0]) {
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<C>(a[i])));
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) =
+            static_cast<Out>(f(detail::load<In>(ptrs[1] + i * inner[1])));
+      }
+    } else if constexpr (N == 2) {
+      const In* a = reinterpret_cast<const In*>(ptrs[1]);
+      const In* b = reinterpret_cast<const In*>(ptrs[2]);
+      if (contiguous && !scalar_in[0] && !scalar_in[1]) {
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
+        return;
+      }
+      if (contiguous && !scalar_in[0] && scalar_in[1]) {
+        const C bv = static_cast<C>(b[0]);
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<C>(a[i]), bv));
+        return;
+      }
+      if (contiguous && scalar_in[0] && !scalar_in[1]) {
+        const C av = static_cast<C>(a[0]);
+        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(av, static_cast<C>(b[i])));
+        return;
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
+            f(detail::load<In>(ptrs[1] + i * inner[1]), detail::load<In>(ptrs[2] + i * inner[2])));
+      }
+    } else {
+      static_assert(N == 3, "the engine handles nullary to ternary functors");
+      for (int64_t i = 0; i < n; ++i) {
+        *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
+            f(detail::load<In>(ptrs[1] + i * inner[1]), detail::load<In>(ptrs[2] + i * inner[2]),
+              detail::load<In>(ptrs[3] + i * inner[3])));
+      }
+    }
+  });
+}
+
+}  // namespace npu_kernels
+
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels {
+
+// Launches elementwise_range over the whole iterator on `stream`, split over AI-core blocks.
+template <typename Out, typename In, int N, typename F>
+inline npu_sim::Status launch_elementwise(npu_sim::Stream stream, const char* name, const ElementwiseIter& it, F f) {
+  constexpr int64_t kGrain = 1 << 14;
+  return parallel_for(stream, name, it.numel(), kGrain,
+                      [it, f](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        elementwise_range<Out, In, N>(it, b, e, f);
+                      });
+}
+
+}  // namespace npu_kernels

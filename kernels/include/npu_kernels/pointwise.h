@@ -1,0 +1,56 @@
+// Pointwise op catalogue of the kernel library (torch-free): unary, binary and ternary ops with their
+// scalar parameters, run by the elementwise engine. The adapter picks the op and the dtypes.
+#pragma once
+
+#include "npu_kernels/elementwise.h"
+#include "npu_sim/runtime.h"
+
+namespace npu_kernels {
+
+enum class UnaryOp {
+  // any dtype
+  kNeg, kAbs, kSign, kSquare, kRelu, kBitwiseNot, kLogicalNot, kIsnan, kIsinf, kIsfinite, kIsposinf,
+  kIsneginf, kSignbit, kClamp, kFloor, kCeil, kRound, kTrunc, kFrac, kReciprocal, kHardtanh,
+  // floating point only
+  kSqrt, kRsqrt, kExp, kExp2, kExpm1, kLog, kLog2, kLog10, kLog1p, kSin, kCos, kTan, kAsin, kAcos, kAtan,
+  kSinh, kCosh, kTanh, kAsinh, kAcosh, kAtanh, kSigmoid, kLogSigmoid, kErf, kErfc, kGelu, kGeluTanh, kSilu,
+  kMish, kSoftplus, kLeakyRelu, kElu, kHardswish, kHardsigmoid, kNanToNum, kPowScalar, kRoundDecimals,
+  kLgamma, kDigamma, kSinc, kLogit, kRelu6, kCeluSelu,
+};
+
+enum class BinaryOp {
+  kAdd, kSub, kMul, kDiv, kDivTrunc, kDivFloor, kRemainder, kFmod, kPow, kAtan2, kMaximum, kMinimum, kFmax,
+  kFmin, kHypot, kCopysign, kXlogy, kEq, kNe, kLt, kLe, kGt, kGe, kLogicalAnd, kLogicalOr, kLogicalXor,
+  kBitwiseAnd, kBitwiseOr, kBitwiseXor, kLshift, kRshift,
+  // backward helpers, operands in the order ATen's meta functions build them: (grad_output, saved
+  // tensor), except threshold_backward and leaky_relu_backward which are (saved tensor, grad_output)
+  kThresholdBackward, kSigmoidBackward, kTanhBackward, kGeluBackward, kGeluTanhBackward, kSiluBackward,
+  kLeakyReluBackward, kEluBackward, kHardswishBackward, kHardsigmoidBackward, kSoftplusBackward,
+  kHardtanhBackward, kMishBackward, kLogSigmoidBackward,
+  kThreshold,  // (x, y): x <= a ? b : y  (threshold(x, t, v) runs it on (x, x))
+};
+
+enum class TernaryOp { kWhere, kAddcmul, kAddcdiv, kLerp, kClampTensor };
+
+// Scalar parameters (alpha, min/max, negative slope, ...), meaning fixed per op in the .cpp files.
+struct PointwiseParams {
+  double a = 0.0, b = 0.0, c = 0.0;
+  bool has_a = false, has_b = false;
+  int64_t i = 0;
+};
+
+const char* op_name(UnaryOp op);
+const char* op_name(BinaryOp op);
+const char* op_name(TernaryOp op);
+
+// it.noutputs == 1 and it.ninputs == 1/2/3; dtypes in it.in_dtype / it.out_dtype (out is bool for
+// predicates and comparisons, otherwise equal to in). Errors: kInvalidValue for an unsupported dtype.
+npu_sim::Status unary(npu_sim::Stream stream, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
+npu_sim::Status binary(npu_sim::Stream stream, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
+npu_sim::Status ternary(npu_sim::Stream stream, TernaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
+
+bool is_predicate(UnaryOp op);   // output is bool
+bool is_predicate(BinaryOp op);  // comparisons and logical ops: output is bool
+bool is_float_only(UnaryOp op);
+
+}  // namespace npu_kernels

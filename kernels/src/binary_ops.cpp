@@ -1,0 +1,233 @@
+// Binary pointwise kernels: arithmetic (with Python's division/modulo semantics), comparisons, logical
+// and bitwise ops, and the activation backward helpers (grad_output, saved tensor).
+#include <cmath>
+
+#include "pointwise_common.h"
+
+namespace npu_kernels {
+
+const char* op_name(BinaryOp op) {
+  static const char* const names[] = {
+      "add", "sub", "mul", "div", "div_trunc", "div_floor", "remainder", "fmod", "pow", "atan2", "maximum",
+      "minimum", "fmax", "fmin", "hypot", "copysign", "xlogy", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+      "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift",
+      "threshold_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "gelu_tanh_backward",
+      "silu_backward", "leaky_relu_backward", "elu_backward", "hardswish_backward", "hardsigmoid_backward",
+      "softplus_backward", "hardtanh_backward", "mish_backward", "log_sigmoid_backward", "threshold"};
+  return names[static_cast<int>(op)];
+}
+
+namespace {
+
+template <typename C>
+C int_pow(C base, C exp) {
+  if constexpr (std::is_signed_v<C>) {
+    if (exp < 0) return base == 1 ? C(1) : (base == -1 ? (exp % 2 ? C(-1) : C(1)) : C(0));
+  }
+  C result = 1;
+  while (exp) {
+    if (exp & 1) result = static_cast<C>(result * base);
+    exp = static_cast<C>(exp >> 1);
+    base = static_cast<C>(base * base);
+  }
+  return result;
+}
+
+template <typename In>
+npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  using C = compute_t<In>;
+  auto go = [&](auto f) { return launch_elementwise<In, In, 2>(s, op_name(op), it, f); };
+  constexpr bool kBool = std::is_same_v<C, bool>;
+  constexpr bool kFp = detail::is_fp_v<C>;
+  const C alpha = static_cast<C>(p.a);
+  switch (op) {
+    case BinaryOp::kAdd:
+      if constexpr (kBool) return go([](C x, C y) { return x || y; });
+      else if (p.a == 1.0) return go([](C x, C y) { return static_cast<C>(x + y); });
+      else return go([=](C x, C y) { return static_cast<C>(x + alpha * y); });
+    case BinaryOp::kSub:
+      if constexpr (kBool) return npu_sim::Status::kInvalidValue;
+      else if (p.a == 1.0) return go([](C x, C y) { return static_cast<C>(x - y); });
+      else return go([=](C x, C y) { return static_cast<C>(x - alpha * y); });
+    case BinaryOp::kMul:
+      if constexpr (kBool) return go([](C x, C y) { return x && y; });
+      else return go([](C x, C y) { return static_cast<C>(x * y); });
+    case BinaryOp::kDiv:
+    case BinaryOp::kDivTrunc:
+    case BinaryOp::kDivFloor:
+      if constexpr (kFp) {
+        if (op == BinaryOp::kDiv) return go([](C x, C y) { return x / y; });
+        if (op == BinaryOp::kDivTrunc) return go([](C x, C y) { return std::trunc(x / y); });
+        return go([](C x, C y) {
+          // Python's floor division, computed like ATen (fmod-based, exact for large quotients)
+          if (y == C(0)) return x / y;
+          C mod = std::fmod(x, y);
+          C div = (x - mod) / y;
+          if (mod != C(0) && (y < C(0)) != (mod < C(0))) div -= C(1);
+          if (div == C(0)) return std::copysign(C(0), x / y);
+          C floordiv = std::floor(div);
+          if (div - floordiv > C(0.5)) floordiv += C(1);
+          return floordiv;
+        });
+      } else if constexpr (!kBool) {
+        if (op == BinaryOp::kDivTrunc) {
+          return go([](C x, C y) {
+            if (y == 0) throw npu_sim::KernelError("ZeroDivisionError: integer division by zero");
+            return static_cast<C>(x / y);
+          });
+        }
+        return go([](C x, C y) {
+          if (y == 0) throw npu_sim::KernelError("ZeroDivisionError: integer division by zero");
+          C q = static_cast<C>(x / y);
+          if constexpr (std::is_signed_v<C>) {
+            if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
+          }
+          return q;
+        });
+      } else {
+        return npu_sim::Status::kInvalidValue;
+      }
+    case BinaryOp::kRemainder:
+    case BinaryOp::kFmod:
+      if constexpr (kFp) {
+        if (op == BinaryOp::kFmod) return go([](C x, C y) { return std::fmod(x, y); });
+        return go([](C x, C y) {
+          C r = std::fmod(x, y);
+          if (r != C(0) && ((r < C(0)) != (y < C(0)))) r += y;
+          return r;
+        });
+      } else if constexpr (!kBool) {
+        if (op == BinaryOp::kFmod) {
+          return go([](C x, C y) {
+            if (y == 0) throw npu_sim::KernelError("ZeroDivisionError: integer modulo by zero");
+            return static_cast<C>(x % y);
+          });
+        }
+        return go([](C x, C y) {
+          if (y == 0) throw npu_sim::KernelError("ZeroDivisionError: integer modulo by zero");
+          C r = static_cast<C>(x % y);
+          if constexpr (std::is_signed_v<C>) {
+            if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<C>(r + y);
+          }
+          return r;
+        });
+      } else {
+        return npu_sim::Status::kInvalidValue;
+      }
+    case BinaryOp::kPow:
+      if constexpr (kFp) return go([](C x, C y) { return std::pow(x, y); });
+      else if constexpr (!kBool) return go([](C x, C y) { return int_pow(x, y); });
+      else return npu_sim::Status::kInvalidValue;
+    case BinaryOp::kThreshold: {
+      const C t = static_cast<C>(p.a), v = static_cast<C>(p.b);
+      return go([=](C x, C y) { return x <= t ? v : y; });
+    }
+    case BinaryOp::kMaximum:
+      if constexpr (kFp) return go([](C x, C y) { return (x != x) ? x : ((y != y) ? y : std::max(x, y)); });
+      else return go([](C x, C y) { return std::max(x, y); });
+    case BinaryOp::kMinimum:
+      if constexpr (kFp) return go([](C x, C y) { return (x != x) ? x : ((y != y) ? y : std::min(x, y)); });
+      else return go([](C x, C y) { return std::min(x, y); });
+    case BinaryOp::kFmax:
+      if constexpr (kFp) return go([](C x, C y) { return std::fmax(x, y); });
+      else return go([](C x, C y) { return std::max(x, y); });
+    case BinaryOp::kFmin:
+      if constexpr (kFp) return go([](C x, C y) { return std::fmin(x, y); });
+      else return go([](C x, C y) { return std::min(x, y); });
+    case BinaryOp::kBitwiseAnd:
+      if constexpr (std::is_integral_v<C>) return go([](C x, C y) { return static_cast<C>(x & y); });
+      else return npu_sim::Status::kInvalidValue;
+    case BinaryOp::kBitwiseOr:
+      if constexpr (std::is_integral_v<C>) return go([](C x, C y) { return static_cast<C>(x | y); });
+      else return npu_sim::Status::kInvalidValue;
+    case BinaryOp::kBitwiseXor:
+      if constexpr (std::is_integral_v<C>) return go([](C x, C y) { return static_cast<C>(x ^ y); });
+      else return npu_sim::Status::kInvalidValue;
+    case BinaryOp::kLshift:
+      if constexpr (std::is_integral_v<C> && !kBool) {
+        return go([](C x, C y) {
+          using U = std::make_unsigned_t<C>;
+          return (y < 0 || y >= static_cast<C>(sizeof(C) * 8)) ? C(0) : static_cast<C>(static_cast<U>(x) << y);
+        });
+      } else return npu_sim::Status::kInvalidValue;
+    case BinaryOp::kRshift:
+      if constexpr (std::is_integral_v<C> && !kBool) {
+        return go([](C x, C y) {
+          const C bits = static_cast<C>(sizeof(C) * 8);
+          if (y < 0 || y >= bits) return static_cast<C>(std::is_signed_v<C> && x < 0 ? -1 : 0);
+          return static_cast<C>(x >> y);
+        });
+      } else return npu_sim::Status::kInvalidValue;
+    default: break;
+  }
+  if constexpr (!kFp) {
+    return npu_sim::Status::kInvalidValue;
+  } else {
+    const C a = static_cast<C>(p.a), b = static_cast<C>(p.b), c = static_cast<C>(p.c);
+    switch (op) {
+      case BinaryOp::kAtan2: return go([](C x, C y) { return std::atan2(x, y); });
+      case BinaryOp::kHypot: return go([](C x, C y) { return std::hypot(x, y); });
+      case BinaryOp::kCopysign: return go([](C x, C y) { return std::copysign(x, y); });
+      case BinaryOp::kXlogy:
+        return go([](C x, C y) { return y != y ? y : (x == C(0) ? C(0) : x * std::log(y)); });
+      // ATen's meta builds threshold_backward and leaky_relu_backward iterators as (self, grad).
+      case BinaryOp::kThresholdBackward: return go([=](C x, C g) { return x <= a ? C(0) : g; });
+      case BinaryOp::kSigmoidBackward: return go([](C g, C y) { return g * (C(1) - y) * y; });
+      case BinaryOp::kTanhBackward: return go([](C g, C y) { return g * (C(1) - y * y); });
+      case BinaryOp::kGeluBackward:
+        return go([](C g, C x) {
+          const C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
+          const C pdf = std::exp(C(-0.5) * x * x) * C(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+          return g * (cdf + x * pdf);
+        });
+      case BinaryOp::kGeluTanhBackward:
+        return go([](C g, C x) {
+          const C k_beta = C(M_2_SQRTPI * M_SQRT1_2), k_kappa = C(0.044715);
+          const C x_sq = x * x, inner = k_beta * (x + k_kappa * x_sq * x);
+          const C t = std::tanh(inner);
+          const C left = C(0.5) * x, right = C(1) + t;
+          const C left_derivative = C(0.5) * right;
+          const C right_derivative = left * (C(1) - t * t) * k_beta * (C(1) + C(3) * k_kappa * x_sq);
+          return g * (left_derivative + right_derivative);
+        });
+      case BinaryOp::kSiluBackward:
+        return go([](C g, C x) {
+          const C sg = detail::sigmoid(x);
+          return g * sg * (C(1) + x * (C(1) - sg));
+        });
+      case BinaryOp::kLeakyReluBackward: return go([=](C x, C g) { return x > C(0) ? g : g * a; });
+      case BinaryOp::kEluBackward:  // a alpha, b scale, c input_scale, p.i: 1 if the saved tensor is the result
+        if (p.i) return go([=](C g, C y) { return y <= C(0) ? g * c * (y + a * b) : g * b; });
+        return go([=](C g, C x) { return x <= C(0) ? g * c * b * a * std::exp(x * c) : g * b; });
+      case BinaryOp::kHardswishBackward:
+        return go([](C g, C x) { return x < C(-3) ? C(0) : (x <= C(3) ? g * (x / C(3) + C(0.5)) : g); });
+      case BinaryOp::kHardsigmoidBackward:
+        return go([](C g, C x) { return (x > C(-3) && x < C(3)) ? g / C(6) : C(0); });
+      case BinaryOp::kSoftplusBackward:  // a beta, b threshold
+        return go([=](C g, C x) {
+          const C z = std::exp(x * a);
+          return (x * a) > b ? g : g * z / (z + C(1));
+        });
+      case BinaryOp::kHardtanhBackward: return go([=](C g, C x) { return (x <= a || x >= b) ? C(0) : g; });
+      case BinaryOp::kMishBackward:
+        return go([](C g, C x) {
+          const C sp = std::log1p(std::exp(x)), t = std::tanh(sp), sg = detail::sigmoid(x);
+          return g * (t + x * sg * (C(1) - t * t));
+        });
+      case BinaryOp::kLogSigmoidBackward: return go([](C g, C x) { return g * detail::sigmoid(-x); });
+      default: return npu_sim::Status::kInvalidValue;
+    }
+  }
+}
+
+}  // namespace
+
+npu_sim::Status binary(npu_sim::Stream stream, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  return detail::dispatch_real(it.in_dtype, [&](auto tag) {
+    using In = decltype(tag);
+    if (is_predicate(op)) return detail::binary_predicate(stream, op, it);
+    return arithmetic<In>(stream, op, it, p);
+  });
+}
+
+}  // namespace npu_kernels

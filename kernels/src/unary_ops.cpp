@@ -1,0 +1,183 @@
+// Unary pointwise kernels: math, rounding, predicates and activations over the elementwise engine.
+#include <cmath>
+
+#include "pointwise_common.h"
+
+namespace npu_kernels {
+
+bool is_float_only(UnaryOp op) { return static_cast<int>(op) >= static_cast<int>(UnaryOp::kSqrt); }
+
+const char* op_name(UnaryOp op) {
+  static const char* const names[] = {
+      "neg", "abs", "sign", "square", "relu", "bitwise_not", "logical_not", "isnan", "isinf", "isfinite",
+      "isposinf", "isneginf", "signbit", "clamp", "floor", "ceil", "round", "trunc", "frac", "reciprocal",
+      "hardtanh", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+      "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "log_sigmoid", "erf",
+      "erfc", "gelu", "gelu_tanh", "silu", "mish", "softplus", "leaky_relu", "elu", "hardswish", "hardsigmoid",
+      "nan_to_num", "pow_scalar", "round_decimals", "lgamma", "digamma", "sinc", "logit", "relu6", "celu_selu"};
+  return names[static_cast<int>(op)];
+}
+
+namespace {
+
+// Ops valid for every real dtype.
+template <typename In>
+npu_sim::Status general(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  using C = compute_t<In>;
+  auto go = [&](auto f) { return launch_elementwise<In, In, 1>(s, op_name(op), it, f); };
+  constexpr bool kBool = std::is_same_v<C, bool>;
+  switch (op) {
+    case UnaryOp::kNeg:
+      if constexpr (kBool) return npu_sim::Status::kInvalidValue;
+      else return go([](C x) { return static_cast<C>(-x); });
+    case UnaryOp::kAbs:
+      if constexpr (kBool || std::is_unsigned_v<C>) return go([](C x) { return x; });
+      else if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::fabs(x); });
+      else return go([](C x) { return static_cast<C>(x < 0 ? -x : x); });
+    case UnaryOp::kSign:
+      if constexpr (kBool) return go([](C x) { return x; });
+      else return go([](C x) { return static_cast<C>((C(0) < x) - (x < C(0))); });
+    case UnaryOp::kSquare: return go([](C x) { return static_cast<C>(x * x); });
+    case UnaryOp::kRelu:
+      if constexpr (kBool) return go([](C x) { return x; });
+      else return go([](C x) { return x < C(0) ? C(0) : x; });
+    case UnaryOp::kBitwiseNot:
+      if constexpr (kBool) return go([](C x) { return !x; });
+      else if constexpr (std::is_integral_v<C>) return go([](C x) { return static_cast<C>(~x); });
+      else return npu_sim::Status::kInvalidValue;
+    case UnaryOp::kClamp:
+    case UnaryOp::kHardtanh: {
+      const C lo = static_cast<C>(p.a), hi = static_cast<C>(p.b);
+      const bool has_lo = op == UnaryOp::kHardtanh || p.has_a, has_hi = op == UnaryOp::kHardtanh || p.has_b;
+      if constexpr (detail::is_fp_v<C>) {
+        // NaN propagates, as in torch.clamp
+        return go([=](C x) {
+          if (x != x) return x;
+          if (has_lo && x < lo) x = lo;
+          if (has_hi && x > hi) x = hi;
+          return x;
+        });
+      } else {
+        return go([=](C x) {
+          if (has_lo && x < lo) x = lo;
+          if (has_hi && x > hi) x = hi;
+          return x;
+        });
+      }
+    }
+    case UnaryOp::kFloor:
+      if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::floor(x); });
+      else return go([](C x) { return x; });
+    case UnaryOp::kCeil:
+      if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::ceil(x); });
+      else return go([](C x) { return x; });
+    case UnaryOp::kRound:
+      if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::nearbyint(x); });  // half to even
+      else return go([](C x) { return x; });
+    case UnaryOp::kTrunc:
+      if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::trunc(x); });
+      else return go([](C x) { return x; });
+    case UnaryOp::kFrac:
+      if constexpr (detail::is_fp_v<C>) return go([](C x) { return x - std::trunc(x); });
+      else return go([](C) { return C(0); });
+    case UnaryOp::kReciprocal:
+      if constexpr (detail::is_fp_v<C>) return go([](C x) { return C(1) / x; });
+      else return npu_sim::Status::kInvalidValue;
+    default: return npu_sim::Status::kInvalidValue;
+  }
+}
+
+template <typename In>
+npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  using C = compute_t<In>;
+  if constexpr (!detail::is_fp_v<C>) {
+    return npu_sim::Status::kInvalidValue;  // the adapter promotes integer inputs of float ops
+  } else {
+    auto go = [&](auto f) { return launch_elementwise<In, In, 1>(s, op_name(op), it, f); };
+    const C a = static_cast<C>(p.a), b = static_cast<C>(p.b), c = static_cast<C>(p.c);
+    switch (op) {
+      case UnaryOp::kSqrt: return go([](C x) { return std::sqrt(x); });
+      case UnaryOp::kRsqrt: return go([](C x) { return C(1) / std::sqrt(x); });
+      case UnaryOp::kExp: return go([](C x) { return std::exp(x); });
+      case UnaryOp::kExp2: return go([](C x) { return std::exp2(x); });
+      case UnaryOp::kExpm1: return go([](C x) { return std::expm1(x); });
+      case UnaryOp::kLog: return go([](C x) { return std::log(x); });
+      case UnaryOp::kLog2: return go([](C x) { return std::log2(x); });
+      case UnaryOp::kLog10: return go([](C x) { return std::log10(x); });
+      case UnaryOp::kLog1p: return go([](C x) { return std::log1p(x); });
+      case UnaryOp::kSin: return go([](C x) { return std::sin(x); });
+      case UnaryOp::kCos: return go([](C x) { return std::cos(x); });
+      case UnaryOp::kTan: return go([](C x) { return std::tan(x); });
+      case UnaryOp::kAsin: return go([](C x) { return std::asin(x); });
+      case UnaryOp::kAcos: return go([](C x) { return std::acos(x); });
+      case UnaryOp::kAtan: return go([](C x) { return std::atan(x); });
+      case UnaryOp::kSinh: return go([](C x) { return std::sinh(x); });
+      case UnaryOp::kCosh: return go([](C x) { return std::cosh(x); });
+      case UnaryOp::kTanh: return go([](C x) { return std::tanh(x); });
+      case UnaryOp::kAsinh: return go([](C x) { return std::asinh(x); });
+      case UnaryOp::kAcosh: return go([](C x) { return std::acosh(x); });
+      case UnaryOp::kAtanh: return go([](C x) { return std::atanh(x); });
+      case UnaryOp::kSigmoid: return go([](C x) { return detail::sigmoid(x); });
+      case UnaryOp::kLogSigmoid:
+        return go([](C x) { return std::min(x, C(0)) - std::log1p(std::exp(-std::fabs(x))); });
+      case UnaryOp::kErf: return go([](C x) { return std::erf(x); });
+      case UnaryOp::kErfc: return go([](C x) { return std::erfc(x); });
+      case UnaryOp::kGelu: return go([](C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); });
+      case UnaryOp::kGeluTanh:
+        return go([](C x) {
+          const C k = C(M_2_SQRTPI * M_SQRT1_2);  // sqrt(2/pi)
+          return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+        });
+      case UnaryOp::kSilu: return go([](C x) { return x / (C(1) + std::exp(-x)); });
+      case UnaryOp::kMish: return go([](C x) { return x * std::tanh(std::log1p(std::exp(x))); });
+      case UnaryOp::kSoftplus: return go([=](C x) { return detail::softplus(x, a, b); });
+      case UnaryOp::kLeakyRelu: return go([=](C x) { return x > C(0) ? x : x * a; });
+      case UnaryOp::kElu:  // alpha, scale, input_scale
+        return go([=](C x) { return x > C(0) ? b * x : b * a * (std::exp(x * c) - C(1)); });
+      case UnaryOp::kHardswish:
+        return go([](C x) { return x * std::min(std::max(x + C(3), C(0)), C(6)) / C(6); });
+      case UnaryOp::kHardsigmoid: return go([](C x) { return std::min(std::max(x + C(3), C(0)), C(6)) / C(6); });
+      case UnaryOp::kNanToNum:  // nan, posinf, neginf replacements
+        return go([=](C x) { return x != x ? a : (x == std::numeric_limits<C>::infinity() ? b
+                                                  : (x == -std::numeric_limits<C>::infinity() ? c : x)); });
+      case UnaryOp::kPowScalar:
+        if (p.a == 2.0) return go([](C x) { return x * x; });
+        if (p.a == 0.5) return go([](C x) { return std::sqrt(x); });
+        if (p.a == 1.0) return go([](C x) { return x; });
+        if (p.a == -1.0) return go([](C x) { return C(1) / x; });
+        return go([=](C x) { return std::pow(x, a); });
+      case UnaryOp::kRoundDecimals: {
+        const C ten_pow = static_cast<C>(std::pow(10.0, static_cast<double>(p.i)));
+        if (p.i >= 0) return go([=](C x) { return std::nearbyint(x * ten_pow) / ten_pow; });
+        const C inv = static_cast<C>(std::pow(10.0, static_cast<double>(-p.i)));
+        return go([=](C x) { return std::nearbyint(x / inv) * inv; });
+      }
+      case UnaryOp::kLgamma: return go([](C x) { return std::lgamma(x); });
+      case UnaryOp::kSinc:
+        return go([](C x) {
+          if (x == C(0)) return C(1);
+          const C px = C(M_PI) * x;
+          return std::sin(px) / px;
+        });
+      case UnaryOp::kLogit:
+        return go([=](C x) {
+          if (p.has_a) x = std::min(std::max(x, a), C(1) - a);
+          return std::log(x / (C(1) - x));
+        });
+      default: return npu_sim::Status::kInvalidValue;
+    }
+  }
+}
+
+}  // namespace
+
+npu_sim::Status unary(npu_sim::Stream stream, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  return detail::dispatch_real(it.in_dtype, [&](auto tag) {
+    using In = decltype(tag);
+    if (is_predicate(op)) return detail::unary_predicate(stream, op, it);
+    if (is_float_only(op)) return floating<In>(stream, op, it, p);
+    return general<In>(stream, op, it, p);
+  });
+}
+
+}  // namespace npu_kernels
