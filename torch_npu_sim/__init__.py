@@ -26,6 +26,8 @@ def _register():
 
 _register()
 
+from . import distributed  # noqa: E402,F401  (registers the "hccl" torch.distributed backend)
+
 
 def _autoload():
     """Entry point for torch's device-backend autoload (group ``torch.backends``): importing this
