@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
@@ -43,6 +44,21 @@ inline std::size_t round_up(std::size_t v) { return (v + kSlot - 1) & ~(kSlot - 
 
 std::size_t segment_bytes(int size, std::size_t ring) {
   return sizeof(SegHeader) + sizeof(RingCtl) * size + ring * size;
+}
+
+// Gone or a zombie (killed but not yet reaped by its parent): either way it will never write again.
+bool process_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return true;  // no procfs: rely on kill() and the timeout
+  char buf[512];
+  const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* close_paren = std::strrchr(buf, ')');
+  return !(close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'));
 }
 
 long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
@@ -153,7 +169,7 @@ class ShmTransport final : public Transport {
   void check_peers() override {
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) continue;
-      if (kill(segs_[r].pid, 0) != 0 && errno == ESRCH) {
+      if (!process_alive(segs_[r].pid)) {
         throw CommError("hccl: rank " + std::to_string(r) + " (pid " + std::to_string(segs_[r].pid) +
                         ") has exited; the collective cannot complete");
       }
