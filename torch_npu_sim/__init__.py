@@ -33,3 +33,5 @@ def _register():
 
 
 _register()
+
+from . import distributed  # noqa: E402,F401  (registers the "hccl" torch.distributed backend)

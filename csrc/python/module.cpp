@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "core/npu_allocator.h"
+#include "distributed/bindings.h"
 #include "core/npu_error.h"
 #include "core/npu_generator.h"
 #include "core/npu_stream.h"
@@ -125,6 +126,7 @@ void synchronize(c10::DeviceIndex device) {
 PYBIND11_MODULE(_C, m) {
   using namespace torch_npu_sim;
   m.doc() = "torch_npu_sim native module: simulated NPU runtime bindings";
+  init_distributed_bindings(m);
 
   m.def("_init", [] {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);

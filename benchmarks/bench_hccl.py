@@ -1,0 +1,137 @@
+"""hccl vs gloo on the same run, 2 ranks on this host: latency and bus bandwidth per collective from 4 KiB to
+256 MiB, plain memcpy bandwidth as the limit, and a DDP step of examples/demo.py's model.
+
+gloo has no npu support: it runs on CPU tensors of the same size (that is what a user without hccl would
+get). hccl runs on npu tensors; its time is measured to completion (torch.npu.synchronize()).
+busbw (nccl-tests): all_reduce algbw*2(n-1)/n, all_gather/reduce_scatter algbw*(n-1)/n, broadcast algbw.
+Prints only; never asserts.  Usage: python benchmarks/bench_hccl.py [--max-mib 256]
+"""
+import argparse
+import os
+import socket
+import sys
+import time
+import warnings
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+
+def memcpy_gbps(nbytes=64 << 20):
+    a = torch.empty(nbytes, dtype=torch.uint8)
+    b = torch.empty_like(a)
+    b.copy_(a)
+    t = time.perf_counter()
+    for _ in range(5):
+        b.copy_(a)
+    return nbytes * 5 / (time.perf_counter() - t) / 1e9
+
+
+def timed(fn, iters, sync):
+    fn()
+    sync()
+    dist.barrier(device_ids=None) if False else None
+    t = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    sync()
+    return (time.perf_counter() - t) / iters
+
+
+def run(rank, world, port, max_mib, q):
+    warnings.filterwarnings("ignore")
+    os.environ["NPU_SIM_CORE_THREADS"] = "1"
+    import torch_npu_sim  # noqa: F401
+
+    dist.init_process_group("cpu:gloo,npu:hccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dev = torch.device("npu", rank)
+    torch.npu.set_device(dev)
+    sync_npu = torch.npu.synchronize
+    factors = {"all_reduce": 2 * (world - 1) / world, "all_gather": (world - 1) / world,
+               "reduce_scatter": (world - 1) / world, "broadcast": 1.0}
+    rows = []
+    size = 4 << 10
+    while size <= max_mib << 20:
+        n = size // 4
+        iters = max(3, min(200, (32 << 20) // size))
+        for coll in ("all_reduce", "all_gather", "reduce_scatter", "broadcast"):
+            res = {}
+            for name, device, sync in (("gloo", "cpu", lambda: None), ("hccl", dev, sync_npu)):
+                if coll == "all_reduce":
+                    t = torch.ones(n, device=device)
+                    fn = lambda t=t: dist.all_reduce(t)  # noqa: E731
+                elif coll == "all_gather":
+                    inp, out = torch.ones(n // world, device=device), torch.empty(n // world * world, device=device)
+                    fn = lambda i=inp, o=out: dist.all_gather_into_tensor(o, i)  # noqa: E731
+                elif coll == "reduce_scatter":
+                    inp, out = torch.ones(n // world * world, device=device), torch.empty(n // world, device=device)
+                    fn = lambda i=inp, o=out: dist.reduce_scatter_tensor(o, i)  # noqa: E731
+                else:
+                    t = torch.ones(n, device=device)
+                    fn = lambda t=t: dist.broadcast(t, 0)  # noqa: E731
+                try:
+                    res[name] = timed(fn, iters, sync)
+                except Exception as e:  # noqa: BLE001  (e.g. an op gloo lacks)
+                    res[name] = None
+                    if rank == 0:
+                        print(f"{coll} {name}: {type(e).__name__}: {str(e)[:100]}", flush=True)
+            rows.append((coll, size, res.get("gloo"), res.get("hccl"), factors[coll]))
+        size *= 4
+    # DDP step of the demo model: gloo on CPU vs hccl on npu, same global batch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from demo import make_data, make_model
+    x, y = make_data()
+    ddp_res = {}
+    for name, device, sync in (("gloo", "cpu", lambda: None), ("hccl", dev, sync_npu)):
+        model = DDP(make_model().to(device))
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        xs, ys = x[rank::world].to(device), y[rank::world].to(device)
+
+        def step():
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.cross_entropy(model(xs), ys).backward()
+            opt.step()
+        ddp_res[name] = timed(step, 20, sync)
+    if rank == 0:
+        q.put((rows, ddp_res))
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-mib", type=int, default=256)
+    args = ap.parse_args()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=run, args=(r, 2, port, args.max_mib, q)) for r in range(2)]
+    for p in procs:
+        p.start()
+    rows, ddp = q.get(timeout=1800)
+    for p in procs:
+        p.join(timeout=60)
+    mc = memcpy_gbps()
+    print(f"2 ranks on one host; gloo runs on CPU tensors (no npu support), hccl on npu tensors over shared memory.")
+    print(f"plain memcpy bandwidth (the limit): {mc:.2f} GB/s; {os.cpu_count()} CPUs")
+    print(f"{'collective':<15}{'size':>9} {'gloo us':>10} {'hccl us':>10} {'lat h/g':>8} "
+          f"{'gloo busbw':>11} {'hccl busbw':>11} {'bw h/g':>7} {'hccl/memcpy':>12}")
+    for coll, size, g, h, f in rows:
+        def bw(t):
+            return size / t * f / 1e9 if t else float("nan")
+        label = f"{size >> 10} KiB" if size < (1 << 20) else f"{size >> 20} MiB"
+        print(f"{coll:<15}{label:>9} {g * 1e6 if g else float('nan'):>10.1f} {h * 1e6 if h else float('nan'):>10.1f} "
+              f"{(h / g) if g and h else float('nan'):>8.2f} {bw(g):>9.2f}GB {bw(h):>9.2f}GB "
+              f"{(bw(h) / bw(g)) if g and h else float('nan'):>7.1f} {bw(h) / mc:>11.0%}")
+    print(f"DDP step (demo model, 2 ranks): gloo/cpu {ddp['gloo'] * 1e3:.2f} ms, hccl/npu {ddp['hccl'] * 1e3:.2f} ms, "
+          f"ratio hccl/gloo {ddp['hccl'] / ddp['gloo']:.2f} (npu compute goes through the CPU fallback today)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,300 @@
+// Collective algorithms (see collectives.h). Each step is a set of Xfers run concurrently by run_xfers;
+// results are identical on every rank (mesh reduces in rank order; ring and H-D reduce each element on
+// one rank and then copy it), which the bit-exact tests rely on.
+#include "distributed/collectives.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace hccl_sim {
+
+namespace {
+
+constexpr std::size_t kMeshBytes = 64 << 10;  // one-shot below this (latency-bound: 2 alpha)
+
+Xfer send_to(const CommContext& c, int peer, const void* p, std::size_t bytes) {
+  Xfer x;
+  x.peer = peer;
+  x.is_send = true;
+  x.hdr = c.base;
+  x.hdr.bytes = bytes;
+  x.src = p;
+  return x;
+}
+
+Xfer recv_copy(const CommContext& c, int peer, void* p, std::size_t bytes) {
+  Xfer x;
+  x.peer = peer;
+  x.hdr = c.base;
+  x.hdr.bytes = bytes;
+  x.dst = p;
+  return x;
+}
+
+Xfer recv_reduce(const CommContext& c, int peer, void* p, std::size_t bytes, DType dt, ReduceKind op) {
+  Xfer x = recv_copy(c, peer, nullptr, bytes);
+  const std::size_t esz = npu_kernels::dtype_size(dt);
+  x.elem = esz;
+  char* base = static_cast<char*>(p);
+  x.sink = [base, esz, dt, op](const void* d, std::size_t off, std::size_t len) {
+    npu_kernels::reduce_into(dt, op, base + off, d, len / esz);
+  };
+  return x;
+}
+
+void run(CommContext& c, std::vector<Xfer>& xs) {
+  std::vector<Xfer*> ptrs;
+  ptrs.reserve(xs.size());
+  for (auto& x : xs) ptrs.push_back(&x);
+  run_xfers(c.t, ptrs, c.deadline, c.abort, c.what);
+}
+
+// Element range [begin, end) of chunk i when `count` is split into n nearly equal chunks.
+std::size_t chunk_begin(std::size_t count, int n, int i) { return count * static_cast<std::size_t>(i) / n; }
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+void allreduce_mesh(CommContext& c, char* buf, std::size_t count, DType dt, ReduceKind op) {
+  const int n = c.t.size(), me = c.t.rank();
+  const std::size_t bytes = count * npu_kernels::dtype_size(dt);
+  std::vector<char> staging(bytes * n);
+  std::vector<Xfer> xs;
+  for (int r = 0; r < n; ++r) {
+    if (r == me) continue;
+    xs.push_back(send_to(c, r, buf, bytes));
+    xs.push_back(recv_copy(c, r, staging.data() + bytes * r, bytes));
+  }
+  run(c, xs);
+  std::memcpy(staging.data() + bytes * me, buf, bytes);
+  for (int r = 1; r < n; ++r) npu_kernels::reduce_into(dt, op, staging.data(), staging.data() + bytes * r, count);
+  std::memcpy(buf, staging.data(), bytes);
+}
+
+// Ring reduce-scatter leaving the fully reduced chunk `rank` in buf (chunk i of the n-way split).
+void ring_reduce_scatter(CommContext& c, char* buf, std::size_t count, DType dt, ReduceKind op) {
+  const int n = c.t.size(), me = c.t.rank();
+  const std::size_t esz = npu_kernels::dtype_size(dt);
+  const int right = mod(me + 1, n), left = mod(me - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const int si = mod(me - s - 1, n), ri = mod(me - s - 2, n);
+    const std::size_t sb = chunk_begin(count, n, si), se = chunk_begin(count, n, si + 1);
+    const std::size_t rb = chunk_begin(count, n, ri), re = chunk_begin(count, n, ri + 1);
+    std::vector<Xfer> xs{send_to(c, right, buf + sb * esz, (se - sb) * esz),
+                         recv_reduce(c, left, buf + rb * esz, (re - rb) * esz, dt, op)};
+    run(c, xs);
+  }
+}
+
+// Ring all-gather of the n chunks of buf, each rank starting with chunk `rank`.
+void ring_allgather_chunks(CommContext& c, char* buf, std::size_t count, std::size_t esz) {
+  const int n = c.t.size(), me = c.t.rank();
+  const int right = mod(me + 1, n), left = mod(me - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const int si = mod(me - s, n), ri = mod(me - s - 1, n);
+    const std::size_t sb = chunk_begin(count, n, si), se = chunk_begin(count, n, si + 1);
+    const std::size_t rb = chunk_begin(count, n, ri), re = chunk_begin(count, n, ri + 1);
+    std::vector<Xfer> xs{send_to(c, right, buf + sb * esz, (se - sb) * esz),
+                         recv_copy(c, left, buf + rb * esz, (re - rb) * esz)};
+    run(c, xs);
+  }
+}
+
+void allreduce_hd(CommContext& c, char* buf, std::size_t count, DType dt, ReduceKind op) {
+  const int n = c.t.size(), me = c.t.rank();
+  const std::size_t esz = npu_kernels::dtype_size(dt);
+  std::size_t lo = 0, hi = count;
+  std::vector<std::pair<std::size_t, std::size_t>> parents;
+  for (int mask = n / 2; mask >= 1; mask /= 2) {
+    const int partner = me ^ mask;
+    const std::size_t mid = lo + (hi - lo) / 2;
+    const bool upper = (me & mask) != 0;
+    const std::size_t kb = upper ? mid : lo, ke = upper ? hi : mid;
+    const std::size_t sb = upper ? lo : mid, se = upper ? mid : hi;
+    std::vector<Xfer> xs{send_to(c, partner, buf + sb * esz, (se - sb) * esz),
+                         recv_reduce(c, partner, buf + kb * esz, (ke - kb) * esz, dt, op)};
+    run(c, xs);
+    parents.emplace_back(lo, hi);
+    lo = kb;
+    hi = ke;
+  }
+  for (int mask = 1; mask < n; mask *= 2) {
+    const int partner = me ^ mask;
+    const auto [plo, phi] = parents.back();
+    parents.pop_back();
+    const std::size_t ob = lo == plo ? hi : plo, oe = lo == plo ? phi : lo;  // the sibling half
+    std::vector<Xfer> xs{send_to(c, partner, buf + lo * esz, (hi - lo) * esz),
+                         recv_copy(c, partner, buf + ob * esz, (oe - ob) * esz)};
+    run(c, xs);
+    lo = plo;
+    hi = phi;
+  }
+}
+
+bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+}  // namespace
+
+const char* algo_name(Algo a) {
+  switch (a) {
+    case Algo::kAuto: return "auto";
+    case Algo::kRing: return "ring";
+    case Algo::kHalvingDoubling: return "H-D_R";
+    case Algo::kMesh: return "fullmesh";
+  }
+  return "?";
+}
+
+Algo parse_algo(const std::string& value) {
+  std::string v = value;
+  if (v.empty()) return Algo::kAuto;
+  if (v.find(':') != std::string::npos) {  // "level0:NA;level1:ring"
+    std::string chosen;
+    std::size_t pos = 0;
+    while (pos <= v.size()) {
+      const std::size_t end = std::min(v.find(';', pos), v.size());
+      const std::string item = v.substr(pos, end - pos);
+      const std::size_t colon = item.find(':');
+      if (colon == std::string::npos) throw CommError("HCCL_ALGO: malformed entry '" + item + "' in '" + value + "'");
+      const std::string level = item.substr(0, colon), name = item.substr(colon + 1);
+      if (level != "level0" && level != "level1" && level != "level2")
+        throw CommError("HCCL_ALGO: unknown level '" + level + "' in '" + value + "'");
+      if (name != "NA" && (chosen.empty() || level == "level1")) chosen = name;
+      pos = end + 1;
+    }
+    v = chosen;
+    if (v.empty()) return Algo::kAuto;
+  }
+  if (v == "ring" || v == "NHR" || v == "NB" || v == "pipeline") return Algo::kRing;
+  if (v == "H-D_R" || v == "H-D" || v == "hd" || v == "halving-doubling") return Algo::kHalvingDoubling;
+  if (v == "fullmesh" || v == "mesh" || v == "oneshot" || v == "one-shot" || v == "pairwise") return Algo::kMesh;
+  if (v == "auto") return Algo::kAuto;
+  throw CommError("HCCL_ALGO: unknown algorithm '" + v + "' (expected ring, H-D_R, fullmesh, or the form "
+                  "level0:NA;level1:ring)");
+}
+
+Algo choose_allreduce_algo(Algo forced, std::size_t bytes, int ranks) {
+  if (forced == Algo::kHalvingDoubling && !is_pow2(ranks)) return Algo::kRing;  // as HCCL: H-D needs 2^k
+  if (forced != Algo::kAuto) return forced;
+  if (bytes <= kMeshBytes) return Algo::kMesh;
+  if (is_pow2(ranks) && ranks > 2 && bytes <= (4u << 20)) return Algo::kHalvingDoubling;
+  return Algo::kRing;
+}
+
+void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKind op) {
+  if (c.t.size() == 1 || count == 0) return;
+  const std::size_t esz = npu_kernels::dtype_size(dt);
+  switch (choose_allreduce_algo(c.algo, count * esz, c.t.size())) {
+    case Algo::kMesh: return allreduce_mesh(c, static_cast<char*>(buf), count, dt, op);
+    case Algo::kHalvingDoubling: return allreduce_hd(c, static_cast<char*>(buf), count, dt, op);
+    default:
+      ring_reduce_scatter(c, static_cast<char*>(buf), count, dt, op);
+      ring_allgather_chunks(c, static_cast<char*>(buf), count, esz);
+  }
+}
+
+void broadcast(CommContext& c, void* buf, std::size_t bytes, int root) {
+  const int n = c.t.size(), me = c.t.rank();
+  std::vector<Xfer> xs;
+  if (me == root) {
+    for (int r = 0; r < n; ++r) if (r != me) xs.push_back(send_to(c, r, buf, bytes));
+  } else {
+    xs.push_back(recv_copy(c, root, buf, bytes));
+  }
+  run(c, xs);
+}
+
+void allgather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes) {
+  const int n = c.t.size(), me = c.t.rank();
+  if (out[me] != in && bytes) std::memmove(out[me], in, bytes);
+  if (n == 1) return;
+  if (c.algo == Algo::kMesh || (c.algo == Algo::kAuto && bytes * n <= kMeshBytes)) {
+    std::vector<Xfer> xs;
+    for (int r = 0; r < n; ++r) {
+      if (r == me) continue;
+      xs.push_back(send_to(c, r, out[me], bytes));
+      xs.push_back(recv_copy(c, r, out[r], bytes));
+    }
+    return run(c, xs);
+  }
+  const int right = mod(me + 1, n), left = mod(me - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    std::vector<Xfer> xs{send_to(c, right, out[mod(me - s, n)], bytes),
+                         recv_copy(c, left, out[mod(me - s - 1, n)], bytes)};
+    run(c, xs);
+  }
+}
+
+void reduce_scatter(CommContext& c, void* scratch, void* out, std::size_t count, DType dt, ReduceKind op) {
+  const int n = c.t.size(), me = c.t.rank();
+  const std::size_t esz = npu_kernels::dtype_size(dt), bytes = count * esz;
+  char* s = static_cast<char*>(scratch);
+  if (n > 1 && (c.algo == Algo::kMesh || (c.algo == Algo::kAuto && bytes * n <= kMeshBytes))) {
+    std::vector<char> staging(bytes * n);
+    std::vector<Xfer> xs;
+    for (int r = 0; r < n; ++r) {
+      if (r == me) continue;
+      xs.push_back(send_to(c, r, s + bytes * r, bytes));
+      xs.push_back(recv_copy(c, r, staging.data() + bytes * r, bytes));
+    }
+    run(c, xs);
+    std::memcpy(staging.data() + bytes * me, s + bytes * me, bytes);
+    for (int r = 1; r < n; ++r) npu_kernels::reduce_into(dt, op, staging.data(), staging.data() + bytes * r, count);
+    if (bytes) std::memcpy(out, staging.data(), bytes);
+    return;
+  }
+  // The n blocks are exactly the ring's n chunks when the total is split evenly.
+  if (n > 1) ring_reduce_scatter(c, s, count * n, dt, op);
+  if (bytes) std::memcpy(out, s + bytes * me, bytes);
+}
+
+void alltoallv(CommContext& c, const std::vector<const void*>& send, const std::vector<std::size_t>& send_bytes,
+               const std::vector<void*>& recv, const std::vector<std::size_t>& recv_bytes) {
+  const int n = c.t.size(), me = c.t.rank();
+  if (send_bytes[me] != recv_bytes[me])
+    throw CommError("hccl: alltoall: this rank sends itself " + std::to_string(send_bytes[me]) +
+                    " bytes but expects " + std::to_string(recv_bytes[me]));
+  if (send_bytes[me]) std::memmove(recv[me], send[me], send_bytes[me]);
+  std::vector<Xfer> xs;
+  for (int k = 1; k < n; ++k) {  // staggered so that every rank starts with a different peer
+    xs.push_back(send_to(c, mod(me + k, n), send[mod(me + k, n)], send_bytes[mod(me + k, n)]));
+    xs.push_back(recv_copy(c, mod(me - k, n), recv[mod(me - k, n)], recv_bytes[mod(me - k, n)]));
+  }
+  run(c, xs);
+}
+
+void gather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes, int root) {
+  const int n = c.t.size(), me = c.t.rank();
+  std::vector<Xfer> xs;
+  if (me == root) {
+    if (bytes && out[me] != in) std::memmove(out[me], in, bytes);
+    for (int r = 0; r < n; ++r) if (r != me) xs.push_back(recv_copy(c, r, out[r], bytes));
+  } else {
+    xs.push_back(send_to(c, root, in, bytes));
+  }
+  run(c, xs);
+}
+
+void scatter(CommContext& c, const std::vector<const void*>& in, void* out, std::size_t bytes, int root) {
+  const int n = c.t.size(), me = c.t.rank();
+  std::vector<Xfer> xs;
+  if (me == root) {
+    if (bytes && out != in[me]) std::memmove(out, in[me], bytes);
+    for (int r = 0; r < n; ++r) if (r != me) xs.push_back(send_to(c, r, in[r], bytes));
+  } else {
+    xs.push_back(recv_copy(c, root, out, bytes));
+  }
+  run(c, xs);
+}
+
+void barrier(CommContext& c) {
+  const int n = c.t.size(), me = c.t.rank();
+  std::vector<Xfer> xs;
+  for (int r = 0; r < n; ++r) {
+    if (r == me) continue;
+    xs.push_back(send_to(c, r, nullptr, 0));
+    xs.push_back(recv_copy(c, r, nullptr, 0));
+  }
+  run(c, xs);
+}
+
+}  // namespace hccl_sim

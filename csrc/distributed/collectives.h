@@ -1,0 +1,48 @@
+// The collective algorithms (torch-free) over a Transport: ring, halving-doubling (HCCL's "H-D_R") and
+// mesh/one-shot, plus the data-movement collectives. Buffers are raw pointers to device memory.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "distributed/transport.h"
+#include "npu_kernels/reduce_ops.h"
+
+namespace hccl_sim {
+
+enum class Algo { kAuto, kRing, kHalvingDoubling, kMesh };
+const char* algo_name(Algo a);
+// HCCL_ALGO: bare names ("ring", "H-D_R", "fullmesh"/"mesh"/"oneshot") or HCCL's
+// "level0:NA;level1:ring" form (the level1 entry wins). Unknown names throw CommError.
+Algo parse_algo(const std::string& value);
+// The algorithm an all_reduce of `bytes` on `ranks` ranks uses when nothing is forced.
+Algo choose_allreduce_algo(Algo forced, std::size_t bytes, int ranks);
+
+struct CommContext {
+  Transport& t;
+  MsgHeader base;  // op, dtype, numel, seq of the current collective
+  std::chrono::steady_clock::time_point deadline;
+  const std::atomic<bool>* abort;
+  Algo algo;
+  const char* what;  // collective name for errors
+};
+
+using npu_kernels::DType;
+using npu_kernels::ReduceKind;
+
+void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKind op);
+void broadcast(CommContext& c, void* buf, std::size_t bytes, int root);
+// out[r] receives rank r's `bytes`; `in` may alias out[rank].
+void allgather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes);
+// `scratch` holds size() blocks of `count` elements (this rank's input, destroyed); out gets block rank().
+void reduce_scatter(CommContext& c, void* scratch, void* out, std::size_t count, DType dt, ReduceKind op);
+// Rank r's send[p] goes to rank p's recv[r] (sizes may differ per pair).
+void alltoallv(CommContext& c, const std::vector<const void*>& send, const std::vector<std::size_t>& send_bytes,
+               const std::vector<void*>& recv, const std::vector<std::size_t>& recv_bytes);
+void gather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes, int root);
+void scatter(CommContext& c, const std::vector<const void*>& in, void* out, std::size_t bytes, int root);
+void barrier(CommContext& c);
+
+}  // namespace hccl_sim

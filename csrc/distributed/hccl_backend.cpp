@@ -1,0 +1,285 @@
+// HcclBackend set-up and the machinery shared by every operation: rendezvous through the c10d Store,
+// transport choice by host identity, the communication streams, launch() (stream ordering, the host
+// function that communicates, completion event, future) and the p2p path.
+#include "distributed/hccl_backend.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <cstdio>
+#include <unistd.h>
+
+#include "aten/npu_tensor.h"
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+#include "distributed/p2p_engine.h"
+#include "distributed/shm_transport.h"
+#include "distributed/tcp_transport.h"
+
+namespace torch_npu_sim {
+
+namespace {
+
+class StoreRendezvous final : public hccl_sim::Rendezvous {
+ public:
+  StoreRendezvous(c10::intrusive_ptr<c10d::Store> store, std::chrono::milliseconds timeout)
+      : store_(std::move(store)), timeout_(timeout) {}
+  void set(const std::string& key, const std::string& value) override {
+    store_->set("hccl/" + key, std::vector<uint8_t>(value.begin(), value.end()));
+  }
+  std::string get(const std::string& key) override {
+    try {
+      store_->wait({"hccl/" + key}, timeout_);
+    } catch (const std::exception& e) {
+      throw hccl_sim::CommError("hccl: rendezvous timed out waiting for '" + key + "' (a rank did not join "
+                                "within HCCL_CONNECT_TIMEOUT=" + std::to_string(timeout_.count() / 1000) + " s): " + e.what());
+    }
+    const std::vector<uint8_t> v = store_->get("hccl/" + key);
+    return std::string(v.begin(), v.end());
+  }
+
+ private:
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::chrono::milliseconds timeout_;
+};
+
+// Swaps the calling thread's current stream for the stream's device and restores it.
+struct StreamSwap {
+  explicit StreamSwap(const c10::Stream& s) : prev(exchange_stream(s)) {}
+  ~StreamSwap() { exchange_stream(prev); }
+  c10::Stream prev;
+};
+
+}  // namespace
+
+void CommShared::set_broken(const std::string& msg) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (broken.empty()) broken = msg;
+}
+
+std::string CommShared::broken_reason() {
+  std::lock_guard<std::mutex> lk(mu);
+  return broken;
+}
+
+HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                         std::chrono::milliseconds timeout, int device_index)
+    : c10d::Backend(rank, size), comm_(std::make_shared<CommShared>()), device_index_(device_index) {
+  try {
+    comm_->cfg = hccl_sim::HcclConfig::from_env();
+    comm_->rank = rank;
+    comm_->timeout = timeout;
+    if (comm_->cfg.exec_timeout.count() > 0) comm_->timeout = std::min(timeout, comm_->cfg.exec_timeout);
+    StoreRendezvous rv(store, comm_->cfg.connect_timeout);
+    // Host identity decides the transport: shared memory only if every rank is on this host.
+    const std::string me = hccl_sim::host_identity();
+    rv.set("host/" + std::to_string(rank), me);
+    bool same_host = true;
+    for (int r = 0; r < size; ++r) same_host = same_host && rv.get("host/" + std::to_string(r)) == me;
+    hccl_sim::TransportKind kind = comm_->cfg.transport;
+    if (kind == hccl_sim::TransportKind::kAuto) kind = same_host ? hccl_sim::TransportKind::kShm : hccl_sim::TransportKind::kTcp;
+    if (kind == hccl_sim::TransportKind::kShm && !same_host)
+      throw hccl_sim::CommError("NPU_SIM_HCCL_TRANSPORT=shm but the ranks are on different hosts");
+    if (kind == hccl_sim::TransportKind::kShm) {
+      comm_->coll = hccl_sim::make_shm_transport(rv, "coll", rank, size, comm_->cfg.ring_bytes);
+      comm_->p2p = hccl_sim::make_shm_transport(rv, "p2p", rank, size, std::min<std::size_t>(comm_->cfg.ring_bytes, 1u << 20));
+    } else {
+      comm_->coll = hccl_sim::make_tcp_transport(rv, "coll", rank, size, comm_->cfg.connect_timeout);
+      comm_->p2p = hccl_sim::make_tcp_transport(rv, "p2p", rank, size, comm_->cfg.connect_timeout);
+    }
+  } catch (const hccl_sim::CommError& e) {
+    C10_THROW_ERROR(DistBackendError, std::string("hccl: cannot create the communicator: ") + e.what());
+  }
+  p2p_engine_ = std::make_unique<P2PEngine>(comm_);
+}
+
+HcclBackend::~HcclBackend() { shutdown_impl(); }
+
+void HcclBackend::shutdown_impl() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    std::lock_guard<std::mutex> lk(streams_mu_);
+    // Pending collectives finish (or time out) before the transports they use go away.
+    for (auto& [dev, s] : comm_streams_) npu_sim::stream_synchronize(native_stream(s));
+  }
+  p2p_engine_.reset();
+}
+
+void HcclBackend::shutdown() { shutdown_impl(); }
+
+void HcclBackend::abort() {
+  comm_->abort.store(true);
+  comm_->set_broken("hccl: the communicator was aborted");
+  shutdown_impl();
+}
+
+void HcclBackend::startCoalescing() {
+  coalescing_ = true;
+  coalesced_.clear();
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::endCoalescing() {
+  coalescing_ = false;
+  return c10::make_intrusive<HcclCoalescedWork>(getRank(), std::move(coalesced_));
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::track(c10::intrusive_ptr<c10d::Work> w) {
+  if (coalescing_) coalesced_.push_back(w);
+  return w;
+}
+
+void HcclBackend::check_usable(const char* op) {
+  const std::string broken = comm_->broken_reason();
+  if (!broken.empty()) {
+    C10_THROW_ERROR(DistBackendError, std::string("hccl: ") + op +
+                                          ": the communicator is unusable after an earlier failure: " + broken);
+  }
+  TORCH_CHECK(!shut_down_, "hccl: ", op, ": the process group has been shut down");
+}
+
+c10::Device HcclBackend::device_for(const at::Tensor& t, const char* op) {
+  TORCH_CHECK(t.defined(), "hccl: ", op, ": undefined tensor");
+  TORCH_CHECK(is_npu(t), "hccl: ", op, ": expected tensors on npu, got one on ", t.device(),
+              " (use a 'cpu:gloo,npu:hccl' process group for CPU tensors)");
+  TORCH_CHECK(!t.is_sparse(), "hccl: ", op, ": sparse tensors are not supported");
+  kernel_dtype(t.scalar_type(), op);
+  return t.device();
+}
+
+c10::Stream HcclBackend::comm_stream(c10::DeviceIndex device) {
+  std::lock_guard<std::mutex> lk(streams_mu_);
+  auto it = comm_streams_.find(device);
+  if (it == comm_streams_.end()) it = comm_streams_.emplace(device, stream_from_pool(device)).first;
+  return it->second;
+}
+
+at::Tensor HcclBackend::contiguous_for(Launch& l, const at::Tensor& t, bool is_output) {
+  if (t.is_contiguous()) {
+    l.keep_alive.push_back(t);
+    return t;
+  }
+  at::Tensor tmp = t.contiguous();  // on the caller's stream, before the ordering event
+  l.keep_alive.push_back(tmp);
+  if (is_output) l.copy_back.emplace_back(t, tmp);
+  return tmp;
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
+  check_usable(l.name);
+  c10::Device device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device_index_));
+  if (!l.keep_alive.empty()) device = l.keep_alive.front().device();
+  for (const auto& t : l.keep_alive) {
+    TORCH_CHECK(t.device() == device, "hccl: ", l.name, ": all tensors must be on the same device (", device,
+                "), got one on ", t.device());
+  }
+  l.hdr.seq = ++seq_;
+  const c10::Stream comm = comm_stream(device.index());
+  npu_sim::Stream cs = native_stream(comm);
+  npu_sim::Event ready = nullptr;
+  NPU_CHECK(npu_sim::event_create(&ready));
+  NPU_CHECK(npu_sim::event_record(ready, current_native_stream(device.index())));
+  NPU_CHECK(npu_sim::stream_wait_event(cs, ready));
+  NPU_CHECK(npu_sim::event_destroy(ready));
+
+  auto state = std::make_shared<WorkState>();
+  auto shared = comm_;
+  const hccl_sim::MsgHeader hdr = l.hdr;
+  const char* name = l.name;
+  NPU_CHECK(npu_sim::launch_host_func(cs, [shared, state, body = std::move(body), hdr, name,
+                                           keep = l.keep_alive]() {
+    const std::string broken = shared->broken_reason();
+    if (!broken.empty()) {
+      state->finish(make_dist_error(std::string("hccl: ") + name + ": communicator unusable after an earlier failure: " + broken));
+      return;
+    }
+    try {
+      hccl_sim::CommContext ctx{*shared->coll, hdr, std::chrono::steady_clock::now() + shared->timeout,
+                                &shared->abort, shared->cfg.algo, name};
+      body(ctx);
+      state->finish(nullptr);
+    } catch (const std::exception& e) {
+      const std::string msg = std::string("hccl: ") + name + " failed on rank " + std::to_string(shared->rank) + ": " + e.what();
+      shared->set_broken(msg);
+      state->finish(make_dist_error(msg));
+      if (shared->cfg.async_error_handling == 1) {  // as NCCL's mode 1: abort and tear down the process
+        std::fprintf(stderr, "[hccl] %s\n[hccl] TORCH_HCCL_ASYNC_ERROR_HANDLING=1: tearing down the process\n", msg.c_str());
+        std::fflush(stderr);
+        _exit(1);
+      }
+    }
+  }));
+  if (!l.copy_back.empty()) {
+    StreamSwap swap(comm);
+    for (auto& [dst, tmp] : l.copy_back) dst.copy_(tmp);
+  }
+  npu_sim::Event done = nullptr;
+  NPU_CHECK(npu_sim::event_create(&done));
+  NPU_CHECK(npu_sim::event_record(done, cs));
+  // As NCCL: the future is complete from the host's view; its events order consumers after the
+  // communication stream (DDP's reducer and comm hooks rely on a Tensor-list value).
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                         std::vector<c10::Device>{device});
+  {
+    StreamSwap swap(comm);
+    future->markCompleted(c10::IValue(l.outputs));
+  }
+  return track(c10::make_intrusive<HcclWork>(getRank(), l.op, device, state, done, l.outputs, !l.host_blocking,
+                                             comm_->cfg.blocking_wait, comm_->timeout, future));
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag, bool is_send, c10d::OpType op) {
+  const char* name = is_send ? "send" : "recv";
+  check_usable(name);
+  const c10::Device device = device_for(t, name);
+  TORCH_CHECK(peer == -1 || (peer >= 0 && peer < getSize() && peer != getRank()), "hccl: ", name,
+              ": invalid peer rank ", peer, " (group size ", getSize(), ", this rank ", getRank(), ")");
+  auto op_ = std::make_unique<P2POp>();
+  at::Tensor buf = t.is_contiguous() ? t : (is_send ? t.contiguous() : at::empty_like(t, at::MemoryFormat::Contiguous));
+  NPU_CHECK(npu_sim::event_create(&op_->ready));
+  NPU_CHECK(npu_sim::event_record(op_->ready, current_native_stream(device.index())));
+  op_->state = std::make_shared<WorkState>();
+  op_->keep_alive = buf;
+  hccl_sim::Xfer& x = op_->xfer;
+  x.peer = peer;
+  x.is_send = is_send;
+  x.check_desync = false;
+  x.hdr.op = static_cast<uint16_t>(op);
+  x.hdr.dtype = static_cast<int8_t>(t.scalar_type());
+  x.hdr.tag = tag;
+  x.hdr.bytes = buf.nbytes();
+  x.hdr.numel = buf.numel();
+  if (is_send) x.src = buf.const_data_ptr();
+  else x.dst = buf.data_ptr();
+  auto state = op_->state;
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  future->markCompleted(c10::IValue(std::vector<at::Tensor>{t}));
+  auto work = c10::make_intrusive<HcclWork>(getRank(), op, device, state, nullptr, std::vector<at::Tensor>{t},
+                                            /*stream_ordered=*/false, comm_->cfg.blocking_wait, comm_->timeout, future);
+  if (!is_send && !t.is_contiguous()) work->add_copy_back(t, buf);
+  p2p_engine_->post(std::move(op_));
+  return track(work);
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  TORCH_CHECK(tensors.size() == 1, "hccl: send: expected exactly one tensor, got ", tensors.size());
+  return p2p(tensors[0], dst, tag, true, c10d::OpType::SEND);
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  TORCH_CHECK(tensors.size() == 1, "hccl: recv: expected exactly one tensor, got ", tensors.size());
+  return p2p(tensors[0], src, tag, false, c10d::OpType::RECV);
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  TORCH_CHECK(tensors.size() == 1, "hccl: recvAnysource: expected exactly one tensor, got ", tensors.size());
+  return p2p(tensors[0], -1, tag, false, c10d::OpType::RECVANYSOURCE);
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::barrier(const c10d::BarrierOptions& opts) {
+  Launch l{c10d::OpType::BARRIER, "barrier", {}, {}, {}, {}, true};
+  l.hdr.op = static_cast<uint16_t>(c10d::OpType::BARRIER);
+  return launch(std::move(l), [](hccl_sim::CommContext& c) { hccl_sim::barrier(c); });
+}
+
+}  // namespace torch_npu_sim

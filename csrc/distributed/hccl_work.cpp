@@ -1,0 +1,134 @@
+// HcclWork (see hccl_work.h): stream-ordered wait by default, host-blocking wait on request
+// (TORCH_HCCL_BLOCKING_WAIT=1) and for host-completed operations; errors come back as DistBackendError.
+#include "distributed/hccl_work.h"
+
+#include <c10/util/Exception.h>
+
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+
+namespace torch_npu_sim {
+
+void WorkState::finish(std::exception_ptr e) {
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    error = std::move(e);
+    done = true;
+  }
+  cv.notify_all();
+}
+
+bool WorkState::wait_for(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lk(mu);
+  if (timeout.count() <= 0) {
+    cv.wait(lk, [this] { return done; });
+    return true;
+  }
+  return cv.wait_for(lk, timeout, [this] { return done; });
+}
+
+std::exception_ptr make_dist_error(const std::string& msg) {
+  try {
+    C10_THROW_ERROR(DistBackendError, msg);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+HcclWork::HcclWork(int rank, c10d::OpType op, c10::Device device, std::shared_ptr<WorkState> state,
+                   npu_sim::Event done_event, std::vector<at::Tensor> outputs, bool stream_ordered,
+                   bool blocking_wait, std::chrono::milliseconds timeout,
+                   c10::intrusive_ptr<c10::ivalue::Future> future)
+    : c10d::Work(rank, op),
+      device_(device),
+      state_(std::move(state)),
+      done_event_(done_event),
+      outputs_(std::move(outputs)),
+      stream_ordered_(stream_ordered),
+      blocking_wait_(blocking_wait),
+      timeout_(timeout),
+      future_(std::move(future)) {}
+
+HcclWork::~HcclWork() {
+  if (done_event_) npu_sim::event_destroy(done_event_);
+}
+
+bool HcclWork::isCompleted() {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  return state_->done;
+}
+
+int HcclWork::sourceRank() const {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  return state_->source;
+}
+
+bool HcclWork::isSuccess() const {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  return state_->done && !state_->error;
+}
+
+std::exception_ptr HcclWork::exception() const {
+  std::lock_guard<std::mutex> lk(state_->mu);
+  return state_->error;
+}
+
+void HcclWork::host_wait(std::chrono::milliseconds timeout) {
+  // The communicating side has its own deadline; this bound only guards against a lost completion.
+  const auto limit = timeout.count() > 0 ? timeout : timeout_ + std::chrono::seconds(5);
+  if (!state_->wait_for(limit)) {
+    C10_THROW_ERROR(DistBackendError, "hccl: Work::wait timed out after " + std::to_string(limit.count()) +
+                                          " ms (" + c10d::opTypeToString(retrieveOpType()) + ")");
+  }
+  std::exception_ptr e = exception();
+  if (e) std::rethrow_exception(e);
+}
+
+void HcclWork::synchronize() { wait(kNoTimeout); }
+
+bool HcclWork::wait(std::chrono::milliseconds timeout) {
+  if (!stream_ordered_ || blocking_wait_) {
+    host_wait(timeout);
+    for (auto& [dst, tmp] : copy_back_) dst.copy_(tmp);
+    copy_back_.clear();
+    return true;
+  }
+  if (std::exception_ptr e = exception()) std::rethrow_exception(e);
+  // Order the caller's stream after the collective; the host goes on.
+  NPU_CHECK(npu_sim::stream_wait_event(current_native_stream(device_.index()), done_event_));
+  return true;
+}
+
+HcclCoalescedWork::HcclCoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works)
+    : c10d::Work(rank, c10d::OpType::COALESCED), works_(std::move(works)) {}
+
+bool HcclCoalescedWork::isCompleted() {
+  for (auto& w : works_) if (!w->isCompleted()) return false;
+  return true;
+}
+
+bool HcclCoalescedWork::isSuccess() const {
+  for (auto& w : works_) if (!w->isSuccess()) return false;
+  return true;
+}
+
+std::exception_ptr HcclCoalescedWork::exception() const {
+  for (auto& w : works_) if (auto e = w->exception()) return e;
+  return nullptr;
+}
+
+bool HcclCoalescedWork::wait(std::chrono::milliseconds timeout) {
+  for (auto& w : works_) w->wait(timeout);
+  return true;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> HcclCoalescedWork::getFuture() {
+  std::vector<at::Tensor> all;
+  for (auto& w : works_) for (auto& t : w->result()) all.push_back(t);
+  auto f = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  f->markCompleted(c10::IValue(all));
+  if (!works_.empty()) return works_.back()->getFuture();
+  return f;
+}
+
+}  // namespace torch_npu_sim

@@ -1,0 +1,82 @@
+// c10d::Work of the hccl backend: completion state shared with the thread that communicates, the event
+// recorded after the collective on the communication stream, the outputs, and the future DDP consumes.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+
+#include "npu_sim/runtime.h"
+
+namespace torch_npu_sim {
+
+// Completion of one operation; written by the communicating thread, read by the Work.
+struct WorkState {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+  int source = -1;  // p2p receives: the rank the message came from
+  void finish(std::exception_ptr e);
+  // False on timeout.
+  bool wait_for(std::chrono::milliseconds timeout);
+};
+
+// A DistBackendError as an exception_ptr (what the Work stores and rethrows).
+std::exception_ptr make_dist_error(const std::string& msg);
+
+class HcclWork : public c10d::Work {
+ public:
+  // stream_ordered: wait() orders the caller's stream after `done_event` (host not blocked) unless
+  // blocking_wait; otherwise (p2p, barrier) wait() blocks the host until the state is done.
+  HcclWork(int rank, c10d::OpType op, c10::Device device, std::shared_ptr<WorkState> state,
+           npu_sim::Event done_event, std::vector<at::Tensor> outputs, bool stream_ordered, bool blocking_wait,
+           std::chrono::milliseconds timeout, c10::intrusive_ptr<c10::ivalue::Future> future);
+  ~HcclWork() override;
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+  int sourceRank() const override;
+  void synchronize() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+
+  // p2p receives into a non-contiguous tensor land in a temporary, copied back by wait().
+  void add_copy_back(at::Tensor dst, at::Tensor tmp) { copy_back_.emplace_back(std::move(dst), std::move(tmp)); }
+
+ private:
+  void host_wait(std::chrono::milliseconds timeout);
+
+  c10::Device device_;
+  std::shared_ptr<WorkState> state_;
+  npu_sim::Event done_event_;
+  std::vector<at::Tensor> outputs_;
+  bool stream_ordered_;
+  bool blocking_wait_;
+  std::chrono::milliseconds timeout_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::vector<std::pair<at::Tensor, at::Tensor>> copy_back_;
+};
+
+// The Work of a _coalescing_manager block: the operations were issued as they came; waiting on this
+// waits on each of them (stream-ordered ones order the caller's stream, p2p ones block the host).
+class HcclCoalescedWork : public c10d::Work {
+ public:
+  HcclCoalescedWork(int rank, std::vector<c10::intrusive_ptr<c10d::Work>> works);
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  void synchronize() override { wait(kNoTimeout); }
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+ private:
+  std::vector<c10::intrusive_ptr<c10d::Work>> works_;
+};
+
+}  // namespace torch_npu_sim

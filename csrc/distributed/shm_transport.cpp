@@ -1,0 +1,288 @@
+// Shared-memory transport (see shm_transport.h). Ring protocol: the writer owns `head`, the reader owns
+// `tail`, both are byte counters published with release and read with acquire. Every message starts
+// with a 64-byte header slot and is padded to 64 bytes, so ring positions stay 64-byte aligned and every
+// piece handed to a reduction is made of whole elements. Waiting: spin in run_xfers, then sleep on this
+// rank's futex doorbell, which every peer bumps (and wakes when we sleep) after it moved bytes for us.
+#include "distributed/shm_transport.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+namespace hccl_sim {
+
+namespace {
+
+constexpr std::size_t kSlot = 64;
+constexpr std::size_t kPiece = 256 << 10;  // publish at least every 256 KiB so the reader can pipeline
+constexpr uint32_t kSegMagic = 0x53484d31u;
+
+struct alignas(64) SegHeader {
+  std::atomic<uint32_t> doorbell;
+  std::atomic<uint32_t> sleeping;
+  uint32_t magic;
+};
+struct alignas(64) RingCtl {
+  std::atomic<uint64_t> head;
+  char pad0[56];
+  std::atomic<uint64_t> tail;
+  char pad1[56];
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory rings need lock-free atomics");
+
+inline std::size_t round_up(std::size_t v) { return (v + kSlot - 1) & ~(kSlot - 1); }
+
+std::size_t segment_bytes(int size, std::size_t ring) {
+  return sizeof(SegHeader) + sizeof(RingCtl) * size + ring * size;
+}
+
+// Gone or a zombie (killed but not yet reaped by its parent): either way it will never write again.
+bool process_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "r");
+  if (!f) return true;  // no procfs: rely on kill() and the timeout
+  char buf[512];
+  const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* close_paren = std::strrchr(buf, ')');
+  return !(close_paren && close_paren[1] == ' ' && (close_paren[2] == 'Z' || close_paren[2] == 'X'));
+}
+
+long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
+}
+
+struct Segment {
+  void* base = nullptr;
+  std::size_t bytes = 0;
+  std::size_t ring = 0;
+  pid_t pid = 0;
+  SegHeader* hdr() const { return static_cast<SegHeader*>(base); }
+  RingCtl* ctl(int src) const {
+    return reinterpret_cast<RingCtl*>(static_cast<char*>(base) + sizeof(SegHeader)) + src;
+  }
+  char* data(int src, int size) const {
+    return static_cast<char*>(base) + sizeof(SegHeader) + sizeof(RingCtl) * size + ring * src;
+  }
+};
+
+class ShmTransport final : public Transport {
+ public:
+  ShmTransport(int rank, int size) : Transport(rank, size), segs_(size) {}
+  ~ShmTransport() override {
+    for (auto& s : segs_) if (s.base) munmap(s.base, s.bytes);
+    if (!own_name_.empty()) shm_unlink(own_name_.c_str());  // only if set-up failed before the unlink
+  }
+  const char* name() const override { return "shm"; }
+
+  void setup(Rendezvous& rv, const std::string& prefix, std::size_t ring) {
+    own_name_ = "/npusim-hccl-" + random_hex(16);
+    const std::size_t bytes = segment_bytes(size_, ring);
+    int fd = shm_open(own_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) throw CommError("hccl: shm_open(" + own_name_ + ") failed: " + std::strerror(errno));
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+      const int e = errno;
+      close(fd);
+      throw CommError("hccl: ftruncate of the shared segment failed (/dev/shm full?): " + std::string(std::strerror(e)));
+    }
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) throw CommError("hccl: mmap of the shared segment failed: " + std::string(std::strerror(errno)));
+    segs_[rank_] = Segment{p, bytes, ring, getpid()};
+    segs_[rank_].hdr()->magic = kSegMagic;
+    std::ostringstream desc;
+    desc << own_name_ << ' ' << getpid() << ' ' << ring;
+    rv.set(prefix + "/shm/" + std::to_string(rank_), desc.str());
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      std::istringstream in(rv.get(prefix + "/shm/" + std::to_string(r)));
+      std::string peer_name;
+      long pid = 0;
+      std::size_t peer_ring = 0;
+      in >> peer_name >> pid >> peer_ring;
+      if (!in || peer_name.rfind("/npusim-hccl-", 0) != 0 || peer_ring < 4096 || (peer_ring & (peer_ring - 1)))
+        throw CommError("hccl: malformed shared-memory descriptor from rank " + std::to_string(r));
+      const std::size_t peer_bytes = segment_bytes(size_, peer_ring);
+      int pfd = shm_open(peer_name.c_str(), O_RDWR, 0);
+      if (pfd < 0) throw CommError("hccl: cannot open rank " + std::to_string(r) + "'s segment " + peer_name + ": " + std::strerror(errno));
+      struct stat st{};
+      if (fstat(pfd, &st) != 0 || static_cast<std::size_t>(st.st_size) != peer_bytes) {
+        close(pfd);
+        throw CommError("hccl: rank " + std::to_string(r) + "'s segment has an unexpected size");
+      }
+      void* pp = mmap(nullptr, peer_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, pfd, 0);
+      close(pfd);
+      if (pp == MAP_FAILED) throw CommError("hccl: mmap of rank " + std::to_string(r) + "'s segment failed");
+      segs_[r] = Segment{pp, peer_bytes, peer_ring, static_cast<pid_t>(pid)};
+      if (segs_[r].hdr()->magic != kSegMagic) throw CommError("hccl: rank " + std::to_string(r) + "'s segment is not initialised");
+    }
+    // Unlink as soon as everyone has mapped: from then on nothing can leak, even after SIGKILL.
+    rv.set(prefix + "/mapped/" + std::to_string(rank_), "1");
+    for (int r = 0; r < size_; ++r) if (r != rank_) rv.get(prefix + "/mapped/" + std::to_string(r));
+    shm_unlink(own_name_.c_str());
+    own_name_.clear();
+  }
+
+  bool progress(std::vector<Xfer*>& xfers) override {
+    bool moved = false;
+    send_busy_.assign(size_, 0);
+    recv_busy_.assign(size_, 0);
+    for (Xfer* x : xfers) {
+      if (x->finished) continue;
+      if (x->peer < 0) {
+        moved |= try_any_source(*x);
+        continue;
+      }
+      auto& busy = x->is_send ? send_busy_ : recv_busy_;
+      if (busy[x->peer]) continue;
+      moved |= x->is_send ? do_send(*x) : do_recv(*x);
+      if (!x->finished) busy[x->peer] = 1;
+    }
+    return moved;
+  }
+
+  uint32_t wait_token() override { return segs_[rank_].hdr()->doorbell.load(std::memory_order_seq_cst); }
+
+  void idle_wait(uint32_t token, const std::vector<Xfer*>&, std::chrono::microseconds max_wait) override {
+    SegHeader* h = segs_[rank_].hdr();
+    h->sleeping.store(1, std::memory_order_seq_cst);
+    if (h->doorbell.load(std::memory_order_seq_cst) == token) {
+      timespec ts{static_cast<time_t>(max_wait.count() / 1000000), static_cast<long>(max_wait.count() % 1000000) * 1000};
+      futex(&h->doorbell, FUTEX_WAIT, token, &ts);
+    }
+    h->sleeping.store(0, std::memory_order_relaxed);
+  }
+
+  void check_peers() override {
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      if (!process_alive(segs_[r].pid)) {
+        throw CommError("hccl: rank " + std::to_string(r) + " (pid " + std::to_string(segs_[r].pid) +
+                        ") has exited; the collective cannot complete");
+      }
+    }
+  }
+
+ private:
+  void ring_bell(int r) {
+    SegHeader* h = segs_[r].hdr();
+    h->doorbell.fetch_add(1, std::memory_order_seq_cst);
+    if (h->sleeping.load(std::memory_order_seq_cst)) futex(&h->doorbell, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+
+  bool do_send(Xfer& x) {
+    const Segment& s = segs_[x.peer];
+    RingCtl* c = s.ctl(rank_);
+    char* data = s.data(rank_, size_);
+    const std::size_t mask = s.ring - 1;
+    uint64_t head = c->head.load(std::memory_order_relaxed);
+    std::size_t free = s.ring - static_cast<std::size_t>(head - c->tail.load(std::memory_order_acquire));
+    bool moved = false;
+    if (!x.hdr_done) {
+      if (free < kSlot) return false;
+      std::memcpy(data + (head & mask), &x.hdr, sizeof(MsgHeader));
+      head += kSlot;
+      free -= kSlot;
+      x.hdr_done = true;
+      moved = true;
+    }
+    while (x.done < x.hdr.bytes && free > 0) {
+      const std::size_t pos = head & mask;
+      std::size_t len = std::min({free, s.ring - pos, static_cast<std::size_t>(x.hdr.bytes) - x.done, kPiece});
+      std::memcpy(data + pos, static_cast<const char*>(x.src) + x.done, len);
+      x.done += len;
+      if (x.done == x.hdr.bytes) len = round_up(len);
+      head += len;
+      free -= len;
+      moved = true;
+      if (len >= kPiece) break;  // publish now so the reader can start on this piece
+    }
+    if (moved) {
+      c->head.store(head, std::memory_order_release);
+      ring_bell(x.peer);
+    }
+    if (x.hdr_done && x.done == x.hdr.bytes) x.finished = true;
+    return moved;
+  }
+
+  bool do_recv(Xfer& x) {
+    const Segment& s = segs_[rank_];
+    RingCtl* c = s.ctl(x.peer);
+    const char* data = s.data(x.peer, size_);
+    const std::size_t mask = s.ring - 1;
+    uint64_t tail = c->tail.load(std::memory_order_relaxed);
+    std::size_t avail = static_cast<std::size_t>(c->head.load(std::memory_order_acquire) - tail);
+    bool moved = false;
+    if (!x.hdr_done) {
+      if (avail < kSlot) return false;
+      MsgHeader got;
+      std::memcpy(&got, data + (tail & mask), sizeof(got));
+      if (got.bytes > (uint64_t(1) << 48)) throw CommError("hccl: malformed frame from rank " + std::to_string(x.peer));
+      validate_header(got, x, x.peer);
+      tail += kSlot;
+      avail -= kSlot;
+      x.hdr_done = true;
+      x.source = x.peer;
+      moved = true;
+    }
+    while (x.done < x.hdr.bytes && avail > 0) {
+      const std::size_t pos = tail & mask;
+      std::size_t len = std::min({avail, s.ring - pos, static_cast<std::size_t>(x.hdr.bytes) - x.done});
+      if (x.dst) std::memcpy(static_cast<char*>(x.dst) + x.done, data + pos, len);
+      else x.sink(data + pos, x.done, len);
+      x.done += len;
+      if (x.done == x.hdr.bytes) len = round_up(len);
+      tail += len;
+      avail -= len;
+      moved = true;
+    }
+    if (moved) {
+      c->tail.store(tail, std::memory_order_release);
+      ring_bell(x.peer);
+    }
+    if (x.hdr_done && x.done == x.hdr.bytes) x.finished = true;
+    return moved;
+  }
+
+  bool try_any_source(Xfer& x) {
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_ || recv_busy_[r]) continue;
+      RingCtl* c = segs_[rank_].ctl(r);
+      if (c->head.load(std::memory_order_acquire) - c->tail.load(std::memory_order_relaxed) >= kSlot) {
+        x.peer = r;
+        const bool moved = do_recv(x);
+        if (!x.finished) recv_busy_[r] = 1;
+        return moved;
+      }
+    }
+    return false;
+  }
+
+  std::vector<Segment> segs_;
+  std::string own_name_;
+  std::vector<char> send_busy_, recv_busy_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_shm_transport(Rendezvous& rv, const std::string& prefix, int rank, int size,
+                                              std::size_t ring_bytes) {
+  auto t = std::make_unique<ShmTransport>(rank, size);
+  t->setup(rv, prefix, ring_bytes);
+  return t;
+}
+
+}  // namespace hccl_sim

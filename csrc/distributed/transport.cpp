@@ -1,0 +1,107 @@
+// Transport-independent pieces: header checks, the progress loop with spin-then-sleep and timeouts,
+// host identity and random names.
+#include "distributed/transport.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace hccl_sim {
+
+std::string describe(const MsgHeader& h) {
+  std::ostringstream os;
+  os << "op=" << h.op << " dtype=" << int(h.dtype) << " numel=" << h.numel << " seq=" << h.seq
+     << " tag=" << h.tag << " bytes=" << h.bytes;
+  return os.str();
+}
+
+void validate_header(const MsgHeader& got, const Xfer& x, int from) {
+  if (got.magic != kMsgMagic) {
+    throw CommError("hccl: malformed frame from rank " + std::to_string(from) + " (bad magic 0x" +
+                    [&] { std::ostringstream o; o << std::hex << got.magic; return o.str(); }() + ")");
+  }
+  const MsgHeader& want = x.hdr;
+  if (x.check_desync && (got.op != want.op || got.dtype != want.dtype || got.numel != want.numel ||
+                         got.seq != want.seq)) {
+    throw CommError("hccl: collective mismatch between ranks (desync): this rank expects {" + describe(want) +
+                    "} but rank " + std::to_string(from) + " sent {" + describe(got) +
+                    "}; every rank must call the same collectives in the same order with the same "
+                    "dtypes and sizes");
+  }
+  if (!x.check_desync && got.tag != want.tag) {
+    throw CommError("hccl: p2p tag mismatch: expected tag " + std::to_string(want.tag) + " from rank " +
+                    std::to_string(from) + ", got tag " + std::to_string(got.tag));
+  }
+  if (got.bytes != want.bytes) {
+    throw CommError("hccl: size mismatch: expected a message of " + std::to_string(want.bytes) +
+                    " bytes from rank " + std::to_string(from) + ", its frame says " +
+                    std::to_string(got.bytes) + " bytes {" + describe(got) + "}");
+  }
+}
+
+namespace {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+}  // namespace
+
+void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_clock::time_point deadline,
+               const std::atomic<bool>* abort, const char* what) {
+  constexpr int kSpins = 4000;
+  int idle = 0;
+  for (;;) {
+    bool all_done = true;
+    for (Xfer* x : xfers) all_done = all_done && x->finished;
+    if (all_done) return;
+    const uint32_t token = t.wait_token();
+    if (t.progress(xfers)) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < kSpins) {
+      cpu_relax();
+      continue;
+    }
+    if (abort && abort->load(std::memory_order_relaxed)) throw CommError(std::string("hccl: ") + what + " aborted");
+    t.check_peers();
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw CommError(std::string("hccl: ") + what + " timed out on rank " + std::to_string(t.rank()) +
+                      " (a peer is not participating: dead, hung or desynchronised; see HCCL_EXEC_TIMEOUT "
+                      "and the process group timeout)");
+    }
+    t.idle_wait(token, xfers, std::chrono::microseconds(idle < kSpins + 200 ? 50 : 2000));
+  }
+}
+
+std::string host_identity() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::string boot;
+  std::ifstream f("/proc/sys/kernel/random/boot_id");
+  std::getline(f, boot);
+  return std::string(host) + "/" + boot;
+}
+
+std::string random_hex(std::size_t n) {
+  std::vector<unsigned char> b(n);
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = getrandom(b.data() + got, n - got, 0);
+    if (r <= 0) throw CommError("hccl: getrandom failed");
+    got += static_cast<std::size_t>(r);
+  }
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : b) {
+    s.push_back(digits[c >> 4]);
+    s.push_back(digits[c & 15]);
+  }
+  return s;
+}
+
+}  // namespace hccl_sim

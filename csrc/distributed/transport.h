@@ -1,0 +1,105 @@
+// The byte-moving layer under the collectives (torch-free): framed point-to-point messages between the
+// ranks of one communicator, progressed without blocking so that any set of sends and receives can run
+// concurrently on one thread (ring steps, all-to-all, batched p2p).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace hccl_sim {
+
+// A communication failure (dead peer, timeout, malformed frame, collective mismatch). The torch layer
+// turns it into torch.distributed.DistBackendError.
+struct CommError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+constexpr uint32_t kMsgMagic = 0x4843434cu;  // "HCCL"
+
+// Travels before every message. The receiver checks it against what it expects: that is the cheap
+// per-collective desync check (op, dtype, numel, sequence number) and the frame-size validation.
+struct MsgHeader {
+  uint32_t magic = kMsgMagic;
+  uint16_t op = 0;       // collective kind (c10d::OpType value)
+  int8_t dtype = -1;     // element type (c10::ScalarType value), -1 for raw bytes
+  uint8_t flags = 0;
+  uint32_t seq = 0;      // collective sequence number in the communicator (0 for p2p)
+  int32_t tag = 0;       // p2p tag
+  uint64_t bytes = 0;    // payload bytes that follow
+  uint64_t numel = 0;    // elements of the whole collective (desync check)
+};
+static_assert(sizeof(MsgHeader) == 32, "MsgHeader is a wire format");
+
+// Consumes a received payload piece [offset, offset + len) of the message; pieces arrive in order and are
+// whole elements (multiples of Xfer::elem) except possibly the last.
+using Sink = std::function<void(const void* data, std::size_t offset, std::size_t len)>;
+
+// One message in flight. Sends read `src`; receives deliver to `dst` (plain copy) or to `sink`.
+struct Xfer {
+  int peer = -1;          // -1: receive from any source (p2p recvAnysource)
+  bool is_send = false;
+  MsgHeader hdr;          // send: header to send; recv: the expected header
+  const void* src = nullptr;
+  void* dst = nullptr;
+  Sink sink;
+  std::size_t elem = 1;   // element size: receive pieces are multiples of it
+  bool check_desync = true;  // recv: compare op/dtype/numel/seq (false for p2p: tag and size only)
+  // progress state, owned by the transport
+  bool hdr_done = false;
+  bool finished = false;
+  std::size_t done = 0;
+  int source = -1;        // rank the message came from (recv)
+};
+
+std::string describe(const MsgHeader& h);
+// Validates a received header against the expectation; throws CommError naming both sides.
+void validate_header(const MsgHeader& got, const Xfer& x, int from_rank);
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual const char* name() const = 0;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // Moves as many bytes as possible for the unfinished xfers without blocking; xfers to the same peer
+  // and direction are served in list order. Returns true if anything moved. Throws CommError.
+  virtual bool progress(std::vector<Xfer*>& xfers) = 0;
+  // A token read before progress(); idle_wait(token) returns early when activity happened since.
+  virtual uint32_t wait_token() = 0;
+  virtual void idle_wait(uint32_t token, const std::vector<Xfer*>& xfers, std::chrono::microseconds max_wait) = 0;
+  // Throws CommError if a peer is known to be gone.
+  virtual void check_peers() = 0;
+
+ protected:
+  Transport(int rank, int size) : rank_(rank), size_(size) {}
+  int rank_;
+  int size_;
+};
+
+// The key/value rendezvous a transport sets itself up through (the c10d Store in practice).
+class Rendezvous {
+ public:
+  virtual ~Rendezvous() = default;
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  // Blocks until the key exists (bounded by the connect timeout); throws CommError on timeout.
+  virtual std::string get(const std::string& key) = 0;
+};
+
+// Runs xfers to completion: spin, then sleep in the transport's wait; throws CommError when `deadline`
+// passes (naming `what`), when a peer is gone, or when *abort becomes true.
+void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_clock::time_point deadline,
+               const std::atomic<bool>* abort, const char* what);
+
+// Host identity "hostname/boot_id": equal identities can share memory.
+std::string host_identity();
+// Hex string of n random bytes from getrandom().
+std::string random_hex(std::size_t n);
+
+}  // namespace hccl_sim

@@ -1,0 +1,185 @@
+// The collectives' reductions: plain loops over contiguous spans, written so gcc vectorises them at -O3
+// (fp16/bf16 widen to float, combine, narrow in the same loop body).
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "npu_kernels/reduce_ops.h"
+
+namespace npu_kernels {
+
+namespace {
+
+template <typename T>
+constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+template <typename T>
+constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// bf16 <-> float as bit operations so the loop stays branch-free and vectorisable.
+inline float bf16_to_float(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t is_nan = (u & 0x7fffffffu) > 0x7f800000u;
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (u >> 16) | 0x40u;
+  return static_cast<uint16_t>(is_nan ? quiet : rounded);
+}
+
+template <typename A, ReduceKind K>
+inline A combine(A a, A b) {
+  if constexpr (K == ReduceKind::kSum) {
+    return a + b;
+  } else if constexpr (K == ReduceKind::kProd) {
+    return a * b;
+  } else if constexpr (K == ReduceKind::kMin) {
+    if constexpr (std::is_floating_point_v<A>) return (a != a || b != b) ? a + b : (b < a ? b : a);  // NaN wins
+    else return b < a ? b : a;
+  } else if constexpr (K == ReduceKind::kMax) {
+    if constexpr (std::is_floating_point_v<A>) return (a != a || b != b) ? a + b : (b > a ? b : a);
+    else return b > a ? b : a;
+  } else if constexpr (K == ReduceKind::kBand) {
+    return a & b;
+  } else if constexpr (K == ReduceKind::kBor) {
+    return a | b;
+  } else {
+    return a ^ b;
+  }
+}
+
+template <typename T, ReduceKind K>
+void reduce_loop(void* dst_v, const void* src_v, std::size_t n) {
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    auto* __restrict d = static_cast<uint16_t*>(dst_v);
+    const auto* __restrict s = static_cast<const uint16_t*>(src_v);
+    for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(combine<float, K>(bf16_to_float(d[i]), bf16_to_float(s[i])));
+  } else if constexpr (std::is_same_v<T, Half>) {
+    auto* __restrict d = static_cast<_Float16*>(dst_v);
+    const auto* __restrict s = static_cast<const _Float16*>(src_v);
+    for (std::size_t i = 0; i < n; ++i)
+      d[i] = static_cast<_Float16>(combine<float, K>(static_cast<float>(d[i]), static_cast<float>(s[i])));
+  } else if constexpr (std::is_same_v<T, bool>) {
+    // bool: sum/max/bor = or, prod/min/band = and, bxor = xor (as gloo/NCCL treat uint8 truth values).
+    auto* __restrict d = static_cast<uint8_t*>(dst_v);
+    const auto* __restrict s = static_cast<const uint8_t*>(src_v);
+    for (std::size_t i = 0; i < n; ++i) {
+      if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMax || K == ReduceKind::kBor) d[i] = (d[i] | s[i]) != 0;
+      else if constexpr (K == ReduceKind::kBxor) d[i] = (d[i] ^ s[i]) != 0;
+      else d[i] = (d[i] & s[i]) != 0;
+    }
+  } else {
+    auto* __restrict d = static_cast<T*>(dst_v);
+    const auto* __restrict s = static_cast<const T*>(src_v);
+    for (std::size_t i = 0; i < n; ++i) d[i] = combine<T, K>(d[i], s[i]);
+  }
+}
+
+template <typename T>
+void reduce_typed(ReduceKind k, void* d, const void* s, std::size_t n) {
+  switch (k) {
+    case ReduceKind::kSum: return reduce_loop<T, ReduceKind::kSum>(d, s, n);
+    case ReduceKind::kProd: return reduce_loop<T, ReduceKind::kProd>(d, s, n);
+    case ReduceKind::kMin:
+      if constexpr (!is_complex_v<T>) return reduce_loop<T, ReduceKind::kMin>(d, s, n);
+      break;
+    case ReduceKind::kMax:
+      if constexpr (!is_complex_v<T>) return reduce_loop<T, ReduceKind::kMax>(d, s, n);
+      break;
+    case ReduceKind::kBand:
+      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBand>(d, s, n);
+      break;
+    case ReduceKind::kBor:
+      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBor>(d, s, n);
+      break;
+    case ReduceKind::kBxor:
+      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBxor>(d, s, n);
+      break;
+  }
+}
+
+}  // namespace
+
+const char* reduce_kind_name(ReduceKind k) {
+  switch (k) {
+    case ReduceKind::kSum: return "sum";
+    case ReduceKind::kProd: return "product";
+    case ReduceKind::kMin: return "min";
+    case ReduceKind::kMax: return "max";
+    case ReduceKind::kBand: return "band";
+    case ReduceKind::kBor: return "bor";
+    case ReduceKind::kBxor: return "bxor";
+  }
+  return "?";
+}
+
+bool reduce_supported(DType t, ReduceKind k) {
+  const bool is_float = t == DType::kFloat16 || t == DType::kBFloat16 || t == DType::kFloat32 ||
+                        t == DType::kFloat64;
+  const bool is_cplx = t == DType::kComplex64 || t == DType::kComplex128;
+  if (k == ReduceKind::kBand || k == ReduceKind::kBor || k == ReduceKind::kBxor) return !is_float && !is_cplx;
+  if (k == ReduceKind::kMin || k == ReduceKind::kMax) return !is_cplx;
+  return true;
+}
+
+void reduce_into(DType t, ReduceKind k, void* dst, const void* src, std::size_t n) {
+  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag)>(k, dst, src, n); });
+}
+
+void scale_inplace(DType t, void* dst, std::size_t n, double factor) {
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      auto* d = static_cast<uint16_t*>(dst);
+      const float f = static_cast<float>(factor);
+      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(bf16_to_float(d[i]) * f);
+    } else if constexpr (std::is_same_v<T, Half>) {
+      auto* d = static_cast<_Float16*>(dst);
+      const float f = static_cast<float>(factor);
+      for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<_Float16>(static_cast<float>(d[i]) * f);
+    } else if constexpr (std::is_same_v<T, float>) {
+      auto* d = static_cast<float*>(dst);
+      const float f = static_cast<float>(factor);
+      for (std::size_t i = 0; i < n; ++i) d[i] *= f;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      auto* d = static_cast<uint8_t*>(dst);
+      for (std::size_t i = 0; i < n; ++i) d[i] = (d[i] != 0 && factor != 0.0);
+    } else if constexpr (is_complex_v<T>) {
+      auto* d = static_cast<T*>(dst);
+      for (std::size_t i = 0; i < n; ++i) d[i] *= static_cast<typename T::value_type>(factor);
+    } else {
+      auto* d = static_cast<T*>(dst);
+      for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] * factor);
+    }
+  });
+}
+
+void divide_inplace(DType t, void* dst, std::size_t n, long long divisor) {
+  dispatch_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      auto* d = static_cast<T*>(dst);
+      for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] / static_cast<T>(divisor));
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      auto* d = static_cast<T*>(dst);
+      const T q = static_cast<T>(divisor);
+      for (std::size_t i = 0; i < n; ++i) d[i] /= q;  // true division: matches sum / n computed elsewhere
+    } else if constexpr (std::is_same_v<T, Half>) {
+      auto* d = static_cast<_Float16*>(dst);
+      const float q = static_cast<float>(divisor);
+      for (std::size_t i = 0; i < n; ++i) d[i] = static_cast<_Float16>(static_cast<float>(d[i]) / q);
+    } else if constexpr (std::is_same_v<T, BFloat16>) {
+      auto* d = static_cast<uint16_t*>(dst);
+      const float q = static_cast<float>(divisor);
+      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(bf16_to_float(d[i]) / q);
+    } else {
+      scale_inplace(t, dst, n, 1.0 / static_cast<double>(divisor));
+    }
+  });
+}
+
+}  // namespace npu_kernels

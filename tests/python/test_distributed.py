@@ -1,0 +1,44 @@
+"""hccl collectives at 2 and 4 ranks (shm transport, every algorithm) against locally computed values,
+plus the launch variants: torchrun, torch.multiprocessing.spawn, device_id=, mixed cpu:gloo,npu:hccl."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from dist_launch import ROOT, SCRIPTS, assert_ok, free_port, launch, shm_leftovers
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_collectives_shm(world):
+    res = launch("collectives_worker.py", world, env={"NPU_SIM_HCCL_TRANSPORT": "shm"}, timeout=150)
+    assert_ok(res)
+    assert "0 failures" in res[0][1]
+    assert not shm_leftovers()
+
+
+@pytest.mark.parametrize("algo", ["ring", "level0:NA;level1:H-D_R", "fullmesh"])
+def test_allreduce_algorithms(algo):
+    res = launch("soak_worker.py", 4, args=["60"], env={"HCCL_ALGO": algo}, timeout=90)
+    assert_ok(res)
+
+
+def test_torchrun_and_mixed_backend():
+    env = dict(os.environ, PYTHONPATH=ROOT, NPU_SIM_CORE_THREADS="1", OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2", f"--master-port={free_port()}",
+           os.path.join(SCRIPTS, "collectives_worker.py"), "mixed"]
+    p = subprocess.run(cmd, env=env, cwd=SCRIPTS, capture_output=True, text=True, timeout=150)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert p.stdout.count("0 failures") == 2
+
+
+def test_device_id_init():
+    assert_ok(launch("collectives_worker.py", 2, args=["device_id"], timeout=120))
+
+
+def test_mp_spawn():
+    p = subprocess.run([sys.executable, os.path.join(SCRIPTS, "spawn_worker.py"), str(free_port())],
+                       env=dict(os.environ, PYTHONPATH=ROOT, NPU_SIM_CORE_THREADS="1"), cwd=SCRIPTS,
+                       capture_output=True, text=True, timeout=90)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "spawn ok" in p.stdout
