@@ -1,0 +1,100 @@
+// The batched, strided GEMM kernel (npu_kernels::gemm) and the tile planning shared with conv.cpp.
+#include "npu_kernels/gemm.h"
+
+#include <cmath>
+#include <string>
+
+#include "gemm_tiling.h"
+
+namespace npu_kernels {
+namespace detail {
+
+TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t m, int64_t n, int64_t k) {
+  // Square-ish tiles fill a third of the UB each; a thin side (matrix-vector, small K) gives its share
+  // to the other panels so that few, long micro-kernel calls remain.
+  const int64_t budget = static_cast<int64_t>(ub_bytes / elem_bytes);
+  int64_t t = static_cast<int64_t>(std::sqrt(static_cast<double>(budget) / 3.0));
+  t = std::max<int64_t>(8, t / 8 * 8);
+  TilePlan p;
+  p.mc = std::max<int64_t>(1, std::min(m, t));
+  p.nc = std::max<int64_t>(1, std::min(n, t));
+  int64_t kc = (budget - p.mc * p.nc) / (p.mc + p.nc);
+  if (kc < k) kc = std::max<int64_t>(8, kc / 8 * 8);
+  p.kc = std::max<int64_t>(1, std::min(std::max<int64_t>(k, 1), kc));
+  return p;
+}
+
+bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores) {
+  int device = 0;
+  if (stream == nullptr) {
+    if (npu_sim::get_device(&device) != npu_sim::Status::kSuccess) return false;
+  } else if (npu_sim::stream_get_device(stream, &device) != npu_sim::Status::kSuccess) {
+    return false;
+  }
+  npu_sim::DeviceProperties props{};
+  if (npu_sim::get_device_properties(device, &props) != npu_sim::Status::kSuccess) return false;
+  *ub_bytes = props.ub_bytes;
+  *ai_cores = std::max(props.ai_core_count, props.core_threads);
+  return true;
+}
+
+namespace {
+
+template <typename T>
+npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
+  using Acc = acc_t<T>;
+  const T* a = static_cast<const T*>(g.a);
+  const T* b = static_cast<const T*>(g.b);
+  T* c = static_cast<T*>(g.c);
+  const bool use_beta = g.beta != 0.0;
+  const T* cin = use_beta ? static_cast<const T*>(g.cin != nullptr ? g.cin : g.c) : nullptr;
+  const int64_t cin_bs = g.cin != nullptr ? g.cin_batch_stride : g.c_batch_stride;
+  const int64_t cin_rs = g.cin != nullptr ? g.cin_row_stride : g.c_row_stride;
+  const int64_t cin_cs = g.cin != nullptr ? g.cin_col_stride : g.c_col_stride;
+  const Acc alpha = static_cast<Acc>(g.alpha), beta = static_cast<Acc>(g.beta);
+  auto pack_a = [=](int64_t bi, int64_t i0, int64_t mc, int64_t k0, int64_t kc, Acc* dst) {
+    pack_strided(dst, a + bi * g.a_batch_stride + i0 * g.a_row_stride + k0 * g.a_col_stride, mc, kc,
+                 g.a_row_stride, g.a_col_stride);
+  };
+  auto pack_b = [=](int64_t bi, int64_t k0, int64_t kc, int64_t j0, int64_t nc, Acc* dst) {
+    pack_strided(dst, b + bi * g.b_batch_stride + k0 * g.b_row_stride + j0 * g.b_col_stride, kc, nc,
+                 g.b_row_stride, g.b_col_stride);
+  };
+  auto store = [=](int64_t bi, int64_t i0, int64_t mc, int64_t j0, int64_t nc, const Acc* acc) {
+    for (int64_t i = 0; i < mc; ++i) {
+      T* out = c + bi * g.c_batch_stride + (i0 + i) * g.c_row_stride + j0 * g.c_col_stride;
+      const Acc* row = acc + i * nc;
+      if (cin != nullptr) {
+        const T* in = cin + bi * cin_bs + (i0 + i) * cin_rs + j0 * cin_cs;
+        for (int64_t j = 0; j < nc; ++j) {
+          out[j * g.c_col_stride] = store_as<T>(alpha * row[j] + beta * load_as<Acc>(in[j * cin_cs]));
+        }
+      } else if (g.c_col_stride == 1) {
+        for (int64_t j = 0; j < nc; ++j) out[j] = store_as<T>(alpha * row[j]);
+      } else {
+        for (int64_t j = 0; j < nc; ++j) out[j * g.c_col_stride] = store_as<T>(alpha * row[j]);
+      }
+    }
+  };
+  return tiled_gemm<Acc>(stream, "gemm", g.batch, g.m, g.n, g.k, pack_a, pack_b, store);
+}
+
+npu_sim::Status invalid(const std::string&) { return npu_sim::Status::kInvalidValue; }
+
+}  // namespace
+}  // namespace detail
+
+npu_sim::Status gemm(npu_sim::Stream stream, const GemmArgs& g) {
+  if (g.batch < 0 || g.m < 0 || g.n < 0 || g.k < 0) return detail::invalid("negative size");
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return npu_sim::Status::kSuccess;
+  if (g.c == nullptr || (g.k > 0 && (g.a == nullptr || g.b == nullptr))) return detail::invalid("null operand");
+  switch (g.dtype) {
+    case DType::kFloat32: return detail::gemm_typed<float>(stream, g);
+    case DType::kFloat64: return detail::gemm_typed<double>(stream, g);
+    case DType::kFloat16: return detail::gemm_typed<Half>(stream, g);
+    case DType::kBFloat16: return detail::gemm_typed<BFloat16>(stream, g);
+    default: return detail::invalid("dtype");
+  }
+}
+
+}  // namespace npu_kernels

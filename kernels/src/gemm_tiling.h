@@ -1,0 +1,129 @@
+// Private to kernels/: the tiled GEMM driver shared by gemm.cpp and conv.cpp. Tiles of C are spread
+// over AI-core blocks; inside a block the A and B panels are packed into the core's Unified Buffer
+// (together with the C accumulator tile) and multiplied by the micro-kernel. Operand access is
+// abstracted by pack/store callbacks, so convolution reuses the driver with implicit im2col panels.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "npu_kernels/dtype.h"
+#include "npu_sim/runtime.h"
+
+namespace npu_kernels {
+namespace detail {
+
+// Accumulation type of a storage type: half types accumulate in float32.
+template <typename T> struct AccOf { using type = T; };
+template <> struct AccOf<Half> { using type = float; };
+template <> struct AccOf<BFloat16> { using type = float; };
+template <typename T> using acc_t = typename AccOf<T>::type;
+
+template <typename Acc, typename T>
+inline Acc load_as(const T& v) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return static_cast<Acc>(static_cast<float>(v));
+  } else {
+    return static_cast<Acc>(v);
+  }
+}
+template <typename T, typename Acc>
+inline T store_as(Acc v) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return T(static_cast<float>(v));  // round to nearest even
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// Panel sizes: A is mc x kc, B is kc x nc, the accumulator mc x nc, all inside ub_bytes.
+struct TilePlan {
+  int64_t mc = 0, nc = 0, kc = 0;
+};
+TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t m, int64_t n, int64_t k);
+// Unified Buffer size and AI-core count of the stream's device (what a kernel may plan with).
+bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores);
+
+// c (m x n, ld n) = [c +] a (m x k, ld k) @ b (k x n, ld n). Dense, packed panels.
+void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate);
+void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, bool accumulate);
+
+// Runs batch x ceil(m/mc) x ceil(n/nc) C tiles over a grid sized by the core count. The callbacks
+// (copied into the kernel, so they must own what they read):
+//   pack_a(b, i0, mc, k0, kc, Acc* dst)  dst[i * kc + p] = op(A)[b][i0 + i][k0 + p]
+//   pack_b(b, k0, kc, j0, nc, Acc* dst)  dst[p * nc + j] = op(B)[b][k0 + p][j0 + j]
+//   store(b, i0, mc, j0, nc, const Acc* acc)  acc[i * nc + j] = (A @ B)[b][i0 + i][j0 + j]
+template <typename Acc, typename PackA, typename PackB, typename Store>
+npu_sim::Status tiled_gemm(npu_sim::Stream stream, const char* name, int64_t batch, int64_t m, int64_t n,
+                           int64_t k, PackA pack_a, PackB pack_b, Store store) {
+  if (batch <= 0 || m <= 0 || n <= 0) return npu_sim::Status::kSuccess;
+  std::size_t ub_bytes = 0;
+  int ai_cores = 1;
+  if (!device_limits(stream, &ub_bytes, &ai_cores)) return npu_sim::Status::kInvalidHandle;
+  const TilePlan plan = plan_tiles(ub_bytes, sizeof(Acc), m, n, k);
+  const int64_t mt = (m + plan.mc - 1) / plan.mc, nt = (n + plan.nc - 1) / plan.nc;
+  const int64_t units = batch * mt * nt;
+  const uint32_t grid = static_cast<uint32_t>(std::min<int64_t>(units, std::max(ai_cores, 1)));
+  const std::string kernel_name(name);
+  return npu_sim::launch_kernel(
+      stream, name, grid,
+      [=](const npu_sim::BlockContext& ctx) {
+        const std::size_t need = sizeof(Acc) * (plan.mc * plan.kc + plan.kc * plan.nc + plan.mc * plan.nc);
+        if (need > ctx.ub_bytes) {
+          throw npu_sim::KernelError(kernel_name + ": tile plan needs " + std::to_string(need) +
+                                     " bytes of Unified Buffer, the core has " + std::to_string(ctx.ub_bytes));
+        }
+        Acc* pa = static_cast<Acc*>(ctx.ub);
+        Acc* pb = pa + plan.mc * plan.kc;
+        Acc* pc = pb + plan.kc * plan.nc;
+        // Contiguous runs of tiles per block: neighbours share the A panel rows (cache reuse).
+        const int64_t begin = units * ctx.block_idx / ctx.block_dim;
+        const int64_t end = units * (ctx.block_idx + 1) / ctx.block_dim;
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t bi = u / (mt * nt);
+          const int64_t r = u % (mt * nt);
+          const int64_t i0 = (r / nt) * plan.mc, j0 = (r % nt) * plan.nc;
+          const int64_t mc = std::min(plan.mc, m - i0), nc = std::min(plan.nc, n - j0);
+          if (k == 0) std::fill(pc, pc + mc * nc, Acc(0));
+          for (int64_t k0 = 0; k0 < k; k0 += plan.kc) {
+            const int64_t kc = std::min(plan.kc, k - k0);
+            pack_a(bi, i0, mc, k0, kc, pa);
+            pack_b(bi, k0, kc, j0, nc, pb);
+            micro_gemm(mc, nc, kc, pa, pb, pc, k0 > 0);
+          }
+          store(bi, i0, mc, j0, nc, static_cast<const Acc*>(pc));
+        }
+      });
+}
+
+// Strided 2-D panel gather: dst[r * cols + c] = src[r * rs + c * cs] (converted), walking memory in
+// the order of the smaller stride so transposed sources are read contiguously.
+template <typename Acc, typename T>
+inline void pack_strided(Acc* dst, const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (cs == 1) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* s = src + r * rs;
+      Acc* d = dst + r * cols;
+      if constexpr (std::is_same_v<T, Acc>) {
+        std::memcpy(d, s, sizeof(Acc) * cols);
+      } else {
+        for (int64_t c = 0; c < cols; ++c) d[c] = load_as<Acc>(s[c]);
+      }
+    }
+  } else if (rs == 1 || std::abs(rs) < std::abs(cs)) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const T* s = src + c * cs;
+      for (int64_t r = 0; r < rows; ++r) dst[r * cols + c] = load_as<Acc>(s[r * rs]);
+    }
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* s = src + r * rs;
+      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = load_as<Acc>(s[c * cs]);
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace npu_kernels
