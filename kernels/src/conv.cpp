@@ -78,13 +78,22 @@ npu_sim::Status forward_typed(npu_sim::Stream stream, const Conv2dArgs& a) {
     for (int64_t p = 0; p < kc; ++p, kp.next()) {
       const T* plane = x + n * a.x_strides[0] + (g * Cg + kp.c) * a.x_strides[1];
       const int64_t dh = kp.ki * a.dilation_h - a.pad_h, dw = kp.kj * a.dilation_w - a.pad_w;
-      OutPos op = start;
       Acc* d = dst + p * nc;
-      for (int64_t j = 0; j < nc; ++j, op.next()) {
-        const int64_t ih = op.oh * a.stride_h + dh, iw = op.ow * a.stride_w + dw;
-        d[j] = (ih >= 0 && ih < a.in_h && iw >= 0 && iw < a.in_w)
-                   ? load_as<Acc>(plane[ih * a.x_strides[2] + iw * a.x_strides[3]])
-                   : Acc(0);
+      // Runs of one output row: the row test is hoisted, the inner loop only checks columns.
+      int64_t oh = start.oh, ow0 = start.ow;
+      for (int64_t j = 0; j < nc; ++oh, ow0 = 0) {
+        const int64_t run = std::min(nc - j, a.out_w - ow0);
+        const int64_t ih = oh * a.stride_h + dh;
+        if (ih < 0 || ih >= a.in_h) {
+          std::fill(d + j, d + j + run, Acc(0));
+        } else {
+          const T* row = plane + ih * a.x_strides[2];
+          for (int64_t t = 0; t < run; ++t) {
+            const int64_t iw = (ow0 + t) * a.stride_w + dw;
+            d[j + t] = (iw >= 0 && iw < a.in_w) ? load_as<Acc>(row[iw * a.x_strides[3]]) : Acc(0);
+          }
+        }
+        j += run;
       }
     }
   };

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "gemm_tiling.h"
 
@@ -22,6 +23,15 @@ TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t m, int
   if (kc < k) kc = std::max<int64_t>(8, kc / 8 * 8);
   p.kc = std::max<int64_t>(1, std::min(std::max<int64_t>(k, 1), kc));
   return p;
+}
+
+const float* half_to_float_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = half_bits_to_float(static_cast<uint16_t>(h));
+    return t;
+  }();
+  return table.data();
 }
 
 bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "npu_kernels/conv.h"
 #include "npu_kernels/gemm.h"
 #include "npu_sim/runtime.h"
+#include "../../kernels/src/gemm_tiling.h"  // the private fp16 conversions of the packing path
 
 namespace {
 
@@ -298,6 +300,31 @@ TEST(KernelsConv, ValidateNamesTheProblem) {
   a.groups = 1;
   a.out_h += 1;
   EXPECT_EQ(npu_kernels::conv2d_forward(nullptr, a), npu_sim::Status::kInvalidValue);
+}
+
+TEST(KernelsGemm, FastHalfConversionsMatchHalf) {
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    Half h;
+    h.bits = static_cast<uint16_t>(bits);
+    const float ref = static_cast<float>(h), got = npu_kernels::detail::half_bits_to_float(h.bits);
+    ASSERT_TRUE((std::isnan(ref) && std::isnan(got)) || std::memcmp(&ref, &got, 4) == 0) << std::hex << bits;
+  }
+  std::mt19937 gen(5);
+  std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f, 6.1e-5f,
+                               std::numeric_limits<float>::infinity(), -1e30f, 1.0f + 1.0f / 2048};
+  std::uniform_int_distribution<uint32_t> any;
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t u = any(gen);
+    float f;
+    std::memcpy(&f, &u, 4);
+    values.push_back(f);
+  }
+  for (float f : values) {
+    if (std::isnan(f)) continue;
+    ASSERT_EQ(npu_kernels::detail::float_to_half_bits(f), Half(f).bits) << f;
+  }
+  EXPECT_TRUE(std::isnan(npu_kernels::detail::half_bits_to_float(
+      npu_kernels::detail::float_to_half_bits(std::numeric_limits<float>::quiet_NaN()))));
 }
 
 }  // namespace
