@@ -90,6 +90,8 @@ void own_micro(int64_t m, int64_t n, int64_t k, const Acc* a, const Acc* b, Acc*
 
 }  // namespace
 
+void ensure_micro_kernel_loaded() { (void)blas(); }
+
 void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate) {
   const Blas& lib = blas();
   if (lib.sgemm != nullptr) {

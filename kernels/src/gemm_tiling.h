@@ -108,6 +108,9 @@ TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t m, int
 bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores);
 
 // c (m x n, ld n) = [c +] a (m x k, ld k) @ b (k x n, ld n). Dense, packed panels.
+// Loads the BLAS (once). Called on the launching host thread, before any block runs, so the one-time
+// OPENBLAS_CORETYPE setenv happens outside the core threads.
+void ensure_micro_kernel_loaded();
 void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate);
 void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, bool accumulate);
 
@@ -120,6 +123,7 @@ template <typename Acc, typename PackA, typename PackB, typename Store>
 npu_sim::Status tiled_gemm(npu_sim::Stream stream, const char* name, int64_t batch, int64_t m, int64_t n,
                            int64_t k, PackA pack_a, PackB pack_b, Store store) {
   if (batch <= 0 || m <= 0 || n <= 0) return npu_sim::Status::kSuccess;
+  ensure_micro_kernel_loaded();
   std::size_t ub_bytes = 0;
   int ai_cores = 1;
   if (!device_limits(stream, &ub_bytes, &ai_cores)) return npu_sim::Status::kInvalidHandle;
