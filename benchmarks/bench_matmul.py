@@ -53,11 +53,13 @@ def conv_rows(repeat):
         flops = 2.0 * n * o * hw * hw * c * k * k
         t_cpu = timed(lambda: F.conv2d(x, w, padding=1), repeat)
         t_npu = timed(lambda: F.conv2d(xn, wn, padding=1), repeat)
-        # forward + backward (input and weight gradients)
+        # forward + backward (input and weight gradients) with a dense upstream gradient
+        g = torch.randn(n, o, hw, hw)
+        gn = g.npu()
         xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
         xnr, wnr = xn.clone().requires_grad_(), wn.clone().requires_grad_()
-        tb_cpu = timed(lambda: F.conv2d(xr, wr, padding=1).sum().backward(), max(2, repeat // 2))
-        tb_npu = timed(lambda: F.conv2d(xnr, wnr, padding=1).sum().backward(), max(2, repeat // 2))
+        tb_cpu = timed(lambda: torch.autograd.grad(F.conv2d(xr, wr, padding=1), (xr, wr), g), max(2, repeat // 2))
+        tb_npu = timed(lambda: torch.autograd.grad(F.conv2d(xnr, wnr, padding=1), (xnr, wnr), gn), max(2, repeat // 2))
         rows.append((f"N={n} C={c} {hw}x{hw} O={o} {k}x{k}", f"{t_cpu * 1e3:.1f}", f"{t_npu * 1e3:.1f}",
                      f"{t_npu / t_cpu:.2f}", f"{flops / t_npu / 1e9:.0f}", f"{tb_cpu * 1e3:.1f}", f"{tb_npu * 1e3:.1f}",
                      f"{tb_npu / tb_cpu:.2f}"))

@@ -54,6 +54,41 @@ struct OutPos {
   }
 };
 
+// Weight with contiguous (c, ki, kj) dims: each output channel's taps are one contiguous run.
+inline bool weight_taps_contiguous(const Conv2dArgs& a) {
+  return a.w_strides[3] == 1 && a.w_strides[2] == a.kernel_w && a.w_strides[1] == a.kernel_h * a.kernel_w;
+}
+
+// One tap (channel plane `plane` of image 0 at x_strides[0] per n, offsets dh/dw) over the output
+// positions [q0, q0 + count) counted over (n, oh, ow): dst[t * dst_stride] = x[...] or 0 in the padding.
+// Runs of one output row hoist the row test; the inner loop only tests columns.
+template <typename T, typename Acc>
+inline void gather_tap(const Conv2dArgs& a, const T* plane, int64_t dh, int64_t dw, int64_t q0, int64_t count,
+                       Acc* dst, int64_t dst_stride) {
+  OutPos op(q0, a.out_h, a.out_w);
+  int64_t n = op.n, oh = op.oh, ow0 = op.ow;
+  for (int64_t t = 0; t < count;) {
+    const int64_t run = std::min(count - t, a.out_w - ow0);
+    const int64_t ih = oh * a.stride_h + dh;
+    Acc* d = dst + t * dst_stride;
+    if (ih < 0 || ih >= a.in_h) {
+      for (int64_t r = 0; r < run; ++r) d[r * dst_stride] = Acc(0);
+    } else {
+      const T* row = plane + n * a.x_strides[0] + ih * a.x_strides[2];
+      for (int64_t r = 0; r < run; ++r) {
+        const int64_t iw = (ow0 + r) * a.stride_w + dw;
+        d[r * dst_stride] = (iw >= 0 && iw < a.in_w) ? load_as<Acc>(row[iw * a.x_strides[3]]) : Acc(0);
+      }
+    }
+    t += run;
+    ow0 = 0;
+    if (++oh == a.out_h) {
+      oh = 0;
+      ++n;
+    }
+  }
+}
+
 template <typename T>
 npu_sim::Status forward_typed(npu_sim::Stream stream, const Conv2dArgs& a) {
   using Acc = acc_t<T>;
@@ -63,8 +98,13 @@ npu_sim::Status forward_typed(npu_sim::Stream stream, const Conv2dArgs& a) {
   const T* w = static_cast<const T*>(a.w);
   const T* bias = static_cast<const T*>(a.bias);
   T* y = static_cast<T*>(a.y);
+  const bool w_contig = weight_taps_contiguous(a);
   auto pack_a = [=](int64_t bi, int64_t i0, int64_t mc, int64_t k0, int64_t kc, Acc* dst) {
     const T* base = w + ((bi % G) * Og + i0) * a.w_strides[0];
+    if (w_contig) {
+      detail::pack_strided(dst, base + k0, mc, kc, a.w_strides[0], int64_t{1});
+      return;
+    }
     KernelPos kp(k0, a.kernel_h, a.kernel_w);
     for (int64_t p = 0; p < kc; ++p, kp.next()) {
       const T* src = base + kp.c * a.w_strides[1] + kp.ki * a.w_strides[2] + kp.kj * a.w_strides[3];
@@ -74,27 +114,10 @@ npu_sim::Status forward_typed(npu_sim::Stream stream, const Conv2dArgs& a) {
   auto pack_b = [=](int64_t bi, int64_t k0, int64_t kc, int64_t j0, int64_t nc, Acc* dst) {
     const int64_t n = bi / G, g = bi % G;
     KernelPos kp(k0, a.kernel_h, a.kernel_w);
-    const OutPos start(j0, a.out_h, a.out_w);
     for (int64_t p = 0; p < kc; ++p, kp.next()) {
       const T* plane = x + n * a.x_strides[0] + (g * Cg + kp.c) * a.x_strides[1];
-      const int64_t dh = kp.ki * a.dilation_h - a.pad_h, dw = kp.kj * a.dilation_w - a.pad_w;
-      Acc* d = dst + p * nc;
-      // Runs of one output row: the row test is hoisted, the inner loop only checks columns.
-      int64_t oh = start.oh, ow0 = start.ow;
-      for (int64_t j = 0; j < nc; ++oh, ow0 = 0) {
-        const int64_t run = std::min(nc - j, a.out_w - ow0);
-        const int64_t ih = oh * a.stride_h + dh;
-        if (ih < 0 || ih >= a.in_h) {
-          std::fill(d + j, d + j + run, Acc(0));
-        } else {
-          const T* row = plane + ih * a.x_strides[2];
-          for (int64_t t = 0; t < run; ++t) {
-            const int64_t iw = (ow0 + t) * a.stride_w + dw;
-            d[j + t] = (iw >= 0 && iw < a.in_w) ? load_as<Acc>(row[iw * a.x_strides[3]]) : Acc(0);
-          }
-        }
-        j += run;
-      }
+      gather_tap(a, plane, kp.ki * a.dilation_h - a.pad_h, kp.kj * a.dilation_w - a.pad_w, j0, nc, dst + p * nc,
+                 int64_t{1});
     }
   };
   auto store = [=](int64_t bi, int64_t i0, int64_t mc, int64_t j0, int64_t nc, const Acc* acc) {
@@ -122,27 +145,33 @@ npu_sim::Status backward_weight_typed(npu_sim::Stream stream, const Conv2dArgs& 
   T* gw = static_cast<T*>(a.w);
   // grad_w[g] (Og x KK) = grad_y[g] (Og x N*P) @ im2col(x)[g]^T (N*P x KK)
   auto pack_a = [=](int64_t g, int64_t i0, int64_t mc, int64_t k0, int64_t kc, Acc* dst) {
-    OutPos op(k0, a.out_h, a.out_w);
-    const T* base = gy + (g * Og + i0) * a.y_strides[1];
-    for (int64_t p = 0; p < kc; ++p, op.next()) {
-      const T* src = base + op.n * a.y_strides[0] + op.oh * a.y_strides[2] + op.ow * a.y_strides[3];
-      for (int64_t i = 0; i < mc; ++i) dst[i * kc + p] = load_as<Acc>(src[i * a.y_strides[1]]);
+    // Row i: grad_y of channel g*Og+i0+i over positions [k0, k0+kc) of (n, oh, ow); contiguous runs per
+    // image when the planes are dense.
+    const bool dense = a.y_strides[3] == 1 && a.y_strides[2] == a.out_w;
+    for (int64_t i = 0; i < mc; ++i) {
+      const T* chan = gy + (g * Og + i0 + i) * a.y_strides[1];
+      Acc* d = dst + i * kc;
+      if (dense) {
+        int64_t n = k0 / P, pos = k0 % P;
+        for (int64_t p = 0; p < kc; ++n, pos = 0) {
+          const int64_t run = std::min(kc - p, P - pos);
+          detail::pack_strided(d + p, chan + n * a.y_strides[0] + pos, int64_t{1}, run, int64_t{0}, int64_t{1});
+          p += run;
+        }
+      } else {
+        OutPos op(k0, a.out_h, a.out_w);
+        for (int64_t p = 0; p < kc; ++p, op.next()) {
+          d[p] = load_as<Acc>(chan[op.n * a.y_strides[0] + op.oh * a.y_strides[2] + op.ow * a.y_strides[3]]);
+        }
+      }
     }
   };
   auto pack_b = [=](int64_t g, int64_t k0, int64_t kc, int64_t j0, int64_t nc, Acc* dst) {
-    OutPos op(k0, a.out_h, a.out_w);
-    const KernelPos start(j0, a.kernel_h, a.kernel_w);
-    for (int64_t p = 0; p < kc; ++p, op.next()) {
-      const T* img = x + op.n * a.x_strides[0] + g * Cg * a.x_strides[1];
-      const int64_t bh = op.oh * a.stride_h - a.pad_h, bw = op.ow * a.stride_w - a.pad_w;
-      KernelPos kp = start;
-      Acc* d = dst + p * nc;
-      for (int64_t j = 0; j < nc; ++j, kp.next()) {
-        const int64_t ih = bh + kp.ki * a.dilation_h, iw = bw + kp.kj * a.dilation_w;
-        d[j] = (ih >= 0 && ih < a.in_h && iw >= 0 && iw < a.in_w)
-                   ? load_as<Acc>(img[kp.c * a.x_strides[1] + ih * a.x_strides[2] + iw * a.x_strides[3]])
-                   : Acc(0);
-      }
+    // Column j is one tap (c, ki, kj) over positions [k0, k0+kc): gathered along image rows.
+    KernelPos kp(j0, a.kernel_h, a.kernel_w);
+    for (int64_t j = 0; j < nc; ++j, kp.next()) {
+      const T* plane = x + (g * Cg + kp.c) * a.x_strides[1];
+      gather_tap(a, plane, kp.ki * a.dilation_h - a.pad_h, kp.kj * a.dilation_w - a.pad_w, k0, kc, dst + j, nc);
     }
   };
   auto store = [=](int64_t g, int64_t i0, int64_t mc, int64_t j0, int64_t nc, const Acc* acc) {
@@ -163,6 +192,28 @@ npu_sim::Status backward_input_typed(npu_sim::Stream stream, const Conv2dArgs& a
   using Acc = acc_t<T>;
   const int64_t G = a.groups, Cg = a.in_channels / G, Og = a.out_channels / G;
   const int64_t P = a.out_h * a.out_w, KK = Cg * a.kernel_h * a.kernel_w;
+  // Stride 1: grad_x is a forward convolution of grad_y with the flipped, transposed weight and padding
+  // dilation * (k - 1) - pad. No column buffer, no col2im. The flipped weight is a view with negative tap
+  // strides; per group it needs Cg * w_stride[1] == Og * w_stride[0] (any G = 1 or depthwise layout).
+  {
+    const int64_t ph = a.dilation_h * (a.kernel_h - 1) - a.pad_h, pw = a.dilation_w * (a.kernel_w - 1) - a.pad_w;
+    if (a.stride_h == 1 && a.stride_w == 1 && ph >= 0 && pw >= 0 &&
+        (G == 1 || Cg * a.w_strides[1] == Og * a.w_strides[0])) {
+      Conv2dArgs f = a;
+      f.in_channels = a.out_channels; f.in_h = a.out_h; f.in_w = a.out_w;
+      f.out_channels = a.in_channels; f.out_h = a.in_h; f.out_w = a.in_w;
+      f.pad_h = ph; f.pad_w = pw;
+      f.x = a.y;
+      f.y = a.x;
+      std::copy(a.y_strides, a.y_strides + 4, f.x_strides);
+      std::copy(a.x_strides, a.x_strides + 4, f.y_strides);
+      f.w = const_cast<T*>(static_cast<const T*>(a.w) + (a.kernel_h - 1) * a.w_strides[2] +
+                           (a.kernel_w - 1) * a.w_strides[3]);
+      const int64_t ws[4] = {a.w_strides[1], a.w_strides[0], -a.w_strides[2], -a.w_strides[3]};
+      std::copy(ws, ws + 4, f.w_strides);
+      return forward_typed<T>(stream, f);
+    }
+  }
   const std::size_t per_image = conv2d_backward_input_scratch_bytes(a, 1);
   if (scratch == nullptr || scratch_bytes < per_image) return npu_sim::Status::kInvalidValue;
   const int64_t chunk = std::min<int64_t>(a.batch, static_cast<int64_t>(scratch_bytes / per_image));
@@ -174,8 +225,13 @@ npu_sim::Status backward_input_typed(npu_sim::Stream stream, const Conv2dArgs& a
   for (int64_t n0 = 0; n0 < a.batch; n0 += chunk) {
     const int64_t nb = std::min(chunk, a.batch - n0);
     // col[n][g] (KK x P) = w[g]^T (KK x Og) @ grad_y[n][g] (Og x P)
+    const bool w_contig = weight_taps_contiguous(a);
     auto pack_a = [=](int64_t bi, int64_t i0, int64_t mc, int64_t k0, int64_t kc, Acc* dst) {
       const T* base = w + ((bi % G) * Og + k0) * a.w_strides[0];
+      if (w_contig) {  // A = W^T: read each output channel's contiguous taps
+        detail::pack_strided(dst, base + i0, mc, kc, int64_t{1}, a.w_strides[0]);
+        return;
+      }
       KernelPos kp(i0, a.kernel_h, a.kernel_w);
       for (int64_t i = 0; i < mc; ++i, kp.next()) {
         const T* src = base + kp.c * a.w_strides[1] + kp.ki * a.w_strides[2] + kp.kj * a.w_strides[3];

@@ -282,6 +282,9 @@ const std::vector<ConvCase> kConvCases = {
     {2, 3, 9, 11, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},   {3, 4, 10, 7, 6, 3, 2, 2, 1, 0, 1, 1, 1, 2, false},
     {1, 6, 12, 12, 6, 3, 3, 2, 2, 2, 2, 2, 2, 6, true},  {5, 2, 1, 17, 3, 1, 5, 1, 3, 0, 2, 1, 2, 1, true},
     {2, 8, 20, 20, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, false}, {1, 5, 40, 38, 130, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},
+    // stride 1: depthwise (flipped-weight forward path), grouped and over-padded (col2im path)
+    {2, 6, 9, 9, 6, 3, 3, 1, 1, 1, 1, 1, 1, 6, true},      {2, 4, 8, 9, 6, 3, 3, 1, 1, 2, 1, 2, 1, 2, false},
+    {1, 3, 8, 8, 2, 3, 3, 1, 1, 3, 3, 1, 1, 1, false},
 };
 
 TEST(KernelsConv, Float32) { for (const auto& c : kConvCases) run_conv_case<float>(c); }
