@@ -292,3 +292,27 @@ def test_conv_errors():
         F.conv2d(x, rand(6, 3, 3, 3).npu())  # channel mismatch (torch's own shape check)
     with pytest.raises(RuntimeError, match="1-D and 2-D convolution"):
         F.conv3d(rand(1, 2, 4, 4, 4).npu(), rand(2, 2, 1, 1, 1).npu())
+
+
+def test_second_device_and_side_stream():
+    a, b = rand(33, 20), rand(20, 17, seed=1)
+    a1, b1 = a.to("npu:1"), b.to("npu:1")
+    r = torch.mm(a1, b1)
+    assert r.device == torch.device("npu:1")
+    check(r, torch.mm, a, b, k=20)
+    x, w = rand(2, 3, 8, 8), rand(4, 3, 3, 3, seed=2)
+    y = F.conv2d(x.to("npu:1"), w.to("npu:1"), padding=1)
+    assert y.device == torch.device("npu:1")
+    check(y, lambda p, q: F.conv2d(p, q, padding=1), x, w, k=27)
+    s = torch.npu.Stream()
+    an, bn = a.npu(), b.npu()
+    with torch.npu.stream(s):
+        r = torch.mm(an, bn)
+    s.synchronize()
+    check(r, torch.mm, a, b, k=20)
+
+
+def test_outer_and_ger_values():
+    # outer/ger are CompositeImplicit over mul (an elementwise op, not the Cube unit): values only.
+    u, v = rand(5), rand(7, seed=1)
+    torch.testing.assert_close(torch.outer(u.npu(), v.npu()).cpu(), torch.outer(u, v))
