@@ -2,6 +2,7 @@
 #include "npu_kernels/gemm.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,27 @@ const float* half_to_float_table() {
     return t;
   }();
   return table.data();
+}
+
+bool cpu_has_f16c() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  return has;
+}
+
+// GCC does not vectorise the scalar _Float16 loop by itself; its generic vector types make it one
+// vcvtph2ps per 8 values (no intrinsics).
+__attribute__((target("avx2,f16c"))) void half_row_to_float_f16c(float* dst, const uint16_t* src, int64_t n) {
+  typedef _Float16 half8 __attribute__((vector_size(16)));
+  typedef float float8 __attribute__((vector_size(32)));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    half8 h;
+    std::memcpy(&h, src + i, sizeof(h));
+    const float8 f = __builtin_convertvector(h, float8);
+    std::memcpy(dst + i, &f, sizeof(f));
+  }
+  const _Float16* s = reinterpret_cast<const _Float16*>(src);
+  for (; i < n; ++i) dst[i] = static_cast<float>(s[i]);
 }
 
 bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores) {
