@@ -56,6 +56,19 @@ __attribute__((target("avx2,f16c"))) void half_row_to_float_f16c(float* dst, con
   for (; i < n; ++i) dst[i] = static_cast<float>(s[i]);
 }
 
+__attribute__((target("avx2,f16c"))) void float_row_to_half_f16c(uint16_t* dst, const float* src, int64_t n) {
+  typedef _Float16 half8 __attribute__((vector_size(16)));
+  typedef float float8 __attribute__((vector_size(32)));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float8 f;
+    std::memcpy(&f, src + i, sizeof(f));
+    const half8 h = __builtin_convertvector(f, half8);
+    std::memcpy(dst + i, &h, sizeof(h));
+  }
+  for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
+}
+
 bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores) {
   int device = 0;
   if (stream == nullptr) {
@@ -102,6 +115,17 @@ npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
           out[j * g.c_col_stride] = store_as<T>(alpha * row[j] + beta * load_as<Acc>(in[j * cin_cs]));
         }
       } else if (g.c_col_stride == 1) {
+        if constexpr (std::is_same_v<T, Half>) {
+          if (cpu_has_f16c()) {  // vectorised round-to-nearest-even, in chunks scaled on the stack
+            float scaled[64];
+            for (int64_t j = 0; j < nc; j += 64) {
+              const int64_t len = std::min<int64_t>(64, nc - j);
+              for (int64_t t = 0; t < len; ++t) scaled[t] = alpha * row[j + t];
+              float_row_to_half_f16c(reinterpret_cast<uint16_t*>(out + j), scaled, len);
+            }
+            continue;
+          }
+        }
         for (int64_t j = 0; j < nc; ++j) out[j] = store_as<T>(alpha * row[j]);
       } else {
         for (int64_t j = 0; j < nc; ++j) out[j * g.c_col_stride] = store_as<T>(alpha * row[j]);

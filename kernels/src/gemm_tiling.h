@@ -72,6 +72,7 @@ inline uint16_t float_to_half_bits(float f) {
 // once) gives one load per element, faster than the bit manipulation, which stays scalar.
 const float* half_to_float_table();
 void half_row_to_float_f16c(float* dst, const uint16_t* src, int64_t n);
+void float_row_to_half_f16c(uint16_t* dst, const float* src, int64_t n);  // round to nearest even
 bool cpu_has_f16c();
 template <typename Acc>
 inline void half_row_to_float(Acc* dst, const uint16_t* src, int64_t n) {

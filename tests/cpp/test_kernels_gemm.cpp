@@ -330,4 +330,24 @@ TEST(KernelsGemm, FastHalfConversionsMatchHalf) {
       npu_kernels::detail::float_to_half_bits(std::numeric_limits<float>::quiet_NaN()))));
 }
 
+TEST(KernelsGemm, Float16StoreRoundsToNearestEven) {
+  // C = alpha * (A @ B) with K = 1 and A = 1: the only rounding is the fp16 store of alpha * b.
+  const int64_t N = 1000;
+  auto hb = random_values<Half>(N, 42);
+  DeviceBuf<Half> da(std::vector<Half>{Half(1.0f)}), db(hb), dc(std::vector<Half>(N, Half(0.0f)));
+  GemmArgs g;
+  g.dtype = DType::kFloat16;
+  g.m = 1; g.n = N; g.k = 1;
+  g.a = da.ptr; g.a_row_stride = 1; g.a_col_stride = 1;
+  g.b = db.ptr; g.b_row_stride = N; g.b_col_stride = 1;
+  g.c = dc.ptr; g.c_row_stride = N; g.c_col_stride = 1;
+  g.alpha = 1.0 / 3.0;
+  ASSERT_OK(npu_kernels::gemm(nullptr, g));
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  auto out = dc.read();
+  for (int64_t j = 0; j < N; ++j) {
+    ASSERT_EQ(out[j].bits, Half(static_cast<float>(g.alpha) * static_cast<float>(hb[j])).bits) << j;
+  }
+}
+
 }  // namespace
