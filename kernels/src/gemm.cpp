@@ -26,13 +26,9 @@ TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t m, int
   return p;
 }
 
-const float* half_to_float_table() {
-  static const std::vector<float> table = [] {
-    std::vector<float> t(65536);
-    for (uint32_t h = 0; h < 65536; ++h) t[h] = half_bits_to_float(static_cast<uint16_t>(h));
-    return t;
-  }();
-  return table.data();
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
 }
 
 bool cpu_has_f16c() {
@@ -40,20 +36,8 @@ bool cpu_has_f16c() {
   return has;
 }
 
-// GCC does not vectorise the scalar _Float16 loop by itself; its generic vector types make it one
-// vcvtph2ps per 8 values (no intrinsics).
-__attribute__((target("avx2,f16c"))) void half_row_to_float_f16c(float* dst, const uint16_t* src, int64_t n) {
-  typedef _Float16 half8 __attribute__((vector_size(16)));
-  typedef float float8 __attribute__((vector_size(32)));
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    half8 h;
-    std::memcpy(&h, src + i, sizeof(h));
-    const float8 f = __builtin_convertvector(h, float8);
-    std::memcpy(dst + i, &f, sizeof(f));
-  }
-  const _Float16* s = reinterpret_cast<const _Float16*>(src);
-  for (; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+__attribute__((target("avx2"))) void half_row_to_float_avx2(float* dst, const uint16_t* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(src[i]);
 }
 
 __attribute__((target("avx2,f16c"))) void float_row_to_half_f16c(uint16_t* dst, const float* src, int64_t n) {

@@ -24,7 +24,7 @@ template <typename T> using acc_t = typename AccOf<T>::type;
 // fp16 <-> fp32 by bit manipulation (exact; round-to-nearest-even on the way down). The build targets
 // baseline x86-64, where the compiler's _Float16 conversions are library calls, ~10x slower in packing.
 inline float half_bits_to_float(uint16_t h) {
-  // Branch-free (selects), so packing loops vectorise.
+  // Branch-free (masks), so packing loops vectorise (GCC gives up on the equivalent ternaries).
   constexpr uint32_t kShiftedExp = 0x7c00u << 13;
   const uint32_t o = (static_cast<uint32_t>(h) & 0x7fffu) << 13;
   const uint32_t exp = kShiftedExp & o;
@@ -35,7 +35,9 @@ inline float half_bits_to_float(uint16_t h) {
   std::memcpy(&sub, &sub_bits, 4);
   sub -= 6.103515625e-05f;  // 2^-14
   std::memcpy(&sub_bits, &sub, 4);
-  uint32_t r = exp == kShiftedExp ? inf_nan : (exp == 0 ? sub_bits : normal);
+  const uint32_t m_inf = 0u - static_cast<uint32_t>(exp == kShiftedExp);  // masks, not branches
+  const uint32_t m_zero = 0u - static_cast<uint32_t>(exp == 0);
+  uint32_t r = (inf_nan & m_inf) | (sub_bits & m_zero) | (normal & ~(m_inf | m_zero));
   r |= (static_cast<uint32_t>(h) & 0x8000u) << 16;
   float f;
   std::memcpy(&f, &r, 4);
@@ -67,23 +69,21 @@ inline uint16_t float_to_half_bits(float f) {
   return static_cast<uint16_t>(o | (sign >> 16));
 }
 
-// A contiguous run of fp16 values to float. With F16C the compiler vectorises the conversion (a
-// function built for that target, chosen at run time); otherwise a 64 Ki-entry table (256 KiB, built
-// once) gives one load per element, faster than the bit manipulation, which stays scalar.
-const float* half_to_float_table();
-void half_row_to_float_f16c(float* dst, const uint16_t* src, int64_t n);
+// A contiguous run of fp16 values to float: the branch-free conversion in a loop the compiler
+// vectorises (an AVX2 build of it is chosen at run time; the baseline build uses SSE2).
+void half_row_to_float_avx2(float* dst, const uint16_t* src, int64_t n);
 void float_row_to_half_f16c(uint16_t* dst, const float* src, int64_t n);  // round to nearest even
+bool cpu_has_avx2();
 bool cpu_has_f16c();
 template <typename Acc>
 inline void half_row_to_float(Acc* dst, const uint16_t* src, int64_t n) {
   if constexpr (std::is_same_v<Acc, float>) {
-    if (cpu_has_f16c()) {
-      half_row_to_float_f16c(dst, src, n);
+    if (cpu_has_avx2()) {
+      half_row_to_float_avx2(dst, src, n);
       return;
     }
   }
-  const float* table = half_to_float_table();
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<Acc>(table[src[i]]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<Acc>(half_bits_to_float(src[i]));
 }
 
 template <typename Acc, typename T>

@@ -312,6 +312,16 @@ TEST(KernelsGemm, FastHalfConversionsMatchHalf) {
     const float ref = static_cast<float>(h), got = npu_kernels::detail::half_bits_to_float(h.bits);
     ASSERT_TRUE((std::isnan(ref) && std::isnan(got)) || std::memcmp(&ref, &got, 4) == 0) << std::hex << bits;
   }
+  std::vector<uint16_t> all(65536);
+  for (uint32_t bits = 0; bits < 65536; ++bits) all[bits] = static_cast<uint16_t>(bits);
+  std::vector<float> row(65536);
+  npu_kernels::detail::half_row_to_float(row.data(), all.data(), 65536);  // the vectorised row path
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    Half h;
+    h.bits = static_cast<uint16_t>(bits);
+    const float ref = static_cast<float>(h);
+    ASSERT_TRUE((std::isnan(ref) && std::isnan(row[bits])) || std::memcmp(&ref, &row[bits], 4) == 0) << bits;
+  }
   std::mt19937 gen(5);
   std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f, 6.1e-5f,
                                std::numeric_limits<float>::infinity(), -1e30f, 1.0f + 1.0f / 2048};
