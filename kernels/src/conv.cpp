@@ -73,6 +73,18 @@ inline void gather_tap(const Conv2dArgs& a, const T* plane, int64_t dh, int64_t 
     Acc* d = dst + t * dst_stride;
     if (ih < 0 || ih >= a.in_h) {
       for (int64_t r = 0; r < run; ++r) d[r * dst_stride] = Acc(0);
+    } else if (a.stride_w == 1) {
+      // Unit stride: the in-range columns are one run (zeros on either side), copied as a row.
+      const T* row = plane + n * a.x_strides[0] + ih * a.x_strides[2];
+      const int64_t lo = std::clamp<int64_t>(-dw - ow0, 0, run);
+      const int64_t hi = std::clamp<int64_t>(a.in_w - dw - ow0, lo, run);
+      for (int64_t r = 0; r < lo; ++r) d[r * dst_stride] = Acc(0);
+      if (dst_stride == 1 && a.x_strides[3] == 1) {
+        detail::pack_strided(d + lo, row + ow0 + lo + dw, int64_t{1}, hi - lo, int64_t{0}, int64_t{1});
+      } else {
+        for (int64_t r = lo; r < hi; ++r) d[r * dst_stride] = load_as<Acc>(row[(ow0 + r + dw) * a.x_strides[3]]);
+      }
+      for (int64_t r = hi; r < run; ++r) d[r * dst_stride] = Acc(0);
     } else {
       const T* row = plane + n * a.x_strides[0] + ih * a.x_strides[2];
       for (int64_t r = 0; r < run; ++r) {
