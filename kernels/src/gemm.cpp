@@ -11,19 +11,44 @@
 namespace npu_kernels {
 namespace detail {
 
-TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t m, int64_t n, int64_t k) {
+TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t batch, int64_t m, int64_t n, int64_t k,
+                    int64_t min_units) {
   // Square-ish tiles fill a third of the UB each; a thin side (matrix-vector, small K) gives its share
-  // to the other panels so that few, long micro-kernel calls remain.
+  // to the other panels so that few, long micro-kernel calls remain. Too few tiles to keep every core
+  // thread busy (a small GEMM, a conv weight gradient) halve the wider tile side, down to 32.
   const int64_t budget = static_cast<int64_t>(ub_bytes / elem_bytes);
   int64_t t = static_cast<int64_t>(std::sqrt(static_cast<double>(budget) / 3.0));
   t = std::max<int64_t>(8, t / 8 * 8);
   TilePlan p;
   p.mc = std::max<int64_t>(1, std::min(m, t));
   p.nc = std::max<int64_t>(1, std::min(n, t));
+  auto units = [&] { return batch * ((m + p.mc - 1) / p.mc) * ((n + p.nc - 1) / p.nc); };
+  while (units() < min_units && std::max(p.mc, p.nc) > 32) {
+    if (p.nc >= p.mc) {
+      p.nc = (p.nc + 1) / 2;
+    } else {
+      p.mc = (p.mc + 1) / 2;
+    }
+  }
   int64_t kc = (budget - p.mc * p.nc) / (p.mc + p.nc);
   if (kc < k) kc = std::max<int64_t>(8, kc / 8 * 8);
   p.kc = std::max<int64_t>(1, std::min(std::max<int64_t>(k, 1), kc));
   return p;
+}
+
+bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores, int* core_threads) {
+  int device = 0;
+  if (stream == nullptr) {
+    if (npu_sim::get_device(&device) != npu_sim::Status::kSuccess) return false;
+  } else if (npu_sim::stream_get_device(stream, &device) != npu_sim::Status::kSuccess) {
+    return false;
+  }
+  npu_sim::DeviceProperties props{};
+  if (npu_sim::get_device_properties(device, &props) != npu_sim::Status::kSuccess) return false;
+  *ub_bytes = props.ub_bytes;
+  *ai_cores = std::max(props.ai_core_count, props.core_threads);
+  *core_threads = std::max(props.core_threads, 1);
+  return true;
 }
 
 bool cpu_has_avx2() {
@@ -51,20 +76,6 @@ __attribute__((target("avx2,f16c"))) void float_row_to_half_f16c(uint16_t* dst, 
     std::memcpy(dst + i, &h, sizeof(h));
   }
   for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
-}
-
-bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores) {
-  int device = 0;
-  if (stream == nullptr) {
-    if (npu_sim::get_device(&device) != npu_sim::Status::kSuccess) return false;
-  } else if (npu_sim::stream_get_device(stream, &device) != npu_sim::Status::kSuccess) {
-    return false;
-  }
-  npu_sim::DeviceProperties props{};
-  if (npu_sim::get_device_properties(device, &props) != npu_sim::Status::kSuccess) return false;
-  *ub_bytes = props.ub_bytes;
-  *ai_cores = std::max(props.ai_core_count, props.core_threads);
-  return true;
 }
 
 namespace {

@@ -113,9 +113,10 @@ inline T store_as(Acc v) {
 struct TilePlan {
   int64_t mc = 0, nc = 0, kc = 0;
 };
-TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t m, int64_t n, int64_t k);
-// Unified Buffer size and AI-core count of the stream's device (what a kernel may plan with).
-bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores);
+TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t batch, int64_t m, int64_t n, int64_t k,
+                    int64_t min_units);
+// Unified Buffer size, AI-core count and core threads of the stream's device (what a kernel plans with).
+bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores, int* core_threads);
 
 // c (m x n, ld n) = [c +] a (m x k, ld k) @ b (k x n, ld n). Dense, packed panels.
 // Loads the BLAS (once). Called on the launching host thread, before any block runs, so the one-time
@@ -135,9 +136,9 @@ npu_sim::Status tiled_gemm(npu_sim::Stream stream, const char* name, int64_t bat
   if (batch <= 0 || m <= 0 || n <= 0) return npu_sim::Status::kSuccess;
   ensure_micro_kernel_loaded();
   std::size_t ub_bytes = 0;
-  int ai_cores = 1;
-  if (!device_limits(stream, &ub_bytes, &ai_cores)) return npu_sim::Status::kInvalidHandle;
-  const TilePlan plan = plan_tiles(ub_bytes, sizeof(Acc), m, n, k);
+  int ai_cores = 1, core_threads = 1;
+  if (!device_limits(stream, &ub_bytes, &ai_cores, &core_threads)) return npu_sim::Status::kInvalidHandle;
+  const TilePlan plan = plan_tiles(ub_bytes, sizeof(Acc), batch, m, n, k, 2 * int64_t{core_threads});
   const int64_t mt = (m + plan.mc - 1) / plan.mc, nt = (n + plan.nc - 1) / plan.nc;
   const int64_t units = batch * mt * nt;
   const uint32_t grid = static_cast<uint32_t>(std::min<int64_t>(units, std::max(ai_cores, 1)));
