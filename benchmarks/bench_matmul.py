@@ -81,9 +81,10 @@ for n in (256, 512, 1024):
 def main():
     quick = "--quick" in sys.argv
     repeat = 3 if quick else 7
-    print(f"torch {torch.__version__}, CPU threads {torch.get_num_threads()}, npu core threads "
-          f"{torch.npu.get_device_properties(0).multi_processor_count if hasattr(torch.npu, 'get_device_properties') else '?'}"
-          f", assumed fp32 peak {PEAK_PER_CORE:.0f} GFLOP/s/core x {CORES} cores")
+    core_threads = os.environ.get("NPU_SIM_CORE_THREADS", str(CORES))
+    print(f"torch {torch.__version__}; CPU eager: MKL/oneDNN with {torch.get_num_threads()} threads; npu: "
+          f"{core_threads} AI-core threads (NPU_SIM_CORE_THREADS), each block's micro-kernel a serial BLAS call; "
+          f"fp32 peak assumed {PEAK_PER_CORE:.0f} GFLOP/s/core x {CORES} cores (REFERENCE.md E)")
     header = ["dtype", "n", "cpu ms", "npu ms", "npu/cpu", "cpu GFLOP/s", "npu GFLOP/s", "npu % peak"]
     print_table("Square GEMM torch.mm, npu vs CPU eager", header,
                 gemm_rows([256, 512, 1024] if quick else [256, 512, 1024, 2048], [torch.float32], repeat) +
