@@ -1,0 +1,370 @@
+// The matmul family on npu (registration + adapters, no math): mm, bmm, addmm, baddbmm, addbmm, mv,
+// addmv, dot, vdot, with out= and in-place variants. libtorch's structured meta functions do the shape
+// and dtype checks (same messages as CPU); operands go to npu_kernels::gemm as (batch, row, col)
+// strides, so transposed and strided views are read in place. matmul, linear, einsum, tensordot are
+// CompositeImplicit and reach these.
+#include <ATen/MemoryOverlap.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/addmm_meta.h>
+#include <ATen/ops/addmv_meta.h>
+#include <ATen/ops/baddbmm_meta.h>
+#include <ATen/ops/bmm_meta.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mm_meta.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <initializer_list>
+#include <utility>
+
+#include "aten/npu_tensor.h"
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+#include "npu_kernels/gemm.h"
+
+namespace torch_npu_sim {
+namespace {
+
+using Named = std::pair<const char*, const at::Tensor*>;
+
+// Every tensor argument must be on one npu device (the dispatcher sends mixed cpu/npu calls here).
+void check_devices(const char* op, std::initializer_list<Named> args) {
+  const at::Tensor* first = nullptr;
+  for (const auto& [name, t] : args) {
+    if (t == nullptr || !t->defined()) continue;
+    if (first == nullptr && is_npu(*t)) first = t;
+  }
+  TORCH_INTERNAL_ASSERT(first != nullptr, op, ": called without an npu tensor");
+  for (const auto& [name, t] : args) {
+    if (t == nullptr || !t->defined()) continue;
+    TORCH_CHECK(t->device() == first->device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ", first->device(),
+                " and ", t->device(), "! (when checking argument for argument ", name, " in method ", op, ")");
+  }
+}
+
+npu_kernels::DType gemm_dtype(at::ScalarType t, const char* op) {
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16, op,
+                              ": the npu Cube unit has no kernel for dtype ", t,
+                              " (supported: float32, float64, float16, bfloat16)");
+  return static_cast<npu_kernels::DType>(t);
+}
+
+// Output handling of a structured meta function: functional (allocate on npu), out= (check dtype,
+// resize) or in-place (sizes must match).
+template <typename Meta>
+struct NpuMeta final : Meta {
+  explicit NpuMeta(const char* op, at::Tensor out = {}, bool inplace = false)
+      : op_(op), out_(std::move(out)), inplace_(inplace) {}
+  void set_output_raw_strided(int64_t, at::IntArrayRef sizes, at::IntArrayRef, at::TensorOptions options) override {
+    if (!out_.defined()) {
+      out_ = at::empty(sizes, options);
+      return;
+    }
+    TORCH_CHECK(options.dtype() == out_.dtype(), op_, ": expected out tensor to have dtype ",
+                c10::typeMetaToScalarType(options.dtype()), ", but got ", out_.scalar_type(), " instead");
+    if (inplace_) {
+      TORCH_CHECK(out_.sizes() == sizes, op_, ": in-place result of shape ", sizes,
+                  " does not match the shape of self ", out_.sizes());
+    } else {
+      at::native::resize_output(out_, sizes);
+    }
+  }
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
+    set_output_raw_strided(i, sizes, strides, options);
+  }
+  const at::Tensor& maybe_get_output(int64_t) override { return out_; }
+  const char* op_;
+  at::Tensor out_;
+  bool inplace_;
+};
+
+// An operand as the kernel sees it: (batch, row, col) strides over a base pointer.
+struct Mat {
+  const void* data;
+  int64_t bs, rs, cs;
+};
+Mat mat2d(const at::Tensor& t) { return {t.const_data_ptr(), 0, t.stride(0), t.stride(1)}; }
+Mat mat3d(const at::Tensor& t) { return {t.const_data_ptr(), t.stride(0), t.stride(1), t.stride(2)}; }
+Mat column(const at::Tensor& v) { return {v.const_data_ptr(), 0, v.stride(0), 0}; }  // K x 1
+Mat row(const at::Tensor& v) { return {v.const_data_ptr(), 0, 0, v.stride(0)}; }     // 1 x K
+
+// out = alpha * A @ B + beta * cin (cin broadcast to out's shape; ignored when beta == 0). Runs on the
+// current stream of out's device. Results that alias an input go through a temporary.
+void run_gemm(const char* op, const at::Tensor& out, Mat (*as_mat)(const at::Tensor&), int64_t batch, int64_t m,
+              int64_t n, int64_t k, const Mat& a, const Mat& b, const at::Tensor& a_t, const at::Tensor& b_t,
+              const at::Tensor* cin, double alpha, double beta) {
+  if (out.numel() == 0) return;
+  const auto dtype = gemm_dtype(out.scalar_type(), op);
+  for (const at::Tensor* t : {&a_t, &b_t, cin}) {
+    TORCH_CHECK(t == nullptr || t->scalar_type() == out.scalar_type(), op, ": expected all operands to have dtype ",
+                out.scalar_type(), ", but got ", t->scalar_type());
+  }
+  at::assert_no_internal_overlap(out);
+  const bool cin_same = cin != nullptr && cin->data_ptr() == out.data_ptr() && cin->strides() == out.strides();
+  // Conservative: any shared storage counts (the overlap test gives up on non-dense views).
+  auto overlaps = [&](const at::Tensor& t) {
+    return t.numel() > 0 && out.is_alias_of(t) && at::get_overlap_status(out, t) != at::MemOverlapStatus::No;
+  };
+  const bool aliased = overlaps(a_t) || overlaps(b_t) || (cin != nullptr && beta != 0.0 && !cin_same && overlaps(*cin));
+  if (aliased) {
+    at::Tensor tmp = at::empty(out.sizes(), out.options());
+    run_gemm(op, tmp, as_mat, batch, m, n, k, a, b, a_t, b_t, cin, alpha, beta);
+    const_cast<at::Tensor&>(out).copy_(tmp);
+    return;
+  }
+  c10::DeviceGuard guard(out.device());
+  npu_kernels::GemmArgs g;
+  g.dtype = dtype;
+  g.batch = batch; g.m = m; g.n = n; g.k = k;
+  g.a = a.data; g.a_batch_stride = a.bs; g.a_row_stride = a.rs; g.a_col_stride = a.cs;
+  g.b = b.data; g.b_batch_stride = b.bs; g.b_row_stride = b.rs; g.b_col_stride = b.cs;
+  const Mat c = as_mat(out);
+  g.c = const_cast<void*>(c.data); g.c_batch_stride = c.bs; g.c_row_stride = c.rs; g.c_col_stride = c.cs;
+  at::Tensor cin_expanded;
+  if (cin != nullptr && beta != 0.0) {
+    cin_expanded = cin->expand(out.sizes());
+    const Mat ci = as_mat(cin_expanded);
+    g.cin = ci.data; g.cin_batch_stride = ci.bs; g.cin_row_stride = ci.rs; g.cin_col_stride = ci.cs;
+  }
+  g.alpha = alpha;
+  g.beta = cin != nullptr ? beta : 0.0;
+  NPU_CHECK(npu_kernels::gemm(current_native_stream(out.device().index()), g));
+}
+
+Mat out_column(const at::Tensor& t) { return {t.const_data_ptr(), 0, t.stride(0), 1}; }  // (M) as M x 1
+Mat out_scalar(const at::Tensor& t) { return {t.const_data_ptr(), 0, 1, 1}; }           // () as 1 x 1
+
+double scalar(const at::Scalar& s) { return s.toDouble(); }
+
+// ---- mm / addmm ---------------------------------------------------------------------------------------
+at::Tensor& addmm_impl(const char* op, const at::Tensor* self, const at::Tensor& m1, const at::Tensor& m2,
+                       double beta, double alpha, at::Tensor& out) {
+  run_gemm(op, out, mat2d, 1, m1.size(0), m2.size(1), m1.size(1), mat2d(m1), mat2d(m2), m1, m2, self, alpha, beta);
+  return out;
+}
+
+at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
+  check_devices("mm", {{"self", &self}, {"mat2", &mat2}});
+  NpuMeta<at::meta::structured_mm> meta("mm");
+  meta.meta(self, mat2);
+  return addmm_impl("mm", nullptr, self, mat2, 0.0, 1.0, meta.out_);
+}
+at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_devices("mm", {{"self", &self}, {"mat2", &mat2}, {"out", &out}});
+  NpuMeta<at::meta::structured_mm> meta("mm", out);
+  meta.meta(self, mat2);
+  return addmm_impl("mm", nullptr, self, mat2, 0.0, 1.0, out);
+}
+at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  check_devices("addmm", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});
+  NpuMeta<at::meta::structured_addmm> meta("addmm");
+  meta.meta(self, m1, m2, beta, alpha);
+  return addmm_impl("addmm", &self, m1, m2, scalar(beta), scalar(alpha), meta.out_);
+}
+at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                      const at::Scalar& alpha, at::Tensor& out) {
+  check_devices("addmm", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}, {"out", &out}});
+  NpuMeta<at::meta::structured_addmm> meta("addmm", out);
+  meta.meta(self, m1, m2, beta, alpha);
+  return addmm_impl("addmm", &self, m1, m2, scalar(beta), scalar(alpha), out);
+}
+at::Tensor& addmm_(at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  check_devices("addmm_", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});
+  NpuMeta<at::meta::structured_addmm> meta("addmm_", self, /*inplace=*/true);
+  meta.meta(self, m1, m2, beta, alpha);
+  return addmm_impl("addmm_", &self, m1, m2, scalar(beta), scalar(alpha), self);
+}
+
+// ---- bmm / baddbmm / addbmm ----------------------------------------------------------------------------
+at::Tensor& baddbmm_impl(const char* op, const at::Tensor* self, const at::Tensor& b1, const at::Tensor& b2,
+                         double beta, double alpha, at::Tensor& out) {
+  run_gemm(op, out, mat3d, b1.size(0), b1.size(1), b2.size(2), b1.size(2), mat3d(b1), mat3d(b2), b1, b2, self, alpha,
+           beta);
+  return out;
+}
+
+at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  check_devices("bmm", {{"self", &self}, {"mat2", &mat2}});
+  NpuMeta<at::meta::structured_bmm> meta("bmm");
+  meta.meta(self, mat2);
+  return baddbmm_impl("bmm", nullptr, self, mat2, 0.0, 1.0, meta.out_);
+}
+at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_devices("bmm", {{"self", &self}, {"mat2", &mat2}, {"out", &out}});
+  NpuMeta<at::meta::structured_bmm> meta("bmm", out);
+  meta.meta(self, mat2);
+  return baddbmm_impl("bmm", nullptr, self, mat2, 0.0, 1.0, out);
+}
+at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  check_devices("baddbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
+  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm");
+  meta.meta(self, b1, b2, beta, alpha);
+  return baddbmm_impl("baddbmm", &self, b1, b2, scalar(beta), scalar(alpha), meta.out_);
+}
+at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                        const at::Scalar& alpha, at::Tensor& out) {
+  check_devices("baddbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
+  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm", out);
+  meta.meta(self, b1, b2, beta, alpha);
+  return baddbmm_impl("baddbmm", &self, b1, b2, scalar(beta), scalar(alpha), out);
+}
+at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                     const at::Scalar& alpha) {
+  check_devices("baddbmm_", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
+  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm_", self, /*inplace=*/true);
+  meta.meta(self, b1, b2, beta, alpha);
+  return baddbmm_impl("baddbmm_", &self, b1, b2, scalar(beta), scalar(alpha), self);
+}
+
+// addbmm: out = beta * self + alpha * sum_b b1[b] @ b2[b], as one GEMM per batch accumulating in place.
+at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                       const at::Scalar& alpha, at::Tensor& out) {
+  check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
+  TORCH_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(b1.size(0) == b2.size(0), "batch1 and batch2 must have same number of batches, got ", b1.size(0),
+              " and ", b2.size(0));
+  TORCH_CHECK(b1.size(2) == b2.size(1), "Incompatible matrix sizes for bmm (", b1.size(1), "x", b1.size(2), " and ",
+              b2.size(1), "x", b2.size(2), ")");
+  TORCH_CHECK(b1.scalar_type() == b2.scalar_type() && b1.scalar_type() == self.scalar_type(),
+              "addbmm: expected self, batch1 and batch2 to have the same dtype, but got: ", self.scalar_type(), ", ",
+              b1.scalar_type(), " and ", b2.scalar_type());
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "addbmm: expected out tensor to have dtype ",
+              self.scalar_type(), ", but got ", out.scalar_type(), " instead");
+  const int64_t m = b1.size(1), n = b2.size(2);
+  const auto expanded = self.expand({m, n});
+  if (!out.is_same(self)) at::native::resize_output(out, {m, n});
+  if (b1.size(0) == 0 || b1.size(2) == 0) {
+    // Empty reduction: out = beta * self (through the GEMM with K = 0).
+    run_gemm("addbmm", out, mat2d, 1, m, n, 0, Mat{nullptr, 0, 0, 0}, Mat{nullptr, 0, 0, 0}, b1, b2, &expanded, 1.0,
+             scalar(beta));
+    return out;
+  }
+  for (int64_t i = 0; i < b1.size(0); ++i) {
+    const auto x = b1.select(0, i), y = b2.select(0, i);
+    if (i == 0) {
+      run_gemm("addbmm", out, mat2d, 1, m, n, x.size(1), mat2d(x), mat2d(y), x, y, &expanded, scalar(alpha),
+               scalar(beta));
+    } else {
+      run_gemm("addbmm", out, mat2d, 1, m, n, x.size(1), mat2d(x), mat2d(y), x, y, &out, scalar(alpha), 1.0);
+    }
+  }
+  return out;
+}
+at::Tensor addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                  const at::Scalar& alpha) {
+  check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
+  at::Tensor out = at::empty({0}, self.options());
+  return addbmm_out(self, b1, b2, beta, alpha, out);
+}
+at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                    const at::Scalar& alpha) {
+  TORCH_CHECK(self.dim() == 2 && b1.dim() == 3 && b2.dim() == 3 && self.size(0) == b1.size(1) &&
+                  self.size(1) == b2.size(2),
+              "addbmm_: self of shape ", self.sizes(), " does not match the result shape");
+  return addbmm_out(self, b1, b2, beta, alpha, self);
+}
+
+// ---- mv / addmv / dot / vdot -------------------------------------------------------------------------
+at::Tensor& addmv_impl(const char* op, const at::Tensor* self, const at::Tensor& mat, const at::Tensor& vec,
+                       double beta, double alpha, at::Tensor& out) {
+  at::Tensor cin;
+  if (self != nullptr) cin = self->dim() == 0 ? self->expand({mat.size(0)}) : *self;
+  run_gemm(op, out, out_column, 1, mat.size(0), 1, mat.size(1), mat2d(mat), column(vec), mat, vec,
+           self != nullptr ? &cin : nullptr, alpha, beta);
+  return out;
+}
+at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  check_devices("addmv", {{"self", &self}, {"mat", &mat}, {"vec", &vec}});
+  NpuMeta<at::meta::structured_addmv> meta("addmv");
+  meta.meta(self, mat, vec, beta, alpha);
+  return addmv_impl("addmv", &self, mat, vec, scalar(beta), scalar(alpha), meta.out_);
+}
+at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                      const at::Scalar& alpha, at::Tensor& out) {
+  check_devices("addmv", {{"self", &self}, {"mat", &mat}, {"vec", &vec}, {"out", &out}});
+  NpuMeta<at::meta::structured_addmv> meta("addmv", out);
+  meta.meta(self, mat, vec, beta, alpha);
+  return addmv_impl("addmv", &self, mat, vec, scalar(beta), scalar(alpha), out);
+}
+at::Tensor& addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  check_devices("addmv_", {{"self", &self}, {"mat", &mat}, {"vec", &vec}});
+  NpuMeta<at::meta::structured_addmv> meta("addmv_", self, /*inplace=*/true);
+  meta.meta(self, mat, vec, beta, alpha);
+  return addmv_impl("addmv_", &self, mat, vec, scalar(beta), scalar(alpha), self);
+}
+
+void check_mv(const at::Tensor& self, const at::Tensor& vec) {
+  TORCH_CHECK(self.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ", 1, ", ", self.dim(), ", ",
+              vec.dim());
+  TORCH_CHECK(self.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", self.size(0), "x",
+              self.size(1), "), vec (", vec.size(0), ")");
+  TORCH_CHECK(self.scalar_type() == vec.scalar_type(), "mv: expected mat and vec to have the same dtype, but got ",
+              self.scalar_type(), " and ", vec.scalar_type());
+}
+at::Tensor& mv_out(const at::Tensor& self, const at::Tensor& vec, at::Tensor& out) {
+  check_devices("mv", {{"self", &self}, {"vec", &vec}, {"out", &out}});
+  check_mv(self, vec);
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "mv: expected out tensor to have dtype ", self.scalar_type(),
+              ", but got ", out.scalar_type(), " instead");
+  at::native::resize_output(out, {self.size(0)});
+  return addmv_impl("mv", nullptr, self, vec, 0.0, 1.0, out);
+}
+at::Tensor mv(const at::Tensor& self, const at::Tensor& vec) {
+  check_devices("mv", {{"self", &self}, {"vec", &vec}});
+  check_mv(self, vec);
+  at::Tensor out = at::empty({self.size(0)}, self.options());
+  return addmv_impl("mv", nullptr, self, vec, 0.0, 1.0, out);
+}
+
+at::Tensor dot_impl(const char* op, const at::Tensor& self, const at::Tensor& other) {
+  check_devices(op, {{"self", &self}, {"other", &other}});
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
+              other.dim(), "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), op,
+              " : expected both vectors to have same dtype, but found ", self.scalar_type(), " and ",
+              other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
+              other.numel(), " elements respectively");
+  gemm_dtype(self.scalar_type(), op);  // real types only: vdot == dot
+  at::Tensor out = at::empty({}, self.options());
+  run_gemm(op, out, out_scalar, 1, 1, 1, self.numel(), row(self), column(other), self, other, nullptr, 1.0, 0.0);
+  return out;
+}
+at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("dot", self, other); }
+at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("vdot", self, other); }
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mm", mm);
+  m.impl("mm.out", mm_out);
+  m.impl("bmm", bmm);
+  m.impl("bmm.out", bmm_out);
+  m.impl("addmm", addmm);
+  m.impl("addmm.out", addmm_out);
+  m.impl("addmm_", addmm_);
+  m.impl("baddbmm", baddbmm);
+  m.impl("baddbmm.out", baddbmm_out);
+  m.impl("baddbmm_", baddbmm_);
+  m.impl("addbmm", addbmm);
+  m.impl("addbmm.out", addbmm_out);
+  m.impl("addbmm_", addbmm_);
+  m.impl("mv", mv);
+  m.impl("mv.out", mv_out);
+  m.impl("addmv", addmv);
+  m.impl("addmv.out", addmv_out);
+  m.impl("addmv_", addmv_);
+  m.impl("dot", dot);
+  m.impl("vdot", vdot);
+}
+
+}  // namespace
+}  // namespace torch_npu_sim

@@ -1,0 +1,53 @@
+// Convolution on the Cube unit (torch-free): conv2d forward, backward-input and backward-weight as
+// tiled GEMMs over implicit im2col panels, plus the bias gradient. Transposed convolution is the
+// backward-input path; conv1d is conv2d with H = 1 (the adapter arranges both).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "npu_kernels/dtype.h"
+#include "npu_sim/runtime.h"
+
+namespace npu_kernels {
+
+// Geometry and operands of one conv2d in the *forward* sense: x (N, C, H, W) convolved with
+// w (O, C / groups, KH, KW) gives y (N, O, OH, OW). Strides are element strides of each NCHW / OCHW
+// dimension, so any layout works. All tensors share `dtype` and live on the stream's device.
+struct Conv2dArgs {
+  DType dtype = DType::kFloat32;
+  int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;
+  int64_t out_channels = 0, out_h = 0, out_w = 0, kernel_h = 0, kernel_w = 0;
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1, groups = 1;
+  void* x = nullptr;  // forward: input (read); backward_input: grad_input (written)
+  int64_t x_strides[4] = {};
+  void* w = nullptr;  // forward/backward_input: weight (read); backward_weight: grad_weight (written)
+  int64_t w_strides[4] = {};
+  void* y = nullptr;  // forward: output (written); backward_*: grad_output (read)
+  int64_t y_strides[4] = {};
+  // forward: added to y per output channel; backward_input: added to x per input channel (this is the
+  // bias of a transposed convolution). May be null.
+  const void* bias = nullptr;
+  int64_t bias_stride = 1;
+};
+
+// Checks sizes, dtype and geometry; kInvalidValue with a reason in *why (if given) otherwise.
+npu_sim::Status conv2d_validate(const Conv2dArgs& a, const char** why = nullptr);
+
+// y = conv(x, w) (+ bias).
+npu_sim::Status conv2d_forward(npu_sim::Stream stream, const Conv2dArgs& a);
+
+// x = conv_transpose(y, w) (+ bias): GEMM into a column buffer, then col2im. `scratch` is device memory
+// of at least conv2d_backward_input_scratch_bytes(a, 1) bytes; more lets more images go per pass.
+std::size_t conv2d_backward_input_scratch_bytes(const Conv2dArgs& a, int64_t images);
+npu_sim::Status conv2d_backward_input(npu_sim::Stream stream, const Conv2dArgs& a, void* scratch,
+                                      std::size_t scratch_bytes);
+
+// w = grad_weight from x (input) and y (grad_output).
+npu_sim::Status conv2d_backward_weight(npu_sim::Stream stream, const Conv2dArgs& a);
+
+// grad_bias[o] = sum over n, oh, ow of y[n, o, oh, ow].
+npu_sim::Status conv2d_backward_bias(npu_sim::Stream stream, const Conv2dArgs& a, void* grad_bias,
+                                     int64_t grad_bias_stride);
+
+}  // namespace npu_kernels

@@ -1,0 +1,151 @@
+// The batched, strided GEMM kernel (npu_kernels::gemm) and the tile planning shared with conv.cpp.
+#include "npu_kernels/gemm.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gemm_tiling.h"
+
+namespace npu_kernels {
+namespace detail {
+
+TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t batch, int64_t m, int64_t n, int64_t k,
+                    int64_t min_units) {
+  // Square-ish tiles fill a third of the UB each; a thin side (matrix-vector, small K) gives its share
+  // to the other panels so that few, long micro-kernel calls remain. Too few tiles to keep every core
+  // thread busy (a small GEMM, a conv weight gradient) halve the wider tile side, down to 32.
+  const int64_t budget = static_cast<int64_t>(ub_bytes / elem_bytes);
+  int64_t t = static_cast<int64_t>(std::sqrt(static_cast<double>(budget) / 3.0));
+  t = std::max<int64_t>(8, t / 8 * 8);
+  TilePlan p;
+  p.mc = std::max<int64_t>(1, std::min(m, t));
+  p.nc = std::max<int64_t>(1, std::min(n, t));
+  auto units = [&] { return batch * ((m + p.mc - 1) / p.mc) * ((n + p.nc - 1) / p.nc); };
+  while (units() < min_units && std::max(p.mc, p.nc) > 32) {
+    if (p.nc >= p.mc) {
+      p.nc = (p.nc + 1) / 2;
+    } else {
+      p.mc = (p.mc + 1) / 2;
+    }
+  }
+  int64_t kc = (budget - p.mc * p.nc) / (p.mc + p.nc);
+  if (kc < k) kc = std::max<int64_t>(8, kc / 8 * 8);
+  p.kc = std::max<int64_t>(1, std::min(std::max<int64_t>(k, 1), kc));
+  return p;
+}
+
+bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores, int* core_threads) {
+  int device = 0;
+  if (stream == nullptr) {
+    if (npu_sim::get_device(&device) != npu_sim::Status::kSuccess) return false;
+  } else if (npu_sim::stream_get_device(stream, &device) != npu_sim::Status::kSuccess) {
+    return false;
+  }
+  npu_sim::DeviceProperties props{};
+  if (npu_sim::get_device_properties(device, &props) != npu_sim::Status::kSuccess) return false;
+  *ub_bytes = props.ub_bytes;
+  *ai_cores = std::max(props.ai_core_count, props.core_threads);
+  *core_threads = std::max(props.core_threads, 1);
+  return true;
+}
+
+bool cpu_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+bool cpu_has_f16c() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  return has;
+}
+
+__attribute__((target("avx2"))) void half_row_to_float_avx2(float* dst, const uint16_t* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(src[i]);
+}
+
+__attribute__((target("avx2,f16c"))) void float_row_to_half_f16c(uint16_t* dst, const float* src, int64_t n) {
+  typedef _Float16 half8 __attribute__((vector_size(16)));
+  typedef float float8 __attribute__((vector_size(32)));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    float8 f;
+    std::memcpy(&f, src + i, sizeof(f));
+    const half8 h = __builtin_convertvector(f, half8);
+    std::memcpy(dst + i, &h, sizeof(h));
+  }
+  for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
+}
+
+namespace {
+
+template <typename T>
+npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
+  using Acc = acc_t<T>;
+  const T* a = static_cast<const T*>(g.a);
+  const T* b = static_cast<const T*>(g.b);
+  T* c = static_cast<T*>(g.c);
+  const bool use_beta = g.beta != 0.0;
+  const T* cin = use_beta ? static_cast<const T*>(g.cin != nullptr ? g.cin : g.c) : nullptr;
+  const int64_t cin_bs = g.cin != nullptr ? g.cin_batch_stride : g.c_batch_stride;
+  const int64_t cin_rs = g.cin != nullptr ? g.cin_row_stride : g.c_row_stride;
+  const int64_t cin_cs = g.cin != nullptr ? g.cin_col_stride : g.c_col_stride;
+  const Acc alpha = static_cast<Acc>(g.alpha), beta = static_cast<Acc>(g.beta);
+  auto pack_a = [=](int64_t bi, int64_t i0, int64_t mc, int64_t k0, int64_t kc, Acc* dst) {
+    pack_strided(dst, a + bi * g.a_batch_stride + i0 * g.a_row_stride + k0 * g.a_col_stride, mc, kc,
+                 g.a_row_stride, g.a_col_stride);
+  };
+  auto pack_b = [=](int64_t bi, int64_t k0, int64_t kc, int64_t j0, int64_t nc, Acc* dst) {
+    pack_strided(dst, b + bi * g.b_batch_stride + k0 * g.b_row_stride + j0 * g.b_col_stride, kc, nc,
+                 g.b_row_stride, g.b_col_stride);
+  };
+  auto store = [=](int64_t bi, int64_t i0, int64_t mc, int64_t j0, int64_t nc, const Acc* acc) {
+    for (int64_t i = 0; i < mc; ++i) {
+      T* out = c + bi * g.c_batch_stride + (i0 + i) * g.c_row_stride + j0 * g.c_col_stride;
+      const Acc* row = acc + i * nc;
+      if (cin != nullptr) {
+        const T* in = cin + bi * cin_bs + (i0 + i) * cin_rs + j0 * cin_cs;
+        for (int64_t j = 0; j < nc; ++j) {
+          out[j * g.c_col_stride] = store_as<T>(alpha * row[j] + beta * load_as<Acc>(in[j * cin_cs]));
+        }
+      } else if (g.c_col_stride == 1) {
+        if constexpr (std::is_same_v<T, Half>) {
+          if (cpu_has_f16c()) {  // vectorised round-to-nearest-even, in chunks scaled on the stack
+            float scaled[64];
+            for (int64_t j = 0; j < nc; j += 64) {
+              const int64_t len = std::min<int64_t>(64, nc - j);
+              for (int64_t t = 0; t < len; ++t) scaled[t] = alpha * row[j + t];
+              float_row_to_half_f16c(reinterpret_cast<uint16_t*>(out + j), scaled, len);
+            }
+            continue;
+          }
+        }
+        for (int64_t j = 0; j < nc; ++j) out[j] = store_as<T>(alpha * row[j]);
+      } else {
+        for (int64_t j = 0; j < nc; ++j) out[j * g.c_col_stride] = store_as<T>(alpha * row[j]);
+      }
+    }
+  };
+  return tiled_gemm<Acc>(stream, "gemm", g.batch, g.m, g.n, g.k, pack_a, pack_b, store);
+}
+
+npu_sim::Status invalid(const std::string&) { return npu_sim::Status::kInvalidValue; }
+
+}  // namespace
+}  // namespace detail
+
+npu_sim::Status gemm(npu_sim::Stream stream, const GemmArgs& g) {
+  if (g.batch < 0 || g.m < 0 || g.n < 0 || g.k < 0) return detail::invalid("negative size");
+  if (g.batch == 0 || g.m == 0 || g.n == 0) return npu_sim::Status::kSuccess;
+  if (g.c == nullptr || (g.k > 0 && (g.a == nullptr || g.b == nullptr))) return detail::invalid("null operand");
+  switch (g.dtype) {
+    case DType::kFloat32: return detail::gemm_typed<float>(stream, g);
+    case DType::kFloat64: return detail::gemm_typed<double>(stream, g);
+    case DType::kFloat16: return detail::gemm_typed<Half>(stream, g);
+    case DType::kBFloat16: return detail::gemm_typed<BFloat16>(stream, g);
+    default: return detail::invalid("dtype");
+  }
+}
+
+}  // namespace npu_kernels

@@ -1,0 +1,121 @@
+// The Cube unit's micro-kernel: multiplies the packed A/B panels that sit in a core's Unified Buffer.
+// It calls Debian's serial OpenBLAS (runtime-dispatched AVX-512 kernels, ~10x our portable loop on this
+// machine; see benchmarks/bench_matmul.py), loaded with dlopen so that we can pick its CPU kernel:
+// OpenBLAS 0.3.21 does not know newer AVX-512 cores and falls back to its generic "Prescott" kernels
+// unless OPENBLAS_CORETYPE names one, which must happen before the library initialises. The serial
+// build is required: the AI-core pool provides the parallelism. Without OpenBLAS (or with
+// NPU_SIM_GEMM_BLAS=0) the portable loop below is used.
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "gemm_tiling.h"
+#include "npu_kernels/gemm.h"
+
+#ifndef NPU_SIM_OPENBLAS_PATH
+#define NPU_SIM_OPENBLAS_PATH ""
+#endif
+
+namespace npu_kernels {
+namespace detail {
+namespace {
+
+// CBLAS constants (cblas.h): row-major order, no transpose.
+constexpr int kRowMajor = 101;
+constexpr int kNoTrans = 111;
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
+                         float*, int);
+using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
+                         double*, int);
+
+struct Blas {
+  SgemmFn sgemm = nullptr;
+  DgemmFn dgemm = nullptr;
+  std::string name = "own";
+};
+
+const Blas& blas() {
+  static const Blas instance = [] {
+    Blas b;
+    const char* off = std::getenv("NPU_SIM_GEMM_BLAS");
+    if (off != nullptr && std::string(off) == "0") return b;
+    // Choose OpenBLAS's kernel family ourselves when the user did not: AVX-512 cores it does not
+    // recognise get SkylakeX (the AVX-512 kernels), otherwise its own detection stands.
+    bool set_core = false;
+    if (std::getenv("OPENBLAS_CORETYPE") == nullptr && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+      setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+      set_core = true;
+    }
+    void* lib = nullptr;
+    for (const char* path : {NPU_SIM_OPENBLAS_PATH, "/usr/lib/x86_64-linux-gnu/openblas-serial/libopenblas.so.0",
+                             "libopenblas.so.0"}) {
+      if (path[0] == '\0') continue;
+      lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (lib != nullptr) break;
+    }
+    if (set_core) unsetenv("OPENBLAS_CORETYPE");
+    if (lib == nullptr) return b;
+    auto sgemm = reinterpret_cast<SgemmFn>(dlsym(lib, "cblas_sgemm"));
+    auto dgemm = reinterpret_cast<DgemmFn>(dlsym(lib, "cblas_dgemm"));
+    if (sgemm == nullptr || dgemm == nullptr) return b;
+    // A threaded OpenBLAS (if that is what we found) must not spawn its own pool under ours.
+    if (auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(lib, "openblas_set_num_threads"))) set_threads(1);
+    auto parallel = reinterpret_cast<int (*)()>(dlsym(lib, "openblas_get_parallel"));
+    auto corename = reinterpret_cast<char* (*)()>(dlsym(lib, "openblas_get_corename"));
+    b.sgemm = sgemm;
+    b.dgemm = dgemm;
+    b.name = std::string(parallel != nullptr && parallel() != 0 ? "openblas-threaded(1)" : "openblas-serial") +
+             " (" + (corename != nullptr ? corename() : "?") + ")";
+    return b;
+  }();
+  return instance;
+}
+
+// Portable fallback: row-times-panel updates the compiler vectorises.
+template <typename Acc>
+void own_micro(int64_t m, int64_t n, int64_t k, const Acc* a, const Acc* b, Acc* c, bool accumulate) {
+  if (!accumulate) std::fill(c, c + m * n, Acc(0));
+  for (int64_t i = 0; i < m; ++i) {
+    Acc* cr = c + i * n;
+    for (int64_t p = 0; p < k; ++p) {
+      const Acc av = a[i * k + p];
+      const Acc* br = b + p * n;
+      for (int64_t j = 0; j < n; ++j) cr[j] += av * br[j];
+    }
+  }
+}
+
+}  // namespace
+
+void ensure_micro_kernel_loaded() { (void)blas(); }
+
+void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  const Blas& lib = blas();
+  if (lib.sgemm != nullptr) {
+    if (!accumulate) std::fill(c, c + m * n, 0.0f);  // the UB holds stale data, possibly NaN
+    lib.sgemm(kRowMajor, kNoTrans, kNoTrans, int(m), int(n), int(k), 1.0f, a, int(k), b, int(n),
+              accumulate ? 1.0f : 0.0f, c, int(n));
+  } else {
+    own_micro(m, n, k, a, b, c, accumulate);
+  }
+}
+
+void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, bool accumulate) {
+  const Blas& lib = blas();
+  if (lib.dgemm != nullptr) {
+    if (!accumulate) std::fill(c, c + m * n, 0.0);
+    lib.dgemm(kRowMajor, kNoTrans, kNoTrans, int(m), int(n), int(k), 1.0, a, int(k), b, int(n),
+              accumulate ? 1.0 : 0.0, c, int(n));
+  } else {
+    own_micro(m, n, k, a, b, c, accumulate);
+  }
+}
+
+}  // namespace detail
+
+const char* gemm_micro_kernel_name() { return detail::blas().name.c_str(); }
+
+}  // namespace npu_kernels

@@ -1,0 +1,207 @@
+// Private to kernels/: the tiled GEMM driver shared by gemm.cpp and conv.cpp. Tiles of C are spread
+// over AI-core blocks; inside a block the A and B panels are packed into the core's Unified Buffer
+// (together with the C accumulator tile) and multiplied by the micro-kernel. Operand access is
+// abstracted by pack/store callbacks, so convolution reuses the driver with implicit im2col panels.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "npu_kernels/dtype.h"
+#include "npu_sim/runtime.h"
+
+namespace npu_kernels {
+namespace detail {
+
+// Accumulation type of a storage type: half types accumulate in float32.
+template <typename T> struct AccOf { using type = T; };
+template <> struct AccOf<Half> { using type = float; };
+template <> struct AccOf<BFloat16> { using type = float; };
+template <typename T> using acc_t = typename AccOf<T>::type;
+
+// fp16 <-> fp32 by bit manipulation (exact; round-to-nearest-even on the way down). The build targets
+// baseline x86-64, where the compiler's _Float16 conversions are library calls, ~10x slower in packing.
+inline float half_bits_to_float(uint16_t h) {
+  // Branch-free (masks), so packing loops vectorise (GCC gives up on the equivalent ternaries).
+  constexpr uint32_t kShiftedExp = 0x7c00u << 13;
+  const uint32_t o = (static_cast<uint32_t>(h) & 0x7fffu) << 13;
+  const uint32_t exp = kShiftedExp & o;
+  const uint32_t normal = o + ((127u - 15u) << 23);
+  const uint32_t inf_nan = normal + ((128u - 16u) << 23);
+  uint32_t sub_bits = normal + (1u << 23);  // zero / subnormal: renormalise through a float subtraction
+  float sub;
+  std::memcpy(&sub, &sub_bits, 4);
+  sub -= 6.103515625e-05f;  // 2^-14
+  std::memcpy(&sub_bits, &sub, 4);
+  const uint32_t m_inf = 0u - static_cast<uint32_t>(exp == kShiftedExp);  // masks, not branches
+  const uint32_t m_zero = 0u - static_cast<uint32_t>(exp == 0);
+  uint32_t r = (inf_nan & m_inf) | (sub_bits & m_zero) | (normal & ~(m_inf | m_zero));
+  r |= (static_cast<uint32_t>(h) & 0x8000u) << 16;
+  float f;
+  std::memcpy(&f, &r, 4);
+  return f;
+}
+inline uint16_t float_to_half_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = u & 0x80000000u;
+  u ^= sign;
+  uint16_t o;
+  if (u >= ((127u + 16u) << 23)) {  // beyond fp16 range: Inf, or NaN stays (quiet) NaN
+    o = u > (255u << 23) ? 0x7e00 : 0x7c00;
+  } else if (u < (113u << 23)) {  // result is subnormal or zero: let the FPU round
+    constexpr uint32_t kMagic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
+    float magic, v;
+    std::memcpy(&magic, &kMagic, 4);
+    std::memcpy(&v, &u, 4);
+    v += magic;
+    uint32_t r;
+    std::memcpy(&r, &v, 4);
+    o = static_cast<uint16_t>(r - kMagic);
+  } else {
+    const uint32_t mant_odd = (u >> 13) & 1u;
+    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu;
+    u += mant_odd;
+    o = static_cast<uint16_t>(u >> 13);
+  }
+  return static_cast<uint16_t>(o | (sign >> 16));
+}
+
+// A contiguous run of fp16 values to float: the branch-free conversion in a loop the compiler
+// vectorises (an AVX2 build of it is chosen at run time; the baseline build uses SSE2).
+void half_row_to_float_avx2(float* dst, const uint16_t* src, int64_t n);
+void float_row_to_half_f16c(uint16_t* dst, const float* src, int64_t n);  // round to nearest even
+bool cpu_has_avx2();
+bool cpu_has_f16c();
+template <typename Acc>
+inline void half_row_to_float(Acc* dst, const uint16_t* src, int64_t n) {
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (cpu_has_avx2()) {
+      half_row_to_float_avx2(dst, src, n);
+      return;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<Acc>(half_bits_to_float(src[i]));
+}
+
+template <typename Acc, typename T>
+inline Acc load_as(const T& v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return static_cast<Acc>(half_bits_to_float(v.bits));
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return static_cast<Acc>(static_cast<float>(v));
+  } else {
+    return static_cast<Acc>(v);
+  }
+}
+template <typename T, typename Acc>
+inline T store_as(Acc v) {
+  if constexpr (std::is_same_v<T, Half>) {
+    Half h;
+    h.bits = float_to_half_bits(static_cast<float>(v));
+    return h;
+  } else if constexpr (std::is_same_v<T, BFloat16>) {
+    return T(static_cast<float>(v));  // round to nearest even
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+// Panel sizes: A is mc x kc, B is kc x nc, the accumulator mc x nc, all inside ub_bytes.
+struct TilePlan {
+  int64_t mc = 0, nc = 0, kc = 0;
+};
+TilePlan plan_tiles(std::size_t ub_bytes, std::size_t elem_bytes, int64_t batch, int64_t m, int64_t n, int64_t k,
+                    int64_t min_units);
+// Unified Buffer size, AI-core count and core threads of the stream's device (what a kernel plans with).
+bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores, int* core_threads);
+
+// c (m x n, ld n) = [c +] a (m x k, ld k) @ b (k x n, ld n). Dense, packed panels.
+// Loads the BLAS (once). Called on the launching host thread, before any block runs, so the one-time
+// OPENBLAS_CORETYPE setenv happens outside the core threads.
+void ensure_micro_kernel_loaded();
+void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate);
+void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, bool accumulate);
+
+// Runs batch x ceil(m/mc) x ceil(n/nc) C tiles over a grid sized by the core count. The callbacks
+// (copied into the kernel, so they must own what they read):
+//   pack_a(b, i0, mc, k0, kc, Acc* dst)  dst[i * kc + p] = op(A)[b][i0 + i][k0 + p]
+//   pack_b(b, k0, kc, j0, nc, Acc* dst)  dst[p * nc + j] = op(B)[b][k0 + p][j0 + j]
+//   store(b, i0, mc, j0, nc, const Acc* acc)  acc[i * nc + j] = (A @ B)[b][i0 + i][j0 + j]
+template <typename Acc, typename PackA, typename PackB, typename Store>
+npu_sim::Status tiled_gemm(npu_sim::Stream stream, const char* name, int64_t batch, int64_t m, int64_t n,
+                           int64_t k, PackA pack_a, PackB pack_b, Store store) {
+  if (batch <= 0 || m <= 0 || n <= 0) return npu_sim::Status::kSuccess;
+  ensure_micro_kernel_loaded();
+  std::size_t ub_bytes = 0;
+  int ai_cores = 1, core_threads = 1;
+  if (!device_limits(stream, &ub_bytes, &ai_cores, &core_threads)) return npu_sim::Status::kInvalidHandle;
+  const TilePlan plan = plan_tiles(ub_bytes, sizeof(Acc), batch, m, n, k, 2 * int64_t{core_threads});
+  const int64_t mt = (m + plan.mc - 1) / plan.mc, nt = (n + plan.nc - 1) / plan.nc;
+  const int64_t units = batch * mt * nt;
+  const uint32_t grid = static_cast<uint32_t>(std::min<int64_t>(units, std::max(ai_cores, 1)));
+  const std::string kernel_name(name);
+  return npu_sim::launch_kernel(
+      stream, name, grid,
+      [=](const npu_sim::BlockContext& ctx) {
+        const std::size_t need = sizeof(Acc) * (plan.mc * plan.kc + plan.kc * plan.nc + plan.mc * plan.nc);
+        if (need > ctx.ub_bytes) {
+          throw npu_sim::KernelError(kernel_name + ": tile plan needs " + std::to_string(need) +
+                                     " bytes of Unified Buffer, the core has " + std::to_string(ctx.ub_bytes));
+        }
+        Acc* pa = static_cast<Acc*>(ctx.ub);
+        Acc* pb = pa + plan.mc * plan.kc;
+        Acc* pc = pb + plan.kc * plan.nc;
+        // Contiguous runs of tiles per block: neighbours share the A panel rows (cache reuse).
+        const int64_t begin = units * ctx.block_idx / ctx.block_dim;
+        const int64_t end = units * (ctx.block_idx + 1) / ctx.block_dim;
+        for (int64_t u = begin; u < end; ++u) {
+          const int64_t bi = u / (mt * nt);
+          const int64_t r = u % (mt * nt);
+          const int64_t i0 = (r / nt) * plan.mc, j0 = (r % nt) * plan.nc;
+          const int64_t mc = std::min(plan.mc, m - i0), nc = std::min(plan.nc, n - j0);
+          if (k == 0) std::fill(pc, pc + mc * nc, Acc(0));
+          for (int64_t k0 = 0; k0 < k; k0 += plan.kc) {
+            const int64_t kc = std::min(plan.kc, k - k0);
+            pack_a(bi, i0, mc, k0, kc, pa);
+            pack_b(bi, k0, kc, j0, nc, pb);
+            micro_gemm(mc, nc, kc, pa, pb, pc, k0 > 0);
+          }
+          store(bi, i0, mc, j0, nc, static_cast<const Acc*>(pc));
+        }
+      });
+}
+
+// Strided 2-D panel gather: dst[r * cols + c] = src[r * rs + c * cs] (converted), walking memory in
+// the order of the smaller stride so transposed sources are read contiguously.
+template <typename Acc, typename T>
+inline void pack_strided(Acc* dst, const T* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (cs == 1) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* s = src + r * rs;
+      Acc* d = dst + r * cols;
+      if constexpr (std::is_same_v<T, Acc>) {
+        std::memcpy(d, s, sizeof(Acc) * cols);
+      } else if constexpr (std::is_same_v<T, Half>) {
+        half_row_to_float(d, reinterpret_cast<const uint16_t*>(s), cols);
+      } else {
+        for (int64_t c = 0; c < cols; ++c) d[c] = load_as<Acc>(s[c]);
+      }
+    }
+  } else if (rs == 1 || std::abs(rs) < std::abs(cs)) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const T* s = src + c * cs;
+      for (int64_t r = 0; r < rows; ++r) dst[r * cols + c] = load_as<Acc>(s[r * rs]);
+    }
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* s = src + r * rs;
+      for (int64_t c = 0; c < cols; ++c) dst[r * cols + c] = load_as<Acc>(s[c * cs]);
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace npu_kernels

@@ -1,0 +1,318 @@
+"""The Cube-unit ops on npu (matmul family and convolution), forward and backward, against CPU PyTorch:
+dtypes, transposed / non-contiguous / batched operands, alpha and beta, conv1d / conv2d /
+conv_transpose2d with groups, stride, padding, dilation, errors, and no CPU fallback for these ops."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim
+
+FLOAT_TYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+CUBE_OP_WORDS = ("mm", "mv", "dot", "conv", "matmul", "linear", "einsum")
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed + sum(shape))
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+def tolerances(dtype, k=1):
+    """(rtol, atol) for a result of k-term dot products in `dtype` against a float64 reference."""
+    scale = max(1.0, math.sqrt(k))
+    return {torch.float32: (1e-5, 2e-5 * scale), torch.float64: (1e-12, 1e-12 * scale),
+            torch.float16: (2e-3, 2e-3 * scale), torch.bfloat16: (1.6e-2, 1.6e-2 * scale)}[dtype]
+
+
+def check(npu_result, cpu_fn, *cpu_args, k=1, dtype=None):
+    """Compares an npu result with cpu_fn evaluated in float64 on the same (rounded) inputs."""
+    ref = cpu_fn(*[a.double() if isinstance(a, torch.Tensor) else a for a in cpu_args])
+    dtype = dtype or npu_result.dtype
+    assert npu_result.device.type == "npu" and npu_result.dtype == dtype
+    rtol, atol = tolerances(dtype, k)
+    torch.testing.assert_close(npu_result.cpu().double(), ref, rtol=rtol, atol=atol)
+
+
+def cube_fallbacks():
+    return {op: n for op, n in torch_npu_sim.fallback_ops().items() if any(w in op for w in CUBE_OP_WORDS)}
+
+
+@pytest.fixture(autouse=True)
+def _no_cube_fallback():
+    torch_npu_sim.reset_fallback_ops()
+    yield
+    assert cube_fallbacks() == {}
+
+
+# ---- matmul family: forward ------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (7, 5, 3), (130, 67, 201), (257, 300, 9)])
+def test_mm_sizes_and_dtypes(dtype, m, k, n):
+    a, b = rand(m, k, dtype=dtype), rand(k, n, dtype=dtype, seed=1)
+    check(torch.mm(a.npu(), b.npu()), torch.mm, a, b, k=k)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+def test_mm_transposed_and_strided_views(dtype):
+    a, b = rand(40, 33, dtype=dtype), rand(50, 40, dtype=dtype, seed=1)
+    an, bn = a.npu(), b.npu()
+    check(an.t() @ bn.t(), lambda x, y: x.t() @ y.t(), a, b, k=40)
+    check(an[::2, 1::3] @ bn[:11, ::4], lambda x, y: x[::2, 1::3] @ y[:11, ::4], a, b, k=11)
+    out = torch.empty(66, 40, dtype=dtype).npu()[::2, :33]  # non-contiguous out= of the right shape
+    torch.mm(an.t(), an, out=out)
+    check(out, lambda x: x.t() @ x, a, k=40)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+def test_bmm_baddbmm_addbmm(dtype):
+    b1, b2 = rand(4, 17, 23, dtype=dtype), rand(4, 23, 19, dtype=dtype, seed=2)
+    s = rand(17, 19, dtype=dtype, seed=3)
+    check(torch.bmm(b1.npu(), b2.npu()), torch.bmm, b1, b2, k=23)
+    check(torch.bmm(b1.npu().transpose(1, 2).contiguous().transpose(1, 2), b2.npu()[:, :, ::2]),
+          lambda x, y: torch.bmm(x, y[:, :, ::2]), b1, b2, k=23)
+    check(torch.baddbmm(s.npu(), b1.npu(), b2.npu(), beta=0.5, alpha=-2.0),
+          lambda x, y, z: torch.baddbmm(x, y, z, beta=0.5, alpha=-2.0), s, b1, b2, k=23)
+    check(torch.addbmm(s.npu(), b1.npu(), b2.npu(), beta=2.0, alpha=0.25),
+          lambda x, y, z: torch.addbmm(x, y, z, beta=2.0, alpha=0.25), s, b1, b2, k=4 * 23)
+    # batch broadcast through expand (stride 0), as matmul does
+    w = rand(23, 19, dtype=dtype, seed=4)
+    check(torch.bmm(b1.npu(), w.npu().expand(4, 23, 19)), lambda x, y: torch.bmm(x, y.expand(4, 23, 19)), b1, w, k=23)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+def test_addmm_alpha_beta_and_inplace(dtype):
+    a, b = rand(12, 30, dtype=dtype), rand(30, 9, dtype=dtype, seed=1)
+    bias, full = rand(9, dtype=dtype, seed=2), rand(12, 9, dtype=dtype, seed=3)
+    check(torch.addmm(bias.npu(), a.npu(), b.npu()), torch.addmm, bias, a, b, k=30)
+    check(torch.addmm(full.npu(), a.npu(), b.npu(), beta=-1.5, alpha=3.0),
+          lambda s, x, y: torch.addmm(s, x, y, beta=-1.5, alpha=3.0), full, a, b, k=30)
+    t = full.npu()
+    t.addmm_(a.npu(), b.npu(), beta=0.5, alpha=2.0)
+    check(t, lambda s, x, y: torch.addmm(s, x, y, beta=0.5, alpha=2.0), full, a, b, k=30)
+    out = torch.empty(0, dtype=dtype).npu()
+    torch.addmm(bias.npu(), a.npu(), b.npu(), out=out)
+    check(out, torch.addmm, bias, a, b, k=30)
+
+
+def test_beta_zero_ignores_nan():
+    a, b = rand(6, 5), rand(5, 4, seed=1)
+    nan = torch.full((6, 4), float("nan"))
+    check(torch.addmm(nan.npu(), a.npu(), b.npu(), beta=0), torch.mm, a, b, k=5)
+    t3 = nan[None].npu()
+    t3.baddbmm_(a.npu()[None], b.npu()[None], beta=0)
+    check(t3, lambda x, y: torch.bmm(x[None], y[None]), a, b, k=5)
+
+
+def test_aliasing_out_is_an_input():
+    a = rand(8, 8)
+    an = a.npu()
+    torch.mm(an, an, out=an)
+    check(an, lambda x: x @ x, a, k=8)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+def test_mv_addmv_dot_vdot(dtype):
+    m, v, s = rand(33, 70, dtype=dtype), rand(70, dtype=dtype, seed=1), rand(33, dtype=dtype, seed=2)
+    check(torch.mv(m.npu(), v.npu()), torch.mv, m, v, k=70)
+    check(torch.mv(m.npu().t(), s.npu()), lambda x, y: torch.mv(x.t(), y), m, s, k=33)
+    check(torch.addmv(s.npu(), m.npu(), v.npu(), beta=0.5, alpha=2), lambda a, b, c: torch.addmv(a, b, c, beta=0.5, alpha=2),
+          s, m, v, k=70)
+    out = torch.empty(0, dtype=dtype).npu()
+    torch.mv(m.npu(), v.npu(), out=out)
+    check(out, torch.mv, m, v, k=70)
+    check(torch.dot(v.npu(), v.flip(0).npu()), lambda x: torch.dot(x, x.flip(0)), v, k=70)
+    check(torch.vdot(v.npu()[::2], v.npu()[1::2]), lambda x: torch.vdot(x[::2], x[1::2]), v, k=35)
+
+
+def test_composites_route_to_native_ops():
+    x, w, bias = rand(5, 6, 16), rand(8, 16, seed=1), rand(8, seed=2)
+    check(F.linear(x.npu(), w.npu(), bias.npu()), F.linear, x, w, bias, k=16)
+    check(F.linear(x[0].npu(), w.npu(), bias.npu()), F.linear, x[0], w, bias, k=16)
+    check(torch.matmul(x.npu(), w.npu().t()), lambda p, q: p @ q.t(), x, w, k=16)
+    check(torch.einsum("bij,kj->bik", x.npu(), w.npu()), lambda p, q: torch.einsum("bij,kj->bik", p, q), x, w, k=16)
+    check(x[0, 0].npu() @ w[0].npu(), lambda p, q: p @ q, x[0, 0], w[0], k=16)
+
+
+def test_empty_and_zero_k():
+    a, b = torch.empty(3, 0), torch.empty(0, 4)
+    assert torch.equal(torch.mm(a.npu(), b.npu()).cpu(), torch.zeros(3, 4))
+    assert torch.mm(torch.empty(0, 5).npu(), rand(5, 2).npu()).shape == (0, 2)
+    s = rand(3, 4)
+    check(torch.addmm(s.npu(), a.npu(), b.npu(), beta=2), lambda x: 2 * x, s)
+
+
+# ---- matmul family: backward -----------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_matmul_linear_backward(dtype):
+    x, w, bias = rand(4, 7, 12, dtype=dtype), rand(9, 12, dtype=dtype, seed=1), rand(9, dtype=dtype, seed=2)
+
+    def run(device):
+        xs, ws, bs = (t.to(device).requires_grad_() for t in (x, w, bias))
+        y = F.linear(xs, ws, bs)
+        z = torch.bmm(y, y.transpose(1, 2))
+        z.backward(torch.ones_like(z))
+        return [t.grad.cpu().double() for t in (xs, ws, bs)]
+
+    rtol, atol = tolerances(dtype, 200)
+    for got, ref in zip(run("npu"), run("cpu")):
+        torch.testing.assert_close(got, ref, rtol=rtol * 4, atol=atol * 4)
+
+
+def test_addmm_backward_float32():
+    s, a, b = rand(6, 5), rand(6, 8, seed=1), rand(8, 5, seed=2)
+    grads = []
+    for device in ("npu", "cpu"):
+        ts = [t.to(device).requires_grad_() for t in (s, a, b)]
+        torch.addmm(*ts, beta=0.5, alpha=2).pow(2).sum().backward() if device == "cpu" else \
+            (torch.addmm(*ts, beta=0.5, alpha=2) * torch.addmm(*ts, beta=0.5, alpha=2).detach()).sum().mul(2).backward()
+        grads.append([t.grad.cpu() for t in ts])
+    for got, ref in zip(*grads):
+        torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-4)
+
+
+# ---- matmul family: errors -------------------------------------------------------------------------------
+def test_errors_shape_dtype_device():
+    a, b = rand(3, 4).npu(), rand(5, 6).npu()
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied \(3x4 and 5x6\)"):
+        torch.mm(a, b)
+    with pytest.raises(RuntimeError, match="expected all operands to have dtype Float, but got Double"):
+        torch.mm(a, rand(4, 2).double().npu())
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device.*npu:0 and cpu"):
+        torch.mm(a, rand(4, 2))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device.*npu:0 and npu:1"):
+        torch.mm(a, rand(4, 2).to("npu:1"))
+    with pytest.raises(RuntimeError, match="batch1 must be a 3D tensor"):
+        torch.bmm(a, a)
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        torch.mv(a, rand(5).npu())
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        torch.dot(a, a)
+    with pytest.raises(RuntimeError, match="inconsistent tensor size"):
+        torch.dot(rand(3).npu(), rand(4).npu())
+    with pytest.raises(RuntimeError, match="dot : expected both vectors to have same dtype"):
+        torch.dot(rand(3).npu(), rand(3).double().npu())
+    with pytest.raises(NotImplementedError, match="mm: the npu Cube unit has no kernel for dtype Long"):
+        torch.mm(torch.ones(2, 2, dtype=torch.long).npu(), torch.ones(2, 2, dtype=torch.long).npu())
+    with pytest.raises(RuntimeError, match="expected out tensor to have dtype Float, but got Double"):
+        torch.mm(a, rand(4, 2).npu(), out=torch.empty(3, 2, dtype=torch.float64).npu())
+
+
+# ---- convolution ---------------------------------------------------------------------------------------
+CONV2D_CASES = [  # (N, C, H, W, O, kernel, stride, padding, dilation, groups, bias)
+    (2, 3, 9, 11, 4, (3, 3), 1, 1, 1, 1, True),
+    (3, 4, 10, 7, 6, (3, 2), (2, 1), (0, 1), 1, 2, False),
+    (1, 6, 12, 12, 6, (3, 3), 2, 2, 2, 6, True),
+    (2, 8, 13, 13, 16, (1, 1), 1, 0, 1, 1, False),
+    (2, 4, 15, 14, 8, (5, 3), 3, (2, 1), (1, 2), 4, True),
+]
+
+
+def conv_grads(fn, device, tensors):
+    ts = [None if t is None else t.to(device).requires_grad_() for t in tensors]
+    y = fn(*ts)
+    g = rand(*y.shape, dtype=y.dtype, seed=7).to(device)
+    y.backward(g)
+    return y.detach().cpu(), [None if t is None else t.grad.cpu() for t in ts]
+
+
+def compare_conv(fn, tensors, dtype, k):
+    y_npu, g_npu = conv_grads(fn, "npu", [None if t is None else t.to(dtype) for t in tensors])
+    y_ref, g_ref = conv_grads(fn, "cpu", [None if t is None else t.to(dtype).double() for t in tensors])
+    # Gradients reduce over more terms (batch x positions), so they get a looser scale.
+    rtol, atol = tolerances(dtype, k)
+    assert y_npu.dtype == dtype
+    torch.testing.assert_close(y_npu.double(), y_ref, rtol=rtol, atol=atol)
+    grtol, gatol = tolerances(dtype, k * 50)
+    for got, ref in zip(g_npu, g_ref):
+        if ref is not None:
+            torch.testing.assert_close(got.double(), ref, rtol=grtol, atol=gatol)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+@pytest.mark.parametrize("case", CONV2D_CASES)
+def test_conv2d_forward_backward(dtype, case):
+    n, c, h, w, o, ks, stride, padding, dilation, groups, has_bias = case
+    x, wt = rand(n, c, h, w), rand(o, c // groups, *ks, seed=1)
+    b = rand(o, seed=2) if has_bias else None
+    fn = lambda x_, w_, b_: F.conv2d(x_, w_, b_, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    compare_conv(fn, [x, wt, b], dtype, k=(c // groups) * ks[0] * ks[1])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_conv2d_non_contiguous_and_channels_last(dtype):
+    x = rand(2, 5, 11, 9).to(memory_format=torch.channels_last)
+    wt = rand(4, 5, 3, 3, seed=1).transpose(2, 3)
+    fn = lambda x_, w_: F.conv2d(x_, w_, padding=1)
+    compare_conv(fn, [x, wt], dtype, k=45)
+    xs = rand(2, 5, 22, 9)[:, :, ::2]
+    compare_conv(lambda x_, w_: F.conv2d(x_, w_, stride=2), [xs, wt], dtype, k=45)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("stride,padding,dilation,groups,bias", [(1, 0, 1, 1, True), (2, 3, 2, 2, False),
+                                                                 (3, 1, 1, 4, True)])
+def test_conv1d(dtype, stride, padding, dilation, groups, bias):
+    x, wt = rand(3, 8, 29), rand(12, 8 // groups, 5, seed=1)
+    b = rand(12, seed=2) if bias else None
+    fn = lambda x_, w_, b_: F.conv1d(x_, w_, b_, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    compare_conv(fn, [x, wt, b], dtype, k=5 * 8 // groups)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_TYPES)
+@pytest.mark.parametrize("stride,padding,output_padding,dilation,groups,bias", [
+    (1, 0, 0, 1, 1, True), (2, 1, 1, 1, 2, False), (3, 2, 1, 2, 1, True), ((2, 1), (1, 0), (1, 0), 1, 3, True)])
+def test_conv_transpose2d(dtype, stride, padding, output_padding, dilation, groups, bias):
+    x, wt = rand(2, 6, 7, 8), rand(6, 9 // groups * 1 if groups != 2 else 4, 3, 3, seed=1)
+    b = rand(wt.shape[1] * groups, seed=2) if bias else None
+    fn = lambda x_, w_, b_: F.conv_transpose2d(x_, w_, b_, stride=stride, padding=padding,
+                                               output_padding=output_padding, groups=groups, dilation=dilation)
+    compare_conv(fn, [x, wt, b], dtype, k=6 * 9)
+
+
+def test_conv_modules_and_no_fallback():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 3, groups=2, stride=2),
+                                torch.nn.ConvTranspose2d(8, 4, 2, stride=2))
+    x = rand(2, 3, 16, 16)
+    ref = model(x)
+    got = model.to("npu")(x.npu())
+    torch.testing.assert_close(got.cpu(), ref, rtol=1e-4, atol=1e-4)
+    got.sum().backward()
+    assert cube_fallbacks() == {}
+
+
+def test_conv_errors():
+    x, wt = rand(1, 4, 8, 8).npu(), rand(6, 4, 3, 3).npu()
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device.*npu:0 and cpu"):
+        torch.ops.aten.convolution_overrideable(x, wt.cpu(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    with pytest.raises(RuntimeError, match="expected weight to have dtype Float, but got Double"):
+        torch.ops.aten.convolution_overrideable(x, wt.double(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    with pytest.raises(RuntimeError):
+        F.conv2d(x, rand(6, 3, 3, 3).npu())  # channel mismatch (torch's own shape check)
+    with pytest.raises(RuntimeError, match="1-D and 2-D convolution"):
+        F.conv3d(rand(1, 2, 4, 4, 4).npu(), rand(2, 2, 1, 1, 1).npu())
+
+
+def test_second_device_and_side_stream():
+    a, b = rand(33, 20), rand(20, 17, seed=1)
+    a1, b1 = a.to("npu:1"), b.to("npu:1")
+    r = torch.mm(a1, b1)
+    assert r.device == torch.device("npu:1")
+    check(r, torch.mm, a, b, k=20)
+    x, w = rand(2, 3, 8, 8), rand(4, 3, 3, 3, seed=2)
+    y = F.conv2d(x.to("npu:1"), w.to("npu:1"), padding=1)
+    assert y.device == torch.device("npu:1")
+    check(y, lambda p, q: F.conv2d(p, q, padding=1), x, w, k=27)
+    s = torch.npu.Stream()
+    an, bn = a.npu(), b.npu()
+    with torch.npu.stream(s):
+        r = torch.mm(an, bn)
+    s.synchronize()
+    check(r, torch.mm, a, b, k=20)
+
+
+def test_outer_and_ger_values():
+    # outer/ger are CompositeImplicit over mul (an elementwise op, not the Cube unit): values only.
+    u, v = rand(5), rand(7, seed=1)
+    torch.testing.assert_close(torch.outer(u.npu(), v.npu()).cpu(), torch.outer(u, v))
