@@ -52,6 +52,7 @@
 #include <ATen/ops/xlogy_meta.h>
 #include <ATen/ops/neg_meta.h>
 #include <ATen/ops/sign_meta.h>
+#include <ATen/ops/sign.h>
 #include <ATen/ops/sqrt_meta.h>
 #include <ATen/ops/rsqrt_meta.h>
 #include <ATen/ops/exp_meta.h>
@@ -274,6 +275,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("relu", relu);
   m.impl("relu_", relu_);
   m.impl("abs.out", abs_out);
+  m.impl("sgn.out", [](const T& self, T& out) -> T& {  // real dtypes: sgn == sign
+    TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "sgn: complex tensors are not supported on npu");
+    return at::sign_out(out, self);
+  });
   m.impl("logical_and.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalAnd, a, b, out); });
   m.impl("logical_or.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalOr, a, b, out); });
   m.impl("logical_xor.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalXor, a, b, out); });
@@ -534,6 +539,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("addcdiv_", [](T& self, const T& a, const T& b, const S& value) -> T& {
     return structured_inplace<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self, a, b, value);
+  });
+  // lerp with a Python-number weight: the iterator has two inputs, the weight travels as a parameter
+  m.impl("lerp.Scalar", [](const T& self, const T& end, const S& w) {
+    return structured_functional<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), self, end, w);
+  });
+  m.impl("lerp_.Scalar", [](T& self, const T& end, const S& w) -> T& {
+    return structured_inplace<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), self, end, w);
+  });
+  m.impl("lerp.Scalar_out", [](const T& self, const T& end, const S& w, T& out) -> T& {
+    return structured_out<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), out, self, end, w);
   });
   m.impl("lerp.Tensor", [](const T& self, const T& end, const T& w) {
     return structured_functional<at::meta::structured_lerp_Tensor>(ternary_kernel(TernaryOp::kLerp), self, end, w);

@@ -15,6 +15,8 @@
 namespace py = pybind11;
 
 namespace torch_npu_sim {
+void register_foreach_ops();  // aten/foreach_ops.cpp
+
 namespace {
 
 py::dict stat_dict(const npu_alloc::Stat& s) {
@@ -126,6 +128,7 @@ void synchronize(c10::DeviceIndex device) {
 PYBIND11_MODULE(_C, m) {
   using namespace torch_npu_sim;
   m.doc() = "torch_npu_sim native module: simulated NPU runtime bindings";
+  register_foreach_ops();
   init_distributed_bindings(m);
 
   m.def("_init", [] {

@@ -13,7 +13,7 @@ const char* op_name(BinaryOp op) {
       "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift",
       "threshold_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "gelu_tanh_backward",
       "silu_backward", "leaky_relu_backward", "elu_backward", "hardswish_backward", "hardsigmoid_backward",
-      "softplus_backward", "hardtanh_backward", "mish_backward", "log_sigmoid_backward", "threshold"};
+      "softplus_backward", "hardtanh_backward", "mish_backward", "log_sigmoid_backward", "threshold", "lerp"};
   return names[static_cast<int>(op)];
 }
 
@@ -215,6 +215,10 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
           return g * (t + x * sg * (C(1) - t * t));
         });
       case BinaryOp::kLogSigmoidBackward: return go([](C g, C x) { return g * detail::sigmoid(-x); });
+      case BinaryOp::kLerpScalar:
+        return go([=](C start, C end) {
+          return std::abs(a) < C(0.5) ? start + a * (end - start) : end - (end - start) * (C(1) - a);
+        });
       default: return npu_sim::Status::kInvalidValue;
     }
   }

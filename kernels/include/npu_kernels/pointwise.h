@@ -28,6 +28,7 @@ enum class BinaryOp {
   kLeakyReluBackward, kEluBackward, kHardswishBackward, kHardsigmoidBackward, kSoftplusBackward,
   kHardtanhBackward, kMishBackward, kLogSigmoidBackward,
   kThreshold,  // (x, y): x <= a ? b : y  (threshold(x, t, v) runs it on (x, x))
+  kLerpScalar,  // (start, end): start + a * (end - start), ATen's two-sided formula
 };
 
 enum class TernaryOp { kWhere, kAddcmul, kAddcdiv, kLerp, kClampTensor };
