@@ -6,6 +6,7 @@ from typing import Any, Optional, Union
 import torch
 
 from .. import _C
+from . import amp
 from .memory import *  # noqa: F401,F403
 from .memory import __all__ as _memory_all
 from .random import *  # noqa: F401,F403
@@ -19,7 +20,7 @@ __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device", "set_device", "device",
     "device_of", "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
     "can_device_access_peer", "Stream", "Event", "stream", "set_stream", "current_stream", "default_stream",
-    "get_amp_supported_dtype", "is_bf16_supported",
+    "get_amp_supported_dtype", "is_bf16_supported", "amp",
 ] + _memory_all + _random_all
 
 
