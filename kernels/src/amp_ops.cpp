@@ -1,0 +1,69 @@
+// Gradient-scaling kernels (see npu_kernels/amp.h).
+#include "npu_kernels/amp.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels {
+
+namespace {
+// Several blocks may report a non-finite value at once; they all store the same bits atomically.
+void flag_found(float* found_inf) {
+  const float one = 1.0f;
+  uint32_t bits;
+  std::memcpy(&bits, &one, sizeof bits);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(found_inf), bits, __ATOMIC_RELAXED);
+}
+}  // namespace
+
+npu_sim::Status amp_unscale(npu_sim::Stream stream, const TensorDesc& grad, float* found_inf, const float* inv_scale) {
+  const bool contiguous = grad.is_contiguous();
+  return parallel_for(stream, "amp_unscale", grad.numel(), 1 << 15,
+                      [grad, found_inf, inv_scale, contiguous](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        const float inv = *inv_scale;
+                        bool bad = false;
+                        dispatch_dtype(grad.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
+                                        std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+                            using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+                            T* data = static_cast<T*>(grad.data);
+                            auto step = [&](T& v) {
+                              const C x = static_cast<C>(v);
+                              bad |= !std::isfinite(x);
+                              v = static_cast<T>(x * static_cast<C>(inv));
+                            };
+                            if (contiguous) {
+                              for (int64_t i = b; i < e; ++i) step(data[i]);
+                            } else {
+                              StridedWalker w(grad, b);
+                              for (int64_t i = b; i < e; ++i, w.next()) step(data[w.offset()]);
+                            }
+                          }
+                        });
+                        if (bad) flag_found(found_inf);
+                      });
+}
+
+npu_sim::Status amp_update_scale(npu_sim::Stream stream, float* scale, int32_t* growth_tracker, const float* found_inf,
+                                 double growth_factor, double backoff_factor, int64_t growth_interval) {
+  return npu_sim::launch_kernel(stream, "amp_update_scale", 1, [=](const npu_sim::BlockContext&) {
+    if (*found_inf != 0.0f) {
+      *scale = static_cast<float>(*scale * backoff_factor);
+      *growth_tracker = 0;
+      return;
+    }
+    const int32_t successful = *growth_tracker + 1;
+    if (successful == growth_interval) {
+      const float grown = static_cast<float>(*scale * growth_factor);
+      if (std::isfinite(grown)) *scale = grown;
+      *growth_tracker = 0;
+    } else {
+      *growth_tracker = successful;
+    }
+  });
+}
+
+}  // namespace npu_kernels
