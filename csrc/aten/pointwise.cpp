@@ -91,7 +91,11 @@ void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate,
     }
   }
 
-  NPU_CHECK(launch(current_native_stream(device.index()), e));
+  const npu_sim::Status status = launch(current_native_stream(device.index()), e);
+  // The kernel library answers kInvalidValue (without a runtime message) for a dtype it has no kernel for.
+  TORCH_CHECK_NOT_IMPLEMENTED(status != npu_sim::Status::kInvalidValue, op, ": no npu kernel for dtype ", in_type,
+                              " (inputs) -> ", out_type, " (output)");
+  NPU_CHECK(status);
   if (out_tmp.defined()) at::Tensor(out).copy_(out_tmp);
 }
 

@@ -226,6 +226,23 @@ T& npu_floor_divide_out(const T& a, const T& b, T& out) {
   return out;
 }
 
+T isnan(const T& self) {
+  at::Tensor out = at::empty_like(self, self.options().dtype(at::kBool), at::MemoryFormat::Contiguous);
+  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
+  run_pointwise(iter, "isnan", true,
+                [](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) {
+                  return npu_kernels::unary(s, UnaryOp::kIsnan, e, {});
+                },
+                self.scalar_type());
+  return out;
+}
+
+T& hardtanh_out(const T& self, const S& lo, const S& hi, T& out) {
+  auto iter = at::TensorIterator::unary_op(out, self);
+  unary_kernel(UnaryOp::kHardtanh, with_ab(lo, hi))(iter);
+  return out;
+}
+
 T& logical_not_out(const T& self, T& out) {
   auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
   run_pointwise(iter, "logical_not", true,
@@ -284,6 +301,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_xor.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalXor, a, b, out); });
   m.impl("logical_not.out", logical_not_out);
   m.impl("where.self", where);
+  m.impl("isnan", isnan);
+  m.impl("hardtanh.out", hardtanh_out);
+  m.impl("hardtanh", [](const T& self, const S& lo, const S& hi) {
+    at::Tensor out = at::empty_like(self);
+    return hardtanh_out(self, lo, hi, out);
+  });
+  m.impl("hardtanh_", [](T& self, const S& lo, const S& hi) -> T& { return hardtanh_out(self, lo, hi, self); });
+  m.impl("hardtanh_backward", [](const T& g, const T& x, const S& lo, const S& hi) {
+    at::TensorBase out;
+    auto iter = at::TensorIterator::binary_op(out, g, x);
+    binary_kernel(BinaryOp::kHardtanhBackward, with_ab(lo, hi))(iter);
+    return iter.output();
+  });
   m.impl("floor_divide", npu_floor_divide);
   m.impl("floor_divide.out", npu_floor_divide_out);
   m.impl("floor_divide_.Tensor", [](T& a, const T& b) -> T& { return npu_floor_divide_out(a, b, a); });

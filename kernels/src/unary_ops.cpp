@@ -5,7 +5,9 @@
 
 namespace npu_kernels {
 
-bool is_float_only(UnaryOp op) { return static_cast<int>(op) >= static_cast<int>(UnaryOp::kSqrt); }
+bool is_float_only(UnaryOp op) {
+  return op != UnaryOp::kPowScalar && static_cast<int>(op) >= static_cast<int>(UnaryOp::kSqrt);
+}
 
 const char* op_name(UnaryOp op) {
   static const char* const names[] = {
@@ -83,6 +85,21 @@ npu_sim::Status general(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it
     case UnaryOp::kReciprocal:
       if constexpr (detail::is_fp_v<C>) return go([](C x) { return C(1) / x; });
       else return npu_sim::Status::kInvalidValue;
+    case UnaryOp::kPowScalar:
+      if constexpr (detail::is_fp_v<C> || kBool) {
+        return npu_sim::Status::kInvalidValue;  // floating types take the floating() path
+      } else {
+        // integer base, non-negative integral exponent (ATen rejects negative ones for integers)
+        const int64_t e = static_cast<int64_t>(p.a);
+        return go([e](C x) {
+          C result = 1, base = x;
+          for (int64_t k = e; k > 0; k >>= 1) {
+            if (k & 1) result = static_cast<C>(result * base);
+            base = static_cast<C>(base * base);
+          }
+          return result;
+        });
+      }
     default: return npu_sim::Status::kInvalidValue;
   }
 }
@@ -175,7 +192,9 @@ npu_sim::Status unary(npu_sim::Stream stream, UnaryOp op, const ElementwiseIter&
   return detail::dispatch_real(it.in_dtype, [&](auto tag) {
     using In = decltype(tag);
     if (is_predicate(op)) return detail::unary_predicate(stream, op, it);
-    if (is_float_only(op)) return floating<In>(stream, op, it, p);
+    if (is_float_only(op) || (op == UnaryOp::kPowScalar && detail::is_fp_v<compute_t<In>>)) {
+      return floating<In>(stream, op, it, p);
+    }
     return general<In>(stream, op, it, p);
   });
 }

@@ -1,0 +1,188 @@
+"""Native pointwise ops against CPU PyTorch: unary math and activations, binary arithmetic with
+broadcasting / type promotion / scalars / in-place / out=, comparisons and logical ops, ternary ops,
+dtypes float32/64, float16, bfloat16, integers and bool; and no CPU fallback for any of them."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTS = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+
+
+def tol(dtype):
+    return {torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 5e-2), torch.float32: (1e-5, 1e-5),
+            torch.float64: (1e-10, 1e-10)}.get(dtype, (0, 0))
+
+
+def sample(shape, dtype, lo=-4.0, hi=4.0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if not dtype.is_floating_point:
+        lo_i = 0 if dtype == torch.uint8 else -20
+        return torch.randint(lo_i, 20, shape, generator=g, dtype=dtype)
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * (hi - lo) + lo).to(dtype)
+
+
+def check(fn, *cpu_args, dtype=torch.float32, **kw):
+    torch_npu_sim.reset_fallback_ops()
+    ref = fn(*cpu_args, **kw)
+    got = fn(*[a.npu() if isinstance(a, torch.Tensor) else a for a in cpu_args], **kw)
+    assert got.device.type == "npu"
+    assert got.dtype == ref.dtype
+    atol, rtol = tol(dtype)
+    torch.testing.assert_close(got.cpu(), ref, atol=atol, rtol=rtol, equal_nan=True)
+    assert torch_npu_sim.fallback_ops() == {}, torch_npu_sim.fallback_ops()
+
+
+UNARY_FLOAT = {
+    "exp": torch.exp, "log": lambda x: torch.log(x.abs() + 0.5), "sqrt": lambda x: torch.sqrt(x.abs()),
+    "rsqrt": lambda x: torch.rsqrt(x.abs() + 0.5), "sin": torch.sin, "cos": torch.cos, "tan": torch.tan,
+    "tanh": torch.tanh, "sigmoid": torch.sigmoid, "erf": torch.erf, "erfc": torch.erfc, "expm1": torch.expm1,
+    "log1p": lambda x: torch.log1p(x.abs()), "log2": lambda x: torch.log2(x.abs() + 1),
+    "log10": lambda x: torch.log10(x.abs() + 1), "exp2": torch.exp2, "atan": torch.atan,
+    "asin": lambda x: torch.asin(x / 5), "acos": lambda x: torch.acos(x / 5), "sinh": torch.sinh, "cosh": torch.cosh,
+    "asinh": torch.asinh, "acosh": lambda x: torch.acosh(x.abs() + 1), "atanh": lambda x: torch.atanh(x / 5),
+    "reciprocal": lambda x: torch.reciprocal(x + 10), "floor": torch.floor, "ceil": torch.ceil,
+    "round": torch.round, "trunc": torch.trunc, "frac": torch.frac, "neg": torch.neg, "abs": torch.abs,
+    "sign": torch.sign, "relu": torch.relu, "gelu": F.gelu, "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu, "mish": F.mish, "softplus": F.softplus, "leaky_relu": lambda x: F.leaky_relu(x, 0.2),
+    "elu": F.elu, "selu": F.selu, "hardsigmoid": F.hardsigmoid, "relu6": F.relu6, "clamp": lambda x: x.clamp(-1, 2),
+    "clamp_min": lambda x: x.clamp(min=0.5), "pow2": lambda x: x.pow(2), "pow_frac": lambda x: x.abs().pow(1.7),
+    "nan_to_num": lambda x: torch.nan_to_num(x.log()), "lgamma": lambda x: torch.lgamma(x.abs() + 0.1),
+    "sinc": torch.sinc, "isnan": lambda x: torch.isnan(x.log()), "isinf": lambda x: torch.isinf(1 / (x * 0)),
+    "isfinite": lambda x: torch.isfinite(x.log()), "signbit": torch.signbit, "square": torch.square,
+    "threshold": lambda x: F.threshold(x, 0.3, -2.0),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(UNARY_FLOAT))
+def test_unary_float(name, dtype):
+    check(UNARY_FLOAT[name], sample((7, 33), dtype), dtype=dtype)
+
+
+@pytest.mark.parametrize("name", ["neg", "abs", "sign", "relu", "clamp", "bitwise_not", "square"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8])
+def test_unary_integer(name, dtype):
+    fn = {"bitwise_not": torch.bitwise_not, "clamp": lambda x: x.clamp(-3, 5)}.get(name) or UNARY_FLOAT[name]
+    check(fn, sample((5, 9), dtype), dtype=dtype)
+
+
+BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+    "add_alpha": lambda a, b: torch.add(a, b, alpha=2), "sub_alpha": lambda a, b: torch.sub(a, b, alpha=3),
+    "maximum": torch.maximum, "minimum": torch.minimum, "fmax": torch.fmax, "fmin": torch.fmin,
+    "atan2": torch.atan2, "hypot": torch.hypot, "copysign": torch.copysign, "pow": lambda a, b: a.abs().pow(b / 2),
+    "remainder": lambda a, b: torch.remainder(a, b + 10), "fmod": lambda a, b: torch.fmod(a, b + 10),
+    "div_floor": lambda a, b: torch.div(a, b + 10, rounding_mode="floor"),
+    "div_trunc": lambda a, b: torch.div(a, b + 10, rounding_mode="trunc"),
+    "floor_divide": lambda a, b: a // (b + 10), "xlogy": lambda a, b: torch.xlogy(a, b.abs()),
+    "eq": lambda a, b: a.round() == b.round(), "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
+    "ge": torch.ge, "lerp": lambda a, b: torch.lerp(a, b, 0.3),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_float_broadcast(name, dtype):
+    check(BINARY[name], sample((6, 1, 5), dtype, seed=1), sample((4, 5), dtype, seed=2), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum", "remainder", "div_floor",
+                                  "div_trunc", "floor_divide", "eq", "lt", "ge", "pow_int", "bitwise_and",
+                                  "bitwise_xor", "bitwise_or"])
+def test_binary_integer(name, dtype):
+    fns = dict(BINARY)
+    fns.update({"pow_int": lambda a, b: torch.pow(a, b.abs() % 3), "bitwise_and": torch.bitwise_and,
+                "bitwise_xor": torch.bitwise_xor, "bitwise_or": torch.bitwise_or,
+                "remainder": lambda a, b: torch.remainder(a, b.abs() + 1),
+                "div_floor": lambda a, b: torch.div(a, b.abs() + 1, rounding_mode="floor"),
+                "div_trunc": lambda a, b: torch.div(a, b.abs() + 1, rounding_mode="trunc"),
+                "floor_divide": lambda a, b: a // (b.abs() + 1)})
+    check(fns[name], sample((3, 8), dtype, seed=3), sample((8,), dtype, seed=4), dtype=dtype)
+
+
+def test_type_promotion_and_scalars():
+    a_int = sample((4, 4), torch.int64)
+    b_f = sample((4, 4), torch.float32)
+    check(torch.add, a_int, b_f)  # int64 + float32 -> float32
+    check(lambda a: a * 2.5, a_int)  # int tensor * python float
+    check(lambda a: a + torch.tensor(3.0), b_f.half(), dtype=torch.float16)  # cpu scalar keeps half
+    check(lambda a: a / 3, a_int)  # true division of integers
+    check(lambda a, b: a + b, b_f.bfloat16(), b_f.double(), dtype=torch.bfloat16)
+    check(lambda a: torch.exp(a), a_int)  # integer input to a float op
+
+
+def test_inplace_and_out_variants():
+    a, b = sample((5, 6), torch.float32, seed=5), sample((6,), torch.float32, seed=6)
+    na, nb = a.npu(), b.npu()
+    na.mul_(nb).add_(1.5).sigmoid_()
+    a.mul_(b).add_(1.5).sigmoid_()
+    torch.testing.assert_close(na.cpu(), a)
+    out = torch.empty(0, device="npu")
+    torch.sub(na, nb, alpha=2, out=out)
+    torch.testing.assert_close(out.cpu(), torch.sub(a, b, alpha=2))
+    strided_out = torch.empty(6, 5, device="npu").t()  # out= with foreign strides
+    torch.mul(na, 2, out=strided_out)
+    torch.testing.assert_close(strided_out.cpu(), a * 2)
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        torch.ones(3, dtype=torch.int64, device="npu").add_(torch.ones(3, device="npu") * 0.5)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        torch.ones(3, device="npu").add_(torch.ones(2, 3, device="npu"))
+
+
+def test_non_contiguous_and_expanded_inputs():
+    a = sample((8, 6), torch.float32, seed=7)
+    check(lambda x: torch.tanh(x.t()[::2]), a)
+    check(lambda x: x.t() + x.t().contiguous(), a)
+    check(lambda x: x.expand(3, 8, 6) * x[:, :1], a)
+    check(lambda x: x[:, ::3].double() + x[:, 1::3].half(), a, dtype=torch.float64)
+
+
+def test_ternary_ops():
+    a, b, c = (sample((4, 5), torch.float32, seed=s) for s in (8, 9, 10))
+    check(lambda x, y, z: torch.addcmul(x, y, z, value=0.5), a, b, c)
+    check(lambda x, y, z: torch.addcdiv(x, y, z.abs() + 1, value=2), a, b, c)
+    check(lambda x, y, z: torch.lerp(x, y, z.sigmoid()), a, b, c)
+    check(lambda x, y, z: torch.where(x > 0, y, z), a, b, c)
+    check(lambda x, y: torch.where(x > 0, y, 0.0), a, b)
+    check(lambda x, y: torch.where(x > 0, x.long(), y.int()), a, b, dtype=torch.int64)
+
+
+def test_logical_ops_and_bool_dtype():
+    a, b = sample((9,), torch.bool, seed=11), sample((9,), torch.bool, seed=12)
+    for fn in (torch.logical_and, torch.logical_or, torch.logical_xor):
+        check(fn, a, b)
+    check(torch.logical_not, sample((9,), torch.float32))
+    check(lambda x, y: x & y, a, b)
+    check(lambda x, y: x + y, a, b)
+
+
+def test_activation_backward_match_cpu():
+    for fn in [torch.relu, F.gelu, lambda x: F.gelu(x, approximate="tanh"), F.silu, torch.sigmoid, torch.tanh,
+               F.elu, F.softplus, F.hardsigmoid, F.mish, lambda x: F.leaky_relu(x, 0.1), torch.exp, torch.abs]:
+        x = sample((6, 7), torch.float32, seed=13)
+        g = sample((6, 7), torch.float32, seed=14)
+        xc, xn = x.clone().requires_grad_(), x.npu().requires_grad_()
+        fn(xc).backward(g)
+        fn(xn).backward(g.npu())
+        torch.testing.assert_close(xn.grad.cpu(), xc.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_integer_division_by_zero_is_reported_at_sync():
+    a = torch.arange(4, device="npu")
+    b = torch.zeros(4, dtype=torch.int64, device="npu")
+    with pytest.raises(RuntimeError, match=r"kernel 'div_floor' failed: ZeroDivisionError"):
+        (a // b).cpu()
+    assert (a + 1).cpu().tolist() == [1, 2, 3, 4]  # the device keeps working
+
+
+def test_mixed_devices_are_refused():
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ones(3, device="npu") + torch.ones(3)
+    with pytest.raises(RuntimeError, match="same device"):
+        torch.ones(3, device="npu:0") * torch.ones(3, device="npu:1")
