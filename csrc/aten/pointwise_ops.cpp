@@ -53,6 +53,9 @@
 #include <ATen/ops/neg_meta.h>
 #include <ATen/ops/sign_meta.h>
 #include <ATen/ops/sign.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/sub.h>
 #include <ATen/ops/sqrt_meta.h>
 #include <ATen/ops/rsqrt_meta.h>
 #include <ATen/ops/exp_meta.h>
@@ -243,6 +246,15 @@ T& hardtanh_out(const T& self, const S& lo, const S& hi, T& out) {
   return out;
 }
 
+// clamp with tensor bounds and rsub are compositions of native ops (no math of their own).
+T clamp_tensor(const T& self, const std::optional<T>& lo, const std::optional<T>& hi) {
+  TORCH_CHECK(lo.has_value() || hi.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  T r = self;
+  if (lo) r = at::maximum(r, *lo);
+  if (hi) r = at::minimum(r, *hi);
+  return r;
+}
+
 T& logical_not_out(const T& self, T& out) {
   auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
   run_pointwise(iter, "logical_not", true,
@@ -302,6 +314,26 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_not.out", logical_not_out);
   m.impl("where.self", where);
   m.impl("isnan", isnan);
+  m.impl("clamp.Tensor", clamp_tensor);
+  m.impl("clamp.Tensor_out", [](const T& self, const std::optional<T>& lo, const std::optional<T>& hi, T& out) -> T& {
+    const T r = clamp_tensor(self, lo, hi);
+    at::native::resize_output(out, r.sizes());
+    return out.copy_(r);
+  });
+  m.impl("clamp_.Tensor", [](T& self, const std::optional<T>& lo, const std::optional<T>& hi) -> T& {
+    return self.copy_(clamp_tensor(self, lo, hi));
+  });
+  m.impl("rsub.Tensor", [](const T& self, const T& other, const S& alpha) { return at::sub(other, self, alpha); });
+  m.impl("round.decimals", [](const T& self, int64_t decimals) {
+    PointwiseParams p;
+    p.i = decimals;
+    return structured_functional<at::meta::structured_round_decimals>(unary_kernel(UnaryOp::kRoundDecimals, p), self, decimals);
+  });
+  m.impl("round.decimals_out", [](const T& self, int64_t decimals, T& out) -> T& {
+    PointwiseParams p;
+    p.i = decimals;
+    return structured_out<at::meta::structured_round_decimals>(unary_kernel(UnaryOp::kRoundDecimals, p), out, self, decimals);
+  });
   m.impl("hardtanh.out", hardtanh_out);
   m.impl("hardtanh", [](const T& self, const S& lo, const S& hi) {
     at::Tensor out = at::empty_like(self);

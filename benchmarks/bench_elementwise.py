@@ -1,0 +1,77 @@
+"""Elementwise benchmark: (1) a chain of 1000 small ops (1k elements, then one sync) — async launch vs
+CPU eager; (2) 16M-element ops — npu time / CPU eager time and achieved GB/s against a STREAM-style
+copy bandwidth measured in the same run. Prints ratios; asserts nothing.
+Run: python benchmarks/bench_elementwise.py"""
+import torch
+
+import torch_npu_sim  # noqa: F401
+from _common import best_of, print_table
+
+
+def small_chain(device):
+    x = torch.randn(1024, device=device)
+    y = torch.randn(1024, device=device)
+
+    def run():
+        z = x
+        for _ in range(250):
+            z = z * y
+            z = z + x
+            z = torch.tanh(z)
+            z = z - y
+        if device == "npu":
+            torch.npu.synchronize()
+        return z
+    return run
+
+
+def big(device, op):
+    n = 16 << 20
+    a = torch.rand(n, device=device)
+    b = torch.rand(n, device=device)
+    out = torch.empty(n, device=device)
+    fns = {
+        "add (a+b)": (lambda: torch.add(a, b, out=out), 3),
+        "mul scalar (a*2)": (lambda: torch.mul(a, 2.0, out=out), 2),
+        "sigmoid(a)": (lambda: torch.sigmoid(a, out=out), 2),
+        "gelu(a)": (lambda: out.copy_(torch.nn.functional.gelu(a)), 4),
+    }
+    fn, arrays = fns[op]
+
+    def run():
+        fn()
+        if device == "npu":
+            torch.npu.synchronize()
+    return run, n * 4 * arrays
+
+
+def stream_copy_gbps():
+    n = 64 << 20
+    a = torch.empty(n // 4)
+    b = torch.rand(n // 4)
+    t = best_of(lambda: a.copy_(b), repeat=5)
+    return 2 * n / t / 1e9
+
+
+def main():
+    print(f"threads: torch CPU {torch.get_num_threads()}, npu core threads "
+          f"{torch.npu.get_device_properties(0).core_threads}")
+    rows = []
+    cpu_t = best_of(small_chain("cpu"), repeat=5)
+    npu_t = best_of(small_chain("npu"), repeat=5)
+    rows.append(("1000 ops on 1k elements + sync", f"{cpu_t * 1e3:.2f}", f"{npu_t * 1e3:.2f}", f"{npu_t / cpu_t:.2f}", "-"))
+    limit = stream_copy_gbps()
+    for op in ["add (a+b)", "mul scalar (a*2)", "sigmoid(a)", "gelu(a)"]:
+        cpu_run, nbytes = big("cpu", op)
+        npu_run, _ = big("npu", op)
+        cpu_run(), npu_run()
+        c = best_of(cpu_run, repeat=5)
+        n = best_of(npu_run, repeat=5)
+        rows.append((f"{op}, 16M fp32", f"{c * 1e3:.2f}", f"{n * 1e3:.2f}", f"{n / c:.2f}",
+                     f"{nbytes / n / 1e9:.1f} GB/s ({100 * nbytes / n / 1e9 / limit:.0f}% of copy {limit:.1f})"))
+    print_table("Elementwise: npu vs CPU eager (ms; ratio = npu/cpu, lower is better)",
+                ["case", "CPU eager ms", "npu ms", "npu/cpu", "npu bandwidth"], rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,30 @@
+"""A fast subset of the OpInfo conformance harness (tools/opinfo_conformance.py) for CI: these OpInfos
+must pass on npu (same values as CPU) — natively, with no CPU fallback."""
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+import opinfo_conformance  # noqa: E402
+
+NATIVE = ["add", "sub", "mul", "div", "true_divide", "rsub", "pow", "remainder", "fmod", "atan2", "maximum",
+          "minimum", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "abs", "neg",
+          "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "erf", "floor", "ceil", "round", "trunc",
+          "sign", "clamp", "where", "lerp", "addcmul", "addcdiv", "nn.functional.relu", "nn.functional.gelu",
+          "nn.functional.silu", "nn.functional.leaky_relu", "nn.functional.elu", "nn.functional.softplus",
+          "nn.functional.hardsigmoid", "nn.functional.mish", "mm", "bmm", "addmm", "mv", "dot", "matmul",
+          "nn.functional.linear", "nn.functional.conv2d"]
+
+
+@pytest.fixture(scope="module")
+def results():
+    return opinfo_conformance.main(["--ops", ",".join(NATIVE), "--max-samples", "3"])
+
+
+@pytest.mark.parametrize("name", NATIVE)
+def test_opinfo_native(results, name):
+    matched = {k: v for k, v in results.items() if k == name or k.startswith(name + ".")}
+    assert matched, f"{name} not found in op_db"
+    bad = {k: v for k, v in matched.items() if v[0] != "native"}
+    assert not bad, bad

@@ -1,0 +1,122 @@
+"""OpInfo conformance harness: runs the float32 sample inputs of every OpInfo in PyTorch's op_db
+(torch.testing._internal.common_methods_invocations, shipped in the wheel) on npu and on CPU and compares
+the forward results. Each op is recorded as:
+  native    - every sample matched and no op fell back to the CPU
+  fallback  - every sample matched, some op went through the CPU fallback
+  mismatch  - a sample produced different values, shapes or dtypes
+  error     - a sample raised on npu (but not on CPU)
+Usage: python tools/opinfo_conformance.py [--ops name,name] [--max-samples N] [--summary FILE]
+The full run's summary is committed as docs/opinfo_summary.md."""
+import argparse
+import collections
+import sys
+import time
+import warnings
+
+import torch
+
+import torch_npu_sim
+
+# Ops whose outputs are random draws: compared by shape and dtype only.
+RANDOM_OPS = {"bernoulli", "normal", "rand_like", "randn_like", "randint_like", "multinomial", "uniform",
+              "nn.functional.dropout", "nn.functional.dropout2d", "nn.functional.dropout3d",
+              "nn.functional.alpha_dropout", "nn.functional.feature_alpha_dropout", "nn.functional.rrelu",
+              "cauchy", "exponential", "geometric", "log_normal", "randn", "rand", "randint", "empty",
+              "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"}
+
+
+def to_npu(x):
+    return x.to("npu") if isinstance(x, torch.Tensor) else x
+
+
+def compare(got, ref, shape_only):
+    if isinstance(ref, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            raise AssertionError(f"expected a tensor, got {type(got)}")
+        if got.device.type != "npu" and ref.device.type == "cpu" and ref.numel() > 0:
+            raise AssertionError(f"output on {got.device}, expected npu")
+        if got.shape != ref.shape or got.dtype != ref.dtype:
+            raise AssertionError(f"shape/dtype {tuple(got.shape)}/{got.dtype} != {tuple(ref.shape)}/{ref.dtype}")
+        if not shape_only:
+            torch.testing.assert_close(got.cpu(), ref, atol=1e-4, rtol=1e-4, equal_nan=True, check_device=False)
+    elif isinstance(ref, (list, tuple)):
+        if len(got) != len(ref):
+            raise AssertionError("output structure differs")
+        for g, r in zip(got, ref):
+            compare(g, r, shape_only)
+    elif isinstance(ref, (int, float, bool, complex)):
+        if not shape_only and got != ref and not (ref != ref and got != got):
+            raise AssertionError(f"{got} != {ref}")
+
+
+def run_op(op, max_samples):
+    try:
+        samples = list(op.sample_inputs("cpu", torch.float32, requires_grad=False))[:max_samples]
+    except Exception as e:  # noqa: BLE001 - a harness records whatever the sample generator does
+        return "skipped", f"sample_inputs failed: {e}"
+    torch_npu_sim.reset_fallback_ops()
+    for s in samples:
+        try:
+            ref = op(s.input, *s.args, **s.kwargs)
+        except Exception:  # noqa: BLE001 - the CPU itself rejects this sample
+            continue
+        try:
+            n = s.transform(to_npu)
+            got = op(n.input, *n.args, **n.kwargs)
+            if isinstance(got, torch.Tensor) or isinstance(got, (list, tuple)):
+                torch.npu.synchronize()
+        except Exception as e:  # noqa: BLE001
+            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        try:
+            compare(got, ref, shape_only=op.name in RANDOM_OPS)
+        except Exception as e:  # noqa: BLE001
+            return "mismatch", str(e).splitlines()[0][:160]
+    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
+    parser.add_argument("--max-samples", type=int, default=4)
+    parser.add_argument("--summary", default="", help="write a Markdown summary to this file")
+    args = parser.parse_args(argv)
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    wanted = set(filter(None, args.ops.split(",")))
+    results = {}
+    t0 = time.time()
+    warnings.simplefilter("ignore")
+    for op in op_db:
+        name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+        if wanted and op.name not in wanted and name not in wanted:
+            continue
+        if torch.float32 not in op.supported_dtypes("cpu"):
+            continue
+        results[name] = run_op(op, args.max_samples)
+    counts = collections.Counter(status for status, _ in results.values())
+    total = sum(v for k, v in counts.items() if k != "skipped")
+    passed = counts["native"] + counts["fallback"]
+    lines = [f"# OpInfo conformance (float32 forward, up to {args.max_samples} samples per op)", "",
+             f"torch {torch.__version__}; {len(results)} OpInfos with float32 samples; {time.time() - t0:.0f} s", "",
+             "| status | ops |", "|---|---|"]
+    for status in ("native", "fallback", "mismatch", "error", "skipped"):
+        lines.append(f"| {status} | {counts[status]} |")
+    lines += ["", f"**pass rate (native + fallback) = {passed}/{total} = {100 * passed / max(total, 1):.1f}%**, "
+              f"native = {counts['native']}/{total} = {100 * counts['native'] / max(total, 1):.1f}%", ""]
+    for status in ("mismatch", "error", "fallback"):
+        lines += [f"## {status}", "", "| op | detail |", "|---|---|"]
+        for name, (s, detail) in sorted(results.items()):
+            if s == status:
+                lines.append(f"| {name} | {detail.replace('|', '/')} |")
+        lines.append("")
+    text = "\n".join(lines)
+    if args.summary:
+        with open(args.summary, "w") as f:
+            f.write(text + "\n")
+    print("\n".join(lines[:12]))
+    return results
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(0)
