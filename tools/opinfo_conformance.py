@@ -79,6 +79,7 @@ def main(argv=None):
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
     parser.add_argument("--max-samples", type=int, default=4)
     parser.add_argument("--summary", default="", help="write a Markdown summary to this file")
+    parser.add_argument("--verbose", action="store_true", help="print each op name before running it")
     args = parser.parse_args(argv)
     from torch.testing._internal.common_methods_invocations import op_db
 
@@ -92,6 +93,8 @@ def main(argv=None):
             continue
         if torch.float32 not in op.supported_dtypes("cpu"):
             continue
+        if args.verbose:
+            print(name, file=sys.stderr, flush=True)
         results[name] = run_op(op, args.max_samples)
     counts = collections.Counter(status for status, _ in results.values())
     total = sum(v for k, v in counts.items() if k != "skipped")

@@ -112,8 +112,24 @@ void copy_npu_to_cpu(const at::Tensor& dst, const at::Tensor& src, bool non_bloc
   finish_copy(native, false);
 }
 
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+
+// A source with a pending conjugate/negative bit (a lazy view): its bytes are copied as stored, then the
+// bit is resolved on the CPU (the device has no complex kernels).
+at::Tensor copy_from_lazy_view(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  at::Tensor raw = self.is_conj() ? self.conj() : self;  // conj() of a conj view clears the bit
+  if (raw.is_neg()) raw = raw._neg_view();
+  at::Tensor host = at::empty(raw.sizes(), raw.options().device(at::kCPU));
+  copy_from(raw, host, false);
+  if (self.is_conj()) host.conj_physical_();
+  if (self.is_neg()) host.neg_();
+  return copy_from(host, dst, non_blocking);
+}
+
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "copy_: both tensors must be defined");
+  TORCH_CHECK(!dst.is_conj() && !dst.is_neg(), "copy_: copying into a conjugate or negative view is not supported on npu");
+  if (self.is_conj() || self.is_neg()) return copy_from_lazy_view(self, dst, non_blocking);
   TORCH_CHECK(self.layout() == at::kStrided && dst.layout() == at::kStrided,
               "copy_: only strided (dense) tensors are supported on npu, got ", self.layout(), " -> ", dst.layout());
   const auto shape = at::infer_size(dst.sizes(), self.sizes());
@@ -149,6 +165,17 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
   dst.resize_(self.sizes());
   return copy_from(self, dst, false);
+}
+
+// The conjugate/negative-bit fallbacks would materialise the source with clone -> copy_ -> _copy_from
+// again (infinite recursion); copy_from resolves the bits itself, so those keys fall through.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
