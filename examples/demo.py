@@ -1,9 +1,15 @@
-"""torch_npu_sim demo: train a small MLP on the simulated NPU and check it against the same run on CPU.
+"""torch_npu_sim demo, in three parts:
+  1. train a small MLP on the simulated NPU and check every step's loss against the same run on CPU;
+  2. DDP over 2 ranks with backend "hccl" (torch.multiprocessing.spawn), checked against one process
+     training on the global batch;
+  3. the same training under torch.autocast("npu", dtype=torch.bfloat16), following the float32 curve.
 
-Run: python examples/demo.py [--steps N]
+Run: python examples/demo.py [--steps N] [--part 1|2|3|all]
 """
 import argparse
 import copy
+import os
+import socket
 import sys
 import time
 import warnings
@@ -44,10 +50,95 @@ def train(model, x, y, device, steps=30, lr=0.05):
     return losses
 
 
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ddp_rank(rank, world, port, steps, queue):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    import torch_npu_sim  # noqa: F401  (a spawned process starts fresh)
+    warnings.simplefilter("ignore")
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), NPU_SIM_CORE_THREADS="1")
+    dist.init_process_group("hccl", rank=rank, world_size=world, device_id=torch.device("npu", rank))
+    x, y = make_data()
+    shard = slice(rank * len(x) // world, (rank + 1) * len(x) // world)
+    model = DDP(make_model().to(f"npu:{rank}"))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    xs, ys = x[shard].to(f"npu:{rank}"), y[shard].to(f"npu:{rank}")
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(xs), ys)
+        loss.backward()
+        opt.step()
+        global_loss = loss.detach().clone()
+        dist.all_reduce(global_loss, op=dist.ReduceOp.AVG)
+        losses.append(global_loss.item())
+    if rank == 0:
+        queue.put(losses)
+    dist.destroy_process_group()
+
+
+def part_ddp(steps):
+    import torch.multiprocessing as mp
+
+    print("\n== 2. DDP over 2 ranks, backend hccl ==")
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    t0 = time.perf_counter()
+    mp.spawn(_ddp_rank, args=(2, _free_port(), steps, queue), nprocs=2, join=True)
+    ddp = queue.get()
+    single = train(make_model(), *make_data(), "npu", steps)
+    worst = max(abs(a - b) for a, b in zip(ddp, single))
+    print(f"DDP (2 ranks) final loss {ddp[-1]:.6f}, one process on the global batch {single[-1]:.6f}; "
+          f"max |diff| {worst:.2e} over {steps} steps ({time.perf_counter() - t0:.1f} s)")
+    return worst <= 1e-5
+
+
+def part_autocast(steps):
+    print("\n== 3. torch.autocast('npu', dtype=torch.bfloat16) ==")
+    x, y = make_data()
+    fp32 = train(make_model(), x, y, "npu", steps)
+    model = make_model().to("npu")
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    xs, ys = x.to("npu"), y.to("npu")
+    bf16 = []
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("npu", dtype=torch.bfloat16):
+            out = model(xs)
+            loss = nn.functional.cross_entropy(out, ys)
+        loss.backward()
+        opt.step()
+        bf16.append(loss.item())
+    worst = max(abs(a - b) for a, b in zip(bf16, fp32))
+    print(f"logits dtype under autocast: {out.dtype}; loss fp32 {fp32[0]:.4f} -> {fp32[-1]:.4f}, "
+          f"bf16 autocast {bf16[0]:.4f} -> {bf16[-1]:.4f}; max |diff| {worst:.3f} (tolerance 0.05)")
+    return worst <= 0.05
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--part", default="all", choices=["1", "2", "3", "all"])
     args = parser.parse_args(argv)
+    ok = True
+    if args.part in ("1", "all"):
+        ok &= part_single(args.steps)
+    if args.part in ("2", "all"):
+        ok &= part_ddp(min(args.steps, 10))
+    if args.part in ("3", "all"):
+        ok &= part_autocast(args.steps)
+    print("\ndemo:", "OK" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+def part_single(steps):
+    print("== 1. an MLP on npu vs the same run on CPU ==")
 
     props = torch.npu.get_device_properties(0)
     print(f"torch {torch.__version__}, {torch.npu.device_count()} x {props.name} "
@@ -55,11 +146,11 @@ def main(argv=None):
     x, y = make_data()
     model = make_model()
     t0 = time.perf_counter()
-    cpu_losses = train(copy.deepcopy(model), x, y, "cpu", args.steps)
+    cpu_losses = train(copy.deepcopy(model), x, y, "cpu", steps)
     t1 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        npu_losses = train(copy.deepcopy(model), x, y, "npu", args.steps)
+        npu_losses = train(copy.deepcopy(model), x, y, "npu", steps)
     t2 = time.perf_counter()
     for w in caught:
         print(f"warning: {w.message}")
@@ -75,7 +166,7 @@ def main(argv=None):
           f"reserved {torch.npu.memory_reserved() / 2**20:.0f} MiB")
     ok = worst <= 1e-5
     print(f"max |loss difference| = {worst:.2e} -> {'OK' if ok else 'MISMATCH'} (tolerance 1e-5)")
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":
