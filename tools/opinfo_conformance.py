@@ -26,7 +26,14 @@ RANDOM_OPS = {"bernoulli", "normal", "rand_like", "randn_like", "randint_like", 
 
 
 def to_npu(x):
-    return x.to("npu") if isinstance(x, torch.Tensor) else x
+    """Moves tensors to npu; device arguments naming the CPU (factories, .to) name npu instead."""
+    if isinstance(x, torch.Tensor):
+        return x.to("npu")
+    if isinstance(x, torch.device) and x.type == "cpu":
+        return torch.device("npu")
+    if isinstance(x, str) and x == "cpu":
+        return "npu"
+    return x
 
 
 def compare(got, ref, shape_only):
@@ -62,7 +69,9 @@ def run_op(op, max_samples):
             continue
         try:
             n = s.transform(to_npu)
-            got = op(n.input, *n.args, **n.kwargs)
+            args = [to_npu(a) for a in n.args]
+            kwargs = {k: to_npu(v) for k, v in n.kwargs.items()}
+            got = op(n.input, *args, **kwargs)
             if isinstance(got, torch.Tensor) or isinstance(got, (list, tuple)):
                 torch.npu.synchronize()
         except Exception as e:  # noqa: BLE001

@@ -347,8 +347,10 @@ npu_sim::Status conv2d_validate(const Conv2dArgs& a, const char** why) {
     reason = "stride and dilation must be positive, padding non-negative";
   } else if (a.groups <= 0 || a.in_channels % a.groups != 0 || a.out_channels % a.groups != 0) {
     reason = "groups must divide in_channels and out_channels";
-  } else if (a.out_h != expected_out(a.in_h, a.kernel_h, a.stride_h, a.pad_h, a.dilation_h) ||
-             a.out_w != expected_out(a.in_w, a.kernel_w, a.stride_w, a.pad_w, a.dilation_w)) {
+  } else if (a.out_h > expected_out(a.in_h, a.kernel_h, a.stride_h, a.pad_h, a.dilation_h) ||
+             a.out_w > expected_out(a.in_w, a.kernel_w, a.stride_w, a.pad_w, a.dilation_w)) {
+    // Fewer outputs than the input allows is valid: a transposed convolution with output_padding >=
+    // stride runs as the input-gradient of a forward convolution whose last input rows reach no output.
     reason = "output size does not match input size, kernel, stride, padding and dilation";
   }
   if (why != nullptr) *why = reason;

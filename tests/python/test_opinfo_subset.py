@@ -14,7 +14,7 @@ NATIVE = ["add", "sub", "mul", "div", "true_divide", "rsub", "pow", "remainder",
           "sign", "clamp", "where", "lerp", "addcmul", "addcdiv", "nn.functional.relu", "nn.functional.gelu",
           "nn.functional.silu", "nn.functional.leaky_relu", "nn.functional.elu", "nn.functional.softplus",
           "nn.functional.hardsigmoid", "nn.functional.mish", "mm", "bmm", "addmm", "mv", "dot", "matmul",
-          "nn.functional.linear", "nn.functional.conv2d"]
+          "nn.functional.linear", "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d"]
 
 
 @pytest.fixture(scope="module")
