@@ -224,6 +224,11 @@ void allgather(CommContext& c, const void* in, const std::vector<void*>& out, st
   }
 }
 
+char* scratch(CommContext& c, std::size_t bytes) {
+  if (c.scratch->size() < bytes) c.scratch->resize(bytes);
+  return c.scratch->data();
+}
+
 void reduce_scatter(CommContext& c, void* scratch, void* out, std::size_t count, DType dt, ReduceKind op) {
   const int n = c.t.size(), me = c.t.rank();
   const std::size_t esz = npu_kernels::dtype_size(dt), bytes = count * esz;

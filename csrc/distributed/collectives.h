@@ -27,7 +27,12 @@ struct CommContext {
   const std::atomic<bool>* abort;
   Algo algo;
   const char* what;  // collective name for errors
+  std::vector<char>* scratch = nullptr;  // the communicator's reusable staging buffer (see scratch())
 };
+
+// A staging buffer of at least `bytes`, kept by the communicator between collectives (they run one at a
+// time on its communication stream), so large reduce-scatters do not page-fault a fresh buffer each call.
+char* scratch(CommContext& c, std::size_t bytes);
 
 using npu_kernels::DType;
 using npu_kernels::ReduceKind;

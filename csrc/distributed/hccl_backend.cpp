@@ -195,7 +195,7 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
     }
     try {
       hccl_sim::CommContext ctx{*shared->coll, hdr, std::chrono::steady_clock::now() + shared->timeout,
-                                &shared->abort, shared->cfg.algo, name};
+                                &shared->abort, shared->cfg.algo, name, &shared->scratch};
       body(ctx);
       state->finish(nullptr);
     } catch (const std::exception& e) {

@@ -28,6 +28,7 @@ struct CommShared {
   std::mutex mu;
   std::string broken;  // first failure; every later operation fails fast with it
   int rank = 0;
+  std::vector<char> scratch;  // only touched by collectives on the communication stream, one at a time
   void set_broken(const std::string& msg);
   std::string broken_reason();
 };

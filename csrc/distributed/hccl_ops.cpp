@@ -142,9 +142,9 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce(std::vector<at::Tensor>& tens
   const DType dt = kernel_dtype(t.scalar_type(), "reduce");
   return launch(std::move(l), [=](CommContext& c) {
     if (is_root) return allreduce_with(c, p, n, dt, spec);
-    std::vector<char> scratch(bytes);  // non-root inputs stay unchanged
-    if (bytes) std::memcpy(scratch.data(), p, bytes);
-    allreduce_with(c, scratch.data(), n, dt, spec);
+    char* scratch = hccl_sim::scratch(c, bytes);  // non-root inputs stay unchanged
+    if (bytes) std::memcpy(scratch, p, bytes);
+    allreduce_with(c, scratch, n, dt, spec);
   });
 }
 
@@ -298,10 +298,10 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter(std::vector<at::Tenso
   const std::size_t n = out.numel(), bytes = out.nbytes();
   const DType dt = kernel_dtype(out.scalar_type(), "reduce_scatter");
   return launch(std::move(l), [=](CommContext& c) {
-    std::vector<char> scratch(bytes * in.size());
-    for (std::size_t r = 0; r < in.size(); ++r) if (bytes) std::memcpy(scratch.data() + bytes * r, in[r], bytes);
-    if (spec.premul) npu_kernels::scale_inplace(dt, scratch.data(), n * in.size(), spec.factor);
-    hccl_sim::reduce_scatter(c, scratch.data(), op, n, dt, spec.kind);
+    char* scratch = hccl_sim::scratch(c, bytes * in.size());
+    for (std::size_t r = 0; r < in.size(); ++r) if (bytes) std::memcpy(scratch + bytes * r, in[r], bytes);
+    if (spec.premul) npu_kernels::scale_inplace(dt, scratch, n * in.size(), spec.factor);
+    hccl_sim::reduce_scatter(c, scratch, op, n, dt, spec.kind);
     if (spec.average) npu_kernels::divide_inplace(dt, op, n, c.t.size());
   });
 }
@@ -336,12 +336,12 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter_tensor_coalesced(std:
   return launch(std::move(l), [items](CommContext& c) {
     for (const auto& it : items) {
       const std::size_t esz = npu_kernels::dtype_size(it.dt), total = it.n * c.t.size();
-      std::vector<char> scratch(total * esz);
-      if (total) std::memcpy(scratch.data(), it.in, total * esz);
-      if (it.spec.premul) npu_kernels::scale_inplace(it.dt, scratch.data(), total, it.spec.factor);
+      char* scratch = hccl_sim::scratch(c, total * esz);
+      if (total) std::memcpy(scratch, it.in, total * esz);
+      if (it.spec.premul) npu_kernels::scale_inplace(it.dt, scratch, total, it.spec.factor);
       c.base.dtype = static_cast<int8_t>(it.dt);
       c.base.numel = it.n;
-      hccl_sim::reduce_scatter(c, scratch.data(), it.out, it.n, it.dt, it.spec.kind);
+      hccl_sim::reduce_scatter(c, scratch, it.out, it.n, it.dt, it.spec.kind);
       if (it.spec.average) npu_kernels::divide_inplace(it.dt, it.out, it.n, c.t.size());
     }
   });
