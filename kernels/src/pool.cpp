@@ -1,0 +1,174 @@
+// 2-D pooling kernels (see npu_kernels/pool.h). Work is split by whole planes, so backward scatters
+// never race; accumulation is in float (double for float64).
+#include "npu_kernels/pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels {
+
+namespace {
+
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <typename F>
+npu_sim::Status dispatch_float(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kFloat16: return f(Half{});
+    case DType::kBFloat16: return f(BFloat16{});
+    default: return npu_sim::Status::kInvalidValue;
+  }
+}
+
+// Window [begin, end) along one axis for output position o.
+struct Window {
+  int64_t begin, end;
+};
+
+Window window(const Pool2dArgs& a, bool rows, int64_t o) {
+  const int64_t in = rows ? a.in_h : a.in_w, out = rows ? a.out_h : a.out_w;
+  if (a.adaptive) return {o * in / out, ((o + 1) * in + out - 1) / out};
+  const int64_t k = rows ? a.kernel_h : a.kernel_w, s = rows ? a.stride_h : a.stride_w;
+  const int64_t p = rows ? a.pad_h : a.pad_w;
+  return {o * s - p, o * s - p + k};
+}
+
+int64_t avg_divisor(const Pool2dArgs& a, const Window& wh, const Window& ww) {
+  if (a.divisor != 0) return a.divisor;
+  if (a.adaptive) return (wh.end - wh.begin) * (ww.end - ww.begin);
+  if (a.count_include_pad) {
+    // the window clipped to the padded input (as ATen does)
+    const int64_t h = std::min(wh.end, a.in_h + a.pad_h) - wh.begin;
+    const int64_t w = std::min(ww.end, a.in_w + a.pad_w) - ww.begin;
+    return h * w;
+  }
+  return (std::min(wh.end, a.in_h) - std::max<int64_t>(wh.begin, 0)) *
+         (std::min(ww.end, a.in_w) - std::max<int64_t>(ww.begin, 0));
+}
+
+template <typename Body>
+npu_sim::Status per_plane(npu_sim::Stream s, const char* name, const Pool2dArgs& a, Body body) {
+  return parallel_for(s, name, a.planes, 1, [a, body](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    for (int64_t p = b; p < e; ++p) body(p);
+  });
+}
+
+}  // namespace
+
+npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out, int64_t* indices) {
+  return dispatch_float(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    const T* x = static_cast<const T*>(in);
+    T* y = static_cast<T*>(out);
+    return per_plane(s, "max_pool2d", a, [=](int64_t p) {
+      const T* plane = x + p * a.in_h * a.in_w;
+      for (int64_t oh = 0; oh < a.out_h; ++oh) {
+        for (int64_t ow = 0; ow < a.out_w; ++ow) {
+          const int64_t h0 = oh * a.stride_h - a.pad_h, w0 = ow * a.stride_w - a.pad_w;
+          A best = -std::numeric_limits<A>::infinity();
+          int64_t arg = -1;
+          for (int64_t kh = 0; kh < a.kernel_h; ++kh) {
+            const int64_t h = h0 + kh * a.dilation_h;
+            if (h < 0 || h >= a.in_h) continue;
+            for (int64_t kw = 0; kw < a.kernel_w; ++kw) {
+              const int64_t w = w0 + kw * a.dilation_w;
+              if (w < 0 || w >= a.in_w) continue;
+              const A v = static_cast<A>(plane[h * a.in_w + w]);
+              if (arg < 0 || v > best || std::isnan(v)) {  // NaN wins, as in ATen
+                best = v;
+                arg = h * a.in_w + w;
+                if (std::isnan(v)) break;
+              }
+            }
+          }
+          const int64_t o = p * a.out_h * a.out_w + oh * a.out_w + ow;
+          y[o] = static_cast<T>(best);
+          indices[o] = arg;
+        }
+      }
+    });
+  });
+}
+
+npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out,
+                                    const int64_t* indices, void* grad_in) {
+  return dispatch_float(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    const T* g = static_cast<const T*>(grad_out);
+    T* gi = static_cast<T*>(grad_in);
+    return per_plane(s, "max_pool2d_backward", a, [=](int64_t p) {
+      T* plane = gi + p * a.in_h * a.in_w;
+      const int64_t n_in = a.in_h * a.in_w, n_out = a.out_h * a.out_w;
+      for (int64_t i = 0; i < n_in; ++i) plane[i] = static_cast<T>(A(0));
+      for (int64_t o = 0; o < n_out; ++o) {
+        const int64_t idx = indices[p * n_out + o];
+        if (idx < 0 || idx >= n_in) {
+          throw npu_sim::KernelError("max_pool2d_backward: index " + std::to_string(idx) +
+                                     " is out of bounds for an input plane of " + std::to_string(n_in));
+        }
+        plane[idx] = static_cast<T>(static_cast<A>(plane[idx]) + static_cast<A>(g[p * n_out + o]));
+      }
+    });
+  });
+}
+
+npu_sim::Status avg_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out) {
+  return dispatch_float(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    const T* x = static_cast<const T*>(in);
+    T* y = static_cast<T*>(out);
+    return per_plane(s, a.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", a, [=](int64_t p) {
+      const T* plane = x + p * a.in_h * a.in_w;
+      for (int64_t oh = 0; oh < a.out_h; ++oh) {
+        const Window wh = window(a, true, oh);
+        for (int64_t ow = 0; ow < a.out_w; ++ow) {
+          const Window ww = window(a, false, ow);
+          A sum = 0;
+          for (int64_t h = std::max<int64_t>(wh.begin, 0); h < std::min(wh.end, a.in_h); ++h) {
+            for (int64_t w = std::max<int64_t>(ww.begin, 0); w < std::min(ww.end, a.in_w); ++w) {
+              sum += static_cast<A>(plane[h * a.in_w + w]);
+            }
+          }
+          y[p * a.out_h * a.out_w + oh * a.out_w + ow] = static_cast<T>(sum / static_cast<A>(avg_divisor(a, wh, ww)));
+        }
+      }
+    });
+  });
+}
+
+npu_sim::Status avg_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out, void* grad_in) {
+  return dispatch_float(a.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    const T* g = static_cast<const T*>(grad_out);
+    T* gi = static_cast<T*>(grad_in);
+    return per_plane(s, a.adaptive ? "adaptive_avg_pool2d_backward" : "avg_pool2d_backward", a, [=](int64_t p) {
+      T* plane = gi + p * a.in_h * a.in_w;
+      for (int64_t i = 0; i < a.in_h * a.in_w; ++i) plane[i] = static_cast<T>(A(0));
+      for (int64_t oh = 0; oh < a.out_h; ++oh) {
+        const Window wh = window(a, true, oh);
+        for (int64_t ow = 0; ow < a.out_w; ++ow) {
+          const Window ww = window(a, false, ow);
+          const A share = static_cast<A>(g[p * a.out_h * a.out_w + oh * a.out_w + ow]) /
+                          static_cast<A>(avg_divisor(a, wh, ww));
+          for (int64_t h = std::max<int64_t>(wh.begin, 0); h < std::min(wh.end, a.in_h); ++h) {
+            for (int64_t w = std::max<int64_t>(ww.begin, 0); w < std::min(ww.end, a.in_w); ++w) {
+              plane[h * a.in_w + w] = static_cast<T>(static_cast<A>(plane[h * a.in_w + w]) + share);
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
+}  // namespace npu_kernels

@@ -1,0 +1,56 @@
+"""2-D pooling on npu against CPU: max (with indices, dilation, ceil_mode, padding), average
+(count_include_pad, divisor_override, ceil_mode), adaptive average; forward and backward; batched and
+unbatched; float32/float64/bfloat16; errors with CPU's messages."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim
+
+CASES = {
+    "max2": lambda x: F.max_pool2d(x, 2),
+    "max_pad_ceil": lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+    "max_dilation": lambda x: F.max_pool2d(x, 3, 1, 1, dilation=2),
+    "max_rect": lambda x: F.max_pool2d(x, (2, 3), (1, 2)),
+    "avg2": lambda x: F.avg_pool2d(x, 2),
+    "avg_pad": lambda x: F.avg_pool2d(x, 3, 2, 1),
+    "avg_no_pad_count": lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False, ceil_mode=True),
+    "avg_divisor": lambda x: F.avg_pool2d(x, 2, divisor_override=3),
+    "adaptive_3x5": lambda x: F.adaptive_avg_pool2d(x, (3, 5)),
+    "adaptive_7": lambda x: F.adaptive_avg_pool2d(x, 7),
+}
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-6), (torch.float64, 1e-12), (torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_pooling_forward_backward(name, dtype, tol):
+    torch_npu_sim.reset_fallback_ops()
+    g = torch.Generator().manual_seed(0)
+    for shape in [(2, 3, 9, 11), (3, 8, 10)]:
+        x = torch.randn(shape, generator=g).to(dtype)
+        xc, xn = x.clone().requires_grad_(), x.npu().requires_grad_()
+        yc, yn = CASES[name](xc), CASES[name](xn)
+        grad = torch.randn(yc.shape, generator=g).to(dtype)
+        yc.backward(grad)
+        yn.backward(grad.npu())
+        torch.testing.assert_close(yn.detach().cpu(), yc.detach(), atol=tol, rtol=tol)
+        torch.testing.assert_close(xn.grad.cpu(), xc.grad, atol=tol * 4, rtol=tol * 4)
+    assert not [op for op in torch_npu_sim.fallback_ops() if "pool" in op], torch_npu_sim.fallback_ops()
+
+
+def test_max_pool_indices_match_cpu():
+    x = torch.randn(2, 2, 6, 6)
+    _, ic = F.max_pool2d(x, 2, return_indices=True)
+    _, inpu = F.max_pool2d(x.npu(), 2, return_indices=True)
+    assert torch.equal(inpu.cpu(), ic)
+
+
+def test_pooling_errors_match_cpu():
+    x = torch.randn(1, 1, 4, 4)
+    for bad in [lambda t: F.max_pool2d(t, 3, 1, 2), lambda t: F.avg_pool2d(t, 2, divisor_override=0),
+                lambda t: F.max_pool2d(t, 5)]:
+        with pytest.raises(RuntimeError) as cpu_err:
+            bad(x)
+        with pytest.raises(RuntimeError) as npu_err:
+            bad(x.npu())
+        assert str(cpu_err.value).split(":")[-1].strip()[:20] in str(npu_err.value)
