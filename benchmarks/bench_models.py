@@ -1,0 +1,59 @@
+"""Model-level benchmark: one training step (forward, backward, AdamW) of the GPT-mini from
+tests/python/test_models.py, npu vs CPU eager in the same run — float32, and bf16/fp16 autocast on npu vs
+torch.autocast("cpu", bfloat16). Prints ratios (npu/cpu; lower is better); asserts nothing.
+Run: python benchmarks/bench_models.py"""
+import copy
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim
+from _common import best_of, print_table
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "python"))
+from test_models import GPTMini  # noqa: E402
+
+
+def step_fn(device, amp_dtype=None):
+    torch.manual_seed(0)
+    model = GPTMini(vocab=256, d=128, heads=4, layers=4, ctx=64).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    g = torch.Generator().manual_seed(0)
+    seq = torch.randint(0, 256, (8, 65), generator=g)
+    x, y = seq[:, :-1].to(device), seq[:, 1:].to(device)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device, dtype=amp_dtype or torch.float32, enabled=amp_dtype is not None):
+            logits = model(x)
+            loss = F.cross_entropy(logits.float().reshape(-1, 256), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        if device == "npu":
+            torch.npu.synchronize()
+        return loss
+    return step
+
+
+def main():
+    rows = []
+    cases = [("float32", None, None), ("bf16 autocast", torch.bfloat16, torch.bfloat16),
+             ("fp16 autocast (cpu: bf16)", torch.float16, torch.bfloat16)]
+    base32 = None
+    for name, npu_amp, cpu_amp in cases:
+        cpu_step, npu_step = step_fn("cpu", cpu_amp), step_fn("npu", npu_amp)
+        cpu_step(), npu_step()  # warm-up
+        torch_npu_sim.reset_fallback_ops()
+        c = best_of(cpu_step, repeat=3)
+        n = best_of(npu_step, repeat=3)
+        fell_back = len(torch_npu_sim.fallback_ops())
+        base32 = base32 or n
+        rows.append((name, f"{c * 1e3:.1f}", f"{n * 1e3:.1f}", f"{n / c:.2f}", f"{n / base32:.2f}", fell_back))
+    print_table("GPT-mini training step (d=128, 4 layers, batch 8 x 64 tokens): ms",
+                ["case", "CPU eager", "npu", "npu/cpu", "npu vs npu fp32", "ops on CPU fallback"], rows)
+
+
+if __name__ == "__main__":
+    main()
