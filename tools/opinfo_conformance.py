@@ -25,6 +25,10 @@ RANDOM_OPS = {"bernoulli", "normal", "rand_like", "randn_like", "randint_like", 
               "empty_like", "new_empty", "empty_strided", "new_empty_strided", "empty_permuted"}
 
 
+# Ops whose non-input tensor arguments must stay on the host (as on CUDA): only the input moves.
+HOST_ARGS_OPS = {"tensor_split"}
+
+
 def to_npu(x):
     """Moves tensors to npu; device arguments naming the CPU (factories, .to) name npu instead."""
     if isinstance(x, torch.Tensor):
@@ -68,9 +72,13 @@ def run_op(op, max_samples):
         except Exception:  # noqa: BLE001 - the CPU itself rejects this sample
             continue
         try:
-            n = s.transform(to_npu)
-            args = [to_npu(a) for a in n.args]
-            kwargs = {k: to_npu(v) for k, v in n.kwargs.items()}
+            if op.name in HOST_ARGS_OPS:
+                n, args, kwargs = s, list(s.args), dict(s.kwargs)
+                n = type(s)(to_npu(s.input), args=s.args, kwargs=s.kwargs)
+            else:
+                n = s.transform(to_npu)
+                args = [to_npu(a) for a in n.args]
+                kwargs = {k: to_npu(v) for k, v in n.kwargs.items()}
             got = op(n.input, *args, **kwargs)
             if isinstance(got, torch.Tensor) or isinstance(got, (list, tuple)):
                 torch.npu.synchronize()
