@@ -6,6 +6,8 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
+#include <ATen/ops/convolution.h>
+#include <ATen/ops/convolution_backward.h>
 #include <torch/library.h>
 
 #include <array>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "aten/npu_tensor.h"
+#include "fallback/cpu_fallback.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/conv.h"
@@ -112,13 +115,38 @@ void bias_grad_into(const at::Tensor& grad_bias, const at::Tensor& gy) {
   NPU_CHECK(npu_kernels::conv2d_backward_bias(stream_of(gy), a, grad_bias.data_ptr(), grad_bias.stride(0)));
 }
 
+// 3-D convolution has no Cube kernel yet: it runs on the CPU like any fallback op (warned and recorded).
+at::Tensor convolution_3d_on_cpu(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                                 at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                                 bool transposed, at::IntArrayRef output_padding, int64_t groups) {
+  note_cpu_fallback("aten::convolution_overrideable (3-D)");
+  return at::convolution(input.cpu(), weight.cpu(), bias.defined() ? bias.cpu() : at::Tensor(), stride, padding,
+                         dilation, transposed, output_padding, groups)
+      .to(input.device());
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_3d_on_cpu(
+    const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding, int64_t groups,
+    std::array<bool, 3> mask) {
+  note_cpu_fallback("aten::convolution_backward_overrideable (3-D)");
+  const std::vector<int64_t> bias_sizes{transposed ? weight.size(1) * groups : weight.size(0)};
+  auto [gx, gw, gb] = at::convolution_backward(grad_output.cpu(), input.cpu(), weight.cpu(), bias_sizes, stride,
+                                               padding, dilation, transposed, output_padding, groups, mask);
+  auto back = [&](const at::Tensor& t) { return t.defined() ? t.to(input.device()) : t; };
+  return {back(gx), back(gw), back(gb)};
+}
+
 at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias_opt,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
   const at::Tensor bias = bias_opt.value_or(at::Tensor());
   check_inputs("convolution", {{"input", &input_}, {"weight", &weight_}, {"bias", &bias}});
-  TORCH_CHECK(input_.dim() == 3 || input_.dim() == 4, "convolution on npu supports 1-D and 2-D convolution (3-D or 4-D "
-              "input), got input of shape ", input_.sizes());
+  if (input_.dim() == 5) {
+    return convolution_3d_on_cpu(input_, weight_, bias, stride, padding, dilation, transposed, output_padding, groups);
+  }
+  TORCH_CHECK(input_.dim() == 3 || input_.dim() == 4, "convolution on npu supports 1-D, 2-D and 3-D convolution (3-D, 4-D or "
+              "5-D input), got input of shape ", input_.sizes());
   TORCH_CHECK(weight_.dim() == input_.dim(), "convolution: expected weight to be ", input_.dim(), "-D, got ",
               weight_.sizes());
   const bool one_d = input_.dim() == 3;
@@ -160,6 +188,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     std::array<bool, 3> mask) {
   check_inputs("convolution_backward",
                {{"grad_output", &grad_output_}, {"input", &input_}, {"weight", &weight_}});
+  if (input_.dim() == 5) {
+    return convolution_backward_3d_on_cpu(grad_output_, input_, weight_, stride, padding, dilation, transposed,
+                                           output_padding, groups, mask);
+  }
   TORCH_CHECK(input_.dim() == 3 || input_.dim() == 4, "convolution_backward on npu supports 1-D and 2-D "
               "convolution, got input of shape ", input_.sizes());
   const bool one_d = input_.dim() == 3;

@@ -56,10 +56,17 @@ void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const std::string name = schema.operator_name().name +
                            (schema.overload_name().empty() ? "" : "." + schema.overload_name());
+  check_same_device(name, *stack, schema.arguments().size());
+  note_cpu_fallback(name);
+  at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+
+void note_cpu_fallback(const std::string& name) {
   TORCH_CHECK_NOT_IMPLEMENTED(!fallback_disabled(), "The operator '", name,
                               "' is not currently implemented for the NPU device, and CPU fallback is disabled "
                               "(TORCH_NPU_FALLBACK_CPU_DISABLE=1).");
-  check_same_device(name, *stack, schema.arguments().size());
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
@@ -69,10 +76,7 @@ void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     TORCH_WARN("The operator '", name, "' is not currently supported on the NPU backend and will fall back to run "
                "on the CPU. This may have performance implications.");
   }
-  at::native::cpu_fallback(op, stack);
 }
-
-}  // namespace
 
 std::map<std::string, int64_t> fallback_ops() {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -11,4 +11,8 @@ namespace torch_npu_sim {
 std::map<std::string, int64_t> fallback_ops();
 void reset_fallback_ops();
 
+// For adapters that run part of an op on the CPU themselves (e.g. 3-D convolution): refuses under
+// TORCH_NPU_FALLBACK_CPU_DISABLE=1, warns once per op in torch_npu's wording and records the call.
+void note_cpu_fallback(const std::string& op_name);
+
 }  // namespace torch_npu_sim

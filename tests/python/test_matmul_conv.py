@@ -290,8 +290,22 @@ def test_conv_errors():
         torch.ops.aten.convolution_overrideable(x, wt.double(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
     with pytest.raises(RuntimeError):
         F.conv2d(x, rand(6, 3, 3, 3).npu())  # channel mismatch (torch's own shape check)
-    with pytest.raises(RuntimeError, match="1-D and 2-D convolution"):
-        F.conv3d(rand(1, 2, 4, 4, 4).npu(), rand(2, 2, 1, 1, 1).npu())
+
+
+def test_conv3d_runs_through_the_recorded_cpu_fallback():
+    x, w = rand(1, 2, 5, 5, 5), rand(3, 2, 3, 3, 3, seed=1)
+    xn, wn = x.npu().requires_grad_(), w.npu().requires_grad_()
+    y = F.conv3d(xn, wn, padding=1)
+    y.sum().backward()
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    F.conv3d(xc, wc, padding=1).sum().backward()
+    assert y.is_npu and xn.grad.is_npu
+    torch.testing.assert_close(y.detach().cpu(), F.conv3d(x, w, padding=1))
+    torch.testing.assert_close(wn.grad.cpu(), wc.grad)
+    ops = torch_npu_sim.fallback_ops()
+    assert ops.pop("aten::convolution_overrideable (3-D)") == 1
+    assert ops.pop("aten::convolution_backward_overrideable (3-D)") == 1
+    torch_npu_sim.reset_fallback_ops()  # the fixture checks that nothing else fell back
 
 
 def test_second_device_and_side_stream():
