@@ -1,0 +1,75 @@
+// nn kernels (torch-free): softmax / log_softmax and their backward, layer norm and its backward,
+// nll_loss forward/backward. Tensors are contiguous; the adapter makes them so.
+#pragma once
+
+#include <cstdint>
+
+#include "npu_kernels/dtype.h"
+#include "npu_sim/runtime.h"
+
+namespace npu_kernels {
+
+// (log_)softmax over the middle dim of an (outer, n, inner) tensor, max-subtracted, fp32 accumulation
+// for fp16/bf16. out_dtype is in_dtype, or float32 for a half input with half_to_float.
+struct SoftmaxDesc {
+  const void* in = nullptr;
+  void* out = nullptr;
+  DType in_dtype = DType::kFloat32, out_dtype = DType::kFloat32;
+  int64_t outer = 1, n = 1, inner = 1;
+  bool log = false;
+};
+npu_sim::Status softmax(npu_sim::Stream stream, const SoftmaxDesc& d);
+
+// grad_in = y * (g - sum(g * y))  (softmax)  or  g - exp(y) * sum(g)  (log_softmax); g and y have
+// `dtype`, grad_in has `out_dtype` (the forward's input dtype).
+struct SoftmaxBackwardDesc {
+  const void* grad = nullptr;
+  const void* output = nullptr;
+  void* grad_in = nullptr;
+  DType dtype = DType::kFloat32, out_dtype = DType::kFloat32;
+  int64_t outer = 1, n = 1, inner = 1;
+  bool log = false;
+};
+npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDesc& d);
+
+// Layer norm over rows of an (M, N) tensor. weight/bias may be null; mean/rstd (M) have `dtype`.
+struct LayerNormDesc {
+  DType dtype = DType::kFloat32;
+  int64_t M = 0, N = 0;
+  double eps = 1e-5;
+  const void* x = nullptr;
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  void* y = nullptr;
+  void* mean = nullptr;
+  void* rstd = nullptr;
+  // backward
+  const void* dy = nullptr;
+  void* dx = nullptr;      // may be null
+  void* dweight = nullptr; // may be null
+  void* dbias = nullptr;   // may be null
+};
+npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d);
+npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc& d);
+
+// nll_loss over (N, C) log-probabilities with int64 targets (N). reduction: 0 none, 1 mean, 2 sum.
+// A target outside [0, C) that is not ignore_index raises KernelError naming nll_loss.
+struct NllLossDesc {
+  DType dtype = DType::kFloat32;
+  int64_t N = 0, C = 0;
+  int64_t reduction = 1;
+  int64_t ignore_index = -100;
+  const void* input = nullptr;
+  const int64_t* target = nullptr;
+  const void* weight = nullptr;  // (C) or null
+  void* out = nullptr;           // (N) for none, scalar otherwise
+  void* total_weight = nullptr;  // scalar
+  // backward
+  const void* grad_out = nullptr;          // (N) for none, scalar otherwise
+  const void* total_weight_in = nullptr;   // scalar
+  void* grad_in = nullptr;                 // (N, C), fully written
+};
+npu_sim::Status nll_loss_forward(npu_sim::Stream stream, const NllLossDesc& d);
+npu_sim::Status nll_loss_backward(npu_sim::Stream stream, const NllLossDesc& d);
+
+}  // namespace npu_kernels
