@@ -1,6 +1,8 @@
 // Registration of the nn kernels for npu: softmax / log_softmax (+ backward), native_layer_norm
 // (+ backward), nll_loss (+ backward). Shapes and checks come from ATen's meta functions (or
 // _check_layer_norm_inputs); the math is in kernels/src/nn.cpp.
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/Reduction.h>
 #include <ATen/native/layer_norm.h>
 #include <ATen/ops/_log_softmax_backward_data_meta.h>
 #include <ATen/ops/_log_softmax_meta.h>
@@ -270,6 +272,84 @@ T nll_loss_backward(const T& grad_output, const T& self, const T& target, const 
   return nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input);
 }
 
+
+// ---- elementwise losses: the kernel writes elementwise values, the reduction engine reduces them ----
+using npu_kernels::LossKind;
+
+T expanded(const T& t, at::IntArrayRef shape, at::ScalarType type) {
+  return t.to(type).expand(shape).contiguous();
+}
+
+T& loss_forward(LossKind kind, const char* name, const T& self, const T& target, const T& weight, int64_t reduction,
+                double beta, T& out) {
+  check_npu(self, name);
+  check_npu(target, name);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), name, ": expected a floating point input, got ",
+              self.scalar_type());
+  c10::DeviceGuard guard(self.device());
+  const auto shape = at::infer_size(self.sizes(), target.sizes());
+  const auto type = self.scalar_type();
+  const T x = expanded(self, shape, type), t = expanded(target, shape, type);
+  const T w = weight.defined() ? expanded(weight, shape, type) : T();
+  T elem;
+  if (reduction == at::Reduction::None) {
+    at::native::resize_output(out, shape);
+    elem = out.is_contiguous() ? out : at::empty(shape, x.options());
+  } else {
+    elem = at::empty(shape, x.options());
+  }
+  npu_kernels::PointLossDesc d;
+  d.dtype = kernel_dtype(type, name);
+  d.n = x.numel();
+  d.input = x.const_data_ptr();
+  d.target = t.const_data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.beta = beta;
+  d.out = elem.data_ptr();
+  NPU_CHECK(npu_kernels::pointwise_loss(current_native_stream(self.device().index()), kind, d));
+  if (reduction == at::Reduction::None) {
+    if (!elem.is_same(out)) out.copy_(elem);
+    return out;
+  }
+  at::native::resize_output(out, {});
+  run_reduce(reduction == at::Reduction::Mean ? npu_kernels::ReduceOp::kMean : npu_kernels::ReduceOp::kSum, elem,
+             at::native::make_dim_mask({}, elem.dim()), {out}, false, {}, out.scalar_type());
+  return out;
+}
+
+T& loss_backward(LossKind kind, const char* name, const T& grad_output, const T& self, const T& target,
+                 const T& weight, int64_t reduction, double beta, T& grad_input) {
+  check_npu(self, name);
+  c10::DeviceGuard guard(self.device());
+  const auto shape = at::infer_size(self.sizes(), target.sizes());
+  const auto type = self.scalar_type();
+  const T x = expanded(self, shape, type), t = expanded(target, shape, type);
+  const T w = weight.defined() ? expanded(weight, shape, type) : T();
+  const bool none = reduction == at::Reduction::None;
+  const T g = none ? expanded(grad_output, shape, type) : grad_output.to(type).contiguous();
+  at::native::resize_output(grad_input, shape);
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  into_contiguous(grad_input, [&](const T& o) {
+    npu_kernels::PointLossDesc d;
+    d.dtype = kernel_dtype(type, name);
+    d.n = n;
+    d.input = x.const_data_ptr();
+    d.target = t.const_data_ptr();
+    d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+    d.beta = beta;
+    d.grad = g.const_data_ptr();
+    d.grad_stride = none ? 1 : 0;
+    d.scale = reduction == at::Reduction::Mean && n > 0 ? 1.0 / static_cast<double>(n) : 1.0;
+    d.grad_in = o.data_ptr();
+    NPU_CHECK(npu_kernels::pointwise_loss_backward(current_native_stream(self.device().index()), kind, d));
+  });
+  return grad_input;
+}
+
+T opt(const std::optional<T>& t) { return t.has_value() ? *t : T(); }
+T fresh(const T& self) { return at::empty({0}, self.options()); }
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -301,6 +381,50 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward.output", nll_loss_forward_out);
   m.impl("nll_loss_backward", nll_loss_backward);
   m.impl("nll_loss_backward.grad_input", nll_loss_backward_out);
+  m.impl("mse_loss", [](const T& s, const T& t, int64_t r) {
+    T o = fresh(s);
+    return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
+  });
+  m.impl("mse_loss.out", [](const T& s, const T& t, int64_t r, T& o) -> T& {
+    return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
+  });
+  m.impl("mse_loss_backward", [](const T& g, const T& s, const T& t, int64_t r) {
+    T o = fresh(s);
+    return loss_backward(LossKind::kMse, "mse_loss_backward", g, s, t, T(), r, 0, o);
+  });
+  m.impl("mse_loss_backward.grad_input", [](const T& g, const T& s, const T& t, int64_t r, T& o) -> T& {
+    return loss_backward(LossKind::kMse, "mse_loss_backward", g, s, t, T(), r, 0, o);
+  });
+  m.impl("smooth_l1_loss", [](const T& s, const T& t, int64_t r, double beta) {
+    T o = fresh(s);
+    return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
+  });
+  m.impl("smooth_l1_loss.out", [](const T& s, const T& t, int64_t r, double beta, T& o) -> T& {
+    return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
+  });
+  m.impl("smooth_l1_loss_backward", [](const T& g, const T& s, const T& t, int64_t r, double beta) {
+    T o = fresh(s);
+    return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
+  });
+  m.impl("smooth_l1_loss_backward.grad_input",
+         [](const T& g, const T& s, const T& t, int64_t r, double beta, T& o) -> T& {
+           return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
+         });
+  m.impl("binary_cross_entropy", [](const T& s, const T& t, const std::optional<T>& w, int64_t r) {
+    T o = fresh(s);
+    return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
+  });
+  m.impl("binary_cross_entropy.out", [](const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) -> T& {
+    return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
+  });
+  m.impl("binary_cross_entropy_backward", [](const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r) {
+    T o = fresh(s);
+    return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
+  });
+  m.impl("binary_cross_entropy_backward.grad_input",
+         [](const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) -> T& {
+           return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
+         });
 }
 
 }  // namespace torch_npu_sim

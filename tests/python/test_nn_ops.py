@@ -145,3 +145,28 @@ def test_bad_dims_raise_like_cpu():
             fn(x)
         with pytest.raises(IndexError):
             fn(x.to("npu"))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_pointwise_losses(dtype, reduction):
+    x = rand(6, 5, dtype=dtype, seed=7)
+    y = rand(6, 5, dtype=dtype, seed=8)
+    kw = dict(rtol=5e-2, atol=1e-1) if dtype in (torch.float16, torch.bfloat16) else {}
+    fwd_bwd(lambda a, b: F.mse_loss(a, b, reduction=reduction), x, y, **kw)
+    fwd_bwd(lambda a: F.l1_loss(a, y.to(a.device), reduction=reduction), x, **kw)
+    for beta in (1.0, 0.5, 0.0):
+        fwd_bwd(lambda a: F.smooth_l1_loss(a, y.to(a.device), reduction=reduction, beta=beta), x, **kw)
+    p = torch.rand(6, 5, generator=torch.Generator().manual_seed(9)).to(dtype) * 0.98 + 0.01
+    q = torch.rand(6, 5, generator=torch.Generator().manual_seed(10)).to(dtype)
+    w = torch.rand(5, generator=torch.Generator().manual_seed(11)).to(dtype)
+    fwd_bwd(lambda a: F.binary_cross_entropy(a, q.to(a.device), reduction=reduction), p, **kw)
+    fwd_bwd(lambda a: F.binary_cross_entropy(a, q.to(a.device), weight=w.to(a.device), reduction=reduction), p, **kw)
+    fwd_bwd(lambda a: F.binary_cross_entropy_with_logits(a, q.to(a.device), reduction=reduction), x, **kw)
+    no_fallback("mse_loss", "smooth_l1", "binary_cross_entropy")
+
+
+def test_bce_input_out_of_range_raises_at_sync():
+    p = torch.tensor([0.2, 1.5], device="npu")
+    with pytest.raises(RuntimeError, match="binary_cross_entropy"):
+        F.binary_cross_entropy(p, torch.tensor([0.0, 1.0], device="npu")).cpu()

@@ -72,4 +72,24 @@ struct NllLossDesc {
 npu_sim::Status nll_loss_forward(npu_sim::Stream stream, const NllLossDesc& d);
 npu_sim::Status nll_loss_backward(npu_sim::Stream stream, const NllLossDesc& d);
 
+// Elementwise losses over n contiguous elements (reduction is done by the adapter with the reduction
+// engine). bce: input outside [0, 1] raises KernelError naming binary_cross_entropy.
+enum class LossKind { kMse, kSmoothL1, kBce };
+struct PointLossDesc {
+  DType dtype = DType::kFloat32;
+  int64_t n = 0;
+  const void* input = nullptr;
+  const void* target = nullptr;
+  const void* weight = nullptr;  // bce only, n elements or null
+  double beta = 1.0;             // smooth_l1
+  void* out = nullptr;           // forward: n elementwise losses
+  // backward: grad_in[i] = dloss/dinput[i] * grad[i * grad_stride] * scale
+  const void* grad = nullptr;
+  int64_t grad_stride = 1;
+  double scale = 1.0;
+  void* grad_in = nullptr;
+};
+npu_sim::Status pointwise_loss(npu_sim::Stream stream, LossKind kind, const PointLossDesc& d);
+npu_sim::Status pointwise_loss_backward(npu_sim::Stream stream, LossKind kind, const PointLossDesc& d);
+
 }  // namespace npu_kernels
