@@ -350,6 +350,104 @@ T& loss_backward(LossKind kind, const char* name, const T& grad_output, const T&
 T opt(const std::optional<T>& t) { return t.has_value() ? *t : T(); }
 T fresh(const T& self) { return at::empty({0}, self.options()); }
 
+// ---- batch norm ----
+at::ScalarType bn_acc(const T& input) { return input.scalar_type() == at::kDouble ? at::kDouble : at::kFloat; }
+
+// A contiguous accumulation-typed version of a per-channel tensor (or undefined).
+T bn_param(const std::optional<T>& p, at::ScalarType acc) {
+  if (!p.has_value() || !p->defined()) return T();
+  return p->to(acc).contiguous();
+}
+
+std::tuple<T, T, T> batch_norm_impl(const T& input, const std::optional<T>& weight, const std::optional<T>& bias,
+                                    const std::optional<T>& running_mean, const std::optional<T>& running_var,
+                                    bool training, double momentum, double eps) {
+  check_npu(input, "native_batch_norm");
+  TORCH_CHECK(input.dim() >= 2, "native_batch_norm: expected an input with at least 2 dims, got ", input.dim());
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "native_batch_norm: expected a floating point input");
+  const bool has_rm = running_mean.has_value() && running_mean->defined();
+  const bool has_rv = running_var.has_value() && running_var->defined();
+  TORCH_CHECK(training || (has_rm && has_rv), "running_mean and running_var must be defined in evaluation mode");
+  c10::DeviceGuard guard(input.device());
+  const auto acc = bn_acc(input);
+  const T x = input.contiguous();
+  const int64_t C = x.size(1);
+  const T w = bn_param(weight, acc), b = bn_param(bias, acc);
+  T rm = bn_param(running_mean, acc), rv = bn_param(running_var, acc);
+  for (const T* p : std::initializer_list<const T*>{&w, &b, &rm, &rv}) {
+    TORCH_CHECK(!p->defined() || p->numel() == C, "native_batch_norm: expected per-channel tensors of size ", C,
+                ", got ", p->numel());
+  }
+  T y = at::empty(x.sizes(), x.options());
+  T save_mean = at::empty({training ? C : 0}, x.options().dtype(acc));
+  T save_invstd = at::empty({training ? C : 0}, x.options().dtype(acc));
+  npu_kernels::BatchNormDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_batch_norm");
+  d.N = x.size(0);
+  d.C = C;
+  d.HW = C > 0 && d.N > 0 ? x.numel() / (d.N * C) : 0;
+  d.training = training;
+  d.momentum = momentum;
+  d.eps = eps;
+  d.x = x.const_data_ptr();
+  d.y = y.data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.bias = b.defined() ? b.const_data_ptr() : nullptr;
+  d.running_mean = rm.defined() ? rm.data_ptr() : nullptr;
+  d.running_var = rv.defined() ? rv.data_ptr() : nullptr;
+  d.save_mean = training ? save_mean.data_ptr() : nullptr;
+  d.save_invstd = training ? save_invstd.data_ptr() : nullptr;
+  NPU_CHECK(npu_kernels::batch_norm(current_native_stream(input.device().index()), d));
+  if (training) {  // the running stats were updated in place unless they needed a converted copy
+    if (has_rm && !rm.is_same(*running_mean)) const_cast<T&>(*running_mean).copy_(rm);
+    if (has_rv && !rv.is_same(*running_var)) const_cast<T&>(*running_var).copy_(rv);
+  }
+  return {y, save_mean, save_invstd};
+}
+
+std::tuple<T, T, T> batch_norm_backward(const T& grad_out, const T& input, const std::optional<T>& weight,
+                                        const std::optional<T>& running_mean, const std::optional<T>& running_var,
+                                        const std::optional<T>& save_mean, const std::optional<T>& save_invstd,
+                                        bool train, double eps, std::array<bool, 3> mask) {
+  check_npu(input, "native_batch_norm_backward");
+  c10::DeviceGuard guard(input.device());
+  const auto acc = bn_acc(input);
+  const T x = input.contiguous();
+  const T dy = grad_out.to(x.scalar_type()).contiguous();
+  const int64_t C = x.size(1);
+  const T w = bn_param(weight, acc);
+  const T rm = bn_param(running_mean, acc), rv = bn_param(running_var, acc);
+  const T sm = bn_param(save_mean, acc), si = bn_param(save_invstd, acc);
+  TORCH_CHECK(train ? (sm.defined() && si.defined()) : (rm.defined() && rv.defined()),
+              "native_batch_norm_backward: missing saved statistics");
+  T dx = mask[0] ? at::empty(x.sizes(), x.options()) : T();
+  T dw = mask[1] ? at::empty({C}, x.options().dtype(acc)) : T();
+  T db = mask[2] ? at::empty({C}, x.options().dtype(acc)) : T();
+  npu_kernels::BatchNormDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_batch_norm_backward");
+  d.N = x.size(0);
+  d.C = C;
+  d.HW = C > 0 && d.N > 0 ? x.numel() / (d.N * C) : 0;
+  d.training = train;
+  d.eps = eps;
+  d.x = x.const_data_ptr();
+  d.dy = dy.const_data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.running_mean = rm.defined() ? const_cast<void*>(rm.const_data_ptr()) : nullptr;
+  d.running_var = rv.defined() ? const_cast<void*>(rv.const_data_ptr()) : nullptr;
+  d.save_mean = sm.defined() ? const_cast<void*>(sm.const_data_ptr()) : nullptr;
+  d.save_invstd = si.defined() ? const_cast<void*>(si.const_data_ptr()) : nullptr;
+  d.dx = dx.defined() ? dx.data_ptr() : nullptr;
+  d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
+  d.dbias = db.defined() ? db.data_ptr() : nullptr;
+  NPU_CHECK(npu_kernels::batch_norm_backward(current_native_stream(input.device().index()), d));
+  const bool has_w = weight.has_value() && weight->defined();
+  const auto wtype = has_w ? weight->scalar_type() : x.scalar_type();
+  if (dw.defined() && dw.scalar_type() != wtype) dw = dw.to(wtype);
+  if (db.defined() && db.scalar_type() != wtype) db = db.to(wtype);
+  return {dx, dw, db};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -381,6 +479,16 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward.output", nll_loss_forward_out);
   m.impl("nll_loss_backward", nll_loss_backward);
   m.impl("nll_loss_backward.grad_input", nll_loss_backward_out);
+  m.impl("native_batch_norm", batch_norm_impl);
+  m.impl("_native_batch_norm_legit", [](const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
+                                        bool training, double momentum, double eps) {
+    return batch_norm_impl(x, w, b, rm, rv, training, momentum, eps);
+  });
+  m.impl("_native_batch_norm_legit.no_stats", [](const T& x, const std::optional<T>& w, const std::optional<T>& b,
+                                                 bool training, double momentum, double eps) {
+    return batch_norm_impl(x, w, b, std::nullopt, std::nullopt, training, momentum, eps);
+  });
+  m.impl("native_batch_norm_backward", batch_norm_backward);
   m.impl("mse_loss", [](const T& s, const T& t, int64_t r) {
     T o = fresh(s);
     return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);

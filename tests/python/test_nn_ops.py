@@ -170,3 +170,40 @@ def test_bce_input_out_of_range_raises_at_sync():
     p = torch.tensor([0.2, 1.5], device="npu")
     with pytest.raises(RuntimeError, match="binary_cross_entropy"):
         F.binary_cross_entropy(p, torch.tensor([0.0, 1.0], device="npu")).cpu()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm(dtype, training):
+    x = rand(4, 3, 5, 5, dtype=dtype, seed=12) * 2 + 1
+    w = rand(3, seed=13)
+    b = rand(3, seed=14)
+    st = torch.float64 if dtype == torch.float64 else torch.float32
+    rm_c, rv_c = torch.zeros(3, dtype=st) + 0.1, torch.ones(3, dtype=st) * 1.5
+    rm_n, rv_n = rm_c.to("npu"), rv_c.to("npu")
+    state = {"cpu": (rm_c, rv_c), "npu": (rm_n, rv_n)}
+
+    def fn(inp, w, b):
+        rm, rv = state["npu" if inp.device.type == "npu" else "cpu"]
+        return F.batch_norm(inp, rm, rv, w, b, training=training, momentum=0.2, eps=1e-5)
+
+    kw = dict(rtol=5e-2, atol=5e-2) if dtype == torch.bfloat16 else {}
+    fwd_bwd(lambda i, w, b: fn(i, w.to(st), b.to(st)), x, w, b, **kw)
+    same(rm_n, rm_c, **kw)
+    same(rv_n, rv_c, **kw)
+    no_fallback("batch_norm")
+
+
+def test_batch_norm_module_2d_and_1d():
+    for shape, mod in (((8, 4, 3, 3), torch.nn.BatchNorm2d(4)), ((8, 4), torch.nn.BatchNorm1d(4))):
+        x = rand(*shape, seed=15)
+        m_c = mod
+        m_n = torch.nn.BatchNorm2d(4) if len(shape) == 4 else torch.nn.BatchNorm1d(4)
+        m_n.load_state_dict(m_c.state_dict())
+        m_n = m_n.to("npu")
+        same(m_n(x.to("npu")), m_c(x))
+        same(m_n.running_mean, m_c.running_mean)
+        same(m_n.running_var, m_c.running_var)
+        m_c.eval()
+        m_n.eval()
+        same(m_n(x.to("npu")), m_c(x))

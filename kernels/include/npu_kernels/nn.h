@@ -92,4 +92,29 @@ struct PointLossDesc {
 npu_sim::Status pointwise_loss(npu_sim::Stream stream, LossKind kind, const PointLossDesc& d);
 npu_sim::Status pointwise_loss_backward(npu_sim::Stream stream, LossKind kind, const PointLossDesc& d);
 
+// Batch norm over (N, C, HW) contiguous input. Per-channel parameters and statistics (weight, bias,
+// running_mean/var, save_mean/save_invstd) are in the accumulation type: float64 for float64 input,
+// float32 otherwise. Training: batch statistics, running stats updated with momentum (unbiased var).
+struct BatchNormDesc {
+  DType dtype = DType::kFloat32;
+  int64_t N = 0, C = 0, HW = 0;
+  bool training = true;
+  double momentum = 0.1, eps = 1e-5;
+  const void* x = nullptr;
+  void* y = nullptr;
+  const void* weight = nullptr;  // null: 1
+  const void* bias = nullptr;    // null: 0
+  void* running_mean = nullptr;  // may be null (training without stats)
+  void* running_var = nullptr;
+  void* save_mean = nullptr;     // training: written; backward (training): read
+  void* save_invstd = nullptr;
+  // backward
+  const void* dy = nullptr;
+  void* dx = nullptr;
+  void* dweight = nullptr;
+  void* dbias = nullptr;
+};
+npu_sim::Status batch_norm(npu_sim::Stream stream, const BatchNormDesc& d);
+npu_sim::Status batch_norm_backward(npu_sim::Stream stream, const BatchNormDesc& d);
+
 }  // namespace npu_kernels
