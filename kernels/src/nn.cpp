@@ -8,6 +8,7 @@
 
 #include "npu_kernels/launch.h"
 #include "npu_kernels/nn.h"
+#include "fast_exp.h"
 
 namespace npu_kernels {
 
@@ -44,27 +45,61 @@ npu_sim::Status dispatch_in_out(DType in, DType out, F&& f) {
   return npu_sim::Status::kInvalidValue;
 }
 
+template <typename A>
+inline A lane_sum(const A* v, int64_t n) {
+  A lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] += v[i + j];
+  }
+  A t = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (; i < n; ++i) t += v[i];
+  return t;
+}
+
+template <typename A>
+inline A lane_max(const A* v, int64_t n) {
+  A lanes[8];
+  for (int j = 0; j < 8; ++j) lanes[j] = -std::numeric_limits<A>::infinity();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] = v[i + j] > lanes[j] ? v[i + j] : lanes[j];
+  }
+  A m = lanes[0];
+  for (int j = 1; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
+  for (; i < n; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+// One line of n elements with element stride s; buf holds 2n accumulators. Loops over buf are
+// contiguous and branch-free so they vectorise (fast_exp included).
 template <typename In, typename Out>
 void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>* buf) {
   using A = acc_t<In>;
-  A m = -std::numeric_limits<A>::infinity();
-  for (int64_t i = 0; i < n; ++i) {
-    buf[i] = ld(x + i * s);
-    m = std::max(m, buf[i]);
-  }
-  if (std::isinf(m) && m < 0) m = 0;  // all -inf: exp gives 0, sum 0 -> nan, as on CPU
-  A sum = 0;
-  if (log) {
-    for (int64_t i = 0; i < n; ++i) sum += std::exp(buf[i] - m);
-    const A lse = std::log(sum);
-    for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(buf[i] - m - lse);
+  A* e = buf + n;
+  if (s == 1) {
+    for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i);
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      buf[i] = std::exp(buf[i] - m);
-      sum += buf[i];
-    }
+    for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
+  }
+  A m = lane_max(buf, n);
+  bool has_nan = false;
+  for (int64_t i = 0; i < n; ++i) has_nan |= buf[i] != buf[i];
+  if (has_nan) m = std::numeric_limits<A>::quiet_NaN();
+  if (std::isinf(m) && m < 0) m = 0;  // all -inf: exp gives 0, sum 0 -> nan, as on CPU
+  for (int64_t i = 0; i < n; ++i) e[i] = detail::fast_exp(buf[i] - m);
+  const A sum = lane_sum(e, n);
+  if (log) {
+    const A lse = std::log(sum);
+    for (int64_t i = 0; i < n; ++i) e[i] = (buf[i] - m) - lse;
+  } else {
     const A inv = A(1) / sum;
-    for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(buf[i] * inv);
+    for (int64_t i = 0; i < n; ++i) e[i] = e[i] * inv;
+  }
+  if (s == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(e[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
   }
 }
 
@@ -79,7 +114,7 @@ npu_sim::Status softmax(npu_sim::Stream stream, const SoftmaxDesc& d) {
     const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.n);
     return parallel_for(stream, d.log ? "log_softmax" : "softmax", lines, grain,
                         [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-                          std::vector<acc_t<In>> buf(static_cast<size_t>(d.n));
+                          std::vector<acc_t<In>> buf(static_cast<size_t>(2 * d.n));
                           for (int64_t l = b; l < e; ++l) {
                             const int64_t o = l / d.inner, i = l % d.inner;
                             const int64_t off = o * d.n * d.inner + i;
@@ -105,20 +140,24 @@ npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDe
                           const G* y = static_cast<const G*>(d.output);
                           Out* gi = static_cast<Out*>(d.grad_in);
                           const int64_t s = d.inner;
+                          std::vector<A> gb(static_cast<size_t>(d.n)), yb(static_cast<size_t>(d.n));
                           for (int64_t l = b; l < e; ++l) {
                             const int64_t off = (l / d.inner) * d.n * d.inner + l % d.inner;
-                            A acc = 0;
-                            if (d.log) {
-                              for (int64_t k = 0; k < d.n; ++k) acc += ld(g + off + k * s);
-                              for (int64_t k = 0; k < d.n; ++k) {
-                                gi[off + k * s] = convert<Out>(ld(g + off + k * s) - std::exp(ld(y + off + k * s)) * acc);
-                              }
-                            } else {
-                              for (int64_t k = 0; k < d.n; ++k) acc += ld(g + off + k * s) * ld(y + off + k * s);
-                              for (int64_t k = 0; k < d.n; ++k) {
-                                gi[off + k * s] = convert<Out>(ld(y + off + k * s) * (ld(g + off + k * s) - acc));
-                              }
+                            for (int64_t k = 0; k < d.n; ++k) {
+                              gb[k] = ld(g + off + k * s);
+                              yb[k] = ld(y + off + k * s);
                             }
+                            A* G_ = gb.data();
+                            A* Y_ = yb.data();
+                            if (d.log) {
+                              const A acc = lane_sum(G_, d.n);
+                              for (int64_t k = 0; k < d.n; ++k) Y_[k] = G_[k] - detail::fast_exp(Y_[k]) * acc;
+                            } else {
+                              for (int64_t k = 0; k < d.n; ++k) G_[k] *= Y_[k];
+                              const A acc = lane_sum(G_, d.n);
+                              for (int64_t k = 0; k < d.n; ++k) Y_[k] = G_[k] - Y_[k] * acc;
+                            }
+                            for (int64_t k = 0; k < d.n; ++k) gi[off + k * s] = convert<Out>(Y_[k]);
                           }
                         });
   };

@@ -123,7 +123,30 @@ struct ExtremeR {
     if (!s.any || (!isnan_(s.v) && better(x, s.v))) s = {x, true};
   }
   void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
-    for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+    if (stride != 1 || n < 32) {
+      for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+      return;
+    }
+    // 8 branch-free lanes (vectorisable); NaNs are tracked separately and win at the end
+    A lanes[8];
+    int nan[8] = {};
+    for (int j = 0; j < 8; ++j) lanes[j] = ld(p + j);
+    int64_t i = 8;
+    for (; i + 8 <= n; i += 8) {
+      for (int j = 0; j < 8; ++j) {
+        const A x = ld(p + i + j);
+        if constexpr (kMax) lanes[j] = x > lanes[j] ? x : lanes[j];
+        else lanes[j] = x < lanes[j] ? x : lanes[j];
+        nan[j] |= isnan_(x) ? 1 : 0;
+      }
+    }
+    S r{lanes[0], true};
+    for (int j = 0; j < 8; ++j) {
+      merge(r, S{lanes[j], true});
+      if (nan[j] || isnan_(lanes[j])) r.v = std::numeric_limits<A>::quiet_NaN();
+    }
+    for (; i < n; ++i) step(r, p + i, r0 + i);
+    merge(s, r);
   }
   void merge(S& a, const S& b) const {
     if (b.any && (!a.any || (!isnan_(a.v) && better(b.v, a.v)))) a = b;
