@@ -1,0 +1,81 @@
+"""Reduction and nn-kernel benchmark: npu vs CPU eager PyTorch measured in the same run. sum / mean / amax
+over 16M fp32 elements (full reduction = two-phase path; per-row over (4096, 4096) and per-column over
+dim 0 = tiled path), softmax, log_softmax and layer_norm on (4096, 1024) fp32, forward and backward.
+Prints time, ratio npu/cpu (lower is better) and GB/s of the input read; asserts nothing.
+Run: python benchmarks/bench_reductions.py [--quick]"""
+import sys
+
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim  # noqa: F401
+from _common import best_of, print_table
+
+
+def timed(fn, repeat):
+    fn()
+    torch.npu.synchronize()
+
+    def once():
+        fn()
+        torch.npu.synchronize()
+
+    return best_of(once, repeat=repeat)
+
+
+def row(name, cpu_fn, npu_fn, nbytes, repeat):
+    t_cpu = timed(cpu_fn, repeat)
+    t_npu = timed(npu_fn, repeat)
+    return (name, f"{t_cpu * 1e3:.2f}", f"{t_npu * 1e3:.2f}", f"{t_npu / t_cpu:.2f}",
+            f"{nbytes / t_cpu / 1e9:.1f}", f"{nbytes / t_npu / 1e9:.1f}")
+
+
+def main():
+    quick = "--quick" in sys.argv
+    repeat = 3 if quick else 7
+    print(f"torch threads (CPU side): {torch.get_num_threads()}")
+    x = torch.randn(16 * 1024 * 1024)
+    xn = x.npu()
+    x2, x2n = x.view(4096, 4096), xn.view(4096, 4096)
+    nb = x.numel() * 4
+    rows = [
+        row("sum full 16M", lambda: x.sum(), lambda: xn.sum(), nb, repeat),
+        row("mean full 16M", lambda: x.mean(), lambda: xn.mean(), nb, repeat),
+        row("amax full 16M", lambda: x.amax(), lambda: xn.amax(), nb, repeat),
+        row("var full 16M", lambda: x.var(), lambda: xn.var(), nb, repeat),
+        row("sum rows (4096,4096) dim=1", lambda: x2.sum(1), lambda: x2n.sum(1), nb, repeat),
+        row("mean rows dim=1", lambda: x2.mean(1), lambda: x2n.mean(1), nb, repeat),
+        row("amax rows dim=1", lambda: x2.amax(1), lambda: x2n.amax(1), nb, repeat),
+        row("sum cols dim=0", lambda: x2.sum(0), lambda: x2n.sum(0), nb, repeat),
+        row("argmax rows dim=1", lambda: x2.argmax(1), lambda: x2n.argmax(1), nb, repeat),
+    ]
+    a = torch.randn(4096, 1024)
+    an = a.npu()
+    g, gn = torch.randn_like(a), None
+    gn = g.npu()
+    w, b = torch.randn(1024), torch.randn(1024)
+    wn, bn = w.npu(), b.npu()
+    nb = a.numel() * 4
+    y, yn = F.softmax(a, 1), F.softmax(an, 1)
+    ly, lyn = F.log_softmax(a, 1), F.log_softmax(an, 1)
+    rows += [
+        row("softmax (4096,1024)", lambda: F.softmax(a, 1), lambda: F.softmax(an, 1), nb, repeat),
+        row("log_softmax (4096,1024)", lambda: F.log_softmax(a, 1), lambda: F.log_softmax(an, 1), nb, repeat),
+        row("softmax backward", lambda: torch._softmax_backward_data(g, y, 1, torch.float32),
+            lambda: torch._softmax_backward_data(gn, yn, 1, torch.float32), 2 * nb, repeat),
+        row("log_softmax backward", lambda: torch._log_softmax_backward_data(g, ly, 1, torch.float32),
+            lambda: torch._log_softmax_backward_data(gn, lyn, 1, torch.float32), 2 * nb, repeat),
+        row("layer_norm (4096,1024)", lambda: F.layer_norm(a, (1024,), w, b), lambda: F.layer_norm(an, (1024,), wn, bn),
+            nb, repeat),
+    ]
+    _, mean, rstd = torch.native_layer_norm(a, (1024,), w, b, 1e-5)
+    _, meann, rstdn = torch.native_layer_norm(an, (1024,), wn, bn, 1e-5)
+    rows.append(row("layer_norm backward", lambda: torch.ops.aten.native_layer_norm_backward(
+        g, a, (1024,), mean, rstd, w, b, [True, True, True]), lambda: torch.ops.aten.native_layer_norm_backward(
+        gn, an, (1024,), meann, rstdn, wn, bn, [True, True, True]), 2 * nb, repeat))
+    print_table("reductions and nn kernels, fp32 (best of %d)" % repeat,
+                ("op", "cpu ms", "npu ms", "npu/cpu", "cpu GB/s", "npu GB/s"), rows)
+
+
+if __name__ == "__main__":
+    main()

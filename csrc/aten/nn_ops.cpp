@@ -1,0 +1,538 @@
+// Registration of the nn kernels for npu: softmax / log_softmax (+ backward), native_layer_norm
+// (+ backward), nll_loss (+ backward). Shapes and checks come from ATen's meta functions (or
+// _check_layer_norm_inputs); the math is in kernels/src/nn.cpp.
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/Reduction.h>
+#include <ATen/native/layer_norm.h>
+#include <ATen/ops/_log_softmax_backward_data_meta.h>
+#include <ATen/ops/_log_softmax_meta.h>
+#include <ATen/ops/_softmax_backward_data_meta.h>
+#include <ATen/ops/_softmax_meta.h>
+#include <ATen/ops/nll_loss_backward_meta.h>
+#include <ATen/ops/nll_loss_forward_meta.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <tuple>
+
+#include "aten/npu_tensor.h"
+#include "aten/reduce_adapter.h"
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+#include "npu_kernels/nn.h"
+
+namespace torch_npu_sim {
+namespace {
+
+using T = at::Tensor;
+
+void check_npu(const T& t, const char* op) {
+  TORCH_CHECK(is_npu(t), op, ": expected a tensor on npu, got one on ", t.device());
+}
+
+void shape3(const T& t, int64_t dim, int64_t* outer, int64_t* n, int64_t* inner) {
+  *outer = *n = *inner = 1;
+  if (t.dim() == 0) return;
+  dim = at::maybe_wrap_dim(dim, t.dim());
+  for (int64_t i = 0; i < dim; ++i) *outer *= t.size(i);
+  *n = t.size(dim);
+  for (int64_t i = dim + 1; i < t.dim(); ++i) *inner *= t.size(i);
+}
+
+// Runs `fn` writing into a contiguous tensor and copies into `out` if that is not contiguous.
+template <class F>
+void into_contiguous(const T& out, F&& fn) {
+  if (out.is_contiguous()) {
+    fn(out);
+    return;
+  }
+  T tmp = at::empty(out.sizes(), out.options());
+  fn(tmp);
+  const_cast<T&>(out).copy_(tmp);
+}
+
+// ---- softmax ----
+void softmax_into(const T& self, int64_t dim, const T& out, bool log) {
+  const char* op = log ? "_log_softmax" : "_softmax";
+  check_npu(self, op);
+  if (out.numel() == 0) return;
+  c10::DeviceGuard guard(self.device());
+  const T x = self.contiguous();
+  into_contiguous(out, [&](const T& o) {
+    npu_kernels::SoftmaxDesc d;
+    d.in = x.const_data_ptr();
+    d.out = o.data_ptr();
+    d.in_dtype = kernel_dtype(x.scalar_type(), op);
+    d.out_dtype = kernel_dtype(o.scalar_type(), op);
+    d.log = log;
+    shape3(x, dim, &d.outer, &d.n, &d.inner);
+    NPU_CHECK(npu_kernels::softmax(current_native_stream(self.device().index()), d));
+  });
+}
+template <class Meta>
+T softmax_fn(const T& self, int64_t dim, bool half_to_float, bool log) {
+  auto m = meta_functional<Meta>(self, dim, half_to_float);
+  softmax_into(self, dim, m.outs[0], log);
+  return m.outs[0];
+}
+template <class Meta>
+T& softmax_out(const T& self, int64_t dim, bool half_to_float, bool log, T& out) {
+  auto m = meta_out<Meta>({out}, self, dim, half_to_float);
+  softmax_into(self, dim, out, log);
+  return out;
+}
+
+void softmax_backward_into(const T& grad, const T& output, int64_t dim, const T& gin, bool log) {
+  const char* op = log ? "_log_softmax_backward_data" : "_softmax_backward_data";
+  check_npu(grad, op);
+  check_npu(output, op);
+  if (gin.numel() == 0) return;
+  c10::DeviceGuard guard(grad.device());
+  const T g = grad.contiguous();
+  const T y = output.scalar_type() == g.scalar_type() ? output.contiguous() : output.to(g.scalar_type()).contiguous();
+  into_contiguous(gin, [&](const T& o) {
+    npu_kernels::SoftmaxBackwardDesc d;
+    d.grad = g.const_data_ptr();
+    d.output = y.const_data_ptr();
+    d.grad_in = o.data_ptr();
+    d.dtype = kernel_dtype(g.scalar_type(), op);
+    d.out_dtype = kernel_dtype(o.scalar_type(), op);
+    d.log = log;
+    shape3(g, dim, &d.outer, &d.n, &d.inner);
+    NPU_CHECK(npu_kernels::softmax_backward(current_native_stream(grad.device().index()), d));
+  });
+}
+template <class Meta>
+T softmax_bwd_fn(const T& grad, const T& output, int64_t dim, at::ScalarType input_dtype, bool log) {
+  auto m = meta_functional<Meta>(grad, output, dim, input_dtype);
+  softmax_backward_into(grad, output, dim, m.outs[0], log);
+  return m.outs[0];
+}
+template <class Meta>
+T& softmax_bwd_out(const T& grad, const T& output, int64_t dim, at::ScalarType input_dtype, bool log, T& out) {
+  auto m = meta_out<Meta>({out}, grad, output, dim, input_dtype);
+  softmax_backward_into(grad, output, dim, out, log);
+  return out;
+}
+
+// ---- layer norm ----
+T param_as(const std::optional<T>& p, const T& x) {
+  if (!p.has_value() || !p->defined()) return T();
+  check_npu(*p, "native_layer_norm");
+  return p->scalar_type() == x.scalar_type() ? p->contiguous() : p->to(x.scalar_type()).contiguous();
+}
+
+std::vector<int64_t> stat_shape(const T& input, int64_t axis) {
+  std::vector<int64_t> s(input.sizes().begin(), input.sizes().end());
+  for (size_t i = static_cast<size_t>(axis); i < s.size(); ++i) s[i] = 1;
+  return s;
+}
+
+std::tuple<T, T, T> native_layer_norm(const T& input, c10::IntArrayRef normalized_shape, const std::optional<T>& weight,
+                                      const std::optional<T>& bias, double eps) {
+  check_npu(input, "native_layer_norm");
+  const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
+  auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "native_layer_norm: expected a floating point input, got ",
+              input.scalar_type());
+  c10::DeviceGuard guard(input.device());
+  const T x = input.contiguous();
+  const T w = param_as(weight, x), b = param_as(bias, x);
+  T y = at::empty(x.sizes(), x.options());
+  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  T mean = at::empty(stat_shape(input, axis), x.options());
+  T rstd = at::empty(stat_shape(input, axis), x.options());
+  npu_kernels::LayerNormDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_layer_norm");
+  d.M = M;
+  d.N = N;
+  d.eps = eps;
+  d.x = x.const_data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.bias = b.defined() ? b.const_data_ptr() : nullptr;
+  d.y = y.data_ptr();
+  d.mean = mean.data_ptr();
+  d.rstd = rstd.data_ptr();
+  if (x.numel() > 0 || M > 0) NPU_CHECK(npu_kernels::layer_norm(current_native_stream(input.device().index()), d));
+  return {y, mean, rstd};
+}
+
+std::tuple<T, T, T> native_layer_norm_backward(const T& grad_out, const T& input, c10::IntArrayRef normalized_shape,
+                                               const T& mean, const T& rstd, const std::optional<T>& weight,
+                                               const std::optional<T>& bias, std::array<bool, 3> mask) {
+  check_npu(input, "native_layer_norm_backward");
+  const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
+  auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
+  c10::DeviceGuard guard(input.device());
+  const T x = input.contiguous();
+  const T dy = grad_out.scalar_type() == x.scalar_type() ? grad_out.contiguous() : grad_out.to(x.scalar_type()).contiguous();
+  const T mu = mean.to(x.scalar_type()).contiguous(), rs = rstd.to(x.scalar_type()).contiguous();
+  const T w = param_as(weight, x);
+  T dx, dw, db;
+  if (mask[0]) dx = at::empty(x.sizes(), x.options());
+  if (mask[1] && w0.defined()) dw = at::empty(w0.sizes(), x.options());
+  if (mask[2] && b0.defined()) db = at::empty(b0.sizes(), x.options());
+  if (M == 0 || N == 0) {
+    if (dw.defined()) dw.zero_();
+    if (db.defined()) db.zero_();
+  } else {
+    npu_kernels::LayerNormDesc d;
+    d.dtype = kernel_dtype(x.scalar_type(), "native_layer_norm_backward");
+    d.M = M;
+    d.N = N;
+    d.x = x.const_data_ptr();
+    d.dy = dy.const_data_ptr();
+    d.mean = const_cast<void*>(mu.const_data_ptr());
+    d.rstd = const_cast<void*>(rs.const_data_ptr());
+    d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+    d.dx = dx.defined() ? dx.data_ptr() : nullptr;
+    d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
+    d.dbias = db.defined() ? db.data_ptr() : nullptr;
+    NPU_CHECK(npu_kernels::layer_norm_backward(current_native_stream(input.device().index()), d));
+  }
+  if (dw.defined() && dw.scalar_type() != w0.scalar_type()) dw = dw.to(w0.scalar_type());
+  if (db.defined() && db.scalar_type() != b0.scalar_type()) db = db.to(b0.scalar_type());
+  return {dx, dw, db};
+}
+
+// ---- nll_loss ----
+void fill_nll(npu_kernels::NllLossDesc& d, const T& self, const T& target, const T& weight, int64_t reduction,
+              int64_t ignore_index) {
+  d.dtype = kernel_dtype(self.scalar_type(), "nll_loss");
+  d.N = self.dim() == 1 ? 1 : self.size(0);
+  d.C = self.size(-1);
+  d.reduction = reduction;
+  d.ignore_index = ignore_index;
+  d.input = self.const_data_ptr();
+  d.target = target.const_data_ptr<int64_t>();
+  d.weight = weight.defined() ? weight.const_data_ptr() : nullptr;
+}
+
+std::tuple<T&, T&> nll_loss_forward_out(const T& self, const T& target, const std::optional<T>& weight_opt,
+                                        int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
+  check_npu(self, "nll_loss_forward");
+  check_npu(target, "nll_loss_forward");
+  const T w0 = weight_opt.has_value() ? *weight_opt : T();
+  auto m = meta_out<at::meta::structured_nll_loss_forward, 2>({output, total_weight}, self, target,
+                                                              at::OptionalTensorRef(w0), reduction, ignore_index);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "nll_loss: expected a floating point input");
+  c10::DeviceGuard guard(self.device());
+  const T x = self.contiguous();
+  const T t = target.to(at::kLong).contiguous();
+  const T w = w0.defined() ? w0.to(self.scalar_type()).contiguous() : T();
+  npu_kernels::NllLossDesc d;
+  fill_nll(d, x, t, w, reduction, ignore_index);
+  into_contiguous(output, [&](const T& o) {
+    d.out = o.data_ptr();
+    d.total_weight = total_weight.data_ptr();
+    if (reduction == 0 && self.dim() == 1) {
+      // a single sample with reduction none gives a 0-dim output
+    }
+    NPU_CHECK(npu_kernels::nll_loss_forward(current_native_stream(self.device().index()), d));
+  });
+  if (reduction == 0) total_weight.zero_();
+  return {output, total_weight};
+}
+
+std::tuple<T, T> nll_loss_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
+                                  int64_t ignore_index) {
+  T output = at::empty({0}, self.options());
+  T total_weight = at::empty({0}, self.options());
+  nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+T& nll_loss_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight_opt,
+                         int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
+  check_npu(self, "nll_loss_backward");
+  const T w0 = weight_opt.has_value() ? *weight_opt : T();
+  auto m = meta_out<at::meta::structured_nll_loss_backward>({grad_input}, grad_output, self, target,
+                                                            at::OptionalTensorRef(w0), reduction, ignore_index,
+                                                            total_weight);
+  c10::DeviceGuard guard(self.device());
+  const T t = target.to(at::kLong).contiguous();
+  const T w = w0.defined() ? w0.to(self.scalar_type()).contiguous() : T();
+  const T g = grad_output.to(self.scalar_type()).contiguous();
+  const T tw = total_weight.to(self.scalar_type()).contiguous();
+  npu_kernels::NllLossDesc d;
+  fill_nll(d, self, t, w, reduction, ignore_index);
+  d.input = nullptr;
+  d.grad_out = g.const_data_ptr();
+  d.total_weight_in = tw.const_data_ptr();
+  into_contiguous(grad_input, [&](const T& o) {
+    d.grad_in = o.data_ptr();
+    NPU_CHECK(npu_kernels::nll_loss_backward(current_native_stream(self.device().index()), d));
+  });
+  return grad_input;
+}
+
+T nll_loss_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
+                    int64_t reduction, int64_t ignore_index, const T& total_weight) {
+  T grad_input = at::empty({0}, self.options());
+  return nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input);
+}
+
+
+// ---- elementwise losses: the kernel writes elementwise values, the reduction engine reduces them ----
+using npu_kernels::LossKind;
+
+T expanded(const T& t, at::IntArrayRef shape, at::ScalarType type) {
+  return t.to(type).expand(shape).contiguous();
+}
+
+T& loss_forward(LossKind kind, const char* name, const T& self, const T& target, const T& weight, int64_t reduction,
+                double beta, T& out) {
+  check_npu(self, name);
+  check_npu(target, name);
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), name, ": expected a floating point input, got ",
+              self.scalar_type());
+  c10::DeviceGuard guard(self.device());
+  const auto shape = at::infer_size(self.sizes(), target.sizes());
+  const auto type = self.scalar_type();
+  const T x = expanded(self, shape, type), t = expanded(target, shape, type);
+  const T w = weight.defined() ? expanded(weight, shape, type) : T();
+  T elem;
+  if (reduction == at::Reduction::None) {
+    at::native::resize_output(out, shape);
+    elem = out.is_contiguous() ? out : at::empty(shape, x.options());
+  } else {
+    elem = at::empty(shape, x.options());
+  }
+  npu_kernels::PointLossDesc d;
+  d.dtype = kernel_dtype(type, name);
+  d.n = x.numel();
+  d.input = x.const_data_ptr();
+  d.target = t.const_data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.beta = beta;
+  d.out = elem.data_ptr();
+  NPU_CHECK(npu_kernels::pointwise_loss(current_native_stream(self.device().index()), kind, d));
+  if (reduction == at::Reduction::None) {
+    if (!elem.is_same(out)) out.copy_(elem);
+    return out;
+  }
+  at::native::resize_output(out, {});
+  run_reduce(reduction == at::Reduction::Mean ? npu_kernels::ReduceOp::kMean : npu_kernels::ReduceOp::kSum, elem,
+             at::native::make_dim_mask({}, elem.dim()), {out}, false, {}, out.scalar_type());
+  return out;
+}
+
+T& loss_backward(LossKind kind, const char* name, const T& grad_output, const T& self, const T& target,
+                 const T& weight, int64_t reduction, double beta, T& grad_input) {
+  check_npu(self, name);
+  c10::DeviceGuard guard(self.device());
+  const auto shape = at::infer_size(self.sizes(), target.sizes());
+  const auto type = self.scalar_type();
+  const T x = expanded(self, shape, type), t = expanded(target, shape, type);
+  const T w = weight.defined() ? expanded(weight, shape, type) : T();
+  const bool none = reduction == at::Reduction::None;
+  const T g = none ? expanded(grad_output, shape, type) : grad_output.to(type).contiguous();
+  at::native::resize_output(grad_input, shape);
+  int64_t n = 1;
+  for (auto s : shape) n *= s;
+  into_contiguous(grad_input, [&](const T& o) {
+    npu_kernels::PointLossDesc d;
+    d.dtype = kernel_dtype(type, name);
+    d.n = n;
+    d.input = x.const_data_ptr();
+    d.target = t.const_data_ptr();
+    d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+    d.beta = beta;
+    d.grad = g.const_data_ptr();
+    d.grad_stride = none ? 1 : 0;
+    d.scale = reduction == at::Reduction::Mean && n > 0 ? 1.0 / static_cast<double>(n) : 1.0;
+    d.grad_in = o.data_ptr();
+    NPU_CHECK(npu_kernels::pointwise_loss_backward(current_native_stream(self.device().index()), kind, d));
+  });
+  return grad_input;
+}
+
+T opt(const std::optional<T>& t) { return t.has_value() ? *t : T(); }
+T fresh(const T& self) { return at::empty({0}, self.options()); }
+
+// ---- batch norm ----
+at::ScalarType bn_acc(const T& input) { return input.scalar_type() == at::kDouble ? at::kDouble : at::kFloat; }
+
+// A contiguous accumulation-typed version of a per-channel tensor (or undefined).
+T bn_param(const std::optional<T>& p, at::ScalarType acc) {
+  if (!p.has_value() || !p->defined()) return T();
+  return p->to(acc).contiguous();
+}
+
+std::tuple<T, T, T> batch_norm_impl(const T& input, const std::optional<T>& weight, const std::optional<T>& bias,
+                                    const std::optional<T>& running_mean, const std::optional<T>& running_var,
+                                    bool training, double momentum, double eps) {
+  check_npu(input, "native_batch_norm");
+  TORCH_CHECK(input.dim() >= 2, "native_batch_norm: expected an input with at least 2 dims, got ", input.dim());
+  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "native_batch_norm: expected a floating point input");
+  const bool has_rm = running_mean.has_value() && running_mean->defined();
+  const bool has_rv = running_var.has_value() && running_var->defined();
+  TORCH_CHECK(training || (has_rm && has_rv), "running_mean and running_var must be defined in evaluation mode");
+  c10::DeviceGuard guard(input.device());
+  const auto acc = bn_acc(input);
+  const T x = input.contiguous();
+  const int64_t C = x.size(1);
+  const T w = bn_param(weight, acc), b = bn_param(bias, acc);
+  T rm = bn_param(running_mean, acc), rv = bn_param(running_var, acc);
+  for (const T* p : std::initializer_list<const T*>{&w, &b, &rm, &rv}) {
+    TORCH_CHECK(!p->defined() || p->numel() == C, "native_batch_norm: expected per-channel tensors of size ", C,
+                ", got ", p->numel());
+  }
+  T y = at::empty(x.sizes(), x.options());
+  T save_mean = at::empty({training ? C : 0}, x.options().dtype(acc));
+  T save_invstd = at::empty({training ? C : 0}, x.options().dtype(acc));
+  npu_kernels::BatchNormDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_batch_norm");
+  d.N = x.size(0);
+  d.C = C;
+  d.HW = C > 0 && d.N > 0 ? x.numel() / (d.N * C) : 0;
+  d.training = training;
+  d.momentum = momentum;
+  d.eps = eps;
+  d.x = x.const_data_ptr();
+  d.y = y.data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.bias = b.defined() ? b.const_data_ptr() : nullptr;
+  d.running_mean = rm.defined() ? rm.data_ptr() : nullptr;
+  d.running_var = rv.defined() ? rv.data_ptr() : nullptr;
+  d.save_mean = training ? save_mean.data_ptr() : nullptr;
+  d.save_invstd = training ? save_invstd.data_ptr() : nullptr;
+  NPU_CHECK(npu_kernels::batch_norm(current_native_stream(input.device().index()), d));
+  if (training) {  // the running stats were updated in place unless they needed a converted copy
+    if (has_rm && !rm.is_same(*running_mean)) const_cast<T&>(*running_mean).copy_(rm);
+    if (has_rv && !rv.is_same(*running_var)) const_cast<T&>(*running_var).copy_(rv);
+  }
+  return {y, save_mean, save_invstd};
+}
+
+std::tuple<T, T, T> batch_norm_backward(const T& grad_out, const T& input, const std::optional<T>& weight,
+                                        const std::optional<T>& running_mean, const std::optional<T>& running_var,
+                                        const std::optional<T>& save_mean, const std::optional<T>& save_invstd,
+                                        bool train, double eps, std::array<bool, 3> mask) {
+  check_npu(input, "native_batch_norm_backward");
+  c10::DeviceGuard guard(input.device());
+  const auto acc = bn_acc(input);
+  const T x = input.contiguous();
+  const T dy = grad_out.to(x.scalar_type()).contiguous();
+  const int64_t C = x.size(1);
+  const T w = bn_param(weight, acc);
+  const T rm = bn_param(running_mean, acc), rv = bn_param(running_var, acc);
+  const T sm = bn_param(save_mean, acc), si = bn_param(save_invstd, acc);
+  TORCH_CHECK(train ? (sm.defined() && si.defined()) : (rm.defined() && rv.defined()),
+              "native_batch_norm_backward: missing saved statistics");
+  T dx = mask[0] ? at::empty(x.sizes(), x.options()) : T();
+  T dw = mask[1] ? at::empty({C}, x.options().dtype(acc)) : T();
+  T db = mask[2] ? at::empty({C}, x.options().dtype(acc)) : T();
+  npu_kernels::BatchNormDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_batch_norm_backward");
+  d.N = x.size(0);
+  d.C = C;
+  d.HW = C > 0 && d.N > 0 ? x.numel() / (d.N * C) : 0;
+  d.training = train;
+  d.eps = eps;
+  d.x = x.const_data_ptr();
+  d.dy = dy.const_data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.running_mean = rm.defined() ? const_cast<void*>(rm.const_data_ptr()) : nullptr;
+  d.running_var = rv.defined() ? const_cast<void*>(rv.const_data_ptr()) : nullptr;
+  d.save_mean = sm.defined() ? const_cast<void*>(sm.const_data_ptr()) : nullptr;
+  d.save_invstd = si.defined() ? const_cast<void*>(si.const_data_ptr()) : nullptr;
+  d.dx = dx.defined() ? dx.data_ptr() : nullptr;
+  d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
+  d.dbias = db.defined() ? db.data_ptr() : nullptr;
+  NPU_CHECK(npu_kernels::batch_norm_backward(current_native_stream(input.device().index()), d));
+  const bool has_w = weight.has_value() && weight->defined();
+  const auto wtype = has_w ? weight->scalar_type() : x.scalar_type();
+  if (dw.defined() && dw.scalar_type() != wtype) dw = dw.to(wtype);
+  if (db.defined() && db.scalar_type() != wtype) db = db.to(wtype);
+  return {dx, dw, db};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace at::meta;
+  m.impl("_softmax", [](const T& s, int64_t d, bool h) { return softmax_fn<structured__softmax>(s, d, h, false); });
+  m.impl("_log_softmax",
+         [](const T& s, int64_t d, bool h) { return softmax_fn<structured__log_softmax>(s, d, h, true); });
+  m.impl("_softmax.out", [](const T& s, int64_t d, bool h, T& o) -> T& {
+    return softmax_out<structured__softmax>(s, d, h, false, o);
+  });
+  m.impl("_log_softmax.out", [](const T& s, int64_t d, bool h, T& o) -> T& {
+    return softmax_out<structured__log_softmax>(s, d, h, true, o);
+  });
+  m.impl("_softmax_backward_data", [](const T& g, const T& y, int64_t d, at::ScalarType t) {
+    return softmax_bwd_fn<structured__softmax_backward_data>(g, y, d, t, false);
+  });
+  m.impl("_log_softmax_backward_data", [](const T& g, const T& y, int64_t d, at::ScalarType t) {
+    return softmax_bwd_fn<structured__log_softmax_backward_data>(g, y, d, t, true);
+  });
+  m.impl("_softmax_backward_data.out", [](const T& g, const T& y, int64_t d, at::ScalarType t, T& o) -> T& {
+    return softmax_bwd_out<structured__softmax_backward_data>(g, y, d, t, false, o);
+  });
+  m.impl("_log_softmax_backward_data.out", [](const T& g, const T& y, int64_t d, at::ScalarType t, T& o) -> T& {
+    return softmax_bwd_out<structured__log_softmax_backward_data>(g, y, d, t, true, o);
+  });
+  m.impl("native_layer_norm", native_layer_norm);
+  m.impl("native_layer_norm_backward", native_layer_norm_backward);
+  m.impl("nll_loss_forward", nll_loss_forward);
+  m.impl("nll_loss_forward.output", nll_loss_forward_out);
+  m.impl("nll_loss_backward", nll_loss_backward);
+  m.impl("nll_loss_backward.grad_input", nll_loss_backward_out);
+  m.impl("native_batch_norm", batch_norm_impl);
+  m.impl("_native_batch_norm_legit", [](const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
+                                        bool training, double momentum, double eps) {
+    return batch_norm_impl(x, w, b, rm, rv, training, momentum, eps);
+  });
+  m.impl("_native_batch_norm_legit.no_stats", [](const T& x, const std::optional<T>& w, const std::optional<T>& b,
+                                                 bool training, double momentum, double eps) {
+    return batch_norm_impl(x, w, b, std::nullopt, std::nullopt, training, momentum, eps);
+  });
+  m.impl("native_batch_norm_backward", batch_norm_backward);
+  m.impl("mse_loss", [](const T& s, const T& t, int64_t r) {
+    T o = fresh(s);
+    return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
+  });
+  m.impl("mse_loss.out", [](const T& s, const T& t, int64_t r, T& o) -> T& {
+    return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
+  });
+  m.impl("mse_loss_backward", [](const T& g, const T& s, const T& t, int64_t r) {
+    T o = fresh(s);
+    return loss_backward(LossKind::kMse, "mse_loss_backward", g, s, t, T(), r, 0, o);
+  });
+  m.impl("mse_loss_backward.grad_input", [](const T& g, const T& s, const T& t, int64_t r, T& o) -> T& {
+    return loss_backward(LossKind::kMse, "mse_loss_backward", g, s, t, T(), r, 0, o);
+  });
+  m.impl("smooth_l1_loss", [](const T& s, const T& t, int64_t r, double beta) {
+    T o = fresh(s);
+    return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
+  });
+  m.impl("smooth_l1_loss.out", [](const T& s, const T& t, int64_t r, double beta, T& o) -> T& {
+    return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
+  });
+  m.impl("smooth_l1_loss_backward", [](const T& g, const T& s, const T& t, int64_t r, double beta) {
+    T o = fresh(s);
+    return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
+  });
+  m.impl("smooth_l1_loss_backward.grad_input",
+         [](const T& g, const T& s, const T& t, int64_t r, double beta, T& o) -> T& {
+           return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
+         });
+  m.impl("binary_cross_entropy", [](const T& s, const T& t, const std::optional<T>& w, int64_t r) {
+    T o = fresh(s);
+    return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
+  });
+  m.impl("binary_cross_entropy.out", [](const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) -> T& {
+    return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
+  });
+  m.impl("binary_cross_entropy_backward", [](const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r) {
+    T o = fresh(s);
+    return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
+  });
+  m.impl("binary_cross_entropy_backward.grad_input",
+         [](const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) -> T& {
+           return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
+         });
+}
+
+}  // namespace torch_npu_sim

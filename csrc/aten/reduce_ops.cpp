@@ -1,0 +1,501 @@
+// Registration of the reductions for npu: ATen's structured meta functions (or ReduceOpsUtils helpers
+// where an op has none) compute output shapes, dtypes and checks; the adapter turns (input, dim mask,
+// outputs) into the engine's ReduceDesc and enqueues npu_kernels::reduce / scan. No math here.
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/all_meta.h>
+#include <ATen/ops/amax_meta.h>
+#include <ATen/ops/amin_meta.h>
+#include <ATen/ops/any_meta.h>
+#include <ATen/ops/argmax_meta.h>
+#include <ATen/ops/argmin_meta.h>
+#include <ATen/ops/cumprod_meta.h>
+#include <ATen/ops/cumsum_meta.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/linalg_vector_norm_meta.h>
+#include <ATen/ops/max_meta.h>
+#include <ATen/ops/mean_meta.h>
+#include <ATen/ops/min_meta.h>
+#include <ATen/ops/prod_meta.h>
+#include <ATen/ops/sum_meta.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "aten/npu_tensor.h"
+#include "aten/reduce_adapter.h"
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+#include "npu_kernels/reduce.h"
+
+namespace torch_npu_sim {
+
+using npu_kernels::ReduceOp;
+
+void run_reduce(ReduceOp op, const at::Tensor& self_in, const at::native::DimMask& mask,
+                std::initializer_list<at::Tensor> outs_in, bool keepdim, const npu_kernels::ReduceParams& prm,
+                std::optional<at::ScalarType> compute_dtype) {
+  const char* name = npu_kernels::reduce_op_name(op);
+  std::vector<at::Tensor> outs(outs_in);
+  TORCH_CHECK(is_npu(self_in), name, ": expected the input on npu, got ", self_in.device());
+  TORCH_CHECK(!at::isComplexType(self_in.scalar_type()), name, ": complex inputs are not supported on npu");
+  TORCH_CHECK(self_in.dim() <= npu_kernels::kMaxDims, name, ": more than ", npu_kernels::kMaxDims, " dims");
+  c10::DeviceGuard guard(self_in.device());
+  at::Tensor self = self_in;
+  if (compute_dtype && self.scalar_type() != *compute_dtype) self = self.to(*compute_dtype);
+  const int64_t ndim = self.dim();
+
+  // outputs in keepdim shape
+  std::vector<at::Tensor> views;
+  std::vector<at::Tensor> temps;  // outputs of another dtype than the kernel writes
+  for (size_t k = 0; k < outs.size(); ++k) {
+    at::Tensor o = outs[k];
+    if (!keepdim && ndim > 0) {
+      for (int64_t d = 0; d < ndim; ++d) {
+        if (mask[d]) o = o.unsqueeze(d);
+      }
+    }
+    views.push_back(o);
+  }
+  if (self.numel() == 0 && outs[0].numel() == 0) return;
+
+  npu_kernels::ReduceDesc d;
+  d.in = self.const_data_ptr();
+  d.dtype = kernel_dtype(self.scalar_type(), name);
+  struct Kept {
+    int64_t size, in_stride, out0, out1;
+  };
+  std::vector<Kept> kept;
+  std::vector<std::pair<int64_t, int64_t>> red;  // size, stride
+  for (int64_t i = 0; i < ndim; ++i) {
+    const int64_t sz = self.size(i);
+    if (mask[i]) {
+      if (sz != 1) red.emplace_back(sz, self.stride(i));
+    } else if (sz != 1) {
+      kept.push_back({sz, self.stride(i), views[0].stride(i), views.size() > 1 ? views[1].stride(i) : 0});
+    }
+  }
+  // index-producing reductions keep the logical order of the reduced dims (flat index); others put the
+  // smallest stride innermost. Kept dims: smallest input stride innermost.
+  const bool indexed = op == ReduceOp::kArgmax || op == ReduceOp::kArgmin || op == ReduceOp::kMaxIdx ||
+                       op == ReduceOp::kMinIdx;
+  if (!indexed) {
+    std::stable_sort(red.begin(), red.end(), [](const auto& a, const auto& b) {
+      return std::abs(a.second) > std::abs(b.second);
+    });
+  }
+  std::stable_sort(kept.begin(), kept.end(),
+                   [](const Kept& a, const Kept& b) { return std::abs(a.in_stride) > std::abs(b.in_stride); });
+  d.n_outer = static_cast<int>(kept.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    d.outer_sizes[i] = kept[i].size;
+    d.in_outer_strides[i] = kept[i].in_stride;
+    d.out_strides[0][i] = kept[i].out0;
+    d.out_strides[1][i] = kept[i].out1;
+  }
+  d.n_red = static_cast<int>(red.size());
+  for (size_t i = 0; i < red.size(); ++i) {
+    d.red_sizes[i] = red[i].first;
+    d.red_strides[i] = red[i].second;
+  }
+  for (size_t k = 0; k < views.size(); ++k) {
+    TORCH_CHECK(is_npu(views[k]), name, ": expected the output on npu, got ", views[k].device());
+    d.out[k] = views[k].data_ptr();
+  }
+  d.out_dtype = views[0].scalar_type() == at::kByte ? npu_kernels::DType::kUInt8 : npu_kernels::DType::kBool;
+  NPU_CHECK(npu_kernels::reduce(current_native_stream(self.device().index()), op, d, prm));
+}
+
+namespace {
+
+using T = at::Tensor;
+using at::native::DimMask;
+using at::native::make_dim_mask;
+
+DimMask mask_of(const T& self, at::OptionalIntArrayRef dim) { return make_dim_mask(dim, self.dim()); }
+DimMask mask_one(const T& self, int64_t dim) {
+  DimMask m;
+  if (self.dim() > 0) m.set(at::maybe_wrap_dim(dim, self.dim()));
+  return m;
+}
+
+// value-typed reductions: the kernel runs in the output's dtype
+void value_reduce(ReduceOp op, const T& self, const DimMask& mask, const T& out, bool keepdim,
+                  npu_kernels::ReduceParams prm = {}) {
+  run_reduce(op, self, mask, {out}, keepdim, prm, out.scalar_type());
+}
+
+// ---- sum / mean / prod ----
+T sum_dim(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  auto m = meta_functional<at::meta::structured_sum_dim_IntList>(self, dim, keepdim, dtype);
+  value_reduce(ReduceOp::kSum, self, mask_of(self, dim), m.outs[0], keepdim);
+  return m.outs[0];
+}
+T& sum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
+  auto m = meta_out<at::meta::structured_sum_dim_IntList>({out}, self, dim, keepdim, dtype);
+  value_reduce(ReduceOp::kSum, self, mask_of(self, dim), out, keepdim);
+  return out;
+}
+T mean_dim(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  auto m = meta_functional<at::meta::structured_mean_dim>(self, dim, keepdim, dtype);
+  value_reduce(ReduceOp::kMean, self, mask_of(self, dim), m.outs[0], keepdim);
+  return m.outs[0];
+}
+T& mean_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
+  auto m = meta_out<at::meta::structured_mean_dim>({out}, self, dim, keepdim, dtype);
+  value_reduce(ReduceOp::kMean, self, mask_of(self, dim), out, keepdim);
+  return out;
+}
+T prod_dim(const T& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  auto m = meta_functional<at::meta::structured_prod_dim_int>(self, dim, keepdim, dtype);
+  value_reduce(ReduceOp::kProd, self, mask_one(self, dim), m.outs[0], keepdim);
+  return m.outs[0];
+}
+T& prod_int_out(const T& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
+  auto m = meta_out<at::meta::structured_prod_dim_int>({out}, self, dim, keepdim, dtype);
+  value_reduce(ReduceOp::kProd, self, mask_one(self, dim), out, keepdim);
+  return out;
+}
+T prod_all(const T& self, std::optional<at::ScalarType> dtype) {
+  const auto out_type = at::native::get_dtype_from_self(self, dtype, true);
+  T out = at::empty({}, self.options().dtype(out_type));
+  value_reduce(ReduceOp::kProd, self, make_dim_mask({}, self.dim()), out, false);
+  return out;
+}
+T& prod_all_out(const T& self, std::optional<at::ScalarType> dtype, T& out) {
+  const auto out_type = dtype ? *dtype : out.scalar_type();
+  TORCH_CHECK(out.scalar_type() == out_type, "prod: expected out dtype ", out_type, ", got ", out.scalar_type());
+  at::native::resize_output(out, {});
+  value_reduce(ReduceOp::kProd, self, make_dim_mask({}, self.dim()), out, false);
+  return out;
+}
+
+// ---- max / min ----
+T full_extreme(const T& self, bool is_max) {
+  TORCH_CHECK(self.numel() > 0, is_max ? "max" : "min", "(): Expected reduction dim to be specified for input.numel() == 0. "
+              "Specify the reduction dim with the 'dim' argument.");
+  T out = at::empty({}, self.options());
+  value_reduce(is_max ? ReduceOp::kMax : ReduceOp::kMin, self, make_dim_mask({}, self.dim()), out, false);
+  return out;
+}
+T& full_extreme_out(const T& self, bool is_max, T& out) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "Expected out tensor to have dtype ", self.scalar_type(),
+              ", but got ", out.scalar_type(), " instead");
+  at::native::resize_output(out, {});
+  T r = full_extreme(self, is_max);
+  out.copy_(r);
+  return out;
+}
+template <class Meta>
+std::tuple<T, T> extreme_dim(const T& self, int64_t dim, bool keepdim, bool is_max) {
+  auto m = meta_functional<Meta, 2>(self, dim, keepdim);
+  if (m.outs[0].numel() > 0) {
+    run_reduce(is_max ? ReduceOp::kMaxIdx : ReduceOp::kMinIdx, self, mask_one(self, dim), {m.outs[0], m.outs[1]},
+               keepdim, {}, std::nullopt);
+  }
+  return {m.outs[0], m.outs[1]};
+}
+template <class Meta>
+std::tuple<T&, T&> extreme_dim_out(const T& self, int64_t dim, bool keepdim, bool is_max, T& values, T& indices) {
+  auto m = meta_out<Meta, 2>({values, indices}, self, dim, keepdim);
+  if (values.numel() > 0) {
+    run_reduce(is_max ? ReduceOp::kMaxIdx : ReduceOp::kMinIdx, self, mask_one(self, dim), {values, indices}, keepdim,
+               {}, std::nullopt);
+  }
+  return {values, indices};
+}
+
+template <class Meta>
+T ext_amax(const T& self, at::IntArrayRef dim, bool keepdim, ReduceOp op) {
+  auto m = meta_functional<Meta>(self, dim, keepdim);
+  value_reduce(op, self, mask_of(self, dim), m.outs[0], keepdim);
+  return m.outs[0];
+}
+template <class Meta>
+T& ext_amax_out(const T& self, at::IntArrayRef dim, bool keepdim, ReduceOp op, T& out) {
+  auto m = meta_out<Meta>({out}, self, dim, keepdim);
+  value_reduce(op, self, mask_of(self, dim), out, keepdim);
+  return out;
+}
+
+DimMask arg_mask(const T& self, std::optional<int64_t> dim) {
+  return dim ? mask_one(self, *dim) : make_dim_mask({}, self.dim());
+}
+template <class Meta>
+T arg_ext(const T& self, std::optional<int64_t> dim, bool keepdim, ReduceOp op) {
+  auto m = meta_functional<Meta>(self, dim, keepdim);
+  run_reduce(op, self, arg_mask(self, dim), {m.outs[0]}, keepdim, {}, std::nullopt);
+  return m.outs[0];
+}
+template <class Meta>
+T& arg_ext_out(const T& self, std::optional<int64_t> dim, bool keepdim, ReduceOp op, T& out) {
+  auto m = meta_out<Meta>({out}, self, dim, keepdim);
+  run_reduce(op, self, arg_mask(self, dim), {out}, keepdim, {}, std::nullopt);
+  return out;
+}
+
+// ---- var / std (no structured meta: ReduceOpsUtils computes the shape) ----
+void check_var_dtype(const T& self, const char* name) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), name, " only support floating point and complex dtypes");
+}
+void var_into(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction, bool keepdim,
+              const T& out, const T& mean_out, bool is_std) {
+  npu_kernels::ReduceParams prm;
+  prm.correction = correction ? correction->toDouble() : 1.0;
+  const DimMask mask = mask_of(self, dim);
+  if (mean_out.defined()) {
+    run_reduce(is_std ? ReduceOp::kStd : ReduceOp::kVar, self, mask, {out, mean_out}, keepdim, prm, out.scalar_type());
+  } else {
+    run_reduce(is_std ? ReduceOp::kStd : ReduceOp::kVar, self, mask, {out}, keepdim, prm, out.scalar_type());
+  }
+}
+T var_like(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction, bool keepdim,
+           bool is_std) {
+  check_var_dtype(self, is_std ? "std" : "var");
+  const auto shape = at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim);
+  T out = at::empty(shape, self.options());
+  var_into(self, dim, correction, keepdim, out, T(), is_std);
+  return out;
+}
+T& var_like_out(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction, bool keepdim,
+                bool is_std, T& out) {
+  check_var_dtype(self, is_std ? "std" : "var");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), is_std ? "std" : "var", ": expected out dtype ",
+              self.scalar_type(), ", got ", out.scalar_type());
+  at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
+  var_into(self, dim, correction, keepdim, out, T(), is_std);
+  return out;
+}
+std::tuple<T, T> var_mean_like(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction,
+                               bool keepdim, bool is_std) {
+  check_var_dtype(self, is_std ? "std_mean" : "var_mean");
+  const auto shape = at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim);
+  T out = at::empty(shape, self.options());
+  T mean = at::empty(shape, self.options());
+  var_into(self, dim, correction, keepdim, out, mean, is_std);
+  return {out, mean};
+}
+
+// ---- all / any ----
+template <class Meta, class... Args>
+T logic(ReduceOp op, const T& self, const DimMask& mask, bool keepdim, const Args&... args) {
+  auto m = meta_functional<Meta>(self, args...);
+  run_reduce(op, self, mask, {m.outs[0]}, keepdim, {}, std::nullopt);
+  return m.outs[0];
+}
+template <class Meta, class... Args>
+T& logic_out(ReduceOp op, const T& self, const DimMask& mask, bool keepdim, T& out, const Args&... args) {
+  auto m = meta_out<Meta>({out}, self, args...);
+  run_reduce(op, self, mask, {out}, keepdim, {}, std::nullopt);
+  return out;
+}
+
+// ---- norms ----
+T& vector_norm_into(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype, T& out) {
+  npu_kernels::ReduceParams prm;
+  prm.p = ord.toDouble();
+  // the kernel runs in the output dtype (self converted first, as CPU does with `dtype`)
+  value_reduce(ReduceOp::kNorm, self, mask_of(self, dim), out, keepdim, prm);
+  return out;
+}
+T vector_norm(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+              std::optional<at::ScalarType> dtype) {
+  auto m = meta_functional<at::meta::structured_linalg_vector_norm>(self, ord, dim, keepdim, dtype);
+  TORCH_CHECK(!at::isComplexType(self.scalar_type()), "linalg.vector_norm: complex inputs are not supported on npu");
+  vector_norm_into(self, ord, dim, keepdim, dtype, m.outs[0]);
+  return m.outs[0];
+}
+T& vector_norm_out(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype, T& out) {
+  auto m = meta_out<at::meta::structured_linalg_vector_norm>({out}, self, ord, dim, keepdim, dtype);
+  return vector_norm_into(self, ord, dim, keepdim, dtype, out);
+}
+
+// ---- logsumexp ----
+T& logsumexp_out(const T& self, at::IntArrayRef dims, bool keepdim, T& out) {
+  const auto mask = make_dim_mask(dims, self.dim(), /*allow_empty_dims=*/true);
+  at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask, keepdim));
+  if (dims.empty() && self.dim() > 0) {  // empty dim list: identity, as on CPU
+    out.copy_(self);
+    return out;
+  }
+  value_reduce(ReduceOp::kLogsumexp, self, mask, out, keepdim);
+  return out;
+}
+T logsumexp(const T& self, at::IntArrayRef dims, bool keepdim) {
+  const auto type = at::isIntegralType(self.scalar_type(), true) ? at::typeMetaToScalarType(c10::get_default_dtype())
+                                                                 : self.scalar_type();
+  T out = at::empty({0}, self.options().dtype(type));
+  return logsumexp_out(self, dims, keepdim, out);
+}
+
+// ---- scans ----
+void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out) {
+  if (out.numel() == 0) return;
+  c10::DeviceGuard guard(self.device());
+  T in = self.scalar_type() == out.scalar_type() ? self : self.to(out.scalar_type());
+  const int64_t nd = in.dim();
+  npu_kernels::ScanDesc d;
+  d.in = in.const_data_ptr();
+  d.out = out.data_ptr();
+  d.dtype = kernel_dtype(out.scalar_type(), "cumsum");
+  TORCH_CHECK(out.scalar_type() != at::kBool && !at::isComplexType(out.scalar_type()),
+              "cumsum/cumprod: dtype ", out.scalar_type(), " is not supported on npu");
+  if (nd == 0) {
+    d.outer = d.n = d.inner = 1;
+  } else {
+    dim = at::maybe_wrap_dim(dim, nd);
+    // (outer, n, inner) needs the outer and inner dims to collapse: use contiguous copies otherwise
+    TORCH_CHECK(in.is_contiguous() || true, "");
+    d.n = in.size(dim);
+    d.outer = 1;
+    for (int64_t i = 0; i < dim; ++i) d.outer *= in.size(i);
+    d.inner = 1;
+    for (int64_t i = dim + 1; i < nd; ++i) d.inner *= in.size(i);
+  }
+  T src = in.contiguous();
+  T dst = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
+  d.in = src.const_data_ptr();
+  d.out = dst.data_ptr();
+  d.in_strides[0] = d.n * d.inner;
+  d.in_strides[1] = d.inner;
+  d.in_strides[2] = 1;
+  std::copy(d.in_strides, d.in_strides + 3, d.out_strides);
+  NPU_CHECK(npu_kernels::scan(current_native_stream(self.device().index()), op, d));
+  if (!dst.is_same(out)) const_cast<T&>(out).copy_(dst);
+}
+template <class Meta>
+T scan_fn(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+  auto m = meta_functional<Meta>(self, dim, dtype);
+  scan_into(op, self, dim, m.outs[0]);
+  return m.outs[0];
+}
+template <class Meta>
+T& scan_out(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at::ScalarType> dtype, T& out) {
+  auto m = meta_out<Meta>({out}, self, dim, dtype);
+  scan_into(op, self, dim, out);
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using namespace at::meta;
+  using OptS = std::optional<at::ScalarType>;
+  using OptI = std::optional<int64_t>;
+  using OptSc = std::optional<c10::Scalar>;
+  using IA = at::IntArrayRef;
+  using OIA = at::OptionalIntArrayRef;
+  m.impl("sum.dim_IntList", sum_dim);
+  m.impl("sum.IntList_out", sum_out);
+  m.impl("mean.dim", mean_dim);
+  m.impl("mean.out", mean_out);
+  m.impl("prod", prod_all);
+  m.impl("prod.out", prod_all_out);
+  m.impl("prod.dim_int", prod_dim);
+  m.impl("prod.int_out", prod_int_out);
+
+  m.impl("max", [](const T& s) { return full_extreme(s, true); });
+  m.impl("min", [](const T& s) { return full_extreme(s, false); });
+  m.impl("max.unary_out", [](const T& s, T& o) -> T& { return full_extreme_out(s, true, o); });
+  m.impl("min.unary_out", [](const T& s, T& o) -> T& { return full_extreme_out(s, false, o); });
+  m.impl("max.dim", [](const T& s, int64_t d, bool k) { return extreme_dim<structured_max_dim>(s, d, k, true); });
+  m.impl("min.dim", [](const T& s, int64_t d, bool k) { return extreme_dim<structured_min_dim>(s, d, k, false); });
+  m.impl("max.dim_max", [](const T& s, int64_t d, bool k, T& v, T& i) -> std::tuple<T&, T&> {
+    return extreme_dim_out<structured_max_dim>(s, d, k, true, v, i);
+  });
+  m.impl("min.dim_min", [](const T& s, int64_t d, bool k, T& v, T& i) -> std::tuple<T&, T&> {
+    return extreme_dim_out<structured_min_dim>(s, d, k, false, v, i);
+  });
+  m.impl("amax", [](const T& s, IA d, bool k) { return ext_amax<structured_amax>(s, d, k, ReduceOp::kMax); });
+  m.impl("amin", [](const T& s, IA d, bool k) { return ext_amax<structured_amin>(s, d, k, ReduceOp::kMin); });
+  m.impl("amax.out", [](const T& s, IA d, bool k, T& o) -> T& {
+    return ext_amax_out<structured_amax>(s, d, k, ReduceOp::kMax, o);
+  });
+  m.impl("amin.out", [](const T& s, IA d, bool k, T& o) -> T& {
+    return ext_amax_out<structured_amin>(s, d, k, ReduceOp::kMin, o);
+  });
+  m.impl("argmax", [](const T& s, OptI d, bool k) { return arg_ext<structured_argmax>(s, d, k, ReduceOp::kArgmax); });
+  m.impl("argmin", [](const T& s, OptI d, bool k) { return arg_ext<structured_argmin>(s, d, k, ReduceOp::kArgmin); });
+  m.impl("argmax.out", [](const T& s, OptI d, bool k, T& o) -> T& {
+    return arg_ext_out<structured_argmax>(s, d, k, ReduceOp::kArgmax, o);
+  });
+  m.impl("argmin.out", [](const T& s, OptI d, bool k, T& o) -> T& {
+    return arg_ext_out<structured_argmin>(s, d, k, ReduceOp::kArgmin, o);
+  });
+
+  m.impl("var.correction", [](const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, false); });
+  m.impl("std.correction", [](const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, true); });
+  m.impl("var.correction_out", [](const T& s, OIA d, const OptSc& c, bool k, T& o) -> T& {
+    return var_like_out(s, d, c, k, false, o);
+  });
+  m.impl("std.correction_out", [](const T& s, OIA d, const OptSc& c, bool k, T& o) -> T& {
+    return var_like_out(s, d, c, k, true, o);
+  });
+  m.impl("var_mean.correction",
+         [](const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, false); });
+  m.impl("std_mean.correction",
+         [](const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, true); });
+
+  m.impl("all", [](const T& s) { return logic<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false); });
+  m.impl("any", [](const T& s) { return logic<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false); });
+  m.impl("all.all_out", [](const T& s, T& o) -> T& {
+    return logic_out<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false, o);
+  });
+  m.impl("any.all_out", [](const T& s, T& o) -> T& {
+    return logic_out<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false, o);
+  });
+  m.impl("all.dim", [](const T& s, int64_t d, bool k) {
+    return logic<structured_all_dim>(ReduceOp::kAll, s, mask_one(s, d), k, d, k);
+  });
+  m.impl("any.dim", [](const T& s, int64_t d, bool k) {
+    return logic<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, d, k);
+  });
+  m.impl("all.out", [](const T& s, int64_t d, bool k, T& o) -> T& {
+    return logic_out<structured_all_dim>(ReduceOp::kAll, s, mask_one(s, d), k, o, d, k);
+  });
+  m.impl("any.out", [](const T& s, int64_t d, bool k, T& o) -> T& {
+    return logic_out<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, o, d, k);
+  });
+  m.impl("all.dims", [](const T& s, OIA d, bool k) {
+    return logic<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, d, k);
+  });
+  m.impl("any.dims", [](const T& s, OIA d, bool k) {
+    return logic<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, d, k);
+  });
+  m.impl("all.dims_out", [](const T& s, OIA d, bool k, T& o) -> T& {
+    return logic_out<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, o, d, k);
+  });
+  m.impl("any.dims_out", [](const T& s, OIA d, bool k, T& o) -> T& {
+    return logic_out<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, o, d, k);
+  });
+
+  m.impl("linalg_vector_norm", vector_norm);
+  m.impl("linalg_vector_norm.out", vector_norm_out);
+  m.impl("logsumexp", logsumexp);
+  m.impl("logsumexp.out", logsumexp_out);
+
+  m.impl("cumsum", [](const T& s, int64_t d, OptS t) {
+    return scan_fn<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t);
+  });
+  m.impl("cumsum.out", [](const T& s, int64_t d, OptS t, T& o) -> T& {
+    return scan_out<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t, o);
+  });
+  m.impl("cumprod", [](const T& s, int64_t d, OptS t) {
+    return scan_fn<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t);
+  });
+  m.impl("cumprod.out", [](const T& s, int64_t d, OptS t, T& o) -> T& {
+    return scan_out<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t, o);
+  });
+}
+
+}  // namespace torch_npu_sim

@@ -1,0 +1,139 @@
+// Batch norm forward (train / eval, running-stat update) and backward, one channel per work item.
+#include <cmath>
+#include <type_traits>
+
+#include "npu_kernels/launch.h"
+#include "npu_kernels/nn.h"
+
+namespace npu_kernels {
+
+namespace {
+
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+template <typename T>
+inline acc_t<T> ld(const T* p, int64_t i) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
+  else return p[i];
+}
+
+template <typename F>
+npu_sim::Status dispatch_fp(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kFloat16: return f(Half{});
+    case DType::kBFloat16: return f(BFloat16{});
+    default: return npu_sim::Status::kInvalidValue;
+  }
+}
+
+// Calls f(plane_pointer_offset, length) for the N planes of channel c.
+template <typename F>
+inline void for_planes(const BatchNormDesc& d, int64_t c, F&& f) {
+  for (int64_t n = 0; n < d.N; ++n) f((n * d.C + c) * d.HW);
+}
+
+}  // namespace
+
+npu_sim::Status batch_norm(npu_sim::Stream stream, const BatchNormDesc& d) {
+  if (d.C == 0) return npu_sim::Status::kSuccess;
+  return dispatch_fp(d.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    return parallel_for(stream, "batch_norm", d.C, 1, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      const T* x = static_cast<const T*>(d.x);
+      T* y = static_cast<T*>(d.y);
+      const A* w = static_cast<const A*>(d.weight);
+      const A* bias = static_cast<const A*>(d.bias);
+      A* rm = static_cast<A*>(d.running_mean);
+      A* rv = static_cast<A*>(d.running_var);
+      const int64_t cnt = d.N * d.HW;
+      for (int64_t c = b; c < e; ++c) {
+        A mean, invstd;
+        if (d.training) {
+          A sum = 0;
+          for_planes(d, c, [&](int64_t off) {
+            for (int64_t i = 0; i < d.HW; ++i) sum += ld(x, off + i);
+          });
+          mean = cnt > 0 ? sum / static_cast<A>(cnt) : A(0);
+          A m2 = 0;
+          for_planes(d, c, [&](int64_t off) {
+            for (int64_t i = 0; i < d.HW; ++i) {
+              const A dx = ld(x, off + i) - mean;
+              m2 += dx * dx;
+            }
+          });
+          const A var = cnt > 0 ? m2 / static_cast<A>(cnt) : A(0);
+          invstd = A(1) / std::sqrt(var + static_cast<A>(d.eps));
+          if (d.save_mean) static_cast<A*>(d.save_mean)[c] = mean;
+          if (d.save_invstd) static_cast<A*>(d.save_invstd)[c] = invstd;
+          const A mom = static_cast<A>(d.momentum);
+          if (rm) rm[c] = (A(1) - mom) * rm[c] + mom * mean;
+          if (rv) rv[c] = (A(1) - mom) * rv[c] + mom * (cnt > 1 ? m2 / static_cast<A>(cnt - 1) : var);
+        } else {
+          mean = rm[c];
+          invstd = A(1) / std::sqrt(rv[c] + static_cast<A>(d.eps));
+        }
+        const A scale = invstd * (w ? w[c] : A(1));
+        const A shift = (bias ? bias[c] : A(0)) - mean * scale;
+        for_planes(d, c, [&](int64_t off) {
+          for (int64_t i = 0; i < d.HW; ++i) y[off + i] = convert<T>(ld(x, off + i) * scale + shift);
+        });
+      }
+    });
+  });
+}
+
+npu_sim::Status batch_norm_backward(npu_sim::Stream stream, const BatchNormDesc& d) {
+  if (d.C == 0) return npu_sim::Status::kSuccess;
+  return dispatch_fp(d.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    return parallel_for(stream, "batch_norm_backward", d.C, 1, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      const T* x = static_cast<const T*>(d.x);
+      const T* dy = static_cast<const T*>(d.dy);
+      T* dx = static_cast<T*>(d.dx);
+      const A* w = static_cast<const A*>(d.weight);
+      const int64_t cnt = d.N * d.HW;
+      for (int64_t c = b; c < e; ++c) {
+        A mean, invstd;
+        if (d.training) {
+          mean = static_cast<const A*>(d.save_mean)[c];
+          invstd = static_cast<const A*>(d.save_invstd)[c];
+        } else {
+          mean = static_cast<const A*>(d.running_mean)[c];
+          invstd = A(1) / std::sqrt(static_cast<const A*>(d.running_var)[c] + static_cast<A>(d.eps));
+        }
+        A sum_dy = 0, sum_dy_xmu = 0;
+        for_planes(d, c, [&](int64_t off) {
+          for (int64_t i = 0; i < d.HW; ++i) {
+            const A g = ld(dy, off + i);
+            sum_dy += g;
+            sum_dy_xmu += g * (ld(x, off + i) - mean);
+          }
+        });
+        const A wc = w ? w[c] : A(1);
+        if (dx) {
+          if (d.training && cnt > 0) {
+            const A mdy = sum_dy / static_cast<A>(cnt);
+            const A k = sum_dy_xmu * invstd * invstd / static_cast<A>(cnt);
+            for_planes(d, c, [&](int64_t off) {
+              for (int64_t i = 0; i < d.HW; ++i) {
+                dx[off + i] = convert<T>((ld(dy, off + i) - mdy - (ld(x, off + i) - mean) * k) * invstd * wc);
+              }
+            });
+          } else {
+            for_planes(d, c, [&](int64_t off) {
+              for (int64_t i = 0; i < d.HW; ++i) dx[off + i] = convert<T>(ld(dy, off + i) * invstd * wc);
+            });
+          }
+        }
+        if (d.dweight) static_cast<A*>(d.dweight)[c] = sum_dy_xmu * invstd;
+        if (d.dbias) static_cast<A*>(d.dbias)[c] = sum_dy;
+      }
+    });
+  });
+}
+
+}  // namespace npu_kernels

@@ -1,0 +1,113 @@
+// Elementwise losses (mse, smooth_l1, binary_cross_entropy) and their gradients; see nn.h.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "npu_kernels/launch.h"
+#include "npu_kernels/nn.h"
+
+namespace npu_kernels {
+
+namespace {
+
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+template <typename T>
+inline acc_t<T> ld(const T* p, int64_t i) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
+  else return p[i];
+}
+
+template <typename F>
+npu_sim::Status dispatch_fp(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kFloat16: return f(Half{});
+    case DType::kBFloat16: return f(BFloat16{});
+    default: return npu_sim::Status::kInvalidValue;
+  }
+}
+
+template <typename A>
+inline void check_prob(A x) {
+  if (!(x >= A(0) && x <= A(1))) {
+    throw npu_sim::KernelError("binary_cross_entropy: all elements of input should be between 0 and 1");
+  }
+}
+
+}  // namespace
+
+npu_sim::Status pointwise_loss(npu_sim::Stream stream, LossKind kind, const PointLossDesc& d) {
+  if (d.n == 0) return npu_sim::Status::kSuccess;
+  return dispatch_fp(d.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    return parallel_for(stream, kind == LossKind::kBce ? "binary_cross_entropy" : (kind == LossKind::kMse ? "mse_loss" : "smooth_l1_loss"),
+                        d.n, 1 << 14, [d, kind](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      const T* x = static_cast<const T*>(d.input);
+      const T* t = static_cast<const T*>(d.target);
+      const T* w = static_cast<const T*>(d.weight);
+      T* out = static_cast<T*>(d.out);
+      const A beta = static_cast<A>(d.beta);
+      switch (kind) {
+        case LossKind::kMse:
+          for (int64_t i = b; i < e; ++i) {
+            const A diff = ld(x, i) - ld(t, i);
+            out[i] = convert<T>(diff * diff);
+          }
+          break;
+        case LossKind::kSmoothL1:
+          for (int64_t i = b; i < e; ++i) {
+            const A z = std::fabs(ld(x, i) - ld(t, i));
+            out[i] = convert<T>(z < beta ? A(0.5) * z * z / beta : z - A(0.5) * beta);
+          }
+          break;
+        case LossKind::kBce:
+          for (int64_t i = b; i < e; ++i) {
+            const A p = ld(x, i), y = ld(t, i);
+            check_prob(p);
+            const A l = -(y * std::max(std::log(p), A(-100)) + (A(1) - y) * std::max(std::log1p(-p), A(-100)));
+            out[i] = convert<T>(w ? l * ld(w, i) : l);
+          }
+          break;
+      }
+    });
+  });
+}
+
+npu_sim::Status pointwise_loss_backward(npu_sim::Stream stream, LossKind kind, const PointLossDesc& d) {
+  if (d.n == 0) return npu_sim::Status::kSuccess;
+  return dispatch_fp(d.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    return parallel_for(stream, kind == LossKind::kBce ? "binary_cross_entropy_backward" : (kind == LossKind::kMse ? "mse_loss_backward" : "smooth_l1_loss_backward"),
+                        d.n, 1 << 14, [d, kind](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      const T* x = static_cast<const T*>(d.input);
+      const T* t = static_cast<const T*>(d.target);
+      const T* w = static_cast<const T*>(d.weight);
+      const T* g = static_cast<const T*>(d.grad);
+      T* gi = static_cast<T*>(d.grad_in);
+      const A beta = static_cast<A>(d.beta), scale = static_cast<A>(d.scale);
+      for (int64_t i = b; i < e; ++i) {
+        const A go = ld(g, i * d.grad_stride) * scale;
+        const A diff = ld(x, i) - ld(t, i);
+        A v;
+        switch (kind) {
+          case LossKind::kMse: v = A(2) * diff; break;
+          case LossKind::kSmoothL1:
+            v = std::fabs(diff) < beta ? diff / beta : static_cast<A>((diff > A(0)) - (diff < A(0)));
+            break;
+          default: {
+            const A p = ld(x, i);
+            v = diff / std::max((A(1) - p) * p, A(1e-12));
+            if (w) v *= ld(w, i);
+          }
+        }
+        gi[i] = convert<T>(v * go);
+      }
+    });
+  });
+}
+
+}  // namespace npu_kernels

@@ -1,0 +1,344 @@
+// nn kernels: softmax / log_softmax (+ backward), layer norm (+ backward), nll_loss (+ backward).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "npu_kernels/launch.h"
+#include "npu_kernels/nn.h"
+#include "fast_exp.h"
+
+namespace npu_kernels {
+
+namespace {
+
+template <typename T>
+constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+template <typename T>
+inline acc_t<T> ld(const T* p) {
+  return static_cast<acc_t<T>>(static_cast<std::conditional_t<is_half_v<T>, float, T>>(*p));
+}
+
+// Calls f(T{}) for the floating dtypes.
+template <typename F>
+npu_sim::Status dispatch_fp(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kFloat16: return f(Half{});
+    case DType::kBFloat16: return f(BFloat16{});
+    default: return npu_sim::Status::kInvalidValue;
+  }
+}
+
+// Calls f(In{}, Out{}) for in == out, or 16-bit in with float32 out.
+template <typename F>
+npu_sim::Status dispatch_in_out(DType in, DType out, F&& f) {
+  if (in == out) return dispatch_fp(in, [&](auto t) { return f(t, t); });
+  if (out == DType::kFloat32 && in == DType::kFloat16) return f(Half{}, float{});
+  if (out == DType::kFloat32 && in == DType::kBFloat16) return f(BFloat16{}, float{});
+  return npu_sim::Status::kInvalidValue;
+}
+
+template <typename A>
+inline A lane_sum(const A* v, int64_t n) {
+  A lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] += v[i + j];
+  }
+  A t = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (; i < n; ++i) t += v[i];
+  return t;
+}
+
+template <typename A>
+inline A lane_max(const A* v, int64_t n) {
+  A lanes[8];
+  for (int j = 0; j < 8; ++j) lanes[j] = -std::numeric_limits<A>::infinity();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] = v[i + j] > lanes[j] ? v[i + j] : lanes[j];
+  }
+  A m = lanes[0];
+  for (int j = 1; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
+  for (; i < n; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+// One line of n elements with element stride s; buf holds 2n accumulators. Loops over buf are
+// contiguous and branch-free so they vectorise (fast_exp included).
+template <typename In, typename Out>
+void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>* buf) {
+  using A = acc_t<In>;
+  A* e = buf + n;
+  if (s == 1) {
+    for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i);
+  } else {
+    for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
+  }
+  A m = lane_max(buf, n);
+  bool has_nan = false;
+  for (int64_t i = 0; i < n; ++i) has_nan |= buf[i] != buf[i];
+  if (has_nan) m = std::numeric_limits<A>::quiet_NaN();
+  if (std::isinf(m) && m < 0) m = 0;  // all -inf: exp gives 0, sum 0 -> nan, as on CPU
+  for (int64_t i = 0; i < n; ++i) e[i] = detail::fast_exp(buf[i] - m);
+  const A sum = lane_sum(e, n);
+  if (log) {
+    const A lse = std::log(sum);
+    for (int64_t i = 0; i < n; ++i) e[i] = (buf[i] - m) - lse;
+  } else {
+    const A inv = A(1) / sum;
+    for (int64_t i = 0; i < n; ++i) e[i] = e[i] * inv;
+  }
+  if (s == 1) {
+    for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(e[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
+  }
+}
+
+}  // namespace
+
+npu_sim::Status softmax(npu_sim::Stream stream, const SoftmaxDesc& d) {
+  const int64_t lines = d.outer * d.inner;
+  if (lines == 0 || d.n == 0) return npu_sim::Status::kSuccess;
+  return dispatch_in_out(d.in_dtype, d.out_dtype, [&](auto ti, auto to) {
+    using In = decltype(ti);
+    using Out = decltype(to);
+    const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.n);
+    return parallel_for(stream, d.log ? "log_softmax" : "softmax", lines, grain,
+                        [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                          std::vector<acc_t<In>> buf(static_cast<size_t>(2 * d.n));
+                          for (int64_t l = b; l < e; ++l) {
+                            const int64_t o = l / d.inner, i = l % d.inner;
+                            const int64_t off = o * d.n * d.inner + i;
+                            softmax_line(static_cast<const In*>(d.in) + off, static_cast<Out*>(d.out) + off, d.n,
+                                         d.inner, d.log, buf.data());
+                          }
+                        });
+  });
+}
+
+npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDesc& d) {
+  const int64_t lines = d.outer * d.inner;
+  if (lines == 0 || d.n == 0) return npu_sim::Status::kSuccess;
+  // g/y in `dtype`, grad_in in `out_dtype`: same, or float g/y with half grad_in (half_to_float)
+  auto body = [&](auto tg, auto to) {
+    using G = decltype(tg);
+    using Out = decltype(to);
+    using A = std::conditional_t<std::is_same_v<G, double>, double, float>;
+    const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.n);
+    return parallel_for(stream, d.log ? "log_softmax_backward" : "softmax_backward", lines, grain,
+                        [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                          const G* g = static_cast<const G*>(d.grad);
+                          const G* y = static_cast<const G*>(d.output);
+                          Out* gi = static_cast<Out*>(d.grad_in);
+                          const int64_t s = d.inner;
+                          std::vector<A> gb(static_cast<size_t>(d.n)), yb(static_cast<size_t>(d.n));
+                          for (int64_t l = b; l < e; ++l) {
+                            const int64_t off = (l / d.inner) * d.n * d.inner + l % d.inner;
+                            for (int64_t k = 0; k < d.n; ++k) {
+                              gb[k] = ld(g + off + k * s);
+                              yb[k] = ld(y + off + k * s);
+                            }
+                            A* G_ = gb.data();
+                            A* Y_ = yb.data();
+                            if (d.log) {
+                              const A acc = lane_sum(G_, d.n);
+                              for (int64_t k = 0; k < d.n; ++k) Y_[k] = G_[k] - detail::fast_exp(Y_[k]) * acc;
+                            } else {
+                              for (int64_t k = 0; k < d.n; ++k) G_[k] *= Y_[k];
+                              const A acc = lane_sum(G_, d.n);
+                              for (int64_t k = 0; k < d.n; ++k) Y_[k] = G_[k] - Y_[k] * acc;
+                            }
+                            for (int64_t k = 0; k < d.n; ++k) gi[off + k * s] = convert<Out>(Y_[k]);
+                          }
+                        });
+  };
+  if (d.dtype == d.out_dtype) return dispatch_fp(d.dtype, [&](auto t) { return body(t, t); });
+  if (d.dtype == DType::kFloat32 && d.out_dtype == DType::kFloat16) return body(float{}, Half{});
+  if (d.dtype == DType::kFloat32 && d.out_dtype == DType::kBFloat16) return body(float{}, BFloat16{});
+  return npu_sim::Status::kInvalidValue;
+}
+
+// ---- layer norm ----
+
+namespace {
+constexpr int64_t kTile = 64;  // outputs reduced together along a contiguous kept dim
+}  // namespace
+
+npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
+  if (d.M == 0) return npu_sim::Status::kSuccess;
+  return dispatch_fp(d.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.N, 1));
+    return parallel_for(stream, "layer_norm", d.M, grain, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      const T* w = static_cast<const T*>(d.weight);
+      const T* bias = static_cast<const T*>(d.bias);
+      for (int64_t r = b; r < e; ++r) {
+        const T* x = static_cast<const T*>(d.x) + r * d.N;
+        T* y = static_cast<T*>(d.y) + r * d.N;
+        A sum = 0;
+        for (int64_t i = 0; i < d.N; ++i) sum += ld(x + i);
+        const A mean = d.N > 0 ? sum / static_cast<A>(d.N) : A(0);
+        A m2 = 0;
+        for (int64_t i = 0; i < d.N; ++i) {
+          const A dx = ld(x + i) - mean;
+          m2 += dx * dx;
+        }
+        const A var = d.N > 0 ? m2 / static_cast<A>(d.N) : A(0);
+        const A rstd = A(1) / std::sqrt(var + static_cast<A>(d.eps));
+        for (int64_t i = 0; i < d.N; ++i) {
+          A v = (ld(x + i) - mean) * rstd;
+          if (w) v *= ld(w + i);
+          if (bias) v += ld(bias + i);
+          y[i] = convert<T>(v);
+        }
+        if (d.mean) static_cast<T*>(d.mean)[r] = convert<T>(mean);
+        if (d.rstd) static_cast<T*>(d.rstd)[r] = convert<T>(rstd);
+      }
+    });
+  });
+}
+
+npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc& d) {
+  if (d.M == 0 || d.N == 0) return npu_sim::Status::kSuccess;
+  return dispatch_fp(d.dtype, [&](auto tag) -> npu_sim::Status {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    if (d.dx) {
+      const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.N);
+      auto st = parallel_for(stream, "layer_norm_backward", d.M, grain, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+        const T* w = static_cast<const T*>(d.weight);
+        for (int64_t r = b; r < e; ++r) {
+          const T* x = static_cast<const T*>(d.x) + r * d.N;
+          const T* dy = static_cast<const T*>(d.dy) + r * d.N;
+          T* dx = static_cast<T*>(d.dx) + r * d.N;
+          const A mean = ld(static_cast<const T*>(d.mean) + r), rstd = ld(static_cast<const T*>(d.rstd) + r);
+          A sg = 0, sgx = 0;
+          for (int64_t i = 0; i < d.N; ++i) {
+            const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
+            sg += g;
+            sgx += g * (ld(x + i) - mean) * rstd;
+          }
+          const A inv_n = A(1) / static_cast<A>(d.N);
+          for (int64_t i = 0; i < d.N; ++i) {
+            const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
+            const A xh = (ld(x + i) - mean) * rstd;
+            dx[i] = convert<T>(rstd * (g - sg * inv_n - xh * sgx * inv_n));
+          }
+        }
+      });
+      if (st != npu_sim::Status::kSuccess) return st;
+    }
+    if (d.dweight || d.dbias) {
+      // columns in tiles of 64, each block walks all rows of its tiles (inner loop along memory)
+        const int64_t tiles = (d.N + kTile - 1) / kTile;
+      return parallel_for(stream, "layer_norm_backward_params", tiles, 1,
+                          [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                            for (int64_t t = b; t < e; ++t) {
+                              const int64_t j0 = t * kTile, cnt = std::min(kTile, d.N - j0);
+                              A dw[kTile] = {}, db[kTile] = {};
+                              for (int64_t r = 0; r < d.M; ++r) {
+                                const T* x = static_cast<const T*>(d.x) + r * d.N + j0;
+                                const T* dy = static_cast<const T*>(d.dy) + r * d.N + j0;
+                                const A mean = ld(static_cast<const T*>(d.mean) + r);
+                                const A rstd = ld(static_cast<const T*>(d.rstd) + r);
+                                for (int64_t j = 0; j < cnt; ++j) {
+                                  const A g = ld(dy + j);
+                                  dw[j] += g * (ld(x + j) - mean) * rstd;
+                                  db[j] += g;
+                                }
+                              }
+                              for (int64_t j = 0; j < cnt; ++j) {
+                                if (d.dweight) static_cast<T*>(d.dweight)[j0 + j] = convert<T>(dw[j]);
+                                if (d.dbias) static_cast<T*>(d.dbias)[j0 + j] = convert<T>(db[j]);
+                              }
+                            }
+                          });
+    }
+    return npu_sim::Status::kSuccess;
+  });
+}
+
+// ---- nll_loss ----
+
+namespace {
+[[noreturn]] void bad_target(int64_t t, int64_t C) {
+  throw npu_sim::KernelError("nll_loss: Target " + std::to_string(t) + " is out of bounds (classes: " +
+                             std::to_string(C) + ")");
+}
+}  // namespace
+
+npu_sim::Status nll_loss_forward(npu_sim::Stream stream, const NllLossDesc& d) {
+  return dispatch_fp(d.dtype, [&](auto tag) -> npu_sim::Status {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    if (d.reduction == 0) {
+      if (d.N == 0) return npu_sim::Status::kSuccess;
+      return parallel_for(stream, "nll_loss_forward", d.N, 1 << 12, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+        const T* x = static_cast<const T*>(d.input);
+        const T* w = static_cast<const T*>(d.weight);
+        T* out = static_cast<T*>(d.out);
+        for (int64_t i = b; i < e; ++i) {
+          const int64_t t = d.target[i];
+          if (t == d.ignore_index) {
+            out[i] = convert<T>(A(0));
+            continue;
+          }
+          if (t < 0 || t >= d.C) bad_target(t, d.C);
+          out[i] = convert<T>(-ld(x + i * d.C + t) * (w ? ld(w + t) : A(1)));
+        }
+      });
+    }
+    return npu_sim::launch_kernel(stream, "nll_loss_forward", 1, [d](const npu_sim::BlockContext&) {
+      const T* x = static_cast<const T*>(d.input);
+      const T* w = static_cast<const T*>(d.weight);
+      A total = 0, tw = 0;
+      for (int64_t i = 0; i < d.N; ++i) {
+        const int64_t t = d.target[i];
+        if (t == d.ignore_index) continue;
+        if (t < 0 || t >= d.C) bad_target(t, d.C);
+        const A wt = w ? ld(w + t) : A(1);
+        total -= ld(x + i * d.C + t) * wt;
+        tw += wt;
+      }
+      if (d.reduction == 1) total = total / tw;  // 0/0 = nan when everything is ignored, as on CPU
+      *static_cast<T*>(d.out) = convert<T>(total);
+      *static_cast<T*>(d.total_weight) = convert<T>(tw);
+    });
+  });
+}
+
+npu_sim::Status nll_loss_backward(npu_sim::Stream stream, const NllLossDesc& d) {
+  if (d.N == 0) return npu_sim::Status::kSuccess;
+  return dispatch_fp(d.dtype, [&](auto tag) -> npu_sim::Status {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    return parallel_for(stream, "nll_loss_backward", d.N, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.C, 1)),
+                        [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                          const T* w = static_cast<const T*>(d.weight);
+                          const T* g = static_cast<const T*>(d.grad_out);
+                          T* gi = static_cast<T*>(d.grad_in);
+                          const A scale = d.reduction == 1 ? A(1) / ld(static_cast<const T*>(d.total_weight_in)) : A(1);
+                          for (int64_t i = b; i < e; ++i) {
+                            T* row = gi + i * d.C;
+                            for (int64_t c = 0; c < d.C; ++c) row[c] = convert<T>(A(0));
+                            const int64_t t = d.target[i];
+                            if (t == d.ignore_index) continue;
+                            if (t < 0 || t >= d.C) bad_target(t, d.C);
+                            const A go = d.reduction == 0 ? ld(g + i) : ld(g);
+                            row[t] = convert<T>(-(w ? ld(w + t) : A(1)) * go * scale);
+                          }
+                        });
+  });
+}
+
+}  // namespace npu_kernels

@@ -1,0 +1,589 @@
+// The reduction engine (see reduce.h): reducers (state, run over a strided run, merge, write) and the
+// three work splits (per output, tiles of outputs along memory, two-phase split of the reduced range).
+#include "npu_kernels/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels {
+
+const char* reduce_op_name(ReduceOp op) {
+  static const char* const names[] = {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "max_dim", "min_dim",
+                                      "var", "std", "all", "any", "norm", "logsumexp"};
+  return names[static_cast<int>(op)];
+}
+
+int64_t ReduceDesc::outputs() const {
+  int64_t n = 1;
+  for (int d = 0; d < n_outer; ++d) n *= outer_sizes[d];
+  return n;
+}
+int64_t ReduceDesc::reduced() const {
+  int64_t n = 1;
+  for (int d = 0; d < n_red; ++d) n *= red_sizes[d];
+  return n;
+}
+
+namespace {
+
+template <typename T>
+constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// Accumulation type: double for double, float for float/half/bfloat16, int64 for integers and bool.
+template <typename T>
+using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
+                                 std::conditional_t<std::is_same_v<T, float> || is_half_v<T>, float, int64_t>>;
+
+template <typename T>
+inline acc_t<T> ld(const T* p) {
+  if constexpr (is_half_v<T>) return static_cast<float>(*p);
+  else return static_cast<acc_t<T>>(*p);
+}
+
+template <typename A>
+inline bool isnan_(A x) {
+  if constexpr (std::is_floating_point_v<A>) return x != x;
+  else return false;
+}
+
+template <typename O, typename A>
+inline void store(void* base, int64_t off, A v) {
+  static_cast<O*>(base)[off] = convert<O>(v);
+}
+
+// ---- reducers: S state; init(); run(S&, p, n, stride, r0); merge(S&, const S&); write(...) ----
+
+template <typename T, bool kMean>
+struct SumR {
+  using A = acc_t<T>;
+  using S = A;
+  S init() const { return A(0); }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t) const {
+    if (stride == 1) {
+      // 8 lanes (vectorisable), summed per 2048-element chunk into the state (bounded rounding growth)
+      constexpr int64_t kChunk = 2048;
+      for (int64_t c = 0; c < n; c += kChunk) {
+        const int64_t m = std::min(kChunk, n - c);
+        const T* q = p + c;
+        A lanes[8] = {};
+        int64_t i = 0;
+        for (; i + 8 <= m; i += 8) {
+          for (int j = 0; j < 8; ++j) lanes[j] += ld(q + i + j);
+        }
+        A t = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+        for (; i < m; ++i) t += ld(q + i);
+        s += t;
+      }
+    } else {
+      for (int64_t i = 0; i < n; ++i) s += ld(p + i * stride);
+    }
+  }
+  void step(S& s, const T* p, int64_t) const { s += ld(p); }
+  void merge(S& a, const S& b) const { a += b; }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t r) const {
+    if constexpr (kMean) store<T>(d.out[0], off[0], r > 0 ? s / static_cast<A>(r) : std::numeric_limits<A>::quiet_NaN());
+    else store<T>(d.out[0], off[0], s);
+  }
+};
+
+template <typename T>
+struct ProdR {
+  using A = acc_t<T>;
+  using S = A;
+  S init() const { return A(1); }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t) const {
+    for (int64_t i = 0; i < n; ++i) s *= ld(p + i * stride);
+  }
+  void step(S& s, const T* p, int64_t) const { s *= ld(p); }
+  void merge(S& a, const S& b) const { a *= b; }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const { store<T>(d.out[0], off[0], s); }
+};
+
+// max/min values (NaN propagates).
+template <typename T, bool kMax>
+struct ExtremeR {
+  using A = acc_t<T>;
+  struct S {
+    A v;
+    bool any;
+  };
+  S init() const { return {A(0), false}; }
+  static bool better(A x, A v) {
+    if constexpr (kMax) return x > v || isnan_(x);
+    else return x < v || isnan_(x);
+  }
+  void step(S& s, const T* p, int64_t) const {
+    const A x = ld(p);
+    if (!s.any || (!isnan_(s.v) && better(x, s.v))) s = {x, true};
+  }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
+    if (stride != 1 || n < 32) {
+      for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+      return;
+    }
+    // 8 branch-free lanes (vectorisable); NaNs are tracked separately and win at the end
+    A lanes[8];
+    int nan[8] = {};
+    for (int j = 0; j < 8; ++j) lanes[j] = ld(p + j);
+    int64_t i = 8;
+    for (; i + 8 <= n; i += 8) {
+      for (int j = 0; j < 8; ++j) {
+        const A x = ld(p + i + j);
+        if constexpr (kMax) lanes[j] = x > lanes[j] ? x : lanes[j];
+        else lanes[j] = x < lanes[j] ? x : lanes[j];
+        nan[j] |= isnan_(x) ? 1 : 0;
+      }
+    }
+    S r{lanes[0], true};
+    for (int j = 0; j < 8; ++j) {
+      merge(r, S{lanes[j], true});
+      if (nan[j] || isnan_(lanes[j])) r.v = std::numeric_limits<A>::quiet_NaN();
+    }
+    for (; i < n; ++i) step(r, p + i, r0 + i);
+    merge(s, r);
+  }
+  void merge(S& a, const S& b) const {
+    if (b.any && (!a.any || (!isnan_(a.v) && better(b.v, a.v)))) a = b;
+  }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const { store<T>(d.out[0], off[0], s.v); }
+};
+
+// value + first index of the max/min (NaN counts as the extreme). kMode: 0 index only, 1 value + index.
+template <typename T, bool kMax, int kMode>
+struct ArgR {
+  using A = acc_t<T>;
+  struct S {
+    A v;
+    int64_t i;
+  };
+  S init() const { return {A(0), -1}; }
+  static bool better(A x, A v) {
+    if constexpr (kMax) return x > v || (isnan_(x) && !isnan_(v));
+    else return x < v || (isnan_(x) && !isnan_(v));
+  }
+  void step(S& s, const T* p, int64_t r) const {
+    const A x = ld(p);
+    if (s.i < 0 || better(x, s.v)) s = {x, r};
+  }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
+    for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+  }
+  void merge(S& a, const S& b) const {
+    if (b.i >= 0 && (a.i < 0 || better(b.v, a.v))) a = b;
+  }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const {
+    if constexpr (kMode == 0) {
+      static_cast<int64_t*>(d.out[0])[off[0]] = std::max<int64_t>(s.i, 0);
+    } else {
+      store<T>(d.out[0], off[0], s.v);
+      static_cast<int64_t*>(d.out[1])[off[1]] = std::max<int64_t>(s.i, 0);
+    }
+  }
+};
+
+// Moments (count, mean, M2): two-pass per run, Chan's merge.
+template <typename T, bool kStd>
+struct VarR {
+  using A = acc_t<T>;
+  struct S {
+    A n, mean, m2;
+  };
+  double correction;
+  S init() const { return {A(0), A(0), A(0)}; }
+  static void combine(S& a, A nb, A mb, A m2b) {
+    if (nb == A(0)) return;
+    const A n = a.n + nb;
+    const A delta = mb - a.mean;
+    a.mean += delta * nb / n;
+    a.m2 += m2b + delta * delta * a.n * nb / n;
+    a.n = n;
+  }
+  void step(S& s, const T* p, int64_t) const {
+    const A x = ld(p);
+    s.n += A(1);
+    const A delta = x - s.mean;
+    s.mean += delta / s.n;
+    s.m2 += delta * (x - s.mean);
+  }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t) const {
+    // chunks of 1024: two passes over cached data, bounded rounding growth, merged with Chan's formula
+    constexpr int64_t kChunk = 1024;
+    for (int64_t c = 0; c < n; c += kChunk) chunk(s, p + c * stride, std::min(kChunk, n - c), stride);
+  }
+  void chunk(S& s, const T* p, int64_t n, int64_t stride) const {
+    A sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += ld(p + i * stride);
+    const A mean = sum / static_cast<A>(n);
+    A m2 = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const A dx = ld(p + i * stride) - mean;
+      m2 += dx * dx;
+    }
+    combine(s, static_cast<A>(n), mean, m2);
+  }
+  void merge(S& a, const S& b) const { combine(a, b.n, b.mean, b.m2); }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t r) const {
+    const A denom = std::max(A(0), static_cast<A>(r) - static_cast<A>(correction));
+    A var = s.m2 / denom;
+    if (r == 0) var = std::numeric_limits<A>::quiet_NaN();
+    store<T>(d.out[0], off[0], kStd ? std::sqrt(var) : var);
+    if (d.out[1]) store<T>(d.out[1], off[1], r > 0 ? s.mean : std::numeric_limits<A>::quiet_NaN());
+  }
+};
+
+// all / any over any dtype (x != 0), written as a 0/1 byte.
+template <typename T, bool kAll>
+struct LogicR {
+  using S = bool;
+  S init() const { return kAll; }
+  void step(S& s, const T* p, int64_t) const {
+    const bool nz = convert<bool>(*p);
+    if constexpr (kAll) s = s && nz;
+    else s = s || nz;
+  }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
+    for (int64_t i = 0; i < n && (kAll ? s : !s); ++i) step(s, p + i * stride, r0 + i);
+  }
+  void merge(S& a, const S& b) const { a = kAll ? (a && b) : (a || b); }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const {
+    static_cast<uint8_t*>(d.out[0])[off[0]] = s ? 1 : 0;
+  }
+};
+
+// p-norms. kind: 0 count nonzero, 1 sum|x|, 2 sqrt(sum x^2), 3 max|x|, 4 min|x|, 5 general p.
+template <typename T>
+struct NormR {
+  using A = acc_t<T>;
+  using S = A;
+  int kind;
+  A p;
+  S init() const { return kind == 4 ? std::numeric_limits<A>::infinity() : A(0); }
+  void step(S& s, const T* q, int64_t) const {
+    const A x = std::fabs(ld(q));
+    switch (kind) {
+      case 0: s += x != A(0) ? A(1) : A(0); break;
+      case 1: s += x; break;
+      case 2: s += x * x; break;
+      case 3: s = (x > s || isnan_(x)) ? x : s; break;
+      case 4: s = (x < s || isnan_(x)) ? x : s; break;
+      default: s += std::pow(x, p); break;
+    }
+  }
+  void run(S& s, const T* q, int64_t n, int64_t stride, int64_t r0) const {
+    if (kind == 2 && stride == 1) {
+      A lanes[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        for (int j = 0; j < 8; ++j) {
+          const A x = ld(q + i + j);
+          lanes[j] += x * x;
+        }
+      }
+      for (int j = 0; j < 8; ++j) s += lanes[j];
+      for (; i < n; ++i) step(s, q + i, 0);
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) step(s, q + i * stride, r0 + i);
+  }
+  void merge(S& a, const S& b) const {
+    if (kind == 3) a = (b > a || isnan_(b)) ? b : a;
+    else if (kind == 4) a = (b < a || isnan_(b)) ? b : a;
+    else a += b;
+  }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t r) const {
+    A v = s;
+    if (kind == 2) v = std::sqrt(s);
+    else if (kind == 5) v = std::pow(s, A(1) / p);
+    else if (kind == 4 && r == 0) v = A(0);
+    store<T>(d.out[0], off[0], v);
+  }
+};
+
+// log(sum(exp(x))) with a running max (online rescaling).
+template <typename T>
+struct LseR {
+  using A = acc_t<T>;
+  struct S {
+    A m, s;
+  };
+  S init() const { return {-std::numeric_limits<A>::infinity(), A(0)}; }
+  static void add(S& st, A m, A s) {
+    if (s == A(0) && !isnan_(m)) return;
+    if (isnan_(m) || isnan_(st.m)) {
+      st.m = std::numeric_limits<A>::quiet_NaN();
+      return;
+    }
+    if (std::isinf(m) && m > 0) {
+      st = {m, A(1)};
+      return;
+    }
+    if (std::isinf(st.m) && st.m > 0) return;
+    if (m > st.m) {
+      st.s = st.s * std::exp(st.m - m) + s;
+      st.m = m;
+    } else {
+      st.s += s * std::exp(m - st.m);
+    }
+  }
+  void step(S& s, const T* p, int64_t) const {
+    const A x = ld(p);
+    if (std::isinf(x) && x < 0) return;
+    add(s, x, A(1));
+  }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
+    for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+  }
+  void merge(S& a, const S& b) const { add(a, b.m, b.s); }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const {
+    A v = s.s == A(0) ? -std::numeric_limits<A>::infinity() : s.m + std::log(s.s);
+    if (isnan_(s.m)) v = s.m;
+    else if (std::isinf(s.m) && s.m > 0) v = s.m;
+    store<T>(d.out[0], off[0], v);
+  }
+};
+
+// ---- the engine ----
+
+namespace {
+constexpr int64_t kTile = 64;  // outputs reduced together along a contiguous kept dim
+}  // namespace
+
+// Input/output offsets of output number o.
+inline void outer_offsets(const ReduceDesc& d, int64_t o, int64_t* in_off, int64_t* out_off) {
+  *in_off = 0;
+  out_off[0] = out_off[1] = 0;
+  for (int k = d.n_outer - 1; k >= 0; --k) {
+    const int64_t i = o % d.outer_sizes[k];
+    o /= d.outer_sizes[k];
+    *in_off += i * d.in_outer_strides[k];
+    out_off[0] += i * d.out_strides[0][k];
+    out_off[1] += i * d.out_strides[1][k];
+  }
+}
+
+// Calls body(offset, run_length, r0) for the runs along the innermost reduced dim in [rb, re).
+template <typename Body>
+inline void for_reduced_runs(const ReduceDesc& d, int64_t rb, int64_t re, Body&& body) {
+  if (rb >= re) return;
+  const int last = d.n_red - 1;
+  int64_t idx[kMaxDims] = {};
+  int64_t rem = rb, off = 0;
+  for (int k = last; k >= 0; --k) {
+    idx[k] = rem % d.red_sizes[k];
+    rem /= d.red_sizes[k];
+    off += idx[k] * d.red_strides[k];
+  }
+  int64_t pos = rb;
+  while (pos < re) {
+    const int64_t run = std::min(d.red_sizes[last] - idx[last], re - pos);
+    body(off, run, pos);
+    pos += run;
+    if (pos >= re) break;
+    off += run * d.red_strides[last];
+    idx[last] += run;
+    for (int k = last; k >= 0; --k) {
+      if (idx[k] < d.red_sizes[k]) break;
+      off -= idx[k] * d.red_strides[k];
+      idx[k] = 0;
+      if (k > 0) {
+        ++idx[k - 1];
+        off += d.red_strides[k - 1];
+      }
+    }
+  }
+}
+
+template <typename T, class R>
+npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const ReduceDesc& d0, const R red) {
+  using S = typename R::S;
+  ReduceDesc d = d0;
+  if (d.n_red == 0) {  // nothing reduced: one element per output
+    d.n_red = 1;
+    d.red_sizes[0] = 1;
+    d.red_strides[0] = 0;
+  }
+  const int64_t O = d.outputs(), Rn = d.reduced();
+  if (O == 0) return npu_sim::Status::kSuccess;
+  const T* in = static_cast<const T*>(d.in);
+  const int last = d.n_red - 1;
+
+  // Few outputs, long reductions: two phases over a partial-state buffer.
+  constexpr int64_t kSplitGrain = 1 << 15;
+  const uint32_t max_blocks = grid_for(int64_t(1) << 40, 1);  // 4 x core threads
+  if (O < static_cast<int64_t>(max_blocks) && Rn >= 2 * kSplitGrain) {
+    const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(Rn / kSplitGrain, max_blocks / O + 1));
+    auto partial = std::make_shared<std::vector<S>>(static_cast<size_t>(O * parts));
+    npu_sim::Status st = npu_sim::launch_kernel(
+        stream, name, static_cast<uint32_t>(O * parts), [d, in, red, parts, Rn, partial](const npu_sim::BlockContext& ctx) {
+          const int64_t o = ctx.block_idx / parts, k = ctx.block_idx % parts;
+          int64_t in_off, out_off[2];
+          outer_offsets(d, o, &in_off, out_off);
+          S s = red.init();
+          const int64_t rb = Rn * k / parts, re = Rn * (k + 1) / parts;
+          for_reduced_runs(d, rb, re, [&](int64_t off, int64_t n, int64_t r0) {
+            red.run(s, in + in_off + off, n, d.red_strides[d.n_red - 1], r0);
+          });
+          (*partial)[ctx.block_idx] = s;
+        });
+    if (st != npu_sim::Status::kSuccess) return st;
+    return npu_sim::launch_kernel(stream, name, static_cast<uint32_t>(O), [d, red, parts, Rn, partial](const npu_sim::BlockContext& ctx) {
+      const int64_t o = ctx.block_idx;
+      int64_t in_off, out_off[2];
+      outer_offsets(d, o, &in_off, out_off);
+      S s = (*partial)[o * parts];
+      for (int64_t k = 1; k < parts; ++k) red.merge(s, (*partial)[o * parts + k]);
+      red.write(d, out_off, s, Rn);
+    });
+  }
+
+  // Tiles of outputs along a contiguous innermost kept dim when the reduced dims are not contiguous.
+  const bool tiled = d.n_outer > 0 && d.in_outer_strides[d.n_outer - 1] == 1 && d.red_strides[last] != 1 && Rn > 1;
+  const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(Rn, 1));
+  if (tiled) {
+    const int64_t inner = d.outer_sizes[d.n_outer - 1];
+    const int64_t tiles_per_row = (inner + kTile - 1) / kTile;
+    const int64_t ntiles = O / inner * tiles_per_row;
+    return parallel_for(stream, name, ntiles, std::max<int64_t>(1, grain / kTile),
+                        [d, in, red, inner, tiles_per_row, Rn](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                          S acc[kTile];
+                          for (int64_t t = b; t < e; ++t) {
+                            const int64_t row = t / tiles_per_row, j0 = (t % tiles_per_row) * kTile;
+                            const int64_t cnt = std::min(kTile, inner - j0);
+                            int64_t in_off, out_off[2];
+                            outer_offsets(d, row * inner + j0, &in_off, out_off);
+                            for (int64_t j = 0; j < cnt; ++j) acc[j] = red.init();
+                            const T* base = in + in_off;
+                            for_reduced_runs(d, 0, Rn, [&](int64_t off, int64_t n, int64_t r0) {
+                              const int64_t rs = d.red_strides[d.n_red - 1];
+                              for (int64_t i = 0; i < n; ++i) {
+                                const T* q = base + off + i * rs;
+                                for (int64_t j = 0; j < cnt; ++j) red.step(acc[j], q + j, r0 + i);
+                              }
+                            });
+                            for (int64_t j = 0; j < cnt; ++j) {
+                              const int64_t oo[2] = {out_off[0] + j * d.out_strides[0][d.n_outer - 1],
+                                                     out_off[1] + j * d.out_strides[1][d.n_outer - 1]};
+                              red.write(d, oo, acc[j], Rn);
+                            }
+                          }
+                        });
+  }
+
+  return parallel_for(stream, name, O, grain, [d, in, red, Rn](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    for (int64_t o = b; o < e; ++o) {
+      int64_t in_off, out_off[2];
+      outer_offsets(d, o, &in_off, out_off);
+      S s = red.init();
+      for_reduced_runs(d, 0, Rn, [&](int64_t off, int64_t n, int64_t r0) {
+        red.run(s, in + in_off + off, n, d.red_strides[d.n_red - 1], r0);
+      });
+      red.write(d, out_off, s, Rn);
+    }
+  });
+}
+
+template <typename F>
+npu_sim::Status dispatch(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kFloat16: return f(Half{});
+    case DType::kBFloat16: return f(BFloat16{});
+    case DType::kInt64: return f(int64_t{});
+    case DType::kInt32: return f(int32_t{});
+    case DType::kInt16: return f(int16_t{});
+    case DType::kInt8: return f(int8_t{});
+    case DType::kUInt8: return f(uint8_t{});
+    case DType::kBool: return f(bool{});
+    default: return npu_sim::Status::kInvalidValue;
+  }
+}
+
+}  // namespace
+
+npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d, const ReduceParams& prm) {
+  const char* name = reduce_op_name(op);
+  return dispatch(d.dtype, [&](auto tag) -> npu_sim::Status {
+    using T = decltype(tag);
+    constexpr bool fp = std::is_floating_point_v<acc_t<T>>;
+    switch (op) {
+      case ReduceOp::kSum: return run_reduce<T>(stream, name, d, SumR<T, false>{});
+      case ReduceOp::kProd: return run_reduce<T>(stream, name, d, ProdR<T>{});
+      case ReduceOp::kMax: return run_reduce<T>(stream, name, d, ExtremeR<T, true>{});
+      case ReduceOp::kMin: return run_reduce<T>(stream, name, d, ExtremeR<T, false>{});
+      case ReduceOp::kArgmax: return run_reduce<T>(stream, name, d, ArgR<T, true, 0>{});
+      case ReduceOp::kArgmin: return run_reduce<T>(stream, name, d, ArgR<T, false, 0>{});
+      case ReduceOp::kMaxIdx: return run_reduce<T>(stream, name, d, ArgR<T, true, 1>{});
+      case ReduceOp::kMinIdx: return run_reduce<T>(stream, name, d, ArgR<T, false, 1>{});
+      case ReduceOp::kAll: return run_reduce<T>(stream, name, d, LogicR<T, true>{});
+      case ReduceOp::kAny: return run_reduce<T>(stream, name, d, LogicR<T, false>{});
+      default: break;
+    }
+    if constexpr (fp) {
+      using A = acc_t<T>;
+      switch (op) {
+        case ReduceOp::kMean: return run_reduce<T>(stream, name, d, SumR<T, true>{});
+        case ReduceOp::kVar: return run_reduce<T>(stream, name, d, VarR<T, false>{prm.correction});
+        case ReduceOp::kStd: return run_reduce<T>(stream, name, d, VarR<T, true>{prm.correction});
+        case ReduceOp::kLogsumexp: return run_reduce<T>(stream, name, d, LseR<T>{});
+        case ReduceOp::kNorm: {
+          int kind = 5;
+          if (prm.p == 0) kind = 0;
+          else if (prm.p == 1) kind = 1;
+          else if (prm.p == 2) kind = 2;
+          else if (std::isinf(prm.p)) kind = prm.p > 0 ? 3 : 4;
+          return run_reduce<T>(stream, name, d, NormR<T>{kind, static_cast<A>(prm.p)});
+        }
+        default: break;
+      }
+    }
+    return npu_sim::Status::kInvalidValue;
+  });
+}
+
+// ---- scans ----
+
+namespace {
+template <typename T, bool kProd>
+npu_sim::Status run_scan(npu_sim::Stream stream, const ScanDesc& d) {
+  using A = acc_t<T>;
+  const int64_t lines = d.outer * d.inner;
+  const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.n, 1));
+  return parallel_for(stream, kProd ? "cumprod" : "cumsum", lines, grain,
+                      [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        const T* in = static_cast<const T*>(d.in);
+                        T* out = static_cast<T*>(d.out);
+                        for (int64_t l = b; l < e; ++l) {
+                          const int64_t o = l / d.inner, i = l % d.inner;
+                          const T* p = in + o * d.in_strides[0] + i * d.in_strides[2];
+                          T* q = out + o * d.out_strides[0] + i * d.out_strides[2];
+                          A acc = kProd ? A(1) : A(0);
+                          for (int64_t k = 0; k < d.n; ++k) {
+                            if constexpr (kProd) acc *= ld(p + k * d.in_strides[1]);
+                            else acc += ld(p + k * d.in_strides[1]);
+                            q[k * d.out_strides[1]] = convert<T>(acc);
+                          }
+                        }
+                      });
+}
+}  // namespace
+
+npu_sim::Status scan(npu_sim::Stream stream, ScanOp op, const ScanDesc& d) {
+  if (d.outer * d.n * d.inner == 0) return npu_sim::Status::kSuccess;
+  return dispatch(d.dtype, [&](auto tag) -> npu_sim::Status {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) {
+      return npu_sim::Status::kInvalidValue;  // the adapter promotes bool to int64
+    } else {
+      return op == ScanOp::kCumsum ? run_scan<T, false>(stream, d) : run_scan<T, true>(stream, d);
+    }
+  });
+}
+
+}  // namespace npu_kernels

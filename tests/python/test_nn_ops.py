@@ -1,0 +1,209 @@
+"""nn ops on npu against CPU PyTorch: softmax / log_softmax (+ backward, half_to_float), layer_norm
+(+ backward), nll_loss / cross_entropy (weights, ignore_index, reductions, label smoothing), pointwise
+losses (mse, smooth_l1, binary_cross_entropy) forward and backward, device-side errors, no fallback."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def tol(dtype):
+    return {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-10),
+            torch.float16: dict(rtol=2e-2, atol=2e-2), torch.bfloat16: dict(rtol=5e-2, atol=5e-2)}[dtype]
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+def same(npu_value, cpu_value, **kw):
+    t = dict(tol(cpu_value.dtype))
+    t.update(kw)
+    got = npu_value.cpu()
+    assert got.dtype == cpu_value.dtype and got.shape == cpu_value.shape, (got.dtype, got.shape, cpu_value.shape)
+    torch.testing.assert_close(got.double(), cpu_value.double(), equal_nan=True, **t)
+
+
+@pytest.fixture(autouse=True)
+def _reset():
+    torch_npu_sim.reset_fallback_ops()
+    yield
+
+
+def no_fallback(*words):
+    hit = [op for op in torch_npu_sim.fallback_ops() if any(w in op for w in words)]
+    assert not hit, hit
+
+
+def fwd_bwd(fn, *inputs, seed=1, **kw):
+    """Runs fn on CPU and npu copies of `inputs` (all requiring grad), compares outputs and grads."""
+    cpu = [x.clone().requires_grad_() for x in inputs]
+    dev = [x.to("npu").requires_grad_() for x in inputs]
+    yc, yn = fn(*cpu), fn(*dev)
+    same(yn.detach(), yc.detach(), **kw)
+    g = torch.randn(yc.shape, generator=torch.Generator().manual_seed(seed)).to(yc.dtype)
+    yc.backward(g)
+    yn.backward(g.to("npu"))
+    for a, b in zip(dev, cpu):
+        same(a.grad, b.grad, **kw)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax(dtype, dim, log):
+    x = rand(5, 7, 9, dtype=dtype) * 4
+    fn = (lambda t: F.log_softmax(t, dim)) if log else (lambda t: F.softmax(t, dim))
+    fwd_bwd(fn, x)
+    no_fallback("softmax")
+
+
+def test_softmax_half_to_float_and_large_values():
+    x = rand(4, 16, dtype=torch.float16)
+    same(F.softmax(x.to("npu"), 1, dtype=torch.float32), F.softmax(x, 1, dtype=torch.float32))
+    same(F.log_softmax(x.to("npu"), 1, dtype=torch.float32), F.log_softmax(x, 1, dtype=torch.float32))
+    y = torch.tensor([[1000.0, 1001.0, -1000.0], [-float("inf"), 0.0, 1.0]])
+    same(F.softmax(y.to("npu"), 1), F.softmax(y, 1))
+    same(F.log_softmax(y.to("npu"), 1), F.log_softmax(y, 1))
+    z = rand(6, 8).t()  # non-contiguous
+    same(F.softmax(z.to("npu"), 0), F.softmax(z, 0))
+    same(F.softmax(torch.empty(0, 3).to("npu"), 1), F.softmax(torch.empty(0, 3), 1))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm(dtype, affine):
+    x = rand(4, 6, 10, dtype=dtype) * 2 + 1
+    if affine:
+        w = rand(6, 10, dtype=dtype, seed=2)
+        b = rand(6, 10, dtype=dtype, seed=3)
+        fwd_bwd(lambda t, w, b: F.layer_norm(t, (6, 10), w, b, eps=1e-5), x, w, b)
+    else:
+        fwd_bwd(lambda t: F.layer_norm(t, (10,)), x)
+    no_fallback("layer_norm")
+
+
+def test_layer_norm_large_rows():
+    x = rand(300, 1000, seed=4)
+    w, b = rand(1000, seed=5), rand(1000, seed=6)
+    fwd_bwd(lambda t, w, b: F.layer_norm(t, (1000,), w, b), x, w, b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss(dtype, reduction, weighted):
+    x = F.log_softmax(rand(12, 5, dtype=torch.float64), 1).to(dtype)
+    t = torch.randint(0, 5, (12,), generator=torch.Generator().manual_seed(0))
+    t[3] = -100
+    t[7] = 2
+    w = (torch.rand(5, generator=torch.Generator().manual_seed(1)) + 0.5).to(dtype) if weighted else None
+
+    def fn(inp):
+        return F.nll_loss(inp, t.to(inp.device), weight=None if w is None else w.to(inp.device), reduction=reduction)
+
+    fwd_bwd(fn, x)
+    t2 = t.clamp(min=0)
+    fwd_bwd(lambda inp: F.nll_loss(inp, t2.to(inp.device), ignore_index=2, reduction=reduction), x)
+    no_fallback("nll_loss")
+
+
+def test_nll_loss_single_sample():
+    x = F.log_softmax(rand(5), 0)
+    t = torch.tensor(3)
+    fwd_bwd(lambda inp: F.nll_loss(inp, t.to(inp.device)), x)
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.2])
+def test_cross_entropy(label_smoothing):
+    x = rand(16, 7, seed=2) * 3
+    t = torch.randint(0, 7, (16,), generator=torch.Generator().manual_seed(3))
+    w = torch.rand(7, generator=torch.Generator().manual_seed(4)) + 0.5
+    fwd_bwd(lambda inp: F.cross_entropy(inp, t.to(inp.device), weight=w.to(inp.device),
+                                        label_smoothing=label_smoothing), x)
+    fwd_bwd(lambda inp: F.cross_entropy(inp, t.to(inp.device)), x)
+    no_fallback("nll_loss", "softmax")
+
+
+def test_nll_loss_target_out_of_range_raises_at_sync():
+    x = F.log_softmax(rand(4, 3), 1).to("npu")
+    t = torch.tensor([0, 1, 5, 2], device="npu")
+    with pytest.raises(RuntimeError, match="nll_loss"):
+        loss = F.nll_loss(x, t)
+        loss.cpu()
+    # the device stays usable
+    same(F.nll_loss(x, torch.tensor([0, 1, 2, 2], device="npu")), F.nll_loss(x.cpu(), torch.tensor([0, 1, 2, 2])))
+
+
+def test_bad_dims_raise_like_cpu():
+    x = rand(3, 4)
+    for fn in (lambda t: F.softmax(t, 2), lambda t: F.log_softmax(t, -3)):
+        with pytest.raises(IndexError):
+            fn(x)
+        with pytest.raises(IndexError):
+            fn(x.to("npu"))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_pointwise_losses(dtype, reduction):
+    x = rand(6, 5, dtype=dtype, seed=7)
+    y = rand(6, 5, dtype=dtype, seed=8)
+    kw = dict(rtol=5e-2, atol=1e-1) if dtype in (torch.float16, torch.bfloat16) else {}
+    fwd_bwd(lambda a, b: F.mse_loss(a, b, reduction=reduction), x, y, **kw)
+    fwd_bwd(lambda a: F.l1_loss(a, y.to(a.device), reduction=reduction), x, **kw)
+    for beta in (1.0, 0.5, 0.0):
+        fwd_bwd(lambda a: F.smooth_l1_loss(a, y.to(a.device), reduction=reduction, beta=beta), x, **kw)
+    p = torch.rand(6, 5, generator=torch.Generator().manual_seed(9)).to(dtype) * 0.98 + 0.01
+    q = torch.rand(6, 5, generator=torch.Generator().manual_seed(10)).to(dtype)
+    w = torch.rand(5, generator=torch.Generator().manual_seed(11)).to(dtype)
+    fwd_bwd(lambda a: F.binary_cross_entropy(a, q.to(a.device), reduction=reduction), p, **kw)
+    fwd_bwd(lambda a: F.binary_cross_entropy(a, q.to(a.device), weight=w.to(a.device), reduction=reduction), p, **kw)
+    fwd_bwd(lambda a: F.binary_cross_entropy_with_logits(a, q.to(a.device), reduction=reduction), x, **kw)
+    no_fallback("mse_loss", "smooth_l1", "binary_cross_entropy")
+
+
+def test_bce_input_out_of_range_raises_at_sync():
+    p = torch.tensor([0.2, 1.5], device="npu")
+    with pytest.raises(RuntimeError, match="binary_cross_entropy"):
+        F.binary_cross_entropy(p, torch.tensor([0.0, 1.0], device="npu")).cpu()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm(dtype, training):
+    x = rand(4, 3, 5, 5, dtype=dtype, seed=12) * 2 + 1
+    w = rand(3, seed=13)
+    b = rand(3, seed=14)
+    st = torch.float64 if dtype == torch.float64 else torch.float32
+    rm_c, rv_c = torch.zeros(3, dtype=st) + 0.1, torch.ones(3, dtype=st) * 1.5
+    rm_n, rv_n = rm_c.to("npu"), rv_c.to("npu")
+    state = {"cpu": (rm_c, rv_c), "npu": (rm_n, rv_n)}
+
+    def fn(inp, w, b):
+        rm, rv = state["npu" if inp.device.type == "npu" else "cpu"]
+        return F.batch_norm(inp, rm, rv, w, b, training=training, momentum=0.2, eps=1e-5)
+
+    kw = dict(rtol=5e-2, atol=5e-2) if dtype == torch.bfloat16 else {}
+    fwd_bwd(lambda i, w, b: fn(i, w.to(st), b.to(st)), x, w, b, **kw)
+    same(rm_n, rm_c, **kw)
+    same(rv_n, rv_c, **kw)
+    no_fallback("batch_norm")
+
+
+def test_batch_norm_module_2d_and_1d():
+    for shape, mod in (((8, 4, 3, 3), torch.nn.BatchNorm2d(4)), ((8, 4), torch.nn.BatchNorm1d(4))):
+        x = rand(*shape, seed=15)
+        m_c = mod
+        m_n = torch.nn.BatchNorm2d(4) if len(shape) == 4 else torch.nn.BatchNorm1d(4)
+        m_n.load_state_dict(m_c.state_dict())
+        m_n = m_n.to("npu")
+        same(m_n(x.to("npu")), m_c(x))
+        same(m_n.running_mean, m_c.running_mean)
+        same(m_n.running_var, m_c.running_var)
+        m_c.eval()
+        m_n.eval()
+        same(m_n(x.to("npu")), m_c(x))

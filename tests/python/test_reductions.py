@@ -1,0 +1,334 @@
+"""Reductions on npu against CPU PyTorch: sum/mean/prod/max/min/amax/amin/argmax/argmin/var/std/
+var_mean/std_mean/all/any/vector_norm/logsumexp/cumsum/cumprod, forward and backward, dtypes, dims
+(negative, several, keepdim), non-contiguous inputs, empty tensors, large full reductions (two-phase
+path), out= forms, errors, and no CPU fallback for them."""
+import pytest
+import torch
+
+import torch_npu_sim
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+INTS = [torch.int64, torch.int32, torch.uint8, torch.bool]
+
+
+def tol(dtype):
+    return {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-10),
+            torch.float16: dict(rtol=2e-2, atol=2e-2), torch.bfloat16: dict(rtol=5e-2, atol=5e-2)}.get(
+                dtype, dict(rtol=0, atol=0))
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if not dtype.is_floating_point:
+        return torch.randint(0, 5, shape, generator=g).to(dtype)
+    return torch.randn(shape, generator=g).to(dtype)
+
+
+def same(npu_value, cpu_value, dtype=None, **kw):
+    dtype = dtype or cpu_value.dtype
+    t = dict(tol(dtype))
+    t.update(kw)
+    got = npu_value.cpu()
+    assert got.dtype == cpu_value.dtype, (got.dtype, cpu_value.dtype)
+    assert got.shape == cpu_value.shape, (got.shape, cpu_value.shape)
+    if cpu_value.dtype.is_floating_point:
+        torch.testing.assert_close(got.double(), cpu_value.double(), equal_nan=True, **t)
+    else:
+        assert torch.equal(got, cpu_value)
+
+
+# (dim, keepdim) combinations for a 3-D input
+DIMS = [(None, False), (0, False), (-1, True), ((0, 2), False), ((-1, -2), True), ((), False)]
+
+
+@pytest.fixture(autouse=True)
+def _no_fallback_record():
+    torch_npu_sim.reset_fallback_ops()
+    yield
+
+
+def no_fallback(*words):
+    hit = [op for op in torch_npu_sim.fallback_ops() if any(w in op for w in words)]
+    assert not hit, hit
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("dim,keepdim", DIMS)
+def test_sum_mean_float(dtype, dim, keepdim):
+    x = rand(4, 5, 6, dtype=dtype)
+    xn = x.to("npu")
+    kw = {} if dim is None else dict(dim=dim, keepdim=keepdim)
+    same(torch.sum(xn, **kw), torch.sum(x, **kw))
+    same(torch.mean(xn, **kw), torch.mean(x, **kw))
+    no_fallback("sum", "mean")
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_sum_prod_integers(dtype):
+    x = rand(3, 4, 5, dtype=dtype)
+    xn = x.to("npu")
+    same(xn.sum(), x.sum())
+    same(xn.sum(1), x.sum(1))
+    same(xn.sum((0, 2), keepdim=True), x.sum((0, 2), keepdim=True))
+    same(xn.prod(1), x.prod(1))
+    same(xn.prod(), x.prod())
+    same(xn.sum(dtype=torch.float64), x.sum(dtype=torch.float64))
+    no_fallback("sum", "prod")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_prod_float(dtype):
+    x = (rand(3, 4, 5, dtype=torch.float64) * 0.3 + 1).to(dtype)
+    xn = x.to("npu")
+    same(xn.prod(), x.prod())
+    same(xn.prod(-1, keepdim=True), x.prod(-1, keepdim=True))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.int32, torch.uint8])
+def test_max_min_family(dtype):
+    x = rand(4, 7, 5, dtype=dtype, seed=3)
+    xn = x.to("npu")
+    same(xn.max(), x.max())
+    same(xn.min(), x.min())
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            v, i = xn.max(dim, keepdim=keepdim)
+            cv, ci = x.max(dim, keepdim=keepdim)
+            same(v, cv)
+            same(i, ci)
+            v, i = xn.min(dim, keepdim=keepdim)
+            cv, ci = x.min(dim, keepdim=keepdim)
+            same(v, cv)
+            same(i, ci)
+            same(xn.argmax(dim, keepdim=keepdim), x.argmax(dim, keepdim=keepdim))
+            same(xn.argmin(dim, keepdim=keepdim), x.argmin(dim, keepdim=keepdim))
+    same(xn.argmax(), x.argmax())
+    same(xn.argmin(), x.argmin())
+    same(xn.amax((0, 2)), x.amax((0, 2)))
+    same(xn.amin(-1, keepdim=True), x.amin(-1, keepdim=True))
+    same(xn.amax(()), x.amax(()))
+    no_fallback("max", "min", "argmax", "argmin", "amax", "amin")
+
+
+def test_max_nan_and_ties():
+    x = torch.tensor([[1.0, 3.0, 3.0, float("nan"), 2.0], [5.0, 5.0, 1.0, 0.0, 5.0]])
+    xn = x.to("npu")
+    same(xn.max(), x.max())
+    same(xn.amax(1), x.amax(1))
+    v, i = xn.max(1)
+    cv, ci = x.max(1)
+    same(v, cv)
+    same(i, ci)
+    same(xn.argmax(1), x.argmax(1))
+    same(xn.argmin(1), x.argmin(1))
+
+
+def test_argmax_flat_noncontiguous():
+    x = rand(6, 8, seed=5)
+    xn = x.to("npu").t()
+    same(xn.argmax(), x.t().argmax())
+    same(xn.argmin(), x.t().argmin())
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("correction", [0, 1, 2.5])
+def test_var_std(dtype, correction):
+    x = rand(5, 6, 7, dtype=dtype, seed=1) + 3
+    xn = x.to("npu")
+    for dim, keepdim in DIMS[:5]:
+        kw = dict(dim=dim, keepdim=keepdim, correction=correction)
+        same(torch.var(xn, **kw), torch.var(x, **kw))
+        same(torch.std(xn, **kw), torch.std(x, **kw))
+        v, m = torch.var_mean(xn, **kw)
+        cv, cm = torch.var_mean(x, **kw)
+        same(v, cv)
+        same(m, cm)
+        s, m = torch.std_mean(xn, **kw)
+        cs, cm = torch.std_mean(x, **kw)
+        same(s, cs)
+        same(m, cm)
+    no_fallback("var", "std")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS)
+def test_all_any(dtype):
+    x = rand(4, 5, 6, dtype=dtype, seed=2)
+    if dtype.is_floating_point:
+        x = torch.where(x > 0.5, x, torch.zeros_like(x))
+    xn = x.to("npu")
+    same(xn.all(), x.all())
+    same(xn.any(), x.any())
+    same(xn.all(1), x.all(1))
+    same(xn.any(-1, keepdim=True), x.any(-1, keepdim=True))
+    same(torch.all(xn, dim=(0, 2)), torch.all(x, dim=(0, 2)))
+    same(torch.any(xn, dim=(0, 2)), torch.any(x, dim=(0, 2)))
+    no_fallback("all", "any")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("ord", [2, 1, 0, 3, float("inf"), -float("inf")])
+def test_vector_norm(dtype, ord):
+    x = rand(4, 5, 6, dtype=dtype, seed=4)
+    xn = x.to("npu")
+    same(torch.linalg.vector_norm(xn, ord), torch.linalg.vector_norm(x, ord))
+    same(torch.linalg.vector_norm(xn, ord, dim=(0, -1), keepdim=True),
+         torch.linalg.vector_norm(x, ord, dim=(0, -1), keepdim=True))
+    same(torch.norm(xn, dim=1), torch.norm(x, dim=1))
+    no_fallback("norm")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_logsumexp(dtype):
+    x = rand(4, 5, 6, dtype=dtype, seed=6) * 10
+    xn = x.to("npu")
+    same(torch.logsumexp(xn, 1), torch.logsumexp(x, 1))
+    same(torch.logsumexp(xn, (0, 2), keepdim=True), torch.logsumexp(x, (0, 2), keepdim=True))
+    y = torch.tensor([[-float("inf"), -float("inf")], [1.0, float("inf")], [0.0, -float("inf")]])
+    same(torch.logsumexp(y.to("npu"), 1), torch.logsumexp(y, 1))
+    no_fallback("logsumexp")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.int32, torch.bool])
+def test_cumsum_cumprod(dtype):
+    x = rand(3, 4, 5, dtype=dtype, seed=7)
+    if dtype.is_floating_point:
+        x = (x.double() * 0.2 + 1).to(dtype)
+    xn = x.to("npu")
+    for dim in (0, 1, -1):
+        same(torch.cumsum(xn, dim), torch.cumsum(x, dim))
+        same(torch.cumprod(xn, dim), torch.cumprod(x, dim))
+    same(torch.cumsum(xn, 1, dtype=torch.float64), torch.cumsum(x, 1, dtype=torch.float64))
+    no_fallback("cumsum", "cumprod")
+
+
+def test_noncontiguous_inputs():
+    base = rand(6, 8, 10, seed=8)
+    x = base.permute(2, 0, 1)[:, ::2, 1:]
+    xn = base.to("npu").permute(2, 0, 1)[:, ::2, 1:]
+    assert not xn.is_contiguous()
+    for dim in (None, 0, 1, 2, (0, 2), (1, 2)):
+        kw = {} if dim is None else dict(dim=dim)
+        same(xn.sum(**kw), x.sum(**kw))
+        same(xn.mean(**kw), x.mean(**kw))
+        same(xn.var(**kw), x.var(**kw))
+        same(xn.amax(**({} if dim is None else kw)), x.amax(**({} if dim is None else kw)))
+    same(xn.max(1)[1], x.max(1)[1])
+    same(xn.cumsum(1), x.cumsum(1))
+
+
+def test_column_reduction_tiles():
+    # reduced dim not contiguous, kept dim contiguous: the tiled path
+    x = rand(300, 130, seed=9)
+    xn = x.to("npu")
+    same(xn.sum(0), x.sum(0), rtol=1e-5, atol=1e-4)
+    same(xn.var(0), x.var(0))
+    same(xn.max(0)[1], x.max(0)[1])
+    same(xn.argmin(0), x.argmin(0))
+
+
+def test_empty_tensors():
+    x = torch.empty(0, 4)
+    xn = x.to("npu")
+    same(xn.sum(0), x.sum(0))
+    same(xn.sum(), x.sum())
+    same(xn.prod(0), x.prod(0))
+    same(xn.mean(0), x.mean(0))
+    same(xn.amax(1), x.amax(1))
+    same(xn.all(), x.all())
+    same(xn.any(), x.any())
+    same(xn.sum(1), x.sum(1))
+    same(xn.cumsum(0), x.cumsum(0))
+    with pytest.raises(RuntimeError):
+        xn.max()
+    with pytest.raises((RuntimeError, IndexError)):
+        xn.amax(0)
+
+
+def test_scalar_input():
+    x = torch.tensor(3.5)
+    xn = x.to("npu")
+    same(xn.sum(), x.sum())
+    same(xn.max(), x.max())
+    same(xn.argmax(), x.argmax())
+    same(xn.sum(0), x.sum(0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_large_full_reductions(dtype):
+    x = torch.rand(10_000_000, generator=torch.Generator().manual_seed(0)).to(dtype)
+    xn = x.to("npu")
+    ref = x.double().sum()
+    got = xn.sum().cpu().double()
+    rtol = {torch.float32: 1e-5, torch.float64: 1e-12, torch.float16: 1e-2}[dtype]
+    if dtype != torch.float16:  # fp16 overflows at 5M; CPU gives inf too
+        assert abs(got - ref) <= rtol * abs(ref), (got, ref)
+        torch.testing.assert_close(xn.mean().cpu().double(), ref / x.numel(), rtol=rtol, atol=0)
+        torch.testing.assert_close(xn.var().cpu().double(), x.double().var(), rtol=1e-4 if dtype == torch.float32 else 1e-10, atol=0)
+    same(xn.amax(), x.amax())
+    same(xn.argmax(), x.argmax())
+    y = x.view(2, -1)
+    same(xn.view(2, -1).argmin(1), y.argmin(1))
+    same(xn.view(2, -1).max(1)[0], y.max(1)[0])
+
+
+def test_out_forms():
+    x = rand(4, 5)
+    xn = x.to("npu")
+    out = torch.empty(0, device="npu")
+    torch.sum(xn, 1, out=out)
+    same(out, x.sum(1))
+    out.resize_(0)
+    torch.mean(xn, 0, keepdim=True, out=out)
+    same(out, x.mean(0, keepdim=True))
+    out.resize_(0)
+    torch.amax(xn, 1, out=out)
+    same(out, x.amax(1))
+    idx = torch.empty(0, dtype=torch.long, device="npu")
+    torch.argmax(xn, 1, out=idx)
+    same(idx, x.argmax(1))
+    v = torch.empty(0, device="npu")
+    torch.max(xn, 1, out=(v, idx))
+    same(v, x.max(1)[0])
+    same(idx, x.max(1)[1])
+    out.resize_(0)
+    torch.logsumexp(xn, 1, out=out)
+    same(out, torch.logsumexp(x, 1))
+    out.resize_(0)
+    torch.cumsum(xn, 1, out=out)
+    same(out, x.cumsum(1))
+    # an integer out= tensor sets the dtype, as on CPU
+    o = torch.empty(0, dtype=torch.int64)
+    on = torch.empty(0, dtype=torch.int64, device="npu")
+    same(torch.sum(xn, 1, out=on), torch.sum(x, 1, out=o))
+
+
+def test_bad_dims_raise_like_cpu():
+    x = rand(3, 4)
+    xn = x.to("npu")
+    for fn in (lambda t: t.sum(2), lambda t: t.mean(-3), lambda t: t.max(5), lambda t: t.argmax(2),
+               lambda t: t.var(4), lambda t: t.cumsum(3), lambda t: t.amax(7), lambda t: t.all(2)):
+        with pytest.raises(IndexError):
+            fn(x)
+        with pytest.raises(IndexError):
+            fn(xn)
+    with pytest.raises(RuntimeError):
+        xn.int().mean()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_backward(dtype):
+    x = rand(4, 5, 6, dtype=dtype, seed=11)
+    fns = [lambda t: t.sum((0, 2)), lambda t: t.mean(1, keepdim=True), lambda t: t.amax(-1),
+           lambda t: t.var(1, correction=0), lambda t: t.std((0, 1)), lambda t: torch.linalg.vector_norm(t, 2, 1),
+           lambda t: torch.logsumexp(t, 2), lambda t: t.cumsum(1), lambda t: t.prod(2), lambda t: t.max(1)[0]]
+    for fn in fns:
+        xc = x.clone().requires_grad_()
+        xn = x.to("npu").requires_grad_()
+        yc, yn = fn(xc), fn(xn)
+        g = torch.randn(yc.shape, dtype=dtype, generator=torch.Generator().manual_seed(1))
+        yc.backward(g)
+        yn.backward(g.to("npu"))
+        same(yn.detach(), yc.detach())
+        same(xn.grad, xc.grad)
