@@ -233,7 +233,7 @@ npu_sim::Status linspace(npu_sim::Stream stream, const TensorDesc& out, double s
                           T* o = static_cast<T*>(out.data);
                           StridedWalker w(out, b);
                           for (int64_t i = b; i < e; ++i, w.next()) {
-                            double v = i < half ? start + step * static_cast<double>(i)
+                            double v = (i < half || steps == 1) ? start + step * static_cast<double>(i)
                                                 : end - step * static_cast<double>(steps - i - 1);
                             if (log) v = std::pow(base, v);
                             o[w.offset()] = convert<T>(v);
