@@ -16,6 +16,7 @@
 #include <ATen/ops/scatter_add_meta.h>
 #include <ATen/ops/scatter_meta.h>
 #include <ATen/ops/scatter_reduce_meta.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -561,7 +562,116 @@ at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Ten
   return gw;
 }
 
+// ---- unique / bincount / searchsorted ------------------------------------------------------------
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool /*sorted*/, bool return_inverse,
+                                                       bool return_counts) {
+  c10::DeviceGuard guard(self.device());
+  const int64_t n = self.numel();
+  at::Tensor values = at::empty({n}, self.options());
+  at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, self.options().dtype(at::kLong));
+  at::Tensor counts = at::empty({return_counts ? n : 0}, self.options().dtype(at::kLong));
+  if (n == 0) return {values, inverse, counts};
+  at::Tensor num = at::empty({}, self.options().dtype(at::kLong));
+  NPU_CHECK(npu_kernels::unique_sorted(stream_of(self), tensor_desc(self, "unique"), values.data_ptr(),
+                                       return_inverse ? inverse.data_ptr<int64_t>() : nullptr,
+                                       return_counts ? counts.data_ptr<int64_t>() : nullptr, num.data_ptr<int64_t>()));
+  const int64_t k = num.item<int64_t>();  // the result's size depends on the data: a sync, as on CUDA
+  values = values.narrow(0, 0, k).clone();
+  if (return_counts) counts = counts.narrow(0, 0, k).clone();
+  return {values, inverse, counts};
+}
+
+at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt, int64_t minlength) {
+  TORCH_CHECK(self.dim() == 1 && !at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kBool,
+              "bincount only supports 1-d non-negative integral inputs.");
+  TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  const at::Tensor weights = weights_opt.has_value() ? *weights_opt : at::Tensor();
+  TORCH_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == self.size(0)),
+              "weights should be 1-d and have the same length as input");
+  c10::DeviceGuard guard(self.device());
+  int64_t nbins = minlength;
+  if (self.numel() > 0) {
+    at::Tensor mx = at::empty({}, self.options().dtype(at::kLong));
+    NPU_CHECK(npu_kernels::bincount_max(stream_of(self), tensor_desc(self, "bincount"), mx.data_ptr<int64_t>()));
+    nbins = std::max(nbins, mx.item<int64_t>() + 1);
+  }
+  const at::ScalarType out_type = !weights.defined() ? at::kLong
+                                  : weights.scalar_type() == at::kFloat ? at::kFloat
+                                                                        : at::kDouble;
+  at::Tensor out = at::zeros({nbins}, self.options().dtype(out_type));
+  if (self.numel() == 0) return out;
+  npu_kernels::TensorDesc wd;  // ndim 0: no weights
+  at::Tensor w;
+  if (weights.defined()) {
+    w = weights.to(self.device());
+    wd = tensor_desc(w, "bincount");
+  }
+  NPU_CHECK(npu_kernels::bincount(stream_of(self), tensor_desc(self, "bincount"), wd, tensor_desc(out, "bincount")));
+  return out;
+}
+
+at::Tensor& searchsorted_out(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
+                             std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter,
+                             at::Tensor& out) {
+  TORCH_CHECK(!side.has_value() || *side == "left" || *side == "right",
+              "torch.searchsorted(): side can only be 'left' or 'right' but got ", *side);
+  TORCH_CHECK(!(side.has_value() && *side == "left" && right),
+              "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True");
+  const bool use_right = right || (side.has_value() && *side == "right");
+  TORCH_CHECK(sorted_sequence.dim() >= 1, "torch.searchsorted(): boundaries tensor should have positive dimension");
+  TORCH_CHECK(sorted_sequence.dim() == 1 || (sorted_sequence.dim() == self.dim() &&
+                                             sorted_sequence.sizes().slice(0, self.dim() - 1) ==
+                                                 self.sizes().slice(0, self.dim() - 1)),
+              "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
+              "tensor and input value tensor must match");
+  c10::DeviceGuard guard(self.device());
+  at::Tensor bd = sorted_sequence.to(self.device());
+  if (sorter.has_value() && sorter->defined()) bd = bd.gather(-1, sorter->to(self.device(), at::kLong));
+  const at::ScalarType common = at::result_type(bd, self);
+  bd = bd.to(common).contiguous();
+  const at::Tensor v = self.to(common).contiguous();
+  at::native::resize_output(out, self.sizes());
+  TORCH_CHECK(out.scalar_type() == (out_int32 ? at::kInt : at::kLong), "torch.searchsorted(): output tensor's dtype is wrong");
+  if (self.numel() == 0) return out;
+  at::Tensor o = out.is_contiguous() ? out : at::empty(self.sizes(), out.options());
+  NPU_CHECK(npu_kernels::searchsorted(stream_of(self), tensor_desc(bd, "searchsorted"), tensor_desc(v, "searchsorted"),
+                                      tensor_desc(o, "searchsorted"), use_right));
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
+at::Tensor searchsorted_npu(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
+                        std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
+  at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  return searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, out);
+}
+
+at::Tensor searchsorted_scalar(const at::Tensor& sorted_sequence, const at::Scalar& self, bool out_int32, bool right,
+                               std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
+  const at::Tensor value = at::scalar_tensor(self, sorted_sequence.options());
+  return searchsorted_npu(sorted_sequence, value, out_int32, right, side, sorter);
+}
+
+// bucketize is searchsorted with the arguments swapped (1-D boundaries).
+at::Tensor& bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right,
+                          at::Tensor& out) {
+  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
+  return searchsorted_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, out);
+}
+at::Tensor bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+  at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  return bucketize_out(self, boundaries, out_int32, right, out);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_unique2", unique2);
+  m.impl("bincount", bincount);
+  m.impl("searchsorted.Tensor", searchsorted_npu);
+  m.impl("bucketize.Tensor", bucketize);
+  m.impl("bucketize.Tensor_out", bucketize_out);
+  m.impl("searchsorted.Tensor_out", searchsorted_out);
+  m.impl("searchsorted.Scalar", searchsorted_scalar);
   m.impl("gather", gather);
   m.impl("gather.out", gather_out);
   m.impl("scatter.src", scatter_src);

@@ -257,3 +257,43 @@ def test_host_side_errors_match_cpu():
         x.gather(1, torch.zeros(5, 3, 2, dtype=torch.long, device=DEV))  # index must have self's rank
     with pytest.raises(RuntimeError):
         x.scatter_(0, torch.zeros(2, 3, dtype=torch.long, device=DEV), torch.zeros(2, 3, dtype=torch.float64, device=DEV))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.float16, torch.bool])
+def test_unique(dtype):
+    x = make((4, 7), dtype) if dtype == torch.bool else (make((4, 7), torch.float32) * 3).round().to(dtype)
+    xn = x.to(DEV)
+    for kw in [{}, dict(return_inverse=True), dict(return_counts=True), dict(return_inverse=True, return_counts=True)]:
+        got = torch.unique(xn, **kw)
+        ref = torch.unique(x, **kw)
+        got, ref = (got, ref) if isinstance(ref, tuple) else ((got,), (ref,))
+        for a, b in zip(got, ref):
+            same(a, b)
+    same(torch.unique(xn[:0]), torch.unique(x[:0]))
+    assert_native("aten::_unique2")
+
+
+def test_bincount_searchsorted_bucketize():
+    i = torch.tensor([0, 3, 3, 1, 7])
+    w = torch.rand(5)
+    same(torch.bincount(i.to(DEV)), torch.bincount(i))
+    same(torch.bincount(i.to(DEV), minlength=12), torch.bincount(i, minlength=12))
+    same(torch.bincount(i.to(DEV), w.to(DEV)), torch.bincount(i, w))
+    same(torch.bincount(i.to(DEV), w.double().to(DEV)), torch.bincount(i, w.double()))
+    same(torch.bincount(i[:0].to(DEV)), torch.bincount(i[:0]))
+    with pytest.raises(RuntimeError, match="bincount"):
+        torch.bincount(torch.tensor([1, -1], device=DEV))
+        torch.npu.synchronize()
+    bd = torch.sort(torch.randn(3, 6))[0]
+    v = torch.randn(3, 4)
+    v[0, 0] = bd[0, 2]  # ties: left/right differ
+    for right in (False, True):
+        same(torch.searchsorted(bd.to(DEV), v.to(DEV), right=right), torch.searchsorted(bd, v, right=right))
+        same(torch.searchsorted(bd[0].to(DEV), v.to(DEV), side="right" if right else "left", out_int32=True),
+             torch.searchsorted(bd[0], v, side="right" if right else "left", out_int32=True))
+        same(torch.bucketize(v.to(DEV), bd[0].to(DEV), right=right), torch.bucketize(v, bd[0], right=right))
+    s = torch.randn(6)
+    so = s.argsort()
+    same(torch.searchsorted(s.to(DEV), v.to(DEV), sorter=so.to(DEV)), torch.searchsorted(s, v, sorter=so))
+    same(torch.searchsorted(bd[0].to(DEV), 0.1), torch.searchsorted(bd[0], 0.1))
+    assert_native("aten::bincount", "aten::searchsorted.Tensor", "aten::searchsorted.Scalar", "aten::bucketize.Tensor")

@@ -79,4 +79,19 @@ npu_sim::Status sort_lines(npu_sim::Stream stream, const TensorDesc& in, int dim
 npu_sim::Status embedding_backward(npu_sim::Stream stream, const TensorDesc& grad_weight, const TensorDesc& grad,
                                    const int64_t* indices, int64_t n, int64_t padding_idx);
 
+// Sorted unique of all elements of `in` (any strides, real dtypes): values (numel slots, in's dtype,
+// contiguous) get the distinct values ascending, inverse (numel, may be null) each element's slot,
+// counts (numel, may be null) the multiplicities, *num_unique (device int64) how many there are.
+npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void* values, int64_t* inverse,
+                              int64_t* counts, int64_t* num_unique);
+// *max_out = max(in) (or -1 when empty) of a 1-D integer tensor; a negative element is a KernelError.
+npu_sim::Status bincount_max(npu_sim::Stream stream, const TensorDesc& in, int64_t* max_out);
+// out[in[i]] += weights ? weights[i] : 1 (out zeroed by the caller, contiguous; weights: ndim 0 = none).
+npu_sim::Status bincount(npu_sim::Stream stream, const TensorDesc& in, const TensorDesc& weights, const TensorDesc& out);
+// For every element of `values` (rows x m, contiguous), the insertion point in the matching row of
+// `boundaries` (brows x len, contiguous; brows == 1 shares one row): first i with b[i] >= v (left) or
+// b[i] > v (right). out: int64 or int32, contiguous like values.
+npu_sim::Status searchsorted(npu_sim::Stream stream, const TensorDesc& boundaries, const TensorDesc& values,
+                             const TensorDesc& out, bool right);
+
 }  // namespace npu_kernels
