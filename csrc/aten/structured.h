@@ -10,6 +10,7 @@
 #include <ATen/ops/empty_strided.h>
 
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 namespace torch_npu_sim {
@@ -23,12 +24,14 @@ struct NpuStructured final : public Meta {
   void set_output_strided(int64_t idx, at::IntArrayRef sizes, at::IntArrayRef strides,
                           at::TensorOptions options) override {
     prepare(sizes, strides, options);
-    Meta::set_output_raw_strided(idx, sizes, strides, options);
+    // TensorIterator metas record the output; plain MetaBase ones (gather, cat, tril, ...) have nothing to record.
+    if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) Meta::set_output_raw_strided(idx, sizes, strides, options);
   }
   void set_output_raw_strided(int64_t idx, at::IntArrayRef sizes, at::IntArrayRef strides,
                               at::TensorOptions options) override {
     prepare(sizes, strides, options);
-    Meta::set_output_raw_strided(idx, sizes, strides, options);
+    // TensorIterator metas record the output; plain MetaBase ones (gather, cat, tril, ...) have nothing to record.
+    if constexpr (std::is_base_of_v<at::TensorIteratorBase, Meta>) Meta::set_output_raw_strided(idx, sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t /*idx*/) override { return proxy_ ? *proxy_ : out_; }
 

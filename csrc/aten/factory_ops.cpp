@@ -1,0 +1,97 @@
+// Range factories for npu: arange (arange.start_out), linspace.out, logspace.out, eye.out / eye.m_out.
+// Sizes and argument checks follow ATen (at::native::compute_arange_size); values come from
+// kernels/src/random.cpp (arange, linspace, eye). full/zeros/ones are empty + fill_ (core_ops.cpp).
+#include <ATen/Dispatch.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/RangeUtils.h>
+#include <ATen/native/Resize.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/npu_tensor.h"
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+#include "npu_kernels/random.h"
+
+namespace torch_npu_sim {
+namespace {
+
+npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
+
+// Runs `fill(contiguous)` on `out`, through a contiguous temporary when out is strided.
+template <class F>
+void fill_contiguous(at::Tensor& out, const F& fill) {
+  if (out.numel() == 0) return;
+  c10::DeviceGuard guard(out.device());
+  if (out.is_contiguous()) {
+    fill(out);
+    return;
+  }
+  at::Tensor tmp = at::empty(out.sizes(), out.options());
+  fill(tmp);
+  out.copy_(tmp);
+}
+
+at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+  int64_t size = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_npu", [&] {
+    size = at::native::compute_arange_size<scalar_t>(start, end, step);
+  });
+  if (out.numel() != size) {
+    if (out.numel() > 0) {
+      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
+                 " which does not match the computed number of elements ", size,
+                 ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
+                 "tensor of shape (",
+                 size, ",).");
+    }
+    out.resize_({size});
+  }
+  fill_contiguous(out, [&](at::Tensor& o) {
+    const bool integral = at::isIntegralType(o.scalar_type(), /*includeBool=*/true);
+    NPU_CHECK(npu_kernels::arange(stream_of(o), tensor_desc(o, "arange"), start.toDouble(), step.toDouble(),
+                                  integral ? start.toLong() : 0, integral ? step.toLong() : 0));
+  });
+  return out;
+}
+
+at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  fill_contiguous(out, [&](at::Tensor& o) {
+    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "linspace"), start.toDouble(), end.toDouble(),
+                                    false, 0.0));
+  });
+  return out;
+}
+
+at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  fill_contiguous(out, [&](at::Tensor& o) {
+    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "logspace"), start.toDouble(), end.toDouble(),
+                                    true, base));
+  });
+  return out;
+}
+
+at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  out.resize_({n, m});
+  fill_contiguous(out, [&](at::Tensor& o) { NPU_CHECK(npu_kernels::eye(stream_of(o), tensor_desc(o, "eye"))); });
+  return out;
+}
+
+at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("arange.start_out", arange_out);
+  m.impl("linspace.out", linspace_out);
+  m.impl("logspace.out", logspace_out);
+  m.impl("eye.out", eye_out);
+  m.impl("eye.m_out", eye_m_out);
+}
+
+}  // namespace
+}  // namespace torch_npu_sim

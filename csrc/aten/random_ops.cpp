@@ -1,0 +1,286 @@
+// Random ops for npu over the per-device counter-based generator (core/npu_generator.h): every launch
+// reserves a (seed, offset) pair under the generator's mutex and the Philox kernels in
+// kernels/src/random.cpp expand it. uniform_, normal_ (+ Tensor mean/std variants), bernoulli_ (float
+// and tensor p), bernoulli, random_ (all three forms), exponential_, multinomial, randperm,
+// native_dropout and its backward.
+#include <ATen/ExpandUtils.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/ones_like.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <limits>
+#include <mutex>
+
+#include "aten/npu_tensor.h"
+#include "core/npu_error.h"
+#include "core/npu_generator.h"
+#include "core/npu_stream.h"
+#include "npu_kernels/random.h"
+
+namespace torch_npu_sim {
+namespace {
+
+npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
+
+// Reserves counters from `gen` (or the device's default generator) for one launch.
+npu_kernels::PhiloxState next_state(const std::optional<at::Generator>& gen, const at::Device& device) {
+  auto* g = at::get_generator_or_default<NPUGeneratorImpl>(gen, default_generator(device.index()));
+  std::lock_guard<std::mutex> lock(g->mutex_);
+  const auto [seed, offset] = g->philox_engine_inputs(4);
+  return {seed, offset};
+}
+
+void check_real(const at::Tensor& t, const char* op) {
+  TORCH_CHECK(!t.is_complex(), op, ": complex tensors are not supported on npu");
+}
+
+at::Tensor& fill_random(at::Tensor& self, const npu_kernels::RandomArgs& args, const std::optional<at::Generator>& gen,
+                        const char* op) {
+  check_real(self, op);
+  if (self.numel() == 0) return self;
+  c10::DeviceGuard guard(self.device());
+  const auto state = next_state(gen, self.device());
+  NPU_CHECK(npu_kernels::random_fill(stream_of(self), tensor_desc(self, op), args, state));
+  return self;
+}
+
+at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kUniform;
+  a.a = from;
+  a.b = to;
+  return fill_random(self, a, gen, "uniform_");
+}
+
+at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kNormal;
+  a.a = mean;
+  a.b = std;
+  return fill_random(self, a, gen, "normal_");
+}
+
+// normal with tensor mean and/or std: a standard normal draw, scaled and shifted by ATen's own ops.
+at::Tensor& normal_scaled_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                              at::Tensor& out) {
+  TORCH_CHECK(!std.defined() || std.numel() == 0 || std.lt(0).nonzero().size(0) == 0,
+              "normal expects all elements of std >= 0.0");
+  normal_(out, 0.0, 1.0, gen);
+  out.mul_(std).add_(mean);
+  return out;
+}
+
+at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
+                                    at::Tensor& out) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  at::native::resize_output(out, mean.sizes());
+  normal_(out, 0.0, std, gen);
+  out.add_(mean);
+  return out;
+}
+at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty(mean.sizes(), mean.options());
+  return normal_tensor_float_out(mean, std, gen, out);
+}
+at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                                    at::Tensor& out) {
+  at::native::resize_output(out, std.sizes());
+  TORCH_CHECK(std.numel() == 0 || std.lt(0).nonzero().size(0) == 0, "normal expects all elements of std >= 0.0");
+  normal_(out, 0.0, 1.0, gen);
+  out.mul_(std).add_(mean);
+  return out;
+}
+at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty(std.sizes(), std.options());
+  return normal_float_tensor_out(mean, std, gen, out);
+}
+at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                                     at::Tensor& out) {
+  at::native::resize_output(out, at::infer_size(mean.sizes(), std.sizes()));
+  return normal_scaled_out(mean, std, gen, out);
+}
+at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty(at::infer_size(mean.sizes(), std.sizes()), mean.options());
+  return normal_scaled_out(mean, std, gen, out);
+}
+
+at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kBernoulli;
+  a.a = p;
+  return fill_random(self, a, gen, "bernoulli_");
+}
+
+at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
+  check_real(self, "bernoulli_");
+  if (self.numel() == 0) return self;
+  c10::DeviceGuard guard(self.device());
+  TORCH_CHECK(at::is_expandable_to(p.sizes(), self.sizes()), "bernoulli_: p of shape ", p.sizes(),
+              " cannot be broadcast to ", self.sizes());
+  const at::Tensor pe = p.to(self.device()).expand(self.sizes());
+  const auto state = next_state(gen, self.device());
+  NPU_CHECK(npu_kernels::bernoulli_tensor(stream_of(self), tensor_desc(self, "bernoulli_"),
+                                          tensor_desc(pe, "bernoulli_"), state));
+  return self;
+}
+
+at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return bernoulli_tensor(out, self, gen);
+}
+
+at::Tensor& bernoulli_out(const at::Tensor& self, std::optional<at::Generator> gen, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  return bernoulli_tensor(out, self, gen);
+}
+
+// The largest value random_ draws for a dtype when no `to` is given: 2^digits for floating types (so
+// every integer in range is exact), the type's max for integers.
+int64_t default_upper(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return int64_t{1} << 24;
+    case at::kDouble: return int64_t{1} << 53;
+    case at::kHalf: return int64_t{1} << 11;
+    case at::kBFloat16: return int64_t{1} << 8;
+    case at::kBool: return 1;
+    case at::kByte: return std::numeric_limits<uint8_t>::max();
+    case at::kChar: return std::numeric_limits<int8_t>::max();
+    case at::kShort: return std::numeric_limits<int16_t>::max();
+    case at::kInt: return std::numeric_limits<int32_t>::max();
+    case at::kLong: return std::numeric_limits<int64_t>::max();
+    default: TORCH_CHECK(false, "random_: unsupported dtype ", t);
+  }
+}
+
+// [from, to_inclusive]
+at::Tensor& random_inclusive(at::Tensor& self, int64_t from, int64_t to_inclusive, std::optional<at::Generator> gen) {
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kFromTo;
+  a.ifrom = from;
+  a.urange = static_cast<uint64_t>(to_inclusive) - static_cast<uint64_t>(from) + 1;  // 0 = full 2^64
+  return fill_random(self, a, gen, "random_");
+}
+
+at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+  return random_inclusive(self, 0, default_upper(self.scalar_type()), gen);
+}
+
+at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+  if (to.has_value()) {
+    TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
+    return random_inclusive(self, from, *to - 1, gen);
+  }
+  return random_inclusive(self, from, default_upper(self.scalar_type()), gen);
+}
+
+at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  return random_from(self, 0, to, gen);
+}
+
+at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kExponential;
+  a.a = lambd;
+  return fill_random(self, a, gen, "exponential_");
+}
+
+at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool replacement,
+                            std::optional<at::Generator> gen, at::Tensor& out) {
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+              self.scalar_type());
+  const int64_t cats = self.size(-1);
+  TORCH_CHECK(replacement || n_sample <= cats, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  c10::DeviceGuard guard(self.device());
+  const at::Tensor p2 = self.dim() == 1 ? self.unsqueeze(0) : self;
+  if (self.dim() == 1) {
+    at::native::resize_output(out, {n_sample});
+  } else {
+    at::native::resize_output(out, {self.size(0), n_sample});
+  }
+  if (out.numel() == 0) return out;
+  at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
+  const auto state = next_state(gen, self.device());
+  NPU_CHECK(npu_kernels::multinomial(stream_of(self), tensor_desc(p2, "multinomial"), o.data_ptr<int64_t>(), n_sample,
+                                     replacement, state));
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
+at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
+  return multinomial_out(self, n_sample, replacement, gen, out);
+}
+
+at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+  out.resize_({n});
+  if (n == 0) return out;
+  c10::DeviceGuard guard(out.device());
+  const auto state = next_state(gen, out.device());
+  NPU_CHECK(npu_kernels::randperm(stream_of(out), tensor_desc(out, "randperm"), state));
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+  c10::DeviceGuard guard(input.device());
+  TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  if (input.numel() == 0 || !train.value_or(true) || p == 0.0) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
+  at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
+  at::Tensor mask = at::empty(input.sizes(), input.options().dtype(at::kBool));
+  const double scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);
+  const auto state = next_state(std::nullopt, input.device());
+  NPU_CHECK(npu_kernels::dropout(stream_of(input), tensor_desc(out, "native_dropout"), mask.data_ptr<bool>(),
+                                 tensor_desc(input, "native_dropout"), p, scale, state));
+  return {out, mask};
+}
+
+at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
+  c10::DeviceGuard guard(grad.device());
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
+  at::Tensor out = at::empty_like(grad, at::MemoryFormat::Contiguous);
+  if (out.numel() == 0) return out;
+  const at::Tensor m = mask.expand(grad.sizes());
+  NPU_CHECK(npu_kernels::dropout_backward(stream_of(grad), tensor_desc(out, "native_dropout_backward"),
+                                          tensor_desc(grad, "native_dropout_backward"),
+                                          tensor_desc(m, "native_dropout_backward"), scale));
+  return out;
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("uniform_", uniform_);
+  m.impl("normal_", normal_);
+  m.impl("normal.Tensor_float", normal_tensor_float);
+  m.impl("normal.Tensor_float_out", normal_tensor_float_out);
+  m.impl("normal.float_Tensor", normal_float_tensor);
+  m.impl("normal.float_Tensor_out", normal_float_tensor_out);
+  m.impl("normal.Tensor_Tensor", normal_tensor_tensor);
+  m.impl("normal.Tensor_Tensor_out", normal_tensor_tensor_out);
+  m.impl("bernoulli_.float", bernoulli_float);
+  m.impl("bernoulli_.Tensor", bernoulli_tensor);
+  m.impl("bernoulli", bernoulli);
+  m.impl("bernoulli.out", bernoulli_out);
+  m.impl("random_", random_);
+  m.impl("random_.from", random_from);
+  m.impl("random_.to", random_to);
+  m.impl("exponential_", exponential_);
+  m.impl("multinomial", multinomial);
+  m.impl("multinomial.out", multinomial_out);
+  m.impl("randperm.generator_out", randperm_out);
+  m.impl("native_dropout", native_dropout);
+  m.impl("native_dropout_backward", native_dropout_backward);
+}
+
+}  // namespace
+}  // namespace torch_npu_sim

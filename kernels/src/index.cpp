@@ -1,0 +1,350 @@
+// Indexing kernels: gather/scatter along a dimension, advanced indexing, masked fill, nonzero and
+// masked_select, embedding backward (see npu_kernels/index.h).
+#include "npu_kernels/index.h"
+
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "npu_kernels/elementwise.h"
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 13;
+
+[[noreturn]] void out_of_bounds(const char* op, int64_t idx, int dim, int64_t size) {
+  throw npu_sim::KernelError(std::string(op) + "(): index " + std::to_string(idx) + " is out of bounds for dimension " +
+                             std::to_string(dim) + " with size " + std::to_string(size));
+}
+
+template <typename T>
+T scalar_to(const ScalarValue& v) {
+  switch (v.kind) {
+    case ScalarValue::kBool: return convert<T>(v.b);
+    case ScalarValue::kInt: return convert<T>(v.i);
+    case ScalarValue::kDouble: return convert<T>(v.d);
+    case ScalarValue::kComplex:
+      if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
+        return T(v.d, v.imag);
+      } else {
+        return convert<T>(v.d);
+      }
+  }
+  return T{};
+}
+
+template <typename T>
+constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+// a (reduce) b in the compute type of T.
+template <typename T>
+T combine(IndexReduce r, T a, T b) {
+  using C = compute_t<T>;
+  const C x = static_cast<C>(a), y = static_cast<C>(b);
+  if constexpr (std::is_same_v<T, bool>) {
+    switch (r) {
+      case IndexReduce::kAdd: case IndexReduce::kMean: case IndexReduce::kMax: return x || y;
+      case IndexReduce::kMul: case IndexReduce::kMin: return x && y;
+      default: return y;
+    }
+  } else {
+    switch (r) {
+      case IndexReduce::kAdd:
+      case IndexReduce::kMean: return static_cast<T>(x + y);
+      case IndexReduce::kMul: return static_cast<T>(x * y);
+      case IndexReduce::kMax:
+        if constexpr (is_complex_v<T>) {
+          return b;
+        } else {
+          if constexpr (std::is_floating_point_v<C>) {
+            if (std::isnan(x) || std::isnan(y)) return static_cast<T>(std::isnan(x) ? x : y);
+          }
+          return static_cast<T>(x > y ? x : y);
+        }
+      case IndexReduce::kMin:
+        if constexpr (is_complex_v<T>) {
+          return b;
+        } else {
+          if constexpr (std::is_floating_point_v<C>) {
+            if (std::isnan(x) || std::isnan(y)) return static_cast<T>(std::isnan(x) ? x : y);
+          }
+          return static_cast<T>(x < y ? x : y);
+        }
+      default: return b;
+    }
+  }
+}
+
+template <typename T>
+T divide_count(T v, int64_t count) {
+  using C = compute_t<T>;
+  if constexpr (std::is_same_v<T, bool>) {
+    return v;
+  } else if constexpr (std::is_integral_v<C>) {
+    C q = static_cast<C>(v) / static_cast<C>(count);
+    if ((static_cast<C>(v) % static_cast<C>(count) != 0) && ((static_cast<C>(v) < 0) != (count < 0))) --q;
+    return static_cast<T>(q);
+  } else {
+    return static_cast<T>(static_cast<C>(v) / static_cast<C>(static_cast<double>(count)));
+  }
+}
+
+// Same sizes as `t` but dim `dim` of size 1: the "outer" positions of the lines along dim.
+TensorDesc outer_of(const TensorDesc& t, int dim) {
+  TensorDesc o = t;
+  o.sizes[dim] = 1;
+  return o;
+}
+
+template <typename T>
+void gather_range(const IndexAlongDim& a, int64_t b, int64_t e) {
+  T* dst = static_cast<T*>(a.dst.data);
+  const T* src = static_cast<const T*>(a.src.data);
+  const int64_t* idx = static_cast<const int64_t*>(a.index.data);
+  StridedWalker wd(a.dst, b), ws(a.src, b), wi(a.index, b);
+  for (int64_t i = b; i < e; ++i, wd.next(), ws.next(), wi.next()) {
+    const int64_t k = idx[wi.offset()];
+    if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, k, a.dim, a.dim_size);
+    dst[wd.offset()] = src[ws.offset() + k * a.dim_stride];
+  }
+}
+
+template <typename T>
+void scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
+  T* dst = static_cast<T*>(a.dst.data);
+  const T* src = static_cast<const T*>(a.src.data);
+  const int64_t* idx = static_cast<const int64_t*>(a.index.data);
+  const T value = a.src_scalar ? scalar_to<T>(a.value) : T{};
+  const int d = a.dim;
+  const int64_t len = a.index.sizes[d];
+  const TensorDesc od = outer_of(a.dst, d), os = outer_of(a.src, d), oi = outer_of(a.index, d);
+  const bool track = a.reduce == IndexReduce::kMean || !a.include_self;
+  std::vector<int64_t> count(track ? a.dim_size : 0, 0);
+  std::vector<int64_t> touched;
+  StridedWalker wd(od, b), ws(os, b), wi(oi, b);
+  for (int64_t o = b; o < e; ++o, wd.next(), ws.next(), wi.next()) {
+    const int64_t base_d = wd.offset();
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t k = idx[wi.offset() + j * a.index.strides[d]];
+      if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, k, a.dim, a.dim_size);
+      const T v = a.src_scalar ? value : src[ws.offset() + j * a.src.strides[d]];
+      T& slot = dst[base_d + k * a.dim_stride];
+      if (a.reduce == IndexReduce::kAssign) {
+        slot = v;
+        continue;
+      }
+      if (track) {
+        if (count[k] == 0) {
+          touched.push_back(k);
+          count[k] = a.include_self ? 1 : 0;
+          if (!a.include_self) {
+            slot = v;
+            count[k] = 1;
+            continue;
+          }
+        }
+        ++count[k];
+      }
+      slot = combine<T>(a.reduce, slot, v);
+    }
+    if (track) {
+      for (const int64_t k : touched) {
+        if (a.reduce == IndexReduce::kMean) {
+          T& slot = dst[base_d + k * a.dim_stride];
+          slot = divide_count<T>(slot, count[k]);
+        }
+        count[k] = 0;
+      }
+      touched.clear();
+    }
+  }
+}
+
+}  // namespace
+
+npu_sim::Status index_along_dim(npu_sim::Stream stream, const IndexAlongDim& a) {
+  if (a.index.numel() == 0) return npu_sim::Status::kSuccess;
+  if (!a.scatter) {
+    return parallel_for(stream, a.op, a.index.numel(), kGrain, [a](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      dispatch_dtype(a.dst.dtype, [&](auto tag) { gather_range<decltype(tag)>(a, b, e); });
+    });
+  }
+  const int64_t outer = outer_of(a.index, a.dim).numel();
+  const int64_t line = std::max<int64_t>(1, a.index.sizes[a.dim]);
+  return parallel_for(stream, a.op, outer, std::max<int64_t>(1, kGrain / line),
+                      [a](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        dispatch_dtype(a.dst.dtype, [&](auto tag) { scatter_range<decltype(tag)>(a, b, e); });
+                      });
+}
+
+namespace {
+
+template <typename T>
+void advanced_range(const AdvancedIndexArgs& a, int64_t b, int64_t e) {
+  T* data = static_cast<T*>(a.data.data);
+  T* other = static_cast<T*>(a.other.data);
+  StridedWalker wd(a.data, b), wo(a.other, b);
+  std::vector<StridedWalker> wi;
+  wi.reserve(a.nindex);
+  for (int k = 0; k < a.nindex; ++k) wi.emplace_back(a.index[k], b);
+  for (int64_t i = b; i < e; ++i) {
+    int64_t off = 0;
+    for (int k = 0; k < a.nindex; ++k) {
+      int64_t v = static_cast<const int64_t*>(a.index[k].data)[wi[k].offset()];
+      const int64_t size = a.indexed_sizes[k];
+      if (v < -size || v >= size) out_of_bounds(a.op, v, k, size);
+      if (v < 0) v += size;
+      off += v * a.indexed_strides[k];
+      wi[k].next();
+    }
+    if (!a.put) {
+      other[wo.offset()] = data[wd.offset() + off];
+    } else if (a.accumulate) {
+      T& slot = data[wd.offset() + off];
+      slot = combine<T>(IndexReduce::kAdd, slot, other[wo.offset()]);
+    } else {
+      data[wd.offset() + off] = other[wo.offset()];
+    }
+    wd.next();
+    wo.next();
+  }
+}
+
+}  // namespace
+
+npu_sim::Status advanced_index(npu_sim::Stream stream, const AdvancedIndexArgs& a) {
+  const int64_t n = a.other.numel();
+  if (n == 0) return npu_sim::Status::kSuccess;
+  // accumulate: one block, so that duplicate indices add up without races.
+  const int64_t grain = (a.put && a.accumulate) ? n : kGrain;
+  return parallel_for(stream, a.op, n, grain, [a](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    dispatch_dtype(a.data.dtype, [&](auto tag) { advanced_range<decltype(tag)>(a, b, e); });
+  });
+}
+
+npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask, ScalarValue value) {
+  return parallel_for(stream, "masked_fill", self.numel(), kGrain * 2,
+                      [self, mask, value](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        dispatch_dtype(self.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          const T v = scalar_to<T>(value);
+                          T* out = static_cast<T*>(self.data);
+                          const bool* m = static_cast<const bool*>(mask.data);
+                          StridedWalker ws(self, b), wm(mask, b);
+                          for (int64_t i = b; i < e; ++i, ws.next(), wm.next()) {
+                            if (m[wm.offset()]) out[ws.offset()] = v;
+                          }
+                        });
+                      });
+}
+
+npu_sim::Status triangle(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& in, int64_t diagonal,
+                         bool upper) {
+  return parallel_for(stream, upper ? "triu" : "tril", out.numel(), kGrain * 2,
+                      [out, in, diagonal, upper](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        dispatch_dtype(out.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          T* o = static_cast<T*>(out.data);
+                          const T* s = static_cast<const T*>(in.data);
+                          const int64_t cols = out.sizes[out.ndim - 1];
+                          const int64_t rows = out.sizes[out.ndim - 2];
+                          StridedWalker wo(out, b), wi(in, b);
+                          for (int64_t i = b; i < e; ++i, wo.next(), wi.next()) {
+                            const int64_t c = i % cols, r = (i / cols) % rows;
+                            const bool keep = upper ? (c - r >= diagonal) : (c - r <= diagonal);
+                            o[wo.offset()] = keep ? s[wi.offset()] : convert<T>(0);
+                          }
+                        });
+                      });
+}
+
+namespace {
+template <typename T>
+bool nonzero_at(const T* p, int64_t off) {
+  return convert<bool>(p[off]);
+}
+}  // namespace
+
+npu_sim::Status count_nonzero(npu_sim::Stream stream, const TensorDesc& in, int64_t* count) {
+  // One block: the count is tiny work next to the host sync that follows it.
+  return npu_sim::launch_kernel(stream, "nonzero", 1, [in, count](const npu_sim::BlockContext&) {
+    int64_t c = 0;
+    const int64_t n = in.numel();
+    dispatch_dtype(in.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = static_cast<const T*>(in.data);
+      StridedWalker w(in, 0);
+      for (int64_t i = 0; i < n; ++i, w.next()) c += nonzero_at<T>(p, w.offset()) ? 1 : 0;
+    });
+    *count = c;
+  });
+}
+
+npu_sim::Status nonzero(npu_sim::Stream stream, const TensorDesc& in, int64_t* out, int64_t n) {
+  return npu_sim::launch_kernel(stream, "nonzero", 1, [in, out, n](const npu_sim::BlockContext&) {
+    const int64_t total = in.numel();
+    int64_t row = 0;
+    dispatch_dtype(in.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = static_cast<const T*>(in.data);
+      StridedWalker w(in, 0);
+      for (int64_t i = 0; i < total && row < n; ++i, w.next()) {
+        if (!nonzero_at<T>(p, w.offset())) continue;
+        int64_t rem = i;
+        for (int d = in.ndim - 1; d >= 0; --d) {
+          out[row * in.ndim + d] = rem % in.sizes[d];
+          rem /= in.sizes[d];
+        }
+        ++row;
+      }
+    });
+  });
+}
+
+npu_sim::Status masked_select(npu_sim::Stream stream, const TensorDesc& in, const TensorDesc& mask, void* out,
+                              int64_t n) {
+  return npu_sim::launch_kernel(stream, "masked_select", 1, [in, mask, out, n](const npu_sim::BlockContext&) {
+    const int64_t total = in.numel();
+    dispatch_dtype(in.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = static_cast<const T*>(in.data);
+      const bool* m = static_cast<const bool*>(mask.data);
+      T* o = static_cast<T*>(out);
+      int64_t j = 0;
+      StridedWalker w(in, 0), wm(mask, 0);
+      for (int64_t i = 0; i < total && j < n; ++i, w.next(), wm.next()) {
+        if (m[wm.offset()]) o[j++] = p[w.offset()];
+      }
+    });
+  });
+}
+
+npu_sim::Status embedding_backward(npu_sim::Stream stream, const TensorDesc& grad_weight, const TensorDesc& grad,
+                                   const int64_t* indices, int64_t n, int64_t padding_idx) {
+  const int64_t cols = grad_weight.sizes[1];
+  const int64_t rows = grad_weight.sizes[0];
+  return parallel_for(stream, "embedding_dense_backward", cols, 64,
+                      [grad_weight, grad, indices, n, padding_idx, rows](int64_t b, int64_t e,
+                                                                         const npu_sim::BlockContext&) {
+                        dispatch_dtype(grad_weight.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          T* gw = static_cast<T*>(grad_weight.data);
+                          const T* g = static_cast<const T*>(grad.data);
+                          for (int64_t i = 0; i < n; ++i) {
+                            const int64_t r = indices[i];
+                            if (r == padding_idx) continue;
+                            if (r < 0 || r >= rows) out_of_bounds("embedding_dense_backward", r, 0, rows);
+                            for (int64_t c = b; c < e; ++c) {
+                              T& slot = gw[r * grad_weight.strides[0] + c * grad_weight.strides[1]];
+                              slot = combine<T>(IndexReduce::kAdd, slot, g[i * grad.strides[0] + c * grad.strides[1]]);
+                            }
+                          }
+                        });
+                      });
+}
+
+}  // namespace npu_kernels

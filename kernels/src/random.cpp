@@ -1,0 +1,257 @@
+// Distribution kernels over Philox-4x32-10 (see npu_kernels/random.h).
+#include "npu_kernels/random.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "npu_kernels/dtype.h"
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels {
+
+namespace {
+
+constexpr int64_t kGrain = 1 << 13;
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+template <typename T>
+constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+
+// uniform in [0, 1) with 53 random bits, and in (0, 1] (safe for log).
+inline double u01(uint32_t lo, uint32_t hi) {
+  const uint64_t x = (static_cast<uint64_t>(hi) << 32 | lo) >> 11;
+  return static_cast<double>(x) * 0x1.0p-53;
+}
+inline double u01_open0(uint32_t lo, uint32_t hi) { return 1.0 - u01(lo, hi); }
+
+template <typename T>
+T draw(const RandomArgs& a, const std::array<uint32_t, 4>& w) {
+  switch (a.kind) {
+    case RandomKind::kUniform: {
+      const double v = a.a + (a.b - a.a) * u01(w[0], w[1]);
+      T t = convert<T>(v);
+      // rounding to a narrow type may land on the excluded upper bound
+      if (!(convert<double>(t) < a.b) && a.b > a.a) t = convert<T>(a.a);
+      return t;
+    }
+    case RandomKind::kNormal: {
+      const double r = std::sqrt(-2.0 * std::log(u01_open0(w[0], w[1])));
+      return convert<T>(a.a + a.b * r * std::cos(kTwoPi * u01(w[2], w[3])));
+    }
+    case RandomKind::kBernoulli: return convert<T>(u01(w[0], w[1]) < a.a ? 1 : 0);
+    case RandomKind::kFromTo: {
+      const uint64_t x = static_cast<uint64_t>(w[1]) << 32 | w[0];
+      const uint64_t r = a.urange == 0 ? x : x % a.urange;
+      return convert<T>(static_cast<int64_t>(static_cast<uint64_t>(a.ifrom) + r));
+    }
+    case RandomKind::kExponential: {
+      return convert<T>(-std::log(u01_open0(w[0], w[1])) / a.a);
+    }
+  }
+  return T{};
+}
+
+}  // namespace
+
+npu_sim::Status random_fill(npu_sim::Stream stream, const TensorDesc& out, const RandomArgs& args, PhiloxState s) {
+  return parallel_for(stream, "random", out.numel(), kGrain, [out, args, s](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (is_complex_v<T>) {
+        throw npu_sim::KernelError("random: complex tensors are not supported on npu");
+      } else {
+        T* o = static_cast<T*>(out.data);
+        StridedWalker w(out, b);
+        for (int64_t i = b; i < e; ++i, w.next()) o[w.offset()] = draw<T>(args, philox_draw(s, i));
+      }
+    });
+  });
+}
+
+npu_sim::Status bernoulli_tensor(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& p, PhiloxState s) {
+  return parallel_for(stream, "bernoulli_", out.numel(), kGrain, [out, p, s](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      dispatch_dtype(p.dtype, [&](auto ptag) {
+        using P = decltype(ptag);
+        if constexpr (is_complex_v<T> || is_complex_v<P>) {
+          throw npu_sim::KernelError("bernoulli_(): complex tensors are not supported");
+        } else {
+          T* o = static_cast<T*>(out.data);
+          const P* pp = static_cast<const P*>(p.data);
+          StridedWalker wo(out, b), wp(p, b);
+          for (int64_t i = b; i < e; ++i, wo.next(), wp.next()) {
+            const double prob = convert<double>(pp[wp.offset()]);
+            if (!(prob >= 0.0 && prob <= 1.0)) {
+              throw npu_sim::KernelError("bernoulli_(): expected all probabilities in [0, 1], got " + std::to_string(prob));
+            }
+            const auto w = philox_draw(s, i);
+            o[wo.offset()] = convert<T>(u01(w[0], w[1]) < prob ? 1 : 0);
+          }
+        }
+      });
+    });
+  });
+}
+
+npu_sim::Status dropout(npu_sim::Stream stream, const TensorDesc& out, bool* mask, const TensorDesc& in, double p,
+                        double scale, PhiloxState s) {
+  return parallel_for(stream, "native_dropout", out.numel(), kGrain,
+                      [out, mask, in, p, scale, s](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        dispatch_dtype(out.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          if constexpr (is_complex_v<T>) {
+                            throw npu_sim::KernelError("native_dropout: complex tensors are not supported");
+                          } else {
+                            T* o = static_cast<T*>(out.data);
+                            const T* x = static_cast<const T*>(in.data);
+                            StridedWalker wo(out, b), wi(in, b);
+                            for (int64_t i = b; i < e; ++i, wo.next(), wi.next()) {
+                              const auto w = philox_draw(s, i);
+                              const bool keep = u01(w[0], w[1]) >= p;
+                              mask[i] = keep;
+                              o[wo.offset()] = keep ? convert<T>(convert<double>(x[wi.offset()]) * scale) : convert<T>(0);
+                            }
+                          }
+                        });
+                      });
+}
+
+npu_sim::Status dropout_backward(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& grad,
+                                 const TensorDesc& mask, double scale) {
+  return parallel_for(stream, "native_dropout_backward", out.numel(), kGrain,
+                      [out, grad, mask, scale](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        dispatch_dtype(out.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          if constexpr (is_complex_v<T>) {
+                            throw npu_sim::KernelError("native_dropout_backward: complex tensors are not supported");
+                          } else {
+                            T* o = static_cast<T*>(out.data);
+                            const T* g = static_cast<const T*>(grad.data);
+                            const bool* m = static_cast<const bool*>(mask.data);
+                            StridedWalker wo(out, b), wg(grad, b), wm(mask, b);
+                            for (int64_t i = b; i < e; ++i, wo.next(), wg.next(), wm.next()) {
+                              o[wo.offset()] =
+                                  m[wm.offset()] ? convert<T>(convert<double>(g[wg.offset()]) * scale) : convert<T>(0);
+                            }
+                          }
+                        });
+                      });
+}
+
+npu_sim::Status multinomial(npu_sim::Stream stream, const TensorDesc& probs, int64_t* out, int64_t n,
+                            bool replacement, PhiloxState s) {
+  const int64_t rows = probs.sizes[0];
+  return parallel_for(stream, "multinomial", rows, 1, [probs, out, n, replacement, s](int64_t b, int64_t e,
+                                                                                     const npu_sim::BlockContext&) {
+    const int64_t cats = probs.sizes[1];
+    std::vector<double> w(cats), cdf(cats);
+    for (int64_t r = b; r < e; ++r) {
+      dispatch_dtype(probs.dtype, [&](auto tag) {
+        using T = decltype(tag);
+        if constexpr (is_complex_v<T>) {
+          throw npu_sim::KernelError("multinomial: complex probabilities");
+        } else {
+          const T* p = static_cast<const T*>(probs.data);
+          for (int64_t c = 0; c < cats; ++c) w[c] = convert<double>(p[r * probs.strides[0] + c * probs.strides[1]]);
+        }
+      });
+      int64_t positive = 0;
+      for (int64_t c = 0; c < cats; ++c) {
+        if (!(w[c] >= 0.0) || std::isinf(w[c])) throw npu_sim::KernelError("multinomial(): probability tensor contains either `inf`, `nan` or element < 0");
+        positive += w[c] > 0.0;
+      }
+      if (positive == 0) throw npu_sim::KernelError("multinomial(): invalid multinomial distribution (sum of probabilities <= 0)");
+      if (!replacement && positive < n) {
+        throw npu_sim::KernelError("multinomial(): cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        double total = 0.0;
+        for (int64_t c = 0; c < cats; ++c) cdf[c] = (total += w[c]);
+        const auto bits = philox_draw(s, static_cast<uint64_t>(r * n + j));
+        const double u = u01(bits[0], bits[1]) * total;
+        int64_t pick = std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin();
+        pick = std::min(pick, cats - 1);
+        while (w[pick] == 0.0 && pick > 0) --pick;  // never land on a zero-weight category
+        out[r * n + j] = pick;
+        if (!replacement) w[pick] = 0.0;
+      }
+    }
+  });
+}
+
+npu_sim::Status randperm(npu_sim::Stream stream, const TensorDesc& out, PhiloxState s) {
+  return npu_sim::launch_kernel(stream, "randperm", 1, [out, s](const npu_sim::BlockContext&) {
+    const int64_t n = out.numel();
+    std::vector<int64_t> perm(n);
+    for (int64_t i = 0; i < n; ++i) perm[i] = i;
+    for (int64_t i = n - 1; i > 0; --i) {
+      const auto w = philox_draw(s, static_cast<uint64_t>(i));
+      const uint64_t x = static_cast<uint64_t>(w[1]) << 32 | w[0];
+      std::swap(perm[i], perm[static_cast<int64_t>(x % static_cast<uint64_t>(i + 1))]);
+    }
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* o = static_cast<T*>(out.data);
+      StridedWalker w(out, 0);
+      for (int64_t i = 0; i < n; ++i, w.next()) o[w.offset()] = convert<T>(perm[i]);
+    });
+  });
+}
+
+npu_sim::Status arange(npu_sim::Stream stream, const TensorDesc& out, double start, double step, int64_t istart,
+                       int64_t istep) {
+  return parallel_for(stream, "arange", out.numel(), kGrain * 4,
+                      [out, start, step, istart, istep](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        dispatch_dtype(out.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          T* o = static_cast<T*>(out.data);
+                          StridedWalker w(out, b);
+                          for (int64_t i = b; i < e; ++i, w.next()) {
+                            if constexpr (std::is_integral_v<T>) {
+                              o[w.offset()] = convert<T>(istart + i * istep);
+                            } else {
+                              o[w.offset()] = convert<T>(start + static_cast<double>(i) * step);
+                            }
+                          }
+                        });
+                      });
+}
+
+npu_sim::Status linspace(npu_sim::Stream stream, const TensorDesc& out, double start, double end, bool log,
+                         double base) {
+  const int64_t steps = out.numel();
+  return parallel_for(stream, log ? "logspace" : "linspace", steps, kGrain * 4,
+                      [out, start, end, log, base, steps](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+                        const int64_t half = steps / 2;
+                        dispatch_dtype(out.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          T* o = static_cast<T*>(out.data);
+                          StridedWalker w(out, b);
+                          for (int64_t i = b; i < e; ++i, w.next()) {
+                            double v = (i < half || steps == 1) ? start + step * static_cast<double>(i)
+                                                : end - step * static_cast<double>(steps - i - 1);
+                            if (log) v = std::pow(base, v);
+                            o[w.offset()] = convert<T>(v);
+                          }
+                        });
+                      });
+}
+
+npu_sim::Status eye(npu_sim::Stream stream, const TensorDesc& out) {
+  return parallel_for(stream, "eye", out.numel(), kGrain * 4, [out](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    const int64_t cols = out.sizes[1];
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* o = static_cast<T*>(out.data);
+      StridedWalker w(out, b);
+      for (int64_t i = b; i < e; ++i, w.next()) o[w.offset()] = convert<T>((i / cols == i % cols) ? 1 : 0);
+    });
+  });
+}
+
+}  // namespace npu_kernels

@@ -1,0 +1,222 @@
+"""Range factories against CPU PyTorch, and the Philox-based RNG ops: reproducibility (manual_seed,
+get/set_rng_state, explicit generators) and distribution statistics with generous tolerances."""
+import math
+
+import pytest
+import torch
+
+import torch_npu_sim
+
+DEV = "npu"
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+@pytest.fixture(autouse=True)
+def _no_fallback():
+    torch_npu_sim.reset_fallback_ops()
+    yield
+
+
+def assert_native(*ops):
+    fell = torch_npu_sim.fallback_ops()
+    assert not [op for op in ops if op in fell], fell
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.int32, torch.uint8])
+def test_range_factories_match_cpu(dtype):
+    for args in [(10,), (2, 17, 3), (5, -5, -2)]:
+        if dtype == torch.uint8 and len(args) > 1 and args[0] > args[1]:
+            continue
+        assert torch.equal(torch.arange(*args, dtype=dtype, device=DEV).cpu(), torch.arange(*args, dtype=dtype))
+    if dtype.is_floating_point:
+        tol = dict(rtol=1e-2, atol=1e-2)
+        torch.testing.assert_close(torch.arange(0, 1, 0.1, dtype=dtype, device=DEV).cpu(),
+                                   torch.arange(0, 1, 0.1, dtype=dtype), **tol)
+        torch.testing.assert_close(torch.linspace(-3, 7, 11, dtype=dtype, device=DEV).cpu(),
+                                   torch.linspace(-3, 7, 11, dtype=dtype), **tol)
+        torch.testing.assert_close(torch.logspace(0, 2, 5, dtype=dtype, device=DEV).cpu(),
+                                   torch.logspace(0, 2, 5, dtype=dtype), rtol=2e-2, atol=1e-2)
+    assert torch.equal(torch.eye(3, dtype=dtype, device=DEV).cpu(), torch.eye(3, dtype=dtype))
+    assert torch.equal(torch.eye(2, 5, dtype=dtype, device=DEV).cpu(), torch.eye(2, 5, dtype=dtype))
+    assert torch.equal(torch.full((2, 3), 7, dtype=dtype, device=DEV).cpu(), torch.full((2, 3), 7, dtype=dtype))
+    assert torch.equal(torch.zeros(4, dtype=dtype, device=DEV).cpu(), torch.zeros(4, dtype=dtype))
+    assert torch.equal(torch.ones(4, dtype=dtype, device=DEV).cpu(), torch.ones(4, dtype=dtype))
+    assert_native("aten::arange.start_out", "aten::linspace.out", "aten::logspace.out", "aten::eye.out",
+                  "aten::eye.m_out", "aten::fill_.Scalar")
+
+
+def test_factory_out_and_edge_cases():
+    out = torch.empty(3, device=DEV)
+    with pytest.warns(UserWarning, match="resized"):
+        torch.arange(5, out=out)
+    assert out.shape == (5,) and torch.equal(out.cpu(), torch.arange(5.0))
+    assert torch.linspace(0, 1, 1, device=DEV).cpu().tolist() == [0.0]
+    assert torch.linspace(0, 1, 0, device=DEV).numel() == 0
+    assert torch.eye(0, device=DEV).shape == (0, 0)
+    with pytest.raises(RuntimeError):
+        torch.arange(0, 10, -1, device=DEV)
+    with pytest.raises(RuntimeError):
+        torch.linspace(0, 1, -1, device=DEV)
+
+
+def draws():
+    return [torch.rand(1000, device=DEV), torch.randn(1000, device=DEV), torch.randint(0, 50, (1000,), device=DEV),
+            torch.randperm(100, device=DEV), torch.empty(1000, device=DEV).bernoulli_(0.3),
+            torch.nn.functional.dropout(torch.ones(1000, device=DEV), 0.5),
+            torch.multinomial(torch.ones(20, device=DEV), 10)]
+
+
+def test_manual_seed_and_rng_state_reproduce():
+    torch.npu.manual_seed(123)
+    a = [t.cpu() for t in draws()]
+    torch.npu.manual_seed(123)
+    b = [t.cpu() for t in draws()]
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    state = torch.npu.get_rng_state()
+    c = [t.cpu() for t in draws()]
+    d = [t.cpu() for t in draws()]
+    torch.npu.set_rng_state(state)
+    e = [t.cpu() for t in draws()]
+    for x, y, z in zip(c, d, e):
+        assert torch.equal(x, z)
+        assert not torch.equal(x, y) or x.numel() < 2 or x.dtype == torch.bool
+    torch.npu.manual_seed(124)
+    assert not torch.equal(torch.rand(100, device=DEV).cpu(), a[0][:100])
+
+
+def test_explicit_generator():
+    g = torch.Generator(device=DEV)
+    g.manual_seed(7)
+    x = torch.randn(500, device=DEV, generator=g).cpu()
+    default_before = torch.npu.get_rng_state()
+    g.manual_seed(7)
+    y = torch.randn(500, device=DEV, generator=g).cpu()
+    assert torch.equal(x, y)
+    assert torch.equal(torch.npu.get_rng_state(), default_before)  # the default generator was not used
+    g.manual_seed(7)
+    s = g.get_state()
+    u1 = torch.empty(100, device=DEV).uniform_(generator=g).cpu()
+    g.set_state(s)
+    u2 = torch.empty(100, device=DEV).uniform_(generator=g).cpu()
+    assert torch.equal(u1, u2)
+    p = torch.multinomial(torch.ones(10, device=DEV), 10, generator=g).cpu()
+    assert sorted(p.tolist()) == list(range(10))
+    perm = torch.randperm(50, device=DEV, generator=g).cpu()
+    assert sorted(perm.tolist()) == list(range(50))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_uniform_normal_exponential_statistics(dtype):
+    n = 200_000
+    u = torch.empty(n, device=DEV, dtype=dtype).uniform_(-2, 3).cpu().double()
+    assert u.min() >= -2 and u.max() < 3
+    assert abs(u.mean() - 0.5) < 0.05 and abs(u.var() - 25 / 12) < 0.1
+    z = torch.empty(n, device=DEV, dtype=dtype).normal_(1.5, 2.0).cpu().double()
+    assert abs(z.mean() - 1.5) < 0.05 and abs(z.std() - 2.0) < 0.05
+    assert abs(((z - 1.5).abs() < 2.0).double().mean() - 0.6827) < 0.01  # within one sigma
+    e = torch.empty(n, device=DEV, dtype=dtype).exponential_(4.0).cpu().double()
+    assert e.min() >= 0 and abs(e.mean() - 0.25) < 0.01
+    r = torch.rand(n, device=DEV, dtype=dtype).cpu().double()
+    assert r.min() >= 0 and r.max() < 1
+    assert_native("aten::uniform_", "aten::normal_", "aten::exponential_")
+
+
+def test_normal_tensor_variants():
+    mean = torch.linspace(-5, 5, 11, device=DEV).repeat(20000)
+    std = torch.full_like(mean, 0.5)
+    for z in [torch.normal(mean, std), torch.normal(mean, 0.5), torch.normal(0.0, std) + mean]:
+        dev = (z - mean).cpu().view(-1, 11)
+        assert dev.mean().abs() < 0.01 and abs(dev.std() - 0.5) < 0.01
+    out = torch.empty(0, device=DEV)
+    torch.normal(mean[:5], std[:5], out=out)
+    assert out.shape == (5,)
+    with pytest.raises(RuntimeError):
+        torch.empty(3, device=DEV).normal_(0, -1)
+    assert_native("aten::normal.Tensor_Tensor", "aten::normal.Tensor_float", "aten::normal.float_Tensor")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.uint8, torch.bool])
+def test_random_and_bernoulli(dtype):
+    n = 100_000
+    if dtype != torch.bool:
+        r = torch.empty(n, device=DEV, dtype=dtype).random_(3, 10).cpu()
+        assert set(r.unique().tolist()) == set(range(3, 10))
+        r = torch.empty(n, device=DEV, dtype=dtype).random_(5).cpu()
+        assert set(r.unique().tolist()) == set(range(5))
+        counts = torch.bincount(r.long(), minlength=5).double() / n
+        assert (counts - 0.2).abs().max() < 0.01
+    r = torch.empty(n, device=DEV, dtype=dtype).random_().cpu()
+    assert r.double().min() >= 0
+    b = torch.empty(n, device=DEV, dtype=dtype).bernoulli_(0.25).cpu().double()
+    assert set(b.unique().tolist()) <= {0.0, 1.0} and abs(b.mean() - 0.25) < 0.01
+    p = torch.rand(n, device=DEV)
+    bt = torch.empty(n, device=DEV, dtype=dtype).bernoulli_(p).cpu().double()
+    pc = p.cpu().double()
+    assert abs(bt.mean() - pc.mean()) < 0.01
+    assert abs((bt * pc).mean() - (pc * pc).mean()) < 0.01  # follows each element's p
+    bf = torch.bernoulli(torch.full((n,), 0.8, device=DEV)).cpu()
+    assert abs(bf.mean() - 0.8) < 0.01
+    assert_native("aten::random_.from", "aten::random_.to", "aten::random_", "aten::bernoulli_.float",
+                  "aten::bernoulli_.Tensor", "aten::bernoulli")
+
+
+def test_bernoulli_rejects_bad_p():
+    with pytest.raises(RuntimeError):
+        torch.empty(3, device=DEV).bernoulli_(1.5)
+    with pytest.raises(RuntimeError, match="bernoulli"):
+        torch.empty(3, device=DEV).bernoulli_(torch.full((3,), 2.0, device=DEV))
+        torch.npu.synchronize()
+
+
+def test_multinomial_randperm():
+    probs = torch.tensor([[0.1, 0.0, 0.6, 0.3], [1.0, 1.0, 1.0, 1.0]], device=DEV)
+    s = torch.multinomial(probs, 40_000, replacement=True).cpu()
+    freq = torch.stack([torch.bincount(row, minlength=4) for row in s]).double() / 40_000
+    ref = probs.cpu().double() / probs.cpu().double().sum(1, keepdim=True)
+    assert (freq - ref).abs().max() < 0.015
+    w = torch.multinomial(probs, 3).cpu()
+    assert (w[0] != 1).all() and len(set(w[0].tolist())) == 3 and len(set(w[1].tolist())) == 3
+    first = torch.stack([torch.multinomial(torch.tensor([1.0, 2.0, 7.0], device=DEV), 2) for _ in range(2000)]).cpu()
+    assert abs((first[:, 0] == 2).double().mean() - 0.7) < 0.04
+    with pytest.raises(RuntimeError):
+        torch.multinomial(torch.ones(3, device=DEV), 4)
+    for dtype in [torch.int64, torch.int32, torch.float32]:
+        perm = torch.randperm(1000, device=DEV, dtype=dtype).cpu()
+        assert sorted(perm.long().tolist()) == list(range(1000))
+    first = torch.stack([torch.randperm(4, device=DEV)[0] for _ in range(4000)]).cpu()
+    assert (torch.bincount(first, minlength=4).double() / 4000 - 0.25).abs().max() < 0.04
+    assert_native("aten::multinomial", "aten::randperm.generator_out")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_dropout_scaling_and_mask(dtype):
+    p = 0.3
+    x = torch.randn(50_000, device=DEV, dtype=dtype).abs() + 0.5
+    x.requires_grad_()
+    y = torch.nn.functional.dropout(x, p, training=True)
+    kept = y.detach().cpu() != 0
+    assert abs(kept.double().mean() - (1 - p)) < 0.01
+    torch.testing.assert_close(y.detach().cpu()[kept], (x.detach().cpu()[kept].float() / (1 - p)).to(dtype),
+                               rtol=1e-2, atol=1e-2)
+    g = torch.randn(50_000, device=DEV, dtype=dtype)
+    (gx,) = torch.autograd.grad(y, x, g)
+    gx = gx.cpu()
+    assert (gx[~kept] == 0).all()  # the backward uses the forward's mask
+    torch.testing.assert_close(gx[kept], (g.cpu()[kept].float() / (1 - p)).to(dtype), rtol=1e-2, atol=1e-2)
+    assert torch.equal(torch.nn.functional.dropout(x, p, training=False).detach().cpu(), x.detach().cpu())
+    assert (torch.nn.functional.dropout(x, 1.0).detach().cpu() == 0).all()
+    out, mask = torch.native_dropout(x.detach(), p, True)
+    assert mask.dtype == torch.bool and torch.equal((out.cpu() != 0), mask.cpu())
+    assert_native("aten::native_dropout", "aten::native_dropout_backward")
+
+
+def test_empty_random_tensors():
+    for t in [torch.rand(0, device=DEV), torch.randn(0, 3, device=DEV), torch.randint(0, 3, (0,), device=DEV),
+              torch.randperm(0, device=DEV), torch.nn.functional.dropout(torch.ones(0, device=DEV), 0.5)]:
+        assert t.numel() == 0
+    assert torch.rand(3, 4, device=DEV).t().contiguous().shape == (4, 3)
+    x = torch.zeros(4, 6, device=DEV)[:, ::2]
+    x.uniform_(1, 2)
+    assert x.cpu().min() >= 1 and torch.equal(torch.zeros(4, 6, device=DEV)[:, 1::2].cpu(), torch.zeros(4, 3))

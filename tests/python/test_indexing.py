@@ -1,0 +1,299 @@
+"""Native npu indexing and shape ops against CPU PyTorch: values for every dtype, autograd, strided inputs,
+negative dims, empty tensors, device-checked indices and CPU indices with npu tensors."""
+import pytest
+import torch
+
+import torch_npu_sim
+
+DEV = "npu"
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.uint8,
+          torch.bool]
+
+
+def make(shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=g).to(dtype)
+    return torch.randint(0, 100, shape, generator=g).to(dtype)
+
+
+def same(npu_tensor, cpu_tensor):
+    got = npu_tensor.cpu()
+    assert got.dtype == cpu_tensor.dtype and got.shape == cpu_tensor.shape
+    if cpu_tensor.is_floating_point():
+        torch.testing.assert_close(got, cpu_tensor, equal_nan=True, rtol=1e-2, atol=1e-2)
+    else:
+        assert torch.equal(got, cpu_tensor)
+
+
+@pytest.fixture(autouse=True)
+def _no_fallback():
+    torch_npu_sim.reset_fallback_ops()
+    yield
+
+
+def assert_native(*ops):
+    fell = torch_npu_sim.fallback_ops()
+    assert not [op for op in ops if op in fell], fell
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_index_select_gather_scatter_all_dtypes(dtype):
+    x = make((6, 5), dtype)
+    xn = x.to(DEV)
+    idx = torch.tensor([4, 0, 4, 2])
+    same(xn.index_select(0, idx.to(DEV)), x.index_select(0, idx))
+    same(xn.index_select(-1, idx.to(DEV)), x.index_select(-1, idx))
+    g = torch.randint(0, 5, (6, 3))
+    same(xn.gather(1, g.to(DEV)), x.gather(1, g))
+    src = make((6, 3), dtype, seed=1)
+    same(xn.scatter(1, g.to(DEV), src.to(DEV)), x.scatter(1, g, src))
+    same(xn.scatter(-1, g.to(DEV), 1), x.scatter(-1, g, 1))
+    perm = torch.stack([torch.randperm(5)[:3] for _ in range(6)])  # unique per row: scatter_add is exact
+    same(xn.scatter_add(1, perm.to(DEV), src.to(DEV)), x.scatter_add(1, perm, src))
+    same(xn.index_add(0, torch.tensor([5, 1]).to(DEV), xn[:2]), x.index_add(0, torch.tensor([5, 1]), x[:2]))
+    same(torch.cat([xn, xn[:2]], 0), torch.cat([x, x[:2]], 0))
+    same(xn.flip(0, -1), x.flip(0, -1))
+    same(xn.roll(2, 1), x.roll(2, 1))
+    same(xn.tril(-1), x.tril(-1))
+    same(xn.triu(2), x.triu(2))
+    mask = make((6, 5), torch.bool, seed=3)
+    same(xn.masked_fill(mask.to(DEV), 1), x.masked_fill(mask, 1))
+    same(xn.masked_select(mask.to(DEV)), x.masked_select(mask))
+    same(xn.nonzero(), x.nonzero())
+    same(xn[idx.to(DEV)], x[idx])
+    same(xn[mask.to(DEV)], x[mask])
+    y, yn = x.clone(), xn.clone()
+    y[idx[:2], 1:3] = x[0, 0]
+    yn[idx[:2].to(DEV), 1:3] = xn[0, 0]
+    same(yn, y)
+    assert_native("aten::index_select", "aten::gather", "aten::scatter.src", "aten::scatter.value",
+                  "aten::scatter_add", "aten::index_add", "aten::cat", "aten::flip", "aten::roll", "aten::tril",
+                  "aten::triu", "aten::masked_fill_.Scalar", "aten::masked_select", "aten::nonzero",
+                  "aten::index.Tensor", "aten::_index_put_impl_")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32])
+def test_sort_topk(dtype):
+    x = make((7, 33), dtype)
+    if dtype.is_floating_point:
+        x[0, 3] = float("nan")
+    xn = x.to(DEV)
+    for dim in (0, -1):
+        for desc in (False, True):
+            v, i = xn.sort(dim=dim, descending=desc, stable=True)
+            cv, ci = x.sort(dim=dim, descending=desc, stable=True)
+            same(v, cv)
+            same(i, ci)
+    same(xn.argsort(dim=-1, stable=True), x.argsort(dim=-1, stable=True))
+    v, i = xn.topk(4, 1)
+    cv, _ = x.topk(4, 1)
+    same(v, cv)
+    same(xn.gather(1, i), cv)
+    v, _ = xn.topk(3, 0, largest=False)
+    same(v, x.topk(3, 0, largest=False)[0])
+    assert_native("aten::sort.stable", "aten::topk")
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16])
+def test_scatter_reduce(reduce, include_self, dtype):
+    x = make((4, 6), dtype)
+    src = make((4, 5), dtype, seed=2)
+    if dtype == torch.bfloat16 and reduce == "prod":
+        src = torch.ones_like(src) * 2  # products of random bf16 lose too much precision
+    idx = torch.randint(0, 6, (4, 5))
+    got = x.to(DEV).scatter_reduce(1, idx.to(DEV), src.to(DEV), reduce, include_self=include_self)
+    same(got, x.scatter_reduce(1, idx, src, reduce, include_self=include_self))
+    got = x.to(DEV).scatter(1, idx.to(DEV), src.to(DEV), reduce="add")
+    same(got, x.scatter(1, idx, src, reduce="add"))
+    assert_native("aten::scatter_reduce.two", "aten::scatter.reduce")
+
+
+def test_advanced_indexing_forms():
+    x = make((4, 5, 6), torch.float32)
+    xn = x.to(DEV)
+    i = torch.tensor([[0, 3], [2, -1]])
+    j = torch.tensor([1, 4])
+    for key in [(i,), (slice(None), j), (i, j), (i, slice(None), j), (Ellipsis, j), (slice(1, 3), j, j),
+                (x[:, :, 0] > 0,), (torch.tensor(2), j)]:
+            kn = tuple(k.to(DEV) if isinstance(k, torch.Tensor) else k for k in key)
+            same(xn[kn], x[key])
+    # CPU indices with an npu tensor (as CUDA accepts)
+    same(xn[i], x[i])
+    same(xn[:, j], x[:, j])
+    y, yn = x.clone(), xn.clone()
+    y[i, j] = 7.0
+    yn[i, j] = 7.0
+    same(yn, y)
+    # accumulate with duplicates
+    dup = torch.tensor([0, 0, 3, 0])
+    vals = make((4, 5, 6), torch.float32, seed=5)
+    y, yn = x.clone(), xn.clone()
+    y.index_put_((dup,), vals, accumulate=True)
+    yn.index_put_((dup.to(DEV),), vals.to(DEV), accumulate=True)
+    same(yn, y)
+    assert_native("aten::index.Tensor", "aten::_index_put_impl_")
+
+
+def test_noncontiguous_and_empty():
+    x = make((8, 6), torch.float32)
+    xt = x.t()  # non-contiguous
+    xn = x.to(DEV).t()
+    idx = torch.tensor([5, 0, 1])
+    same(xn.index_select(1, idx.to(DEV)), xt.index_select(1, idx))
+    g = torch.randint(0, 8, (6, 4))
+    same(xn.gather(1, g.to(DEV)), xt.gather(1, g))
+    same(xn[::2].flip(1), xt[::2].flip(1))
+    same(torch.cat([xn, xn[:, ::2]], 1), torch.cat([xt, xt[:, ::2]], 1))
+    same(xn.tril(), xt.tril())
+    same(xn.sort(0)[0], xt.sort(0)[0])
+    out = torch.empty(3, 8, device=DEV)[:, ::2]
+    same(torch.index_select(xn, 1, idx[:1].to(DEV), out=torch.empty(0, device=DEV)), xt.index_select(1, idx[:1]))
+    del out
+    e = torch.empty(0, 6)
+    same(e.to(DEV).index_select(0, torch.empty(0, dtype=torch.long, device=DEV)), e.index_select(0, torch.empty(0, dtype=torch.long)))
+    same(x.to(DEV).index_select(0, torch.empty(0, dtype=torch.long, device=DEV)), x.index_select(0, torch.empty(0, dtype=torch.long)))
+    same(torch.cat([e.to(DEV), x.to(DEV)]), torch.cat([e, x]))
+    same(e.to(DEV).nonzero(), e.nonzero())
+    same(e.to(DEV).sort(1)[0], e.sort(1)[0])
+    same(e.to(DEV)[torch.tensor([], dtype=torch.long)], e[torch.tensor([], dtype=torch.long)])
+    s = torch.tensor(3.0)
+    same(s.to(DEV).gather(0, torch.tensor(0, device=DEV)), s.gather(0, torch.tensor(0)))
+
+
+def test_autograd():
+    x = make((5, 4), torch.float64).requires_grad_()
+    xn = x.detach().to(DEV).requires_grad_()
+    idx = torch.tensor([1, 1, 4])
+    g = torch.tensor([[0, 3], [1, 1], [2, 0], [3, 3], [0, 0]])
+    mask = x.detach() > 0
+
+    def f(t, dev):
+        i, gg, m = idx.to(dev), g.to(dev), mask.to(dev)
+        parts = [
+            t.index_select(0, i).sum(0),
+            t.gather(1, gg).sum(0).repeat(2),
+            t.scatter(1, gg, t[:, :2] * 2).sum(0),
+            torch.cat([t, t * 3], 1).sum(0)[:4],
+            t[i, 1:3].sum(0).repeat(2),
+            t.index_put((i,), t[:3] * 0.5).sum(0),
+            t.masked_fill(m, 0.5).sum(0),
+            t.flip(0).roll(1, 1).tril().sum(0),
+            t.sort(1)[0].sum(0),
+            t.topk(2, 0)[0].sum(0),
+        ]
+        w = torch.arange(1.0, 1 + 4 * len(parts), dtype=torch.float64, device=dev).view(len(parts), 4)
+        return (torch.stack(parts) * w)
+
+    out_c = f(x, "cpu")
+    out_n = f(xn, DEV)
+    same(out_n.detach(), out_c.detach())
+    grad = torch.ones_like(out_c)
+    (gc,) = torch.autograd.grad(out_c, x, grad)
+    (gn,) = torch.autograd.grad(out_n, xn, grad.to(DEV))
+    same(gn, gc)
+
+
+def test_embedding_padding_idx_backward():
+    emb = torch.nn.Embedding(10, 3, padding_idx=2)
+    embn = torch.nn.Embedding(10, 3, padding_idx=2).to(DEV)
+    with torch.no_grad():
+        embn.weight.copy_(emb.weight)
+    ids = torch.tensor([[2, 5, 5], [9, 2, 0]])
+    out_c = emb(ids)
+    out_n = embn(ids.to(DEV))
+    same(out_n.detach(), out_c.detach())
+    (out_c * 3).sum().backward()
+    (out_n * 3).sum().backward()
+    same(embn.weight.grad, emb.weight.grad)
+    assert float(embn.weight.grad.cpu()[2].abs().sum()) == 0.0
+    assert_native("aten::embedding_dense_backward", "aten::index_select")
+
+
+def test_composites_stay_native():
+    x = make((4, 5), torch.float32)
+    xn = x.to(DEV)
+    g = torch.randint(0, 5, (4, 2))
+    same(torch.stack([xn, xn], -1), torch.stack([x, x], -1))
+    same(torch.take_along_dim(xn, g.to(DEV), 1), torch.take_along_dim(x, g, 1))
+    same(xn.repeat(2, 1, 3), x.repeat(2, 1, 3))
+    same(torch.nn.functional.one_hot(g.flatten().to(DEV), 6), torch.nn.functional.one_hot(g.flatten(), 6))
+    same(torch.nn.functional.pad(xn, (1, 2, 0, 1), value=3.0), torch.nn.functional.pad(x, (1, 2, 0, 1), value=3.0))
+    assert_native("aten::cat", "aten::gather", "aten::constant_pad_nd", "aten::repeat", "aten::scatter.value")
+
+
+@pytest.mark.parametrize("call, op", [
+    (lambda x: x.index_select(0, torch.tensor([1, 7], device=DEV)), "index_select"),
+    (lambda x: x.gather(1, torch.tensor([[0], [9], [0], [0], [0]], device=DEV)), "gather"),
+    (lambda x: x.scatter_add(0, torch.tensor([[5, 0, 0]], device=DEV), x[:1]), "scatter_add"),
+    (lambda x: x[torch.tensor([0, 5], device=DEV)], "index"),
+    (lambda x: x.index_put_((torch.tensor([-6], device=DEV),), torch.tensor(1.0, device=DEV)), "index_put_"),
+    (lambda x: x.index_add_(0, torch.tensor([5], device=DEV), x[:1].clone()), "index_add"),
+])
+def test_out_of_range_index_raises_at_sync(call, op):
+    x = torch.zeros(5, 3, device=DEV)
+    with pytest.raises(RuntimeError, match=op):
+        call(x)
+        torch.npu.synchronize()
+    # the device stays usable
+    assert float(torch.ones(2, device=DEV).cpu().sum()) == 2.0
+
+
+def test_out_of_range_message_names_index_and_size():
+    x = torch.zeros(5, device=DEV)
+    with pytest.raises(RuntimeError, match=r"index_select\(\): index 7 is out of bounds for dimension 0 with size 5"):
+        x.index_select(0, torch.tensor([7], device=DEV)).cpu()
+
+
+def test_host_side_errors_match_cpu():
+    x = torch.zeros(5, 3, device=DEV)
+    with pytest.raises(IndexError):
+        x[torch.tensor([0]), torch.tensor([0]), torch.tensor([0])]
+    with pytest.raises(RuntimeError):
+        x.gather(1, torch.zeros(5, 3, 2, dtype=torch.long, device=DEV))  # index must have self's rank
+    with pytest.raises(RuntimeError):
+        x.scatter_(0, torch.zeros(2, 3, dtype=torch.long, device=DEV), torch.zeros(2, 3, dtype=torch.float64, device=DEV))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.float32, torch.float16, torch.bool])
+def test_unique(dtype):
+    x = make((4, 7), dtype) if dtype == torch.bool else (make((4, 7), torch.float32) * 3).round().to(dtype)
+    xn = x.to(DEV)
+    for kw in [{}, dict(return_inverse=True), dict(return_counts=True), dict(return_inverse=True, return_counts=True)]:
+        got = torch.unique(xn, **kw)
+        ref = torch.unique(x, **kw)
+        got, ref = (got, ref) if isinstance(ref, tuple) else ((got,), (ref,))
+        for a, b in zip(got, ref):
+            same(a, b)
+    same(torch.unique(xn[:0]), torch.unique(x[:0]))
+    assert_native("aten::_unique2")
+
+
+def test_bincount_searchsorted_bucketize():
+    i = torch.tensor([0, 3, 3, 1, 7])
+    w = torch.rand(5)
+    same(torch.bincount(i.to(DEV)), torch.bincount(i))
+    same(torch.bincount(i.to(DEV), minlength=12), torch.bincount(i, minlength=12))
+    same(torch.bincount(i.to(DEV), w.to(DEV)), torch.bincount(i, w))
+    same(torch.bincount(i.to(DEV), w.double().to(DEV)), torch.bincount(i, w.double()))
+    same(torch.bincount(i[:0].to(DEV)), torch.bincount(i[:0]))
+    with pytest.raises(RuntimeError, match="bincount"):
+        torch.bincount(torch.tensor([1, -1], device=DEV))
+        torch.npu.synchronize()
+    bd = torch.sort(torch.randn(3, 6))[0]
+    v = torch.randn(3, 4)
+    v[0, 0] = bd[0, 2]  # ties: left/right differ
+    for right in (False, True):
+        same(torch.searchsorted(bd.to(DEV), v.to(DEV), right=right), torch.searchsorted(bd, v, right=right))
+        same(torch.searchsorted(bd[0].to(DEV), v.to(DEV), side="right" if right else "left", out_int32=True),
+             torch.searchsorted(bd[0], v, side="right" if right else "left", out_int32=True))
+        same(torch.bucketize(v.to(DEV), bd[0].to(DEV), right=right), torch.bucketize(v, bd[0], right=right))
+    s = torch.randn(6)
+    so = s.argsort()
+    same(torch.searchsorted(s.to(DEV), v.to(DEV), sorter=so.to(DEV)), torch.searchsorted(s, v, sorter=so))
+    same(torch.searchsorted(bd[0].to(DEV), 0.1), torch.searchsorted(bd[0], 0.1))
+    assert_native("aten::bincount", "aten::searchsorted.Tensor", "aten::searchsorted.Scalar", "aten::bucketize.Tensor")
