@@ -240,6 +240,23 @@ T isnan(const T& self) {
   return out;
 }
 
+T& where_out(const T& cond, const T& self, const T& other, T& out) {
+  const T r = where(cond, self, other);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+// isposinf / isneginf: a bool predicate over the input's own dtype (integers are never infinite).
+T& inf_predicate_out(UnaryOp op, const T& self, T& out) {
+  TORCH_CHECK(out.scalar_type() == at::kBool, npu_kernels::op_name(op), " does not support non-boolean outputs.");
+  at::native::resize_output(out, self.sizes());
+  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
+  run_pointwise(iter, npu_kernels::op_name(op), true,
+                [op](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::unary(s, op, e, {}); },
+                self.scalar_type());
+  return out;
+}
+
 T& hardtanh_out(const T& self, const S& lo, const S& hi, T& out) {
   auto iter = at::TensorIterator::unary_op(out, self);
   unary_kernel(UnaryOp::kHardtanh, with_ab(lo, hi))(iter);
@@ -313,6 +330,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("logical_xor.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalXor, a, b, out); });
   m.impl("logical_not.out", logical_not_out);
   m.impl("where.self", where);
+  m.impl("where.self_out", where_out);
+  m.impl("isposinf.out", [](const T& self, T& out) -> T& { return inf_predicate_out(UnaryOp::kIsposinf, self, out); });
+  m.impl("isneginf.out", [](const T& self, T& out) -> T& { return inf_predicate_out(UnaryOp::kIsneginf, self, out); });
   m.impl("isnan", isnan);
   m.impl("clamp.Tensor", clamp_tensor);
   m.impl("clamp.Tensor_out", [](const T& self, const std::optional<T>& lo, const std::optional<T>& hi, T& out) -> T& {
