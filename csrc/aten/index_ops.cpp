@@ -11,6 +11,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
+#include <ATen/ops/index_copy_meta.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/nonzero_native.h>
 #include <ATen/ops/scatter_add_meta.h>
@@ -296,6 +297,117 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
       out, self, dim, index, source, alpha);
 }
 
+// index_fill_ / index_copy: scatter mode with the 1-D index broadcast over self's other dims.
+void index_fill_copy(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                     const at::Tensor* source, const c10::Scalar* value, const char* op) {
+  c10::DeviceGuard guard(out.device());
+  if (!out.is_same(self)) out.copy_(self);
+  if (index.numel() == 0 || out.numel() == 0) return;
+  const auto ix = long_index(index, out.device());
+  const auto o1 = as_1d(out);
+  std::vector<int64_t> sizes(o1.sizes().begin(), o1.sizes().end());
+  sizes[dim] = ix.numel();
+  npu_kernels::IndexAlongDim a;
+  a.op = op;
+  a.dim = static_cast<int>(dim);
+  a.scatter = true;
+  a.dst = restrided(o1, sizes, dim, op);
+  a.index = index_along(ix, sizes, dim, op);
+  a.dim_size = o1.size(dim);
+  a.dim_stride = o1.stride(dim);
+  at::Tensor src;
+  if (source != nullptr) {
+    src = as_1d(source->to(out.scalar_type()));
+    a.src = tensor_desc(src, op);
+  } else {
+    a.wrap_negative = true;
+    a.src_scalar = true;
+    a.value = scalar_value(*value);
+    a.src = a.index;
+  }
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
+}
+
+at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong, "index_fill_(): Expected a long tensor for index, but got ",
+                    index.scalar_type());
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  index_fill_copy(self, self, dim, index, nullptr, &value, "index_fill_");
+  return self;
+}
+at::Tensor& index_fill_tensor(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  return index_fill_scalar(self, dim, index, value.item());
+}
+
+#define NPU_INDEX_COPY_KERNEL                                                                            \
+  [&](auto& op) {                                                                                        \
+    index_fill_copy(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, &source, nullptr, \
+                    "index_copy_");                                                                      \
+  }
+at::Tensor index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return structured_functional<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, self, dim, index, source);
+}
+at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return structured_inplace<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, self, dim, index, source);
+}
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                           at::Tensor& out) {
+  return structured_out<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, out, self, dim, index, source);
+}
+#undef NPU_INDEX_COPY_KERNEL
+
+// take / put_: the flattened tensor indexed along its only dim (negative indices count from the end).
+at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "take(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty(index.sizes(), self.options());
+  if (out.numel() == 0) return out;
+  TORCH_CHECK_INDEX(self.numel() > 0, "take(): tried to take from an empty tensor");
+  const at::Tensor flat = self.reshape({-1});
+  const at::Tensor ix = long_index(index, self.device()).reshape({-1});
+  npu_kernels::IndexAlongDim a;
+  a.op = "take";
+  a.wrap_negative = true;
+  a.dst = tensor_desc(out.view({-1}), a.op);
+  a.src = restrided(flat, {ix.numel()}, 0, a.op);
+  a.index = tensor_desc(ix, a.op);
+  a.dim_size = flat.numel();
+  a.dim_stride = flat.stride(0);
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(self), a));
+  return out;
+}
+
+at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "put_(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "put_(): self and source expected to have the same dtype");
+  TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the same number of elements");
+  c10::DeviceGuard guard(self.device());
+  if (index.numel() == 0) return self;
+  TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
+  at::Tensor target = self.is_contiguous() ? self : self.contiguous();
+  const at::Tensor flat = target.view({-1});
+  const at::Tensor ix = long_index(index, self.device()).reshape({-1});
+  const at::Tensor src = source.to(self.device()).reshape({-1});
+  npu_kernels::IndexAlongDim a;
+  a.op = "put_";
+  a.scatter = true;
+  a.wrap_negative = true;
+  a.reduce = accumulate ? IndexReduce::kAdd : IndexReduce::kAssign;
+  a.dst = restrided(flat, {ix.numel()}, 0, a.op);
+  a.src = tensor_desc(src, a.op);
+  a.index = tensor_desc(ix, a.op);
+  a.dim_size = flat.numel();
+  a.dim_stride = 1;
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(self), a));
+  if (!target.is_same(self)) self.copy_(target);
+  return self;
+}
+
 // ---- advanced indexing -----------------------------------------------------------------------------
 
 // What CPU/CUDA's AdvancedIndex holds: the restrided self and the broadcast int64 indices, all with the
@@ -538,6 +650,30 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, int64_t k, int64
   return {values, indices};
 }
 
+// kthvalue: the k-th smallest of each line, from the stable sort.
+std::tuple<at::Tensor&, at::Tensor&> kthvalue_values(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
+                                                     at::Tensor& values, at::Tensor& indices) {
+  dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+  const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
+  TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
+  at::Tensor v = at::empty({0}, self.options());
+  at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
+  topk_values(self, k, dim, /*largest=*/false, true, v, i);
+  at::Tensor kv = as_1d(v).narrow(dim, k - 1, 1), ki = as_1d(i).narrow(dim, k - 1, 1);
+  if (self.dim() == 0) {
+    kv = kv.view({});
+    ki = ki.view({});
+  } else if (!keepdim) {
+    kv = kv.squeeze(dim);
+    ki = ki.squeeze(dim);
+  }
+  at::native::resize_output(values, kv.sizes());
+  at::native::resize_output(indices, ki.sizes());
+  values.copy_(kv);
+  indices.copy_(ki);
+  return {values, indices};
+}
+
 // ---- embedding -------------------------------------------------------------------------------------
 
 at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights,
@@ -709,6 +845,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("topk", topk);
   m.impl("topk.values", topk_values);
   m.impl("embedding_dense_backward", embedding_dense_backward);
+  m.impl("index_fill_.int_Scalar", index_fill_scalar);
+  m.impl("index_fill_.int_Tensor", index_fill_tensor);
+  m.impl("index_copy", index_copy);
+  m.impl("index_copy_", index_copy_);
+  m.impl("index_copy.out", index_copy_out);
+  m.impl("take", take);
+  m.impl("put_", put_);
+  m.impl("kthvalue.values", kthvalue_values);
 }
 
 }  // namespace

@@ -107,8 +107,9 @@ void gather_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   const int64_t* idx = static_cast<const int64_t*>(a.index.data);
   StridedWalker wd(a.dst, b), ws(a.src, b), wi(a.index, b);
   for (int64_t i = b; i < e; ++i, wd.next(), ws.next(), wi.next()) {
-    const int64_t k = idx[wi.offset()];
-    if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, k, a.dim, a.dim_size);
+    int64_t k = idx[wi.offset()];
+    if (k < 0 && a.wrap_negative && k >= -a.dim_size) k += a.dim_size;
+    if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, idx[wi.offset()], a.dim, a.dim_size);
     dst[wd.offset()] = src[ws.offset() + k * a.dim_stride];
   }
 }
@@ -129,8 +130,9 @@ void scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   for (int64_t o = b; o < e; ++o, wd.next(), ws.next(), wi.next()) {
     const int64_t base_d = wd.offset();
     for (int64_t j = 0; j < len; ++j) {
-      const int64_t k = idx[wi.offset() + j * a.index.strides[d]];
-      if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, k, a.dim, a.dim_size);
+      int64_t k = idx[wi.offset() + j * a.index.strides[d]];
+      if (k < 0 && a.wrap_negative && k >= -a.dim_size) k += a.dim_size;
+      if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, idx[wi.offset() + j * a.index.strides[d]], a.dim, a.dim_size);
       const T v = a.src_scalar ? value : src[ws.offset() + j * a.src.strides[d]];
       T& slot = dst[base_d + k * a.dim_stride];
       if (a.reduce == IndexReduce::kAssign) {

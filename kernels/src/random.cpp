@@ -50,6 +50,16 @@ T draw(const RandomArgs& a, const std::array<uint32_t, 4>& w) {
     case RandomKind::kExponential: {
       return convert<T>(-std::log(u01_open0(w[0], w[1])) / a.a);
     }
+    case RandomKind::kLogNormal: {
+      const double r = std::sqrt(-2.0 * std::log(u01_open0(w[0], w[1])));
+      return convert<T>(std::exp(a.a + a.b * r * std::cos(kTwoPi * u01(w[2], w[3]))));
+    }
+    case RandomKind::kGeometric: {
+      return convert<T>(std::ceil(std::log(u01_open0(w[0], w[1])) / std::log1p(-a.a)));
+    }
+    case RandomKind::kCauchy: {
+      return convert<T>(a.a + a.b * std::tan(kTwoPi / 2 * (u01(w[0], w[1]) - 0.5)));
+    }
   }
   return T{};
 }

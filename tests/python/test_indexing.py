@@ -297,3 +297,35 @@ def test_bincount_searchsorted_bucketize():
     same(torch.searchsorted(s.to(DEV), v.to(DEV), sorter=so.to(DEV)), torch.searchsorted(s, v, sorter=so))
     same(torch.searchsorted(bd[0].to(DEV), 0.1), torch.searchsorted(bd[0], 0.1))
     assert_native("aten::bincount", "aten::searchsorted.Tensor", "aten::searchsorted.Scalar", "aten::bucketize.Tensor")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+def test_index_fill_copy_take_put_kthvalue(dtype):
+    x = make((5, 4), dtype)
+    xn = x.to(DEV)
+    idx = torch.tensor([3, -1, 0])
+    same(xn.index_fill(0, idx.to(DEV), 1), x.index_fill(0, idx, 1))
+    same(xn.index_fill(-1, idx[:2].to(DEV), torch.tensor(0, dtype=dtype)), x.index_fill(-1, idx[:2], torch.tensor(0, dtype=dtype)))
+    ci = torch.tensor([4, 1])
+    src = make((2, 4), dtype, seed=4)
+    same(xn.index_copy(0, ci.to(DEV), src.to(DEV)), x.index_copy(0, ci, src))
+    same(xn.t().index_copy(1, ci.to(DEV), src.t().to(DEV)), x.t().index_copy(1, ci, src.t()))
+    ti = torch.tensor([[0, 19], [-1, 7]])
+    same(xn.take(ti.to(DEV)), x.take(ti))
+    same(xn.t().take(ti.to(DEV)), x.t().take(ti))
+    pv = make((4,), dtype, seed=6)
+    pi = torch.tensor([0, 3, -2, 3])
+    if dtype != torch.bool:
+        same(xn.clone().put_(pi.to(DEV), pv.to(DEV), accumulate=True), x.clone().put_(pi, pv, accumulate=True))
+    same(xn.t().clone().put_(pi[:3].to(DEV), pv[:3].to(DEV)), x.t().clone().put_(pi[:3], pv[:3]))
+    if dtype != torch.bool:
+        v, i = xn.kthvalue(2, 0)
+        cv, _ = x.kthvalue(2, 0)
+        same(v, cv)
+        same(xn.gather(0, i.unsqueeze(0)).squeeze(0), cv)
+        same(xn.kthvalue(3, -1, keepdim=True)[0], x.kthvalue(3, -1, keepdim=True)[0])
+    with pytest.raises(RuntimeError, match="take"):
+        xn.take(torch.tensor([20], device=DEV))
+        torch.npu.synchronize()
+    assert_native("aten::index_fill_.int_Scalar", "aten::index_fill_.int_Tensor", "aten::index_copy.out",
+                  "aten::take", "aten::put_", "aten::kthvalue.values")

@@ -32,6 +32,7 @@ struct IndexAlongDim {
   IndexReduce reduce = IndexReduce::kAssign;
   bool include_self = true;
   bool src_scalar = false;
+  bool wrap_negative = false;  // index_fill/take/put_: -size <= idx < 0 counts from the end
   ScalarValue value;
   const char* op = "index";
 };

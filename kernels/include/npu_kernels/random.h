@@ -47,6 +47,9 @@ enum class RandomKind {
   kBernoulli,    // 1 with probability a
   kFromTo,       // integers in [from, from + range) : ifrom, urange
   kExponential,  // rate a
+  kLogNormal,    // exp(normal(a, b))
+  kGeometric,    // trials until the first success, success probability a (values 1, 2, ...)
+  kCauchy,       // median a, scale b
 };
 
 struct RandomArgs {
