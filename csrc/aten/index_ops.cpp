@@ -421,6 +421,9 @@ struct IndexPlan {
 };
 
 IndexPlan plan_index(const at::Tensor& self_in, const c10::List<std::optional<at::Tensor>>& orig, const char* op) {
+  // Reached with a CPU self only when an index is on npu: CUDA refuses that too.
+  TORCH_CHECK_INDEX(is_npu(self_in), "indices should be either on cpu or on the same device as the indexed tensor (",
+                    self_in.device(), ")");
   TORCH_CHECK_INDEX(static_cast<int64_t>(orig.size()) <= self_in.dim(), "too many indices for tensor of dimension ",
                     self_in.dim(), " (got ", orig.size(), ")");
   at::native::checkIndexTensorTypes(orig, /*allow_int=*/true);

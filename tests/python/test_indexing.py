@@ -329,3 +329,31 @@ def test_index_fill_copy_take_put_kthvalue(dtype):
         torch.npu.synchronize()
     assert_native("aten::index_fill_.int_Scalar", "aten::index_fill_.int_Tensor", "aten::index_copy.out",
                   "aten::take", "aten::put_", "aten::kthvalue.values")
+
+
+def test_npu_index_on_cpu_tensor_is_refused_like_cuda():
+    x = torch.zeros(5)
+    with pytest.raises(IndexError, match="same device"):
+        x[torch.tensor([1], device=DEV)]
+
+
+def test_large_multi_block_kernels():
+    # sizes that split over many AI-core blocks; float64/int64 so duplicate accumulation order does not matter
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3000, 700, generator=g, dtype=torch.float64)
+    xn = x.to(DEV)
+    idx = torch.randint(0, 3000, (2500,), generator=g)
+    same(xn.index_select(0, idx.to(DEV)), x.index_select(0, idx))
+    gi = torch.randint(0, 700, (3000, 300), generator=g)
+    same(xn.gather(1, gi.to(DEV)), x.gather(1, gi))
+    src = torch.randint(-5, 5, (3000, 300), generator=g).double()
+    same(xn.scatter_add(1, gi.to(DEV), src.to(DEV)), x.scatter_add(1, gi, src))
+    same(xn.index_add(0, idx.to(DEV), xn[:2500]), x.index_add(0, idx, x[:2500]))
+    ones = torch.ones(2500, 700, dtype=torch.int64)
+    acc = torch.zeros(3000, 700, dtype=torch.int64)
+    accn = acc.to(DEV)
+    acc.index_put_((idx,), ones, accumulate=True)
+    accn.index_put_((idx.to(DEV),), ones.to(DEV), accumulate=True)
+    same(accn, acc)
+    same(xn.sort(dim=0, stable=True)[1], x.sort(dim=0, stable=True)[1])
+    same(xn[xn > 1.0], x[x > 1.0])
