@@ -12,6 +12,7 @@
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
 #include <ATen/ops/index_copy_meta.h>
+#include <ATen/ops/index_reduce_meta.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/nonzero_native.h>
 #include <ATen/ops/scatter_add_meta.h>
@@ -271,6 +272,50 @@ void index_add_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim
   a.dim_stride = o1.stride(dim);
   NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
 }
+
+void index_reduce_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                         const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  c10::DeviceGuard guard(out.device());
+  if (!out.is_same(self)) out.copy_(self);
+  if (index.numel() == 0) return;
+  const auto ix = long_index(index, out.device());
+  const at::Tensor src = source.to(out.scalar_type());
+  const auto s1 = as_1d(src), o1 = as_1d(out);
+  npu_kernels::IndexAlongDim a;
+  a.op = "index_reduce";
+  a.dim = static_cast<int>(dim);
+  a.scatter = true;
+  a.reduce = reduce_of(reduce);
+  a.include_self = include_self;
+  a.dst = restrided(o1, s1.sizes(), dim, a.op);
+  a.src = tensor_desc(s1, a.op);
+  a.index = index_along(ix, s1.sizes(), dim, a.op);
+  a.dim_size = o1.size(dim);
+  a.dim_stride = o1.stride(dim);
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
+}
+
+#define NPU_INDEX_REDUCE_KERNEL                                                                                 \
+  [&](auto& op) {                                                                                               \
+    index_reduce_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, reduce, \
+                        include_self);                                                                          \
+  }
+at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                        c10::string_view reduce, bool include_self) {
+  return structured_functional<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, self, dim, index, source,
+                                                                  reduce, include_self);
+}
+at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          c10::string_view reduce, bool include_self) {
+  return structured_inplace<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, self, dim, index, source,
+                                                                reduce, include_self);
+}
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                             c10::string_view reduce, bool include_self, at::Tensor& out) {
+  return structured_out<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, out, self, dim, index, source,
+                                                           reduce, include_self);
+}
+#undef NPU_INDEX_REDUCE_KERNEL
 
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                      const at::Scalar& alpha) {
@@ -556,6 +601,23 @@ at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const a
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
   return masked_fill_scalar(self, mask, value.item());
+}
+
+at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "masked_scatter_: expected self and source to have same dtypes but got ", self.scalar_type(), " and ",
+              source.scalar_type());
+  c10::DeviceGuard guard(self.device());
+  if (self.numel() == 0) return self;
+  TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_scatter_: mask of shape ", mask.sizes(),
+              " cannot be broadcast to ", self.sizes());
+  const at::Tensor m = mask.to(self.device()).expand(self.sizes());
+  const at::Tensor src = source.to(self.device()).contiguous();
+  NPU_CHECK(npu_kernels::masked_scatter(stream_of(self), tensor_desc(self, "masked_scatter_"),
+                                        tensor_desc(m, "masked_scatter_"), src.const_data_ptr(), src.numel()));
+  return self;
 }
 
 // Reads a device int64 count (syncs: the result's size depends on it, as on CUDA).
@@ -856,6 +918,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("take", take);
   m.impl("put_", put_);
   m.impl("kthvalue.values", kthvalue_values);
+  m.impl("index_reduce", index_reduce);
+  m.impl("index_reduce_", index_reduce_);
+  m.impl("index_reduce.out", index_reduce_out);
+  m.impl("masked_scatter_", masked_scatter_);
 }
 
 }  // namespace

@@ -244,6 +244,27 @@ npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, cons
                       });
 }
 
+npu_sim::Status masked_scatter(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask,
+                               const void* source, int64_t source_numel) {
+  return npu_sim::launch_kernel(stream, "masked_scatter_", 1, [self, mask, source, source_numel](const npu_sim::BlockContext&) {
+    dispatch_dtype(self.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* out = static_cast<T*>(self.data);
+      const T* src = static_cast<const T*>(source);
+      const bool* m = static_cast<const bool*>(mask.data);
+      int64_t j = 0;
+      StridedWalker ws(self, 0), wm(mask, 0);
+      for (int64_t i = 0; i < self.numel(); ++i, ws.next(), wm.next()) {
+        if (!m[wm.offset()]) continue;
+        if (j >= source_numel) {
+          throw npu_sim::KernelError("masked_scatter_(): Number of elements of source < number of ones in mask");
+        }
+        out[ws.offset()] = src[j++];
+      }
+    });
+  });
+}
+
 npu_sim::Status triangle(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& in, int64_t diagonal,
                          bool upper) {
   return parallel_for(stream, upper ? "triu" : "tril", out.numel(), kGrain * 2,

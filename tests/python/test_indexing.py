@@ -357,3 +357,24 @@ def test_large_multi_block_kernels():
     same(accn, acc)
     same(xn.sort(dim=0, stable=True)[1], x.sort(dim=0, stable=True)[1])
     same(xn[xn > 1.0], x[x > 1.0])
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_index_reduce_and_masked_scatter(reduce, include_self, dtype):
+    x = (make((5, 3), torch.float32) * 4).round().to(dtype)
+    src = (make((4, 3), torch.float32, seed=9) * 4).round().to(dtype)
+    idx = torch.tensor([0, 4, 0, -0])
+    same(x.to(DEV).index_reduce(0, idx.to(DEV), src.to(DEV), reduce, include_self=include_self),
+         x.index_reduce(0, idx, src, reduce, include_self=include_self))
+    same(x.t().to(DEV).index_reduce(1, idx.to(DEV), src.t().to(DEV), reduce, include_self=include_self),
+         x.t().index_reduce(1, idx, src.t(), reduce, include_self=include_self))
+    mask = make((5, 3), torch.bool, seed=1)
+    source = (make((20,), torch.float32, seed=2) * 4).round().to(dtype)
+    same(x.to(DEV).masked_scatter(mask.to(DEV), source.to(DEV)), x.masked_scatter(mask, source))
+    same(x.to(DEV).masked_scatter(mask[0].to(DEV), source.to(DEV)), x.masked_scatter(mask[0], source))
+    with pytest.raises(RuntimeError, match="masked_scatter"):
+        x.to(DEV).masked_scatter(torch.ones(5, 3, dtype=torch.bool, device=DEV), source[:3].to(DEV))
+        torch.npu.synchronize()
+    assert_native("aten::index_reduce", "aten::masked_scatter_")
