@@ -38,8 +38,16 @@ T draw(const RandomArgs& a, const std::array<uint32_t, 4>& w) {
       return t;
     }
     case RandomKind::kNormal: {
-      const double r = std::sqrt(-2.0 * std::log(u01_open0(w[0], w[1])));
-      return convert<T>(a.a + a.b * r * std::cos(kTwoPi * u01(w[2], w[3])));
+      if constexpr (std::is_same_v<T, double>) {
+        const double r = std::sqrt(-2.0 * std::log(u01_open0(w[0], w[1])));
+        return convert<T>(a.a + a.b * r * std::cos(kTwoPi * u01(w[2], w[3])));
+      } else {
+        // 24-bit uniforms and float math are exact enough for float/half/bf16 outputs
+        const float u1 = static_cast<float>((w[0] >> 8) + 1) * 0x1.0p-24f;  // (0, 1]
+        const float u2 = static_cast<float>(w[2] >> 8) * 0x1.0p-24f;        // [0, 1)
+        const float r = std::sqrt(-2.0f * std::log(u1));
+        return convert<T>(static_cast<float>(a.a) + static_cast<float>(a.b) * r * std::cos(6.2831853f * u2));
+      }
     }
     case RandomKind::kBernoulli: return convert<T>(u01(w[0], w[1]) < a.a ? 1 : 0);
     case RandomKind::kFromTo: {
@@ -74,6 +82,10 @@ npu_sim::Status random_fill(npu_sim::Stream stream, const TensorDesc& out, const
         throw npu_sim::KernelError("random: complex tensors are not supported on npu");
       } else {
         T* o = static_cast<T*>(out.data);
+        if (out.is_contiguous()) {
+          for (int64_t i = b; i < e; ++i) o[i] = draw<T>(args, philox_draw(s, i));
+          return;
+        }
         StridedWalker w(out, b);
         for (int64_t i = b; i < e; ++i, w.next()) o[w.offset()] = draw<T>(args, philox_draw(s, i));
       }

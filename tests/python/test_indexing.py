@@ -357,6 +357,12 @@ def test_large_multi_block_kernels():
     same(accn, acc)
     same(xn.sort(dim=0, stable=True)[1], x.sort(dim=0, stable=True)[1])
     same(xn[xn > 1.0], x[x > 1.0])
+    # strided operands on the innermost-run path
+    ti = torch.randint(0, 3000, (300, 700), generator=g)
+    same(xn.t().gather(1, ti.to(DEV)), x.t().gather(1, ti))
+    same(xn.t().index_select(1, idx.to(DEV)), x.t().index_select(1, idx))
+    same(xn[::2, ::3].index_select(0, (idx % 1500).to(DEV)), x[::2, ::3].index_select(0, idx % 1500))
+    same(xn.topk(5, 0, largest=False)[1], x.topk(5, 0, largest=False)[1])
 
 
 @pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
