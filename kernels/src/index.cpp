@@ -215,9 +215,58 @@ npu_sim::Status index_along_dim(npu_sim::Stream stream, const IndexAlongDim& a) 
 namespace {
 
 template <typename T>
+void advanced_element(const AdvancedIndexArgs& a, T* data, T* other, int64_t off) {
+  if (!a.put) {
+    *other = data[off];
+  } else if (a.accumulate) {
+    data[off] = combine<T>(IndexReduce::kAdd, data[off], *other);
+  } else {
+    data[off] = *other;
+  }
+}
+
+template <typename T>
 void advanced_range(const AdvancedIndexArgs& a, int64_t b, int64_t e) {
   T* data = static_cast<T*>(a.data.data);
   T* other = static_cast<T*>(a.other.data);
+  const int last = a.other.ndim - 1;
+  const int64_t inner = last >= 0 ? a.other.sizes[last] : 1;
+  if (last >= 1 && inner >= 16) {
+    // Runs along the innermost dim: one walker step per run instead of per element.
+    TensorDesc od = a.data, oo = a.other;
+    TensorDesc oi[kMaxIndices];
+    od.ndim = oo.ndim = last;
+    StridedWalker wd(od, b / inner), wo(oo, b / inner);
+    std::vector<StridedWalker> wi;
+    wi.reserve(a.nindex);
+    for (int k = 0; k < a.nindex; ++k) {
+      oi[k] = a.index[k];
+      oi[k].ndim = last;
+      wi.emplace_back(oi[k], b / inner);
+    }
+    int64_t pos = b;
+    while (pos < e) {
+      const int64_t j0 = pos % inner;
+      const int64_t j1 = std::min<int64_t>(inner, j0 + (e - pos));
+      for (int64_t j = j0; j < j1; ++j) {
+        int64_t off = 0;
+        for (int k = 0; k < a.nindex; ++k) {
+          int64_t v = static_cast<const int64_t*>(a.index[k].data)[wi[k].offset() + j * a.index[k].strides[last]];
+          const int64_t size = a.indexed_sizes[k];
+          if (v < -size || v >= size) out_of_bounds(a.op, v, k, size);
+          if (v < 0) v += size;
+          off += v * a.indexed_strides[k];
+        }
+        advanced_element<T>(a, data, other + wo.offset() + j * a.other.strides[last],
+                            wd.offset() + j * a.data.strides[last] + off);
+      }
+      pos += j1 - j0;
+      wd.next();
+      wo.next();
+      for (auto& w : wi) w.next();
+    }
+    return;
+  }
   StridedWalker wd(a.data, b), wo(a.other, b);
   std::vector<StridedWalker> wi;
   wi.reserve(a.nindex);

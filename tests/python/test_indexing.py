@@ -384,3 +384,21 @@ def test_index_reduce_and_masked_scatter(reduce, include_self, dtype):
         x.to(DEV).masked_scatter(torch.ones(5, 3, dtype=torch.bool, device=DEV), source[:3].to(DEV))
         torch.npu.synchronize()
     assert_native("aten::index_reduce", "aten::masked_scatter_")
+
+
+def test_advanced_indexing_wide_rows():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(40, 30, 50, generator=g)
+    xn = x.to(DEV)
+    i = torch.randint(-40, 40, (7, 3), generator=g)
+    j = torch.randint(0, 30, (3,), generator=g)
+    for key in [(i,), (i, j), (slice(None), j), (i, slice(None), j % 50), (Ellipsis, j)]:
+        kn = tuple(k.to(DEV) if isinstance(k, torch.Tensor) else k for k in key)
+        same(xn[kn], x[key])
+        same(xn.transpose(0, 2)[kn] if len(key) < 3 else xn[kn], x.transpose(0, 2)[key] if len(key) < 3 else x[key])
+    y, yn = x.clone(), xn.clone()
+    y.index_put_((i,), torch.ones(30, 50), accumulate=True)
+    yn.index_put_((i.to(DEV),), torch.ones(30, 50, device=DEV), accumulate=True)
+    same(yn, y)
+    with pytest.raises(RuntimeError, match="index"):
+        xn[torch.tensor([0, 40], device=DEV)].cpu()
