@@ -314,6 +314,12 @@ npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, cons
                           const T v = scalar_to<T>(value);
                           T* out = static_cast<T*>(self.data);
                           const bool* m = static_cast<const bool*>(mask.data);
+                          if (self.is_contiguous() && mask.is_contiguous()) {
+                            for (int64_t i = b; i < e; ++i) {
+                              if (m[i]) out[i] = v;
+                            }
+                            return;
+                          }
                           StridedWalker ws(self, b), wm(mask, b);
                           for (int64_t i = b; i < e; ++i, ws.next(), wm.next()) {
                             if (m[wm.offset()]) out[ws.offset()] = v;
