@@ -11,6 +11,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
+#include <ATen/ops/index_copy_meta.h>
+#include <ATen/ops/index_reduce_meta.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/nonzero_native.h>
 #include <ATen/ops/scatter_add_meta.h>
@@ -271,6 +273,50 @@ void index_add_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim
   NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
 }
 
+void index_reduce_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                         const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  c10::DeviceGuard guard(out.device());
+  if (!out.is_same(self)) out.copy_(self);
+  if (index.numel() == 0) return;
+  const auto ix = long_index(index, out.device());
+  const at::Tensor src = source.to(out.scalar_type());
+  const auto s1 = as_1d(src), o1 = as_1d(out);
+  npu_kernels::IndexAlongDim a;
+  a.op = "index_reduce";
+  a.dim = static_cast<int>(dim);
+  a.scatter = true;
+  a.reduce = reduce_of(reduce);
+  a.include_self = include_self;
+  a.dst = restrided(o1, s1.sizes(), dim, a.op);
+  a.src = tensor_desc(s1, a.op);
+  a.index = index_along(ix, s1.sizes(), dim, a.op);
+  a.dim_size = o1.size(dim);
+  a.dim_stride = o1.stride(dim);
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
+}
+
+#define NPU_INDEX_REDUCE_KERNEL                                                                                 \
+  [&](auto& op) {                                                                                               \
+    index_reduce_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, reduce, \
+                        include_self);                                                                          \
+  }
+at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                        c10::string_view reduce, bool include_self) {
+  return structured_functional<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, self, dim, index, source,
+                                                                  reduce, include_self);
+}
+at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          c10::string_view reduce, bool include_self) {
+  return structured_inplace<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, self, dim, index, source,
+                                                                reduce, include_self);
+}
+at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                             c10::string_view reduce, bool include_self, at::Tensor& out) {
+  return structured_out<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, out, self, dim, index, source,
+                                                           reduce, include_self);
+}
+#undef NPU_INDEX_REDUCE_KERNEL
+
 at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                      const at::Scalar& alpha) {
   return structured_functional<at::meta::structured_index_add>(
@@ -296,6 +342,117 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
       out, self, dim, index, source, alpha);
 }
 
+// index_fill_ / index_copy: scatter mode with the 1-D index broadcast over self's other dims.
+void index_fill_copy(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                     const at::Tensor* source, const c10::Scalar* value, const char* op) {
+  c10::DeviceGuard guard(out.device());
+  if (!out.is_same(self)) out.copy_(self);
+  if (index.numel() == 0 || out.numel() == 0) return;
+  const auto ix = long_index(index, out.device());
+  const auto o1 = as_1d(out);
+  std::vector<int64_t> sizes(o1.sizes().begin(), o1.sizes().end());
+  sizes[dim] = ix.numel();
+  npu_kernels::IndexAlongDim a;
+  a.op = op;
+  a.dim = static_cast<int>(dim);
+  a.scatter = true;
+  a.dst = restrided(o1, sizes, dim, op);
+  a.index = index_along(ix, sizes, dim, op);
+  a.dim_size = o1.size(dim);
+  a.dim_stride = o1.stride(dim);
+  at::Tensor src;
+  if (source != nullptr) {
+    src = as_1d(source->to(out.scalar_type()));
+    a.src = tensor_desc(src, op);
+  } else {
+    a.wrap_negative = true;
+    a.src_scalar = true;
+    a.value = scalar_value(*value);
+    a.src = a.index;
+  }
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
+}
+
+at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  TORCH_CHECK_INDEX(index.scalar_type() == at::kLong, "index_fill_(): Expected a long tensor for index, but got ",
+                    index.scalar_type());
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  index_fill_copy(self, self, dim, index, nullptr, &value, "index_fill_");
+  return self;
+}
+at::Tensor& index_fill_tensor(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  return index_fill_scalar(self, dim, index, value.item());
+}
+
+#define NPU_INDEX_COPY_KERNEL                                                                            \
+  [&](auto& op) {                                                                                        \
+    index_fill_copy(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, &source, nullptr, \
+                    "index_copy_");                                                                      \
+  }
+at::Tensor index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return structured_functional<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, self, dim, index, source);
+}
+at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return structured_inplace<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, self, dim, index, source);
+}
+at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                           at::Tensor& out) {
+  return structured_out<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, out, self, dim, index, source);
+}
+#undef NPU_INDEX_COPY_KERNEL
+
+// take / put_: the flattened tensor indexed along its only dim (negative indices count from the end).
+at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "take(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty(index.sizes(), self.options());
+  if (out.numel() == 0) return out;
+  TORCH_CHECK_INDEX(self.numel() > 0, "take(): tried to take from an empty tensor");
+  const at::Tensor flat = self.reshape({-1});
+  const at::Tensor ix = long_index(index, self.device()).reshape({-1});
+  npu_kernels::IndexAlongDim a;
+  a.op = "take";
+  a.wrap_negative = true;
+  a.dst = tensor_desc(out.view({-1}), a.op);
+  a.src = restrided(flat, {ix.numel()}, 0, a.op);
+  a.index = tensor_desc(ix, a.op);
+  a.dim_size = flat.numel();
+  a.dim_stride = flat.stride(0);
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(self), a));
+  return out;
+}
+
+at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
+  TORCH_CHECK(index.scalar_type() == at::kLong, "put_(): Expected a long tensor for index, but got ",
+              index.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "put_(): self and source expected to have the same dtype");
+  TORCH_CHECK(index.numel() == source.numel(), "put_(): Expected source and index to have the same number of elements");
+  c10::DeviceGuard guard(self.device());
+  if (index.numel() == 0) return self;
+  TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
+  at::Tensor target = self.is_contiguous() ? self : self.contiguous();
+  const at::Tensor flat = target.view({-1});
+  const at::Tensor ix = long_index(index, self.device()).reshape({-1});
+  const at::Tensor src = source.to(self.device()).reshape({-1});
+  npu_kernels::IndexAlongDim a;
+  a.op = "put_";
+  a.scatter = true;
+  a.wrap_negative = true;
+  a.reduce = accumulate ? IndexReduce::kAdd : IndexReduce::kAssign;
+  a.dst = restrided(flat, {ix.numel()}, 0, a.op);
+  a.src = tensor_desc(src, a.op);
+  a.index = tensor_desc(ix, a.op);
+  a.dim_size = flat.numel();
+  a.dim_stride = 1;
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(self), a));
+  if (!target.is_same(self)) self.copy_(target);
+  return self;
+}
+
 // ---- advanced indexing -----------------------------------------------------------------------------
 
 // What CPU/CUDA's AdvancedIndex holds: the restrided self and the broadcast int64 indices, all with the
@@ -309,6 +466,9 @@ struct IndexPlan {
 };
 
 IndexPlan plan_index(const at::Tensor& self_in, const c10::List<std::optional<at::Tensor>>& orig, const char* op) {
+  // Reached with a CPU self only when an index is on npu: CUDA refuses that too.
+  TORCH_CHECK_INDEX(is_npu(self_in), "indices should be either on cpu or on the same device as the indexed tensor (",
+                    self_in.device(), ")");
   TORCH_CHECK_INDEX(static_cast<int64_t>(orig.size()) <= self_in.dim(), "too many indices for tensor of dimension ",
                     self_in.dim(), " (got ", orig.size(), ")");
   at::native::checkIndexTensorTypes(orig, /*allow_int=*/true);
@@ -443,6 +603,23 @@ at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const a
   return masked_fill_scalar(self, mask, value.item());
 }
 
+at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "masked_scatter_: expected self and source to have same dtypes but got ", self.scalar_type(), " and ",
+              source.scalar_type());
+  c10::DeviceGuard guard(self.device());
+  if (self.numel() == 0) return self;
+  TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_scatter_: mask of shape ", mask.sizes(),
+              " cannot be broadcast to ", self.sizes());
+  const at::Tensor m = mask.to(self.device()).expand(self.sizes());
+  const at::Tensor src = source.to(self.device()).contiguous();
+  NPU_CHECK(npu_kernels::masked_scatter(stream_of(self), tensor_desc(self, "masked_scatter_"),
+                                        tensor_desc(m, "masked_scatter_"), src.const_data_ptr(), src.numel()));
+  return self;
+}
+
 // Reads a device int64 count (syncs: the result's size depends on it, as on CUDA).
 int64_t device_count_of(const at::Tensor& t, const char* op) {
   at::Tensor c = at::empty({}, t.options().dtype(at::kLong));
@@ -535,6 +712,30 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, int64_t k, int64
   at::Tensor values = at::empty({0}, self.options());
   at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
   topk_values(self, k, dim, largest, sorted, values, indices);
+  return {values, indices};
+}
+
+// kthvalue: the k-th smallest of each line, from the stable sort.
+std::tuple<at::Tensor&, at::Tensor&> kthvalue_values(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
+                                                     at::Tensor& values, at::Tensor& indices) {
+  dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+  const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
+  TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
+  at::Tensor v = at::empty({0}, self.options());
+  at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
+  topk_values(self, k, dim, /*largest=*/false, true, v, i);
+  at::Tensor kv = as_1d(v).narrow(dim, k - 1, 1), ki = as_1d(i).narrow(dim, k - 1, 1);
+  if (self.dim() == 0) {
+    kv = kv.view({});
+    ki = ki.view({});
+  } else if (!keepdim) {
+    kv = kv.squeeze(dim);
+    ki = ki.squeeze(dim);
+  }
+  at::native::resize_output(values, kv.sizes());
+  at::native::resize_output(indices, ki.sizes());
+  values.copy_(kv);
+  indices.copy_(ki);
   return {values, indices};
 }
 
@@ -709,6 +910,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("topk", topk);
   m.impl("topk.values", topk_values);
   m.impl("embedding_dense_backward", embedding_dense_backward);
+  m.impl("index_fill_.int_Scalar", index_fill_scalar);
+  m.impl("index_fill_.int_Tensor", index_fill_tensor);
+  m.impl("index_copy", index_copy);
+  m.impl("index_copy_", index_copy_);
+  m.impl("index_copy.out", index_copy_out);
+  m.impl("take", take);
+  m.impl("put_", put_);
+  m.impl("kthvalue.values", kthvalue_values);
+  m.impl("index_reduce", index_reduce);
+  m.impl("index_reduce_", index_reduce_);
+  m.impl("index_reduce.out", index_reduce_out);
+  m.impl("masked_scatter_", masked_scatter_);
 }
 
 }  // namespace

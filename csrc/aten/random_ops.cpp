@@ -192,6 +192,32 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
   return fill_random(self, a, gen, "exponential_");
 }
 
+at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kLogNormal;
+  a.a = mean;
+  a.b = std;
+  return fill_random(self, a, gen, "log_normal_");
+}
+
+at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kGeometric;
+  a.a = p;
+  return fill_random(self, a, gen, "geometric_");
+}
+
+at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kCauchy;
+  a.a = median;
+  a.b = sigma;
+  return fill_random(self, a, gen, "cauchy_");
+}
+
 at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool replacement,
                             std::optional<at::Generator> gen, at::Tensor& out) {
   TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
@@ -275,6 +301,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("random_.from", random_from);
   m.impl("random_.to", random_to);
   m.impl("exponential_", exponential_);
+  m.impl("log_normal_", log_normal_);
+  m.impl("geometric_", geometric_);
+  m.impl("cauchy_", cauchy_);
   m.impl("multinomial", multinomial);
   m.impl("multinomial.out", multinomial_out);
   m.impl("randperm.generator_out", randperm_out);

@@ -105,10 +105,40 @@ void gather_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   T* dst = static_cast<T*>(a.dst.data);
   const T* src = static_cast<const T*>(a.src.data);
   const int64_t* idx = static_cast<const int64_t*>(a.index.data);
+  const int last = a.dst.ndim - 1;
+  const int64_t inner = last >= 0 ? a.dst.sizes[last] : 1;
+  if (last >= 1 && inner >= 16) {
+    // Runs along the innermost dim: one walker step per run instead of per element.
+    TensorDesc od = a.dst, os = a.src, oi = a.index;
+    od.ndim = os.ndim = oi.ndim = last;
+    const int64_t sd = a.dst.strides[last], ss = a.src.strides[last], si = a.index.strides[last];
+    int64_t pos = b;
+    StridedWalker wd(od, b / inner), ws(os, b / inner), wi(oi, b / inner);
+    while (pos < e) {
+      const int64_t j0 = pos % inner;
+      const int64_t j1 = std::min<int64_t>(inner, j0 + (e - pos));
+      T* d = dst + wd.offset();
+      const T* s0 = src + ws.offset();
+      const int64_t* ix = idx + wi.offset();
+      for (int64_t j = j0; j < j1; ++j) {
+        const int64_t k = ix[j * si];
+        int64_t kk = k;
+        if (kk < 0 && a.wrap_negative && kk >= -a.dim_size) kk += a.dim_size;
+        if (kk < 0 || kk >= a.dim_size) out_of_bounds(a.op, k, a.dim, a.dim_size);
+        d[j * sd] = s0[j * ss + kk * a.dim_stride];
+      }
+      pos += j1 - j0;
+      wd.next();
+      ws.next();
+      wi.next();
+    }
+    return;
+  }
   StridedWalker wd(a.dst, b), ws(a.src, b), wi(a.index, b);
   for (int64_t i = b; i < e; ++i, wd.next(), ws.next(), wi.next()) {
-    const int64_t k = idx[wi.offset()];
-    if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, k, a.dim, a.dim_size);
+    int64_t k = idx[wi.offset()];
+    if (k < 0 && a.wrap_negative && k >= -a.dim_size) k += a.dim_size;
+    if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, idx[wi.offset()], a.dim, a.dim_size);
     dst[wd.offset()] = src[ws.offset() + k * a.dim_stride];
   }
 }
@@ -129,8 +159,9 @@ void scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   for (int64_t o = b; o < e; ++o, wd.next(), ws.next(), wi.next()) {
     const int64_t base_d = wd.offset();
     for (int64_t j = 0; j < len; ++j) {
-      const int64_t k = idx[wi.offset() + j * a.index.strides[d]];
-      if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, k, a.dim, a.dim_size);
+      int64_t k = idx[wi.offset() + j * a.index.strides[d]];
+      if (k < 0 && a.wrap_negative && k >= -a.dim_size) k += a.dim_size;
+      if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, idx[wi.offset() + j * a.index.strides[d]], a.dim, a.dim_size);
       const T v = a.src_scalar ? value : src[ws.offset() + j * a.src.strides[d]];
       T& slot = dst[base_d + k * a.dim_stride];
       if (a.reduce == IndexReduce::kAssign) {
@@ -184,9 +215,58 @@ npu_sim::Status index_along_dim(npu_sim::Stream stream, const IndexAlongDim& a) 
 namespace {
 
 template <typename T>
+void advanced_element(const AdvancedIndexArgs& a, T* data, T* other, int64_t off) {
+  if (!a.put) {
+    *other = data[off];
+  } else if (a.accumulate) {
+    data[off] = combine<T>(IndexReduce::kAdd, data[off], *other);
+  } else {
+    data[off] = *other;
+  }
+}
+
+template <typename T>
 void advanced_range(const AdvancedIndexArgs& a, int64_t b, int64_t e) {
   T* data = static_cast<T*>(a.data.data);
   T* other = static_cast<T*>(a.other.data);
+  const int last = a.other.ndim - 1;
+  const int64_t inner = last >= 0 ? a.other.sizes[last] : 1;
+  if (last >= 1 && inner >= 16) {
+    // Runs along the innermost dim: one walker step per run instead of per element.
+    TensorDesc od = a.data, oo = a.other;
+    TensorDesc oi[kMaxIndices];
+    od.ndim = oo.ndim = last;
+    StridedWalker wd(od, b / inner), wo(oo, b / inner);
+    std::vector<StridedWalker> wi;
+    wi.reserve(a.nindex);
+    for (int k = 0; k < a.nindex; ++k) {
+      oi[k] = a.index[k];
+      oi[k].ndim = last;
+      wi.emplace_back(oi[k], b / inner);
+    }
+    int64_t pos = b;
+    while (pos < e) {
+      const int64_t j0 = pos % inner;
+      const int64_t j1 = std::min<int64_t>(inner, j0 + (e - pos));
+      for (int64_t j = j0; j < j1; ++j) {
+        int64_t off = 0;
+        for (int k = 0; k < a.nindex; ++k) {
+          int64_t v = static_cast<const int64_t*>(a.index[k].data)[wi[k].offset() + j * a.index[k].strides[last]];
+          const int64_t size = a.indexed_sizes[k];
+          if (v < -size || v >= size) out_of_bounds(a.op, v, k, size);
+          if (v < 0) v += size;
+          off += v * a.indexed_strides[k];
+        }
+        advanced_element<T>(a, data, other + wo.offset() + j * a.other.strides[last],
+                            wd.offset() + j * a.data.strides[last] + off);
+      }
+      pos += j1 - j0;
+      wd.next();
+      wo.next();
+      for (auto& w : wi) w.next();
+    }
+    return;
+  }
   StridedWalker wd(a.data, b), wo(a.other, b);
   std::vector<StridedWalker> wi;
   wi.reserve(a.nindex);
@@ -234,12 +314,39 @@ npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, cons
                           const T v = scalar_to<T>(value);
                           T* out = static_cast<T*>(self.data);
                           const bool* m = static_cast<const bool*>(mask.data);
+                          if (self.is_contiguous() && mask.is_contiguous()) {
+                            for (int64_t i = b; i < e; ++i) {
+                              if (m[i]) out[i] = v;
+                            }
+                            return;
+                          }
                           StridedWalker ws(self, b), wm(mask, b);
                           for (int64_t i = b; i < e; ++i, ws.next(), wm.next()) {
                             if (m[wm.offset()]) out[ws.offset()] = v;
                           }
                         });
                       });
+}
+
+npu_sim::Status masked_scatter(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask,
+                               const void* source, int64_t source_numel) {
+  return npu_sim::launch_kernel(stream, "masked_scatter_", 1, [self, mask, source, source_numel](const npu_sim::BlockContext&) {
+    dispatch_dtype(self.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* out = static_cast<T*>(self.data);
+      const T* src = static_cast<const T*>(source);
+      const bool* m = static_cast<const bool*>(mask.data);
+      int64_t j = 0;
+      StridedWalker ws(self, 0), wm(mask, 0);
+      for (int64_t i = 0; i < self.numel(); ++i, ws.next(), wm.next()) {
+        if (!m[wm.offset()]) continue;
+        if (j >= source_numel) {
+          throw npu_sim::KernelError("masked_scatter_(): Number of elements of source < number of ones in mask");
+        }
+        out[ws.offset()] = src[j++];
+      }
+    });
+  });
 }
 
 npu_sim::Status triangle(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& in, int64_t diagonal,

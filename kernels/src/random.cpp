@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "npu_kernels/dtype.h"
@@ -37,10 +38,7 @@ T draw(const RandomArgs& a, const std::array<uint32_t, 4>& w) {
       if (!(convert<double>(t) < a.b) && a.b > a.a) t = convert<T>(a.a);
       return t;
     }
-    case RandomKind::kNormal: {
-      const double r = std::sqrt(-2.0 * std::log(u01_open0(w[0], w[1])));
-      return convert<T>(a.a + a.b * r * std::cos(kTwoPi * u01(w[2], w[3])));
-    }
+    case RandomKind::kNormal: return T{};  // filled by normal_range (pairs of draws)
     case RandomKind::kBernoulli: return convert<T>(u01(w[0], w[1]) < a.a ? 1 : 0);
     case RandomKind::kFromTo: {
       const uint64_t x = static_cast<uint64_t>(w[1]) << 32 | w[0];
@@ -50,8 +48,61 @@ T draw(const RandomArgs& a, const std::array<uint32_t, 4>& w) {
     case RandomKind::kExponential: {
       return convert<T>(-std::log(u01_open0(w[0], w[1])) / a.a);
     }
+    case RandomKind::kLogNormal: {
+      const double r = std::sqrt(-2.0 * std::log(u01_open0(w[0], w[1])));
+      return convert<T>(std::exp(a.a + a.b * r * std::cos(kTwoPi * u01(w[2], w[3]))));
+    }
+    case RandomKind::kGeometric: {
+      return convert<T>(std::ceil(std::log(u01_open0(w[0], w[1])) / std::log1p(-a.a)));
+    }
+    case RandomKind::kCauchy: {
+      return convert<T>(a.a + a.b * std::tan(kTwoPi / 2 * (u01(w[0], w[1]) - 0.5)));
+    }
   }
   return T{};
+}
+
+// Both Box-Muller outputs of one Philox draw (element pair 2m, 2m+1 shares draw m).
+template <typename T>
+std::pair<double, double> box_muller(const std::array<uint32_t, 4>& w) {
+  if constexpr (std::is_same_v<T, double>) {
+    const double r = std::sqrt(-2.0 * std::log(u01_open0(w[0], w[1])));
+    const double th = kTwoPi * u01(w[2], w[3]);
+    return {r * std::cos(th), r * std::sin(th)};
+  } else {
+    // 24-bit uniforms and float math are exact enough for float/half/bf16 outputs
+    const float u1 = static_cast<float>((w[0] >> 8) + 1) * 0x1.0p-24f;  // (0, 1]
+    const float u2 = static_cast<float>(w[2] >> 8) * 0x1.0p-24f;        // [0, 1)
+    const float r = std::sqrt(-2.0f * std::log(u1));
+    const float th = 6.2831853f * u2;
+    return {r * std::cos(th), r * std::sin(th)};
+  }
+}
+
+template <typename T>
+void normal_range(const TensorDesc& out, const RandomArgs& a, PhiloxState s, int64_t b, int64_t e) {
+  T* o = static_cast<T*>(out.data);
+  const bool contig = out.is_contiguous();
+  StridedWalker w(out, b);
+  auto put = [&](int64_t i, double z) {
+    const T v = convert<T>(a.a + a.b * z);
+    if (contig) {
+      o[i] = v;
+    } else {
+      o[w.offset()] = v;
+      w.next();
+    }
+  };
+  int64_t i = b;
+  while (i < e) {
+    const auto [z0, z1] = box_muller<T>(philox_draw(s, static_cast<uint64_t>(i) >> 1));
+    if ((i & 1) == 0) {
+      put(i++, z0);
+      if (i < e) put(i++, z1);
+    } else {
+      put(i++, z1);
+    }
+  }
 }
 
 }  // namespace
@@ -63,7 +114,15 @@ npu_sim::Status random_fill(npu_sim::Stream stream, const TensorDesc& out, const
       if constexpr (is_complex_v<T>) {
         throw npu_sim::KernelError("random: complex tensors are not supported on npu");
       } else {
+        if (args.kind == RandomKind::kNormal) {
+          normal_range<T>(out, args, s, b, e);
+          return;
+        }
         T* o = static_cast<T*>(out.data);
+        if (out.is_contiguous()) {
+          for (int64_t i = b; i < e; ++i) o[i] = draw<T>(args, philox_draw(s, i));
+          return;
+        }
         StridedWalker w(out, b);
         for (int64_t i = b; i < e; ++i, w.next()) o[w.offset()] = draw<T>(args, philox_draw(s, i));
       }

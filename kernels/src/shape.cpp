@@ -39,7 +39,15 @@ void sort_range(const TensorDesc& in, int dim, bool descending, const TensorDesc
   for (int64_t o = b; o < e; ++o, wi.next(), wv.next(), wx.next()) {
     for (int64_t j = 0; j < len; ++j) key[j] = static_cast<C>(src[wi.offset() + j * in.strides[dim]]);
     std::iota(order.begin(), order.end(), 0);
-    if (descending) {
+    if (k < len) {
+      // topk: a partial sort, ties broken by position (the order a stable sort gives)
+      auto before = [&](int64_t x, int64_t y) {
+        const bool lt = descending ? less_nan_last(key[y], key[x]) : less_nan_last(key[x], key[y]);
+        const bool gt = descending ? less_nan_last(key[x], key[y]) : less_nan_last(key[y], key[x]);
+        return lt || (!gt && x < y);
+      };
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    } else if (descending) {
       std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return less_nan_last(key[y], key[x]); });
     } else {
       std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return less_nan_last(key[x], key[y]); });

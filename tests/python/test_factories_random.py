@@ -220,3 +220,15 @@ def test_empty_random_tensors():
     x = torch.zeros(4, 6, device=DEV)[:, ::2]
     x.uniform_(1, 2)
     assert x.cpu().min() >= 1 and torch.equal(torch.zeros(4, 6, device=DEV)[:, 1::2].cpu(), torch.zeros(4, 3))
+
+
+def test_log_normal_geometric_cauchy():
+    n = 200_000
+    ln = torch.empty(n, device=DEV, dtype=torch.float64).log_normal_(0.5, 0.25).cpu()
+    assert ln.min() > 0 and abs(ln.log().mean() - 0.5) < 0.01 and abs(ln.log().std() - 0.25) < 0.01
+    ge = torch.empty(n, device=DEV).geometric_(0.25).cpu()
+    assert ge.min() >= 1 and torch.equal(ge, ge.round()) and abs(ge.mean() - 4.0) < 0.1
+    ca = torch.empty(n, device=DEV).cauchy_(2.0, 0.5).cpu()
+    assert abs(ca.median() - 2.0) < 0.02
+    assert abs(((ca - 2.0).abs() < 0.5).double().mean() - 0.5) < 0.01  # half the mass within one scale
+    assert_native("aten::log_normal_", "aten::geometric_", "aten::cauchy_")

@@ -297,3 +297,108 @@ def test_bincount_searchsorted_bucketize():
     same(torch.searchsorted(s.to(DEV), v.to(DEV), sorter=so.to(DEV)), torch.searchsorted(s, v, sorter=so))
     same(torch.searchsorted(bd[0].to(DEV), 0.1), torch.searchsorted(bd[0], 0.1))
     assert_native("aten::bincount", "aten::searchsorted.Tensor", "aten::searchsorted.Scalar", "aten::bucketize.Tensor")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.bool])
+def test_index_fill_copy_take_put_kthvalue(dtype):
+    x = make((5, 4), dtype)
+    xn = x.to(DEV)
+    idx = torch.tensor([3, -1, 0])
+    same(xn.index_fill(0, idx.to(DEV), 1), x.index_fill(0, idx, 1))
+    same(xn.index_fill(-1, idx[:2].to(DEV), torch.tensor(0, dtype=dtype)), x.index_fill(-1, idx[:2], torch.tensor(0, dtype=dtype)))
+    ci = torch.tensor([4, 1])
+    src = make((2, 4), dtype, seed=4)
+    same(xn.index_copy(0, ci.to(DEV), src.to(DEV)), x.index_copy(0, ci, src))
+    same(xn.t().index_copy(1, ci.to(DEV), src.t().to(DEV)), x.t().index_copy(1, ci, src.t()))
+    ti = torch.tensor([[0, 19], [-1, 7]])
+    same(xn.take(ti.to(DEV)), x.take(ti))
+    same(xn.t().take(ti.to(DEV)), x.t().take(ti))
+    pv = make((4,), dtype, seed=6)
+    pi = torch.tensor([0, 3, -2, 3])
+    if dtype != torch.bool:
+        same(xn.clone().put_(pi.to(DEV), pv.to(DEV), accumulate=True), x.clone().put_(pi, pv, accumulate=True))
+    same(xn.t().clone().put_(pi[:3].to(DEV), pv[:3].to(DEV)), x.t().clone().put_(pi[:3], pv[:3]))
+    if dtype != torch.bool:
+        v, i = xn.kthvalue(2, 0)
+        cv, _ = x.kthvalue(2, 0)
+        same(v, cv)
+        same(xn.gather(0, i.unsqueeze(0)).squeeze(0), cv)
+        same(xn.kthvalue(3, -1, keepdim=True)[0], x.kthvalue(3, -1, keepdim=True)[0])
+    with pytest.raises(RuntimeError, match="take"):
+        xn.take(torch.tensor([20], device=DEV))
+        torch.npu.synchronize()
+    assert_native("aten::index_fill_.int_Scalar", "aten::index_fill_.int_Tensor", "aten::index_copy.out",
+                  "aten::take", "aten::put_", "aten::kthvalue.values")
+
+
+def test_npu_index_on_cpu_tensor_is_refused_like_cuda():
+    x = torch.zeros(5)
+    with pytest.raises(IndexError, match="same device"):
+        x[torch.tensor([1], device=DEV)]
+
+
+def test_large_multi_block_kernels():
+    # sizes that split over many AI-core blocks; float64/int64 so duplicate accumulation order does not matter
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3000, 700, generator=g, dtype=torch.float64)
+    xn = x.to(DEV)
+    idx = torch.randint(0, 3000, (2500,), generator=g)
+    same(xn.index_select(0, idx.to(DEV)), x.index_select(0, idx))
+    gi = torch.randint(0, 700, (3000, 300), generator=g)
+    same(xn.gather(1, gi.to(DEV)), x.gather(1, gi))
+    src = torch.randint(-5, 5, (3000, 300), generator=g).double()
+    same(xn.scatter_add(1, gi.to(DEV), src.to(DEV)), x.scatter_add(1, gi, src))
+    same(xn.index_add(0, idx.to(DEV), xn[:2500]), x.index_add(0, idx, x[:2500]))
+    ones = torch.ones(2500, 700, dtype=torch.int64)
+    acc = torch.zeros(3000, 700, dtype=torch.int64)
+    accn = acc.to(DEV)
+    acc.index_put_((idx,), ones, accumulate=True)
+    accn.index_put_((idx.to(DEV),), ones.to(DEV), accumulate=True)
+    same(accn, acc)
+    same(xn.sort(dim=0, stable=True)[1], x.sort(dim=0, stable=True)[1])
+    same(xn[xn > 1.0], x[x > 1.0])
+    # strided operands on the innermost-run path
+    ti = torch.randint(0, 3000, (300, 700), generator=g)
+    same(xn.t().gather(1, ti.to(DEV)), x.t().gather(1, ti))
+    same(xn.t().index_select(1, idx.to(DEV)), x.t().index_select(1, idx))
+    same(xn[::2, ::3].index_select(0, (idx % 1500).to(DEV)), x[::2, ::3].index_select(0, idx % 1500))
+    same(xn.topk(5, 0, largest=False)[1], x.topk(5, 0, largest=False)[1])
+
+
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_index_reduce_and_masked_scatter(reduce, include_self, dtype):
+    x = (make((5, 3), torch.float32) * 4).round().to(dtype)
+    src = (make((4, 3), torch.float32, seed=9) * 4).round().to(dtype)
+    idx = torch.tensor([0, 4, 0, -0])
+    same(x.to(DEV).index_reduce(0, idx.to(DEV), src.to(DEV), reduce, include_self=include_self),
+         x.index_reduce(0, idx, src, reduce, include_self=include_self))
+    same(x.t().to(DEV).index_reduce(1, idx.to(DEV), src.t().to(DEV), reduce, include_self=include_self),
+         x.t().index_reduce(1, idx, src.t(), reduce, include_self=include_self))
+    mask = make((5, 3), torch.bool, seed=1)
+    source = (make((20,), torch.float32, seed=2) * 4).round().to(dtype)
+    same(x.to(DEV).masked_scatter(mask.to(DEV), source.to(DEV)), x.masked_scatter(mask, source))
+    same(x.to(DEV).masked_scatter(mask[0].to(DEV), source.to(DEV)), x.masked_scatter(mask[0], source))
+    with pytest.raises(RuntimeError, match="masked_scatter"):
+        x.to(DEV).masked_scatter(torch.ones(5, 3, dtype=torch.bool, device=DEV), source[:3].to(DEV))
+        torch.npu.synchronize()
+    assert_native("aten::index_reduce", "aten::masked_scatter_")
+
+
+def test_advanced_indexing_wide_rows():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(40, 30, 50, generator=g)
+    xn = x.to(DEV)
+    i = torch.randint(-40, 40, (7, 3), generator=g)
+    j = torch.randint(0, 30, (3,), generator=g)
+    for key in [(i,), (i, j), (slice(None), j), (i, slice(None), j % 50), (Ellipsis, j)]:
+        kn = tuple(k.to(DEV) if isinstance(k, torch.Tensor) else k for k in key)
+        same(xn[kn], x[key])
+        same(xn.transpose(0, 2)[kn] if len(key) < 3 else xn[kn], x.transpose(0, 2)[key] if len(key) < 3 else x[key])
+    y, yn = x.clone(), xn.clone()
+    y.index_put_((i,), torch.ones(30, 50), accumulate=True)
+    yn.index_put_((i.to(DEV),), torch.ones(30, 50, device=DEV), accumulate=True)
+    same(yn, y)
+    with pytest.raises(RuntimeError, match="index"):
+        xn[torch.tensor([0, 40], device=DEV)].cpu()

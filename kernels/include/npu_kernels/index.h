@@ -1,6 +1,7 @@
 // Indexing and shape kernels (torch-free): gather/scatter along one dimension (index_select, index_add,
-// gather, scatter, scatter_add, scatter_reduce), advanced indexing (index / index_put), masked_fill,
-// tril/triu, nonzero, sort/topk and embedding_dense_backward. Indices are int64 and checked on the device:
+// gather, scatter, scatter_add, scatter_reduce, index_fill/copy/reduce, take/put_), advanced indexing
+// (index / index_put), masked_fill/scatter/select, tril/triu, nonzero, sort/topk, unique, bincount,
+// searchsorted and embedding_dense_backward. Indices are int64 and checked on the device:
 // an out-of-range index throws npu_sim::KernelError("<op>(): index 7 is out of bounds for dimension 0
 // with size 5"), which surfaces at the next sync.
 #pragma once
@@ -32,6 +33,7 @@ struct IndexAlongDim {
   IndexReduce reduce = IndexReduce::kAssign;
   bool include_self = true;
   bool src_scalar = false;
+  bool wrap_negative = false;  // index_fill/take/put_: -size <= idx < 0 counts from the end
   ScalarValue value;
   const char* op = "index";
 };
@@ -55,6 +57,11 @@ npu_sim::Status advanced_index(npu_sim::Stream stream, const AdvancedIndexArgs& 
 
 // self[p] = value where mask[p] (mask: bool, same sizes as self, broadcast by stride 0).
 npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask, ScalarValue value);
+
+// self[p] = source[j++] for the positions where mask[p] (row-major order); source: contiguous, `source_numel`
+// elements (running out is a KernelError). One block.
+npu_sim::Status masked_scatter(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask,
+                               const void* source, int64_t source_numel);
 
 // out = tril/triu(in, diagonal) over the last two dims (same sizes).
 npu_sim::Status triangle(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& in, int64_t diagonal,

@@ -2,7 +2,8 @@
 // plus the deterministic range factories (arange, linspace/logspace, eye).
 //
 // Counter layout: element i of a launch draws philox(counter = (i, offset), key = seed), i.e. 4 fresh
-// 32-bit words per element; a launch reserves its `offset` from the device generator
+// 32-bit words per element (normal_: elements 2m and 2m+1 share draw m, the two Box-Muller outputs);
+// a launch reserves its `offset` from the device generator
 // (philox_engine_inputs), so two launches never share a counter and a (seed, offset) pair replays
 // exactly, whatever the grid.
 #pragma once
@@ -47,6 +48,9 @@ enum class RandomKind {
   kBernoulli,    // 1 with probability a
   kFromTo,       // integers in [from, from + range) : ifrom, urange
   kExponential,  // rate a
+  kLogNormal,    // exp(normal(a, b))
+  kGeometric,    // trials until the first success, success probability a (values 1, 2, ...)
+  kCauchy,       // median a, scale b
 };
 
 struct RandomArgs {

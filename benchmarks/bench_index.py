@@ -1,0 +1,47 @@
+"""Indexing / RNG ops on npu vs CPU eager (same process, 2 shared cores: noisy). Prints ms per call."""
+import time
+
+import torch
+
+import torch_npu_sim  # noqa: F401
+
+
+def timeit(fn, sync, reps=10):
+    fn()
+    sync()
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    sync()
+    return (time.perf_counter() - t) / reps * 1e3
+
+
+def main():
+    torch.manual_seed(0)
+    x = torch.randn(4096, 1024)
+    idx = torch.randint(0, 4096, (4096,))
+    gi = torch.randint(0, 1024, (4096, 1024))
+    mask = x > 0
+    cases = {
+        "index_select 4096x1024": lambda t, i, g, m: t.index_select(0, i),
+        "gather 4096x1024": lambda t, i, g, m: t.gather(1, g),
+        "scatter_add 4096x1024": lambda t, i, g, m: t.scatter_add(1, g, t),
+        "index x[i] 4096x1024": lambda t, i, g, m: t[i],
+        "index_put acc": lambda t, i, g, m: t.index_put((i,), t, accumulate=True),
+        "masked_fill": lambda t, i, g, m: t.masked_fill(m, 0.0),
+        "sort dim=1": lambda t, i, g, m: t.sort(1),
+        "topk 8 dim=1": lambda t, i, g, m: t.topk(8, 1),
+        "cat x3": lambda t, i, g, m: torch.cat([t, t, t], 0),
+        "randn 4M": lambda t, i, g, m: torch.randn(4096, 1024, device=t.device),
+        "dropout 4M": lambda t, i, g, m: torch.nn.functional.dropout(t, 0.5),
+    }
+    xn, idn, gn, mn = x.to("npu"), idx.to("npu"), gi.to("npu"), mask.to("npu")
+    print(f"{'op':28s} {'cpu ms':>8s} {'npu ms':>8s}")
+    for name, fn in cases.items():
+        c = timeit(lambda: fn(x, idx, gi, mask), lambda: None)
+        n = timeit(lambda: fn(xn, idn, gn, mn), torch.npu.synchronize)
+        print(f"{name:28s} {c:8.2f} {n:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
