@@ -83,9 +83,7 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
     for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
   }
   A m = lane_max(buf, n);
-  bool has_nan = false;
-  for (int64_t i = 0; i < n; ++i) has_nan |= buf[i] != buf[i];
-  if (has_nan) m = std::numeric_limits<A>::quiet_NaN();
+  // a NaN is skipped by lane_max but reaches the sum through fast_exp, so every output becomes NaN
   if (std::isinf(m) && m < 0) m = 0;  // all -inf: exp gives 0, sum 0 -> nan, as on CPU
   for (int64_t i = 0; i < n; ++i) e[i] = detail::fast_exp(buf[i] - m);
   const A sum = lane_sum(e, n);

@@ -3,6 +3,7 @@
 #include "npu_kernels/reduce.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -105,6 +106,41 @@ struct ProdR {
   void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const { store<T>(d.out[0], off[0], s); }
 };
 
+// Max/min of n (a multiple of 8, >= 8) contiguous floats in two 4-wide vectors (GCC/Clang vector
+// extensions; the scalar-lane form does not vectorise); *nan is set when any element is NaN.
+typedef float v4sf __attribute__((vector_size(16)));
+typedef int v4si __attribute__((vector_size(16)));
+template <bool kMax>
+inline float extreme_f32(const float* p, int64_t n, bool* nan) {
+  v4sf a, b;
+  std::memcpy(&a, p, 16);
+  std::memcpy(&b, p + 4, 16);
+  v4si na = a != a, nb = b != b;
+  for (int64_t i = 8; i < n; i += 8) {
+    v4sf x, y;
+    std::memcpy(&x, p + i, 16);
+    std::memcpy(&y, p + i + 4, 16);
+    if constexpr (kMax) {
+      a = x > a ? x : a;
+      b = y > b ? y : b;
+    } else {
+      a = x < a ? x : a;
+      b = y < b ? y : b;
+    }
+    na |= x != x;
+    nb |= y != y;
+  }
+  float r = a[0];
+  bool any_nan = false;
+  for (int j = 0; j < 4; ++j) {
+    r = kMax ? (a[j] > r ? a[j] : r) : (a[j] < r ? a[j] : r);
+    r = kMax ? (b[j] > r ? b[j] : r) : (b[j] < r ? b[j] : r);
+    any_nan = any_nan || na[j] || nb[j];
+  }
+  *nan = any_nan;
+  return r;
+}
+
 // max/min values (NaN propagates).
 template <typename T, bool kMax>
 struct ExtremeR {
@@ -127,24 +163,17 @@ struct ExtremeR {
       for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
       return;
     }
-    // 8 branch-free lanes (vectorisable); NaNs are tracked separately and win at the end
-    A lanes[8];
-    int nan[8] = {};
-    for (int j = 0; j < 8; ++j) lanes[j] = ld(p + j);
-    int64_t i = 8;
-    for (; i + 8 <= n; i += 8) {
-      for (int j = 0; j < 8; ++j) {
-        const A x = ld(p + i + j);
-        if constexpr (kMax) lanes[j] = x > lanes[j] ? x : lanes[j];
-        else lanes[j] = x < lanes[j] ? x : lanes[j];
-        nan[j] |= isnan_(x) ? 1 : 0;
-      }
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t n8 = n / 8 * 8;
+      bool nan = false;
+      S r{extreme_f32<kMax>(p, n8, &nan), true};
+      if (nan) r.v = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t i = n8; i < n; ++i) step(r, p + i, r0 + i);
+      merge(s, r);
+      return;
     }
-    S r{lanes[0], true};
-    for (int j = 0; j < 8; ++j) {
-      merge(r, S{lanes[j], true});
-      if (nan[j] || isnan_(lanes[j])) r.v = std::numeric_limits<A>::quiet_NaN();
-    }
+    S r = init();
+    int64_t i = 0;
     for (; i < n; ++i) step(r, p + i, r0 + i);
     merge(s, r);
   }
