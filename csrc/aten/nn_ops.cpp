@@ -448,6 +448,42 @@ std::tuple<T, T, T> batch_norm_backward(const T& grad_out, const T& input, const
   return {dx, dw, db};
 }
 
+std::tuple<T, T, T> group_norm_backward(const T& grad_out, const T& input, const T& mean, const T& rstd,
+                                        const std::optional<T>& weight, int64_t N, int64_t C, int64_t HxW,
+                                        int64_t group, std::array<bool, 3> mask) {
+  check_npu(input, "native_group_norm_backward");
+  TORCH_CHECK(group > 0 && C % group == 0, "native_group_norm_backward: C (", C, ") must be divisible by group (",
+              group, ")");
+  c10::DeviceGuard guard(input.device());
+  const auto acc = bn_acc(input);
+  const T x = input.contiguous();
+  const T dy = grad_out.to(x.scalar_type()).contiguous();
+  const T mu = mean.to(acc).contiguous(), rs = rstd.to(acc).contiguous();
+  const T w = bn_param(weight, acc);
+  T dx = mask[0] ? at::empty(x.sizes(), x.options()) : T();
+  T dw = mask[1] ? at::empty({C}, x.options().dtype(acc)) : T();
+  T db = mask[2] ? at::empty({C}, x.options().dtype(acc)) : T();
+  npu_kernels::GroupNormBackwardDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_group_norm_backward");
+  d.N = N;
+  d.C = C;
+  d.HW = HxW;
+  d.G = group;
+  d.dy = dy.const_data_ptr();
+  d.x = x.const_data_ptr();
+  d.mean = mu.const_data_ptr();
+  d.rstd = rs.const_data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.dx = dx.defined() ? dx.data_ptr() : nullptr;
+  d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
+  d.dbias = db.defined() ? db.data_ptr() : nullptr;
+  NPU_CHECK(npu_kernels::group_norm_backward(current_native_stream(input.device().index()), d));
+  const auto wtype = weight.has_value() && weight->defined() ? weight->scalar_type() : x.scalar_type();
+  if (dw.defined() && dw.scalar_type() != wtype) dw = dw.to(wtype);
+  if (db.defined() && db.scalar_type() != wtype) db = db.to(wtype);
+  return {dx, dw, db};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -489,6 +525,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return batch_norm_impl(x, w, b, std::nullopt, std::nullopt, training, momentum, eps);
   });
   m.impl("native_batch_norm_backward", batch_norm_backward);
+  m.impl("native_group_norm_backward", group_norm_backward);
   m.impl("mse_loss", [](const T& s, const T& t, int64_t r) {
     T o = fresh(s);
     return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);

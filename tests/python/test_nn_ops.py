@@ -207,3 +207,15 @@ def test_batch_norm_module_2d_and_1d():
         m_c.eval()
         m_n.eval()
         same(m_n(x.to("npu")), m_c(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm(dtype, affine):
+    x = rand(3, 6, 4, 5, dtype=dtype, seed=16) * 2 + 0.5
+    if affine:
+        w, b = rand(6, dtype=dtype, seed=17), rand(6, dtype=dtype, seed=18)
+        fwd_bwd(lambda t, w, b: F.group_norm(t, 3, w, b), x, w, b)
+    else:
+        fwd_bwd(lambda t: F.group_norm(t, 2), x)
+    no_fallback("group_norm", "batch_norm")
