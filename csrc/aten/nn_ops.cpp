@@ -273,6 +273,56 @@ T nll_loss_backward(const T& grad_output, const T& self, const T& target, const 
 }
 
 
+// nll_loss2d: (N, C, H, W) scores as (N*H*W, C) rows for the nll_loss kernels.
+T to_rows(const T& self) {
+  TORCH_CHECK(self.dim() == 4, "nll_loss2d: expected a 4-D input, got ", self.dim(), " dims");
+  return self.permute({0, 2, 3, 1}).reshape({-1, self.size(1)}).contiguous();
+}
+
+std::tuple<T&, T&> nll_loss2d_forward_out(const T& self, const T& target, const std::optional<T>& weight,
+                                          int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
+  check_npu(self, "nll_loss2d_forward");
+  TORCH_CHECK(target.dim() == 3 && target.size(0) == self.size(0) && target.size(1) == self.size(2) &&
+                  target.size(2) == self.size(3),
+              "nll_loss2d: expected target of size (", self.size(0), ", ", self.size(2), ", ", self.size(3), "), got ",
+              target.sizes());
+  T out_rows = at::empty({0}, self.options());
+  nll_loss_forward_out(to_rows(self), target.reshape({-1}), weight, reduction, ignore_index, out_rows, total_weight);
+  if (reduction == at::Reduction::None) {
+    at::native::resize_output(output, target.sizes());
+    output.copy_(out_rows.view(target.sizes()));
+  } else {
+    at::native::resize_output(output, {});
+    output.copy_(out_rows);
+  }
+  return {output, total_weight};
+}
+
+std::tuple<T, T> nll_loss2d_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
+                                    int64_t ignore_index) {
+  T output = at::empty({0}, self.options()), total_weight = at::empty({0}, self.options());
+  nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+T& nll_loss2d_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
+                           int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
+  check_npu(self, "nll_loss2d_backward");
+  const T rows = to_rows(self);
+  const T g = reduction == at::Reduction::None ? grad_output.reshape({-1}) : grad_output;
+  T gi_rows = at::empty({0}, self.options());
+  nll_loss_backward_out(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight, gi_rows);
+  at::native::resize_output(grad_input, self.sizes());
+  grad_input.copy_(gi_rows.view({self.size(0), self.size(2), self.size(3), self.size(1)}).permute({0, 3, 1, 2}));
+  return grad_input;
+}
+
+T nll_loss2d_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
+                      int64_t reduction, int64_t ignore_index, const T& total_weight) {
+  T gi = at::empty({0}, self.options());
+  return nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, gi);
+}
+
 // ---- elementwise losses: the kernel writes elementwise values, the reduction engine reduces them ----
 using npu_kernels::LossKind;
 
@@ -515,6 +565,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward.output", nll_loss_forward_out);
   m.impl("nll_loss_backward", nll_loss_backward);
   m.impl("nll_loss_backward.grad_input", nll_loss_backward_out);
+  m.impl("nll_loss2d_forward", nll_loss2d_forward);
+  m.impl("nll_loss2d_forward.output", nll_loss2d_forward_out);
+  m.impl("nll_loss2d_backward", nll_loss2d_backward);
+  m.impl("nll_loss2d_backward.grad_input", nll_loss2d_backward_out);
   m.impl("native_batch_norm", batch_norm_impl);
   m.impl("_native_batch_norm_legit", [](const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
                                         bool training, double momentum, double eps) {
