@@ -16,7 +16,7 @@ namespace npu_kernels {
 
 const char* reduce_op_name(ReduceOp op) {
   static const char* const names[] = {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "max_dim", "min_dim",
-                                      "var", "std", "all", "any", "norm", "logsumexp"};
+                                      "var", "std", "all", "any", "norm", "logsumexp", "nansum", "count_nonzero"};
   return names[static_cast<int>(op)];
 }
 
@@ -377,6 +377,38 @@ struct LseR {
   }
 };
 
+// nansum: NaN counts as 0.
+template <typename T>
+struct NanSumR {
+  using A = acc_t<T>;
+  using S = A;
+  S init() const { return A(0); }
+  void step(S& s, const T* p, int64_t) const {
+    const A x = ld(p);
+    s += isnan_(x) ? A(0) : x;
+  }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
+    for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+  }
+  void merge(S& a, const S& b) const { a += b; }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const { store<T>(d.out[0], off[0], s); }
+};
+
+// count_nonzero into int64.
+template <typename T>
+struct CountR {
+  using S = int64_t;
+  S init() const { return 0; }
+  void step(S& s, const T* p, int64_t) const { s += convert<bool>(*p) ? 1 : 0; }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
+    for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+  }
+  void merge(S& a, const S& b) const { a += b; }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const {
+    static_cast<int64_t*>(d.out[0])[off[0]] = s;
+  }
+};
+
 // ---- the engine ----
 
 namespace {
@@ -552,6 +584,8 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
       case ReduceOp::kMinIdx: return run_reduce<T>(stream, name, d, ArgR<T, false, 1>{});
       case ReduceOp::kAll: return run_reduce<T>(stream, name, d, LogicR<T, true>{});
       case ReduceOp::kAny: return run_reduce<T>(stream, name, d, LogicR<T, false>{});
+      case ReduceOp::kNansum: return run_reduce<T>(stream, name, d, NanSumR<T>{});
+      case ReduceOp::kCountNonzero: return run_reduce<T>(stream, name, d, CountR<T>{});
       default: break;
     }
     if constexpr (fp) {
