@@ -1,6 +1,7 @@
 // nn kernels: softmax / log_softmax (+ backward), layer norm (+ backward), nll_loss (+ backward).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -67,6 +68,44 @@ inline A lane_max(const A* v, int64_t n) {
   }
   A m = lanes[0];
   for (int j = 1; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
+  for (; i < n; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+// fp32 specialisations with 4-wide vector extensions (the scalar-lane form above is not vectorised by
+// GCC's SLP pass); two accumulators hide the add latency.
+typedef float v4sf __attribute__((vector_size(16)));
+template <>
+inline float lane_sum<float>(const float* v, int64_t n) {
+  v4sf a = {0, 0, 0, 0}, b = a;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4sf x, y;
+    std::memcpy(&x, v + i, 16);
+    std::memcpy(&y, v + i + 4, 16);
+    a += x;
+    b += y;
+  }
+  a += b;
+  float t = (a[0] + a[1]) + (a[2] + a[3]);
+  for (; i < n; ++i) t += v[i];
+  return t;
+}
+template <>
+inline float lane_max<float>(const float* v, int64_t n) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  v4sf a = {ninf, ninf, ninf, ninf}, b = a;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4sf x, y;
+    std::memcpy(&x, v + i, 16);
+    std::memcpy(&y, v + i + 4, 16);
+    a = x > a ? x : a;
+    b = y > b ? y : b;
+  }
+  a = b > a ? b : a;
+  float m = a[0];
+  for (int j = 1; j < 4; ++j) m = a[j] > m ? a[j] : m;
   for (; i < n; ++i) m = v[i] > m ? v[i] : m;
   return m;
 }
