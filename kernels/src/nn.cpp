@@ -110,6 +110,33 @@ inline float lane_max<float>(const float* v, int64_t n) {
   return m;
 }
 
+// sum((v[i] - mean)^2) with the same lane layout as lane_sum.
+template <typename A>
+inline A lane_sqdev(const A* v, int64_t n, A mean) {
+  A t = 0;
+  for (int64_t i = 0; i < n; ++i) t += (v[i] - mean) * (v[i] - mean);
+  return t;
+}
+template <>
+inline float lane_sqdev<float>(const float* v, int64_t n, float mean) {
+  v4sf a = {0, 0, 0, 0}, b = a;
+  const v4sf mu = {mean, mean, mean, mean};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4sf x, y;
+    std::memcpy(&x, v + i, 16);
+    std::memcpy(&y, v + i + 4, 16);
+    x -= mu;
+    y -= mu;
+    a += x * x;
+    b += y * y;
+  }
+  a += b;
+  float t = (a[0] + a[1]) + (a[2] + a[3]);
+  for (; i < n; ++i) t += (v[i] - mean) * (v[i] - mean);
+  return t;
+}
+
 // One line of n elements with element stride s; buf holds 2n accumulators. Loops over buf are
 // contiguous and branch-free so they vectorise (fast_exp included).
 template <typename In, typename Out>
@@ -222,21 +249,31 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
       for (int64_t r = b; r < e; ++r) {
         const T* x = static_cast<const T*>(d.x) + r * d.N;
         T* y = static_cast<T*>(d.y) + r * d.N;
-        A sum = 0;
-        for (int64_t i = 0; i < d.N; ++i) sum += ld(x + i);
-        const A mean = d.N > 0 ? sum / static_cast<A>(d.N) : A(0);
-        A m2 = 0;
-        for (int64_t i = 0; i < d.N; ++i) {
-          const A dx = ld(x + i) - mean;
-          m2 += dx * dx;
+        A mean, m2;
+        if constexpr (std::is_same_v<T, float>) {  // vectorised row statistics
+          mean = d.N > 0 ? lane_sum(x, d.N) / static_cast<A>(d.N) : A(0);
+          m2 = lane_sqdev(x, d.N, mean);
+        } else {
+          A sum = 0;
+          for (int64_t i = 0; i < d.N; ++i) sum += ld(x + i);
+          mean = d.N > 0 ? sum / static_cast<A>(d.N) : A(0);
+          m2 = 0;
+          for (int64_t i = 0; i < d.N; ++i) {
+            const A dx = ld(x + i) - mean;
+            m2 += dx * dx;
+          }
         }
         const A var = d.N > 0 ? m2 / static_cast<A>(d.N) : A(0);
         const A rstd = A(1) / std::sqrt(var + static_cast<A>(d.eps));
-        for (int64_t i = 0; i < d.N; ++i) {
-          A v = (ld(x + i) - mean) * rstd;
-          if (w) v *= ld(w + i);
-          if (bias) v += ld(bias + i);
-          y[i] = convert<T>(v);
+        if (w && bias) {
+          for (int64_t i = 0; i < d.N; ++i) y[i] = convert<T>((ld(x + i) - mean) * rstd * ld(w + i) + ld(bias + i));
+        } else {
+          for (int64_t i = 0; i < d.N; ++i) {
+            A v = (ld(x + i) - mean) * rstd;
+            if (w) v *= ld(w + i);
+            if (bias) v += ld(bias + i);
+            y[i] = convert<T>(v);
+          }
         }
         if (d.mean) static_cast<T*>(d.mean)[r] = convert<T>(mean);
         if (d.rstd) static_cast<T*>(d.rstd)[r] = convert<T>(rstd);
