@@ -137,6 +137,25 @@ inline float lane_sqdev<float>(const float* v, int64_t n, float mean) {
   return t;
 }
 
+// sum(a[i] * b[i]).
+inline float lane_dot(const float* a, const float* b, int64_t n) {
+  v4sf s0 = {0, 0, 0, 0}, s1 = s0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4sf x0, x1, y0, y1;
+    std::memcpy(&x0, a + i, 16);
+    std::memcpy(&x1, a + i + 4, 16);
+    std::memcpy(&y0, b + i, 16);
+    std::memcpy(&y1, b + i + 4, 16);
+    s0 += x0 * y0;
+    s1 += x1 * y1;
+  }
+  s0 += s1;
+  float t = (s0[0] + s0[1]) + (s0[2] + s0[3]);
+  for (; i < n; ++i) t += a[i] * b[i];
+  return t;
+}
+
 // One line of n elements with element stride s; buf holds 2n accumulators. Loops over buf are
 // contiguous and branch-free so they vectorise (fast_exp included).
 template <typename In, typename Out>
@@ -291,22 +310,37 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
       const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.N);
       auto st = parallel_for(stream, "layer_norm_backward", d.M, grain, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
         const T* w = static_cast<const T*>(d.weight);
+        std::vector<A> gbuf;
+        if constexpr (std::is_same_v<T, float>) gbuf.resize(static_cast<size_t>(d.N));
         for (int64_t r = b; r < e; ++r) {
           const T* x = static_cast<const T*>(d.x) + r * d.N;
           const T* dy = static_cast<const T*>(d.dy) + r * d.N;
           T* dx = static_cast<T*>(d.dx) + r * d.N;
           const A mean = ld(static_cast<const T*>(d.mean) + r), rstd = ld(static_cast<const T*>(d.rstd) + r);
-          A sg = 0, sgx = 0;
-          for (int64_t i = 0; i < d.N; ++i) {
-            const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
-            sg += g;
-            sgx += g * (ld(x + i) - mean) * rstd;
-          }
           const A inv_n = A(1) / static_cast<A>(d.N);
-          for (int64_t i = 0; i < d.N; ++i) {
-            const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
-            const A xh = (ld(x + i) - mean) * rstd;
-            dx[i] = convert<T>(rstd * (g - sg * inv_n - xh * sgx * inv_n));
+          if constexpr (std::is_same_v<T, float>) {  // vectorised: g = dy * w, then two dot products
+            float* g = gbuf.data();
+            if (w) {
+              for (int64_t i = 0; i < d.N; ++i) g[i] = dy[i] * w[i];
+            } else {
+              for (int64_t i = 0; i < d.N; ++i) g[i] = dy[i];
+            }
+            const A sg = lane_sum(g, d.N);
+            const A sgx = (lane_dot(g, x, d.N) - mean * sg) * rstd;
+            const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
+            for (int64_t i = 0; i < d.N; ++i) dx[i] = rstd * (g[i] - k1 - (x[i] - mean) * k2);
+          } else {
+            A sg = 0, sgx = 0;
+            for (int64_t i = 0; i < d.N; ++i) {
+              const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
+              sg += g;
+              sgx += g * (ld(x + i) - mean) * rstd;
+            }
+            for (int64_t i = 0; i < d.N; ++i) {
+              const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
+              const A xh = (ld(x + i) - mean) * rstd;
+              dx[i] = convert<T>(rstd * (g - sg * inv_n - xh * sgx * inv_n));
+            }
           }
         }
       });
