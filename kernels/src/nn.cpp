@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gemm_tiling.h"  // branch-free fp16 <-> fp32 (half_bits_to_float / float_to_half_bits)
 #include "npu_kernels/launch.h"
 #include "npu_kernels/nn.h"
 #include "fast_exp.h"
@@ -22,7 +23,8 @@ using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <typename T>
 inline acc_t<T> ld(const T* p) {
-  return static_cast<acc_t<T>>(static_cast<std::conditional_t<is_half_v<T>, float, T>>(*p));
+  if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p->bits);  // no libcall
+  else return static_cast<acc_t<T>>(static_cast<std::conditional_t<is_half_v<T>, float, T>>(*p));
 }
 
 // Calls f(T{}) for the floating dtypes.
@@ -179,7 +181,9 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
     const A inv = A(1) / sum;
     for (int64_t i = 0; i < n; ++i) e[i] = e[i] * inv;
   }
-  if (s == 1) {
+  if constexpr (std::is_same_v<Out, Half>) {
+    for (int64_t i = 0; i < n; ++i) y[i * s].bits = detail::float_to_half_bits(e[i]);
+  } else if (s == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(e[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "gemm_tiling.h"  // branch-free fp16 <-> fp32 (half_bits_to_float / float_to_half_bits)
 #include "npu_kernels/launch.h"
 
 namespace npu_kernels {
@@ -43,7 +44,8 @@ using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
 
 template <typename T>
 inline acc_t<T> ld(const T* p) {
-  if constexpr (is_half_v<T>) return static_cast<float>(*p);
+  if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p->bits);  // no libcall, vectorises
+  else if constexpr (is_half_v<T>) return static_cast<float>(*p);
   else return static_cast<acc_t<T>>(*p);
 }
 
