@@ -225,9 +225,6 @@ std::tuple<T&, T&> nll_loss_forward_out(const T& self, const T& target, const st
   into_contiguous(output, [&](const T& o) {
     d.out = o.data_ptr();
     d.total_weight = total_weight.data_ptr();
-    if (reduction == 0 && self.dim() == 1) {
-      // a single sample with reduction none gives a 0-dim output
-    }
     NPU_CHECK(npu_kernels::nll_loss_forward(current_native_stream(self.device().index()), d));
   });
   if (reduction == 0) total_weight.zero_();

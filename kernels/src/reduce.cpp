@@ -174,10 +174,7 @@ struct ExtremeR {
       merge(s, r);
       return;
     }
-    S r = init();
-    int64_t i = 0;
-    for (; i < n; ++i) step(r, p + i, r0 + i);
-    merge(s, r);
+    for (int64_t i = 0; i < n; ++i) step(s, p + i, r0 + i);
   }
   void merge(S& a, const S& b) const {
     if (b.any && (!a.any || (!isnan_(a.v) && better(b.v, a.v)))) a = b;
