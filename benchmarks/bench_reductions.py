@@ -1,6 +1,7 @@
 """Reduction and nn-kernel benchmark: npu vs CPU eager PyTorch measured in the same run. sum / mean / amax
 over 16M fp32 elements (full reduction = two-phase path; per-row over (4096, 4096) and per-column over
-dim 0 = tiled path), softmax, log_softmax and layer_norm on (4096, 1024) fp32, forward and backward.
+dim 0 = tiled path), softmax, log_softmax and layer_norm on (4096, 1024) fp32, forward and backward;
+fp16/bf16 sum and softmax.
 Prints time, ratio npu/cpu (lower is better) and GB/s of the input read; asserts nothing.
 Run: python benchmarks/bench_reductions.py [--quick]"""
 import sys
@@ -75,6 +76,16 @@ def main():
         gn, an, (1024,), meann, rstdn, wn, bn, [True, True, True]), 2 * nb, repeat))
     print_table("reductions and nn kernels, fp32 (best of %d)" % repeat,
                 ("op", "cpu ms", "npu ms", "npu/cpu", "cpu GB/s", "npu GB/s"), rows)
+    rows = []
+    for dtype in (torch.float16, torch.bfloat16):
+        h, hn = x.to(dtype), xn.to(dtype)
+        s, sn = a.to(dtype), an.to(dtype)
+        name = str(dtype).replace("torch.", "")
+        rows += [row(f"sum full 16M {name}", lambda: h.sum(), lambda: hn.sum(), h.numel() * 2, repeat),
+                 row(f"softmax (4096,1024) {name}", lambda: F.softmax(s, 1), lambda: F.softmax(sn, 1), s.numel() * 2,
+                     repeat)]
+    print_table("16-bit inputs (fp32 accumulation)", ("op", "cpu ms", "npu ms", "npu/cpu", "cpu GB/s", "npu GB/s"),
+                rows)
 
 
 if __name__ == "__main__":

@@ -225,9 +225,6 @@ std::tuple<T&, T&> nll_loss_forward_out(const T& self, const T& target, const st
   into_contiguous(output, [&](const T& o) {
     d.out = o.data_ptr();
     d.total_weight = total_weight.data_ptr();
-    if (reduction == 0 && self.dim() == 1) {
-      // a single sample with reduction none gives a 0-dim output
-    }
     NPU_CHECK(npu_kernels::nll_loss_forward(current_native_stream(self.device().index()), d));
   });
   if (reduction == 0) total_weight.zero_();
@@ -272,6 +269,56 @@ T nll_loss_backward(const T& grad_output, const T& self, const T& target, const 
   return nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input);
 }
 
+
+// nll_loss2d: (N, C, H, W) scores as (N*H*W, C) rows for the nll_loss kernels.
+T to_rows(const T& self) {
+  TORCH_CHECK(self.dim() == 4, "nll_loss2d: expected a 4-D input, got ", self.dim(), " dims");
+  return self.permute({0, 2, 3, 1}).reshape({-1, self.size(1)}).contiguous();
+}
+
+std::tuple<T&, T&> nll_loss2d_forward_out(const T& self, const T& target, const std::optional<T>& weight,
+                                          int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
+  check_npu(self, "nll_loss2d_forward");
+  TORCH_CHECK(target.dim() == 3 && target.size(0) == self.size(0) && target.size(1) == self.size(2) &&
+                  target.size(2) == self.size(3),
+              "nll_loss2d: expected target of size (", self.size(0), ", ", self.size(2), ", ", self.size(3), "), got ",
+              target.sizes());
+  T out_rows = at::empty({0}, self.options());
+  nll_loss_forward_out(to_rows(self), target.reshape({-1}), weight, reduction, ignore_index, out_rows, total_weight);
+  if (reduction == at::Reduction::None) {
+    at::native::resize_output(output, target.sizes());
+    output.copy_(out_rows.view(target.sizes()));
+  } else {
+    at::native::resize_output(output, {});
+    output.copy_(out_rows);
+  }
+  return {output, total_weight};
+}
+
+std::tuple<T, T> nll_loss2d_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
+                                    int64_t ignore_index) {
+  T output = at::empty({0}, self.options()), total_weight = at::empty({0}, self.options());
+  nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+T& nll_loss2d_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
+                           int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
+  check_npu(self, "nll_loss2d_backward");
+  const T rows = to_rows(self);
+  const T g = reduction == at::Reduction::None ? grad_output.reshape({-1}) : grad_output;
+  T gi_rows = at::empty({0}, self.options());
+  nll_loss_backward_out(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight, gi_rows);
+  at::native::resize_output(grad_input, self.sizes());
+  grad_input.copy_(gi_rows.view({self.size(0), self.size(2), self.size(3), self.size(1)}).permute({0, 3, 1, 2}));
+  return grad_input;
+}
+
+T nll_loss2d_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
+                      int64_t reduction, int64_t ignore_index, const T& total_weight) {
+  T gi = at::empty({0}, self.options());
+  return nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, gi);
+}
 
 // ---- elementwise losses: the kernel writes elementwise values, the reduction engine reduces them ----
 using npu_kernels::LossKind;
@@ -448,6 +495,42 @@ std::tuple<T, T, T> batch_norm_backward(const T& grad_out, const T& input, const
   return {dx, dw, db};
 }
 
+std::tuple<T, T, T> group_norm_backward(const T& grad_out, const T& input, const T& mean, const T& rstd,
+                                        const std::optional<T>& weight, int64_t N, int64_t C, int64_t HxW,
+                                        int64_t group, std::array<bool, 3> mask) {
+  check_npu(input, "native_group_norm_backward");
+  TORCH_CHECK(group > 0 && C % group == 0, "native_group_norm_backward: C (", C, ") must be divisible by group (",
+              group, ")");
+  c10::DeviceGuard guard(input.device());
+  const auto acc = bn_acc(input);
+  const T x = input.contiguous();
+  const T dy = grad_out.to(x.scalar_type()).contiguous();
+  const T mu = mean.to(acc).contiguous(), rs = rstd.to(acc).contiguous();
+  const T w = bn_param(weight, acc);
+  T dx = mask[0] ? at::empty(x.sizes(), x.options()) : T();
+  T dw = mask[1] ? at::empty({C}, x.options().dtype(acc)) : T();
+  T db = mask[2] ? at::empty({C}, x.options().dtype(acc)) : T();
+  npu_kernels::GroupNormBackwardDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_group_norm_backward");
+  d.N = N;
+  d.C = C;
+  d.HW = HxW;
+  d.G = group;
+  d.dy = dy.const_data_ptr();
+  d.x = x.const_data_ptr();
+  d.mean = mu.const_data_ptr();
+  d.rstd = rs.const_data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.dx = dx.defined() ? dx.data_ptr() : nullptr;
+  d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
+  d.dbias = db.defined() ? db.data_ptr() : nullptr;
+  NPU_CHECK(npu_kernels::group_norm_backward(current_native_stream(input.device().index()), d));
+  const auto wtype = weight.has_value() && weight->defined() ? weight->scalar_type() : x.scalar_type();
+  if (dw.defined() && dw.scalar_type() != wtype) dw = dw.to(wtype);
+  if (db.defined() && db.scalar_type() != wtype) db = db.to(wtype);
+  return {dx, dw, db};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -479,6 +562,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nll_loss_forward.output", nll_loss_forward_out);
   m.impl("nll_loss_backward", nll_loss_backward);
   m.impl("nll_loss_backward.grad_input", nll_loss_backward_out);
+  m.impl("nll_loss2d_forward", nll_loss2d_forward);
+  m.impl("nll_loss2d_forward.output", nll_loss2d_forward_out);
+  m.impl("nll_loss2d_backward", nll_loss2d_backward);
+  m.impl("nll_loss2d_backward.grad_input", nll_loss2d_backward_out);
   m.impl("native_batch_norm", batch_norm_impl);
   m.impl("_native_batch_norm_legit", [](const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
                                         bool training, double momentum, double eps) {
@@ -489,6 +576,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return batch_norm_impl(x, w, b, std::nullopt, std::nullopt, training, momentum, eps);
   });
   m.impl("native_batch_norm_backward", batch_norm_backward);
+  m.impl("native_group_norm_backward", group_norm_backward);
   m.impl("mse_loss", [](const T& s, const T& t, int64_t r) {
     T o = fresh(s);
     return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);

@@ -8,6 +8,7 @@
 #include <ATen/ops/all_meta.h>
 #include <ATen/ops/amax_meta.h>
 #include <ATen/ops/amin_meta.h>
+#include <ATen/ops/aminmax_meta.h>
 #include <ATen/ops/any_meta.h>
 #include <ATen/ops/argmax_meta.h>
 #include <ATen/ops/argmin_meta.h>
@@ -354,8 +355,7 @@ void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out)
     d.outer = d.n = d.inner = 1;
   } else {
     dim = at::maybe_wrap_dim(dim, nd);
-    // (outer, n, inner) needs the outer and inner dims to collapse: use contiguous copies otherwise
-    TORCH_CHECK(in.is_contiguous() || true, "");
+    // (outer, n, inner) over contiguous copies (src / dst below)
     d.n = in.size(dim);
     d.outer = 1;
     for (int64_t i = 0; i < dim; ++i) d.outer *= in.size(i);
@@ -384,6 +384,42 @@ T& scan_out(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at
   auto m = meta_out<Meta>({out}, self, dim, dtype);
   scan_into(op, self, dim, out);
   return out;
+}
+
+
+// ---- nansum / count_nonzero / aminmax ----
+T& nansum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
+  TORCH_CHECK(!at::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+  const auto type = at::native::get_dtype_from_result(out, dtype);
+  TORCH_CHECK(out.scalar_type() == type, "nansum: expected out dtype ", type, ", got ", out.scalar_type());
+  at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
+  value_reduce(at::isIntegralType(type, true) ? ReduceOp::kSum : ReduceOp::kNansum, self, mask_of(self, dim), out,
+               keepdim);
+  return out;
+}
+T nansum(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  T out = at::empty({0}, self.options().dtype(at::native::get_dtype_from_self(self, dtype, true)));
+  return nansum_out(self, dim, keepdim, dtype, out);
+}
+T count_nonzero(const T& self, at::IntArrayRef dims) {
+  const auto mask = make_dim_mask(dims, self.dim());
+  T out = at::empty(at::native::shape_from_dim_mask(self, mask, false), self.options().dtype(at::kLong));
+  run_reduce(ReduceOp::kCountNonzero, self, mask, {out}, false, {}, std::nullopt);
+  return out;
+}
+std::tuple<T&, T&> aminmax_out(const T& self, std::optional<int64_t> dim, bool keepdim, T& mn, T& mx) {
+  auto m = meta_out<at::meta::structured_aminmax, 2>({mn, mx}, self, dim, keepdim);
+  const DimMask mask = dim ? mask_one(self, *dim) : make_dim_mask({}, self.dim());
+  value_reduce(ReduceOp::kMin, self, mask, mn, keepdim);
+  value_reduce(ReduceOp::kMax, self, mask, mx, keepdim);
+  return {mn, mx};
+}
+std::tuple<T, T> aminmax(const T& self, std::optional<int64_t> dim, bool keepdim) {
+  auto m = meta_functional<at::meta::structured_aminmax, 2>(self, dim, keepdim);
+  const DimMask mask = dim ? mask_one(self, *dim) : make_dim_mask({}, self.dim());
+  value_reduce(ReduceOp::kMin, self, mask, m.outs[0], keepdim);
+  value_reduce(ReduceOp::kMax, self, mask, m.outs[1], keepdim);
+  return {m.outs[0], m.outs[1]};
 }
 
 }  // namespace
@@ -482,6 +518,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linalg_vector_norm", vector_norm);
   m.impl("linalg_vector_norm.out", vector_norm_out);
   m.impl("logsumexp", logsumexp);
+  m.impl("nansum", nansum);
+  m.impl("nansum.out", nansum_out);
+  m.impl("count_nonzero.dim_IntList", count_nonzero);
+  m.impl("aminmax", aminmax);
+  m.impl("aminmax.out", aminmax_out);
   m.impl("logsumexp.out", logsumexp_out);
 
   m.impl("cumsum", [](const T& s, int64_t d, OptS t) {

@@ -1,7 +1,11 @@
 // Batch norm forward (train / eval, running-stat update) and backward, one channel per work item.
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <vector>
 #include <type_traits>
 
+#include "gemm_tiling.h"  // branch-free fp16 -> fp32 (half_bits_to_float)
 #include "npu_kernels/launch.h"
 #include "npu_kernels/nn.h"
 
@@ -13,7 +17,8 @@ template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 template <typename T>
 inline acc_t<T> ld(const T* p, int64_t i) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
+  if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p[i].bits);
+  else if constexpr (std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
   else return p[i];
 }
 
@@ -131,6 +136,73 @@ npu_sim::Status batch_norm_backward(npu_sim::Stream stream, const BatchNormDesc&
         }
         if (d.dweight) static_cast<A*>(d.dweight)[c] = sum_dy_xmu * invstd;
         if (d.dbias) static_cast<A*>(d.dbias)[c] = sum_dy;
+      }
+    });
+  });
+}
+
+// Group norm backward: per (n, c) sums ds = sum(dy * x), db = sum(dy) (one launch over N*C), then
+// dx per (n, g) and dweight/dbias per channel (second launch over N*G + C work items).
+npu_sim::Status group_norm_backward(npu_sim::Stream stream, const GroupNormBackwardDesc& d) {
+  if (d.N * d.C == 0) return npu_sim::Status::kSuccess;
+  return dispatch_fp(d.dtype, [&](auto tag) -> npu_sim::Status {
+    using T = decltype(tag);
+    using A = acc_t<T>;
+    auto sums = std::make_shared<std::vector<A>>(static_cast<size_t>(2 * d.N * d.C));
+    auto st = parallel_for(stream, "group_norm_backward", d.N * d.C, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.HW, 1)),
+                           [d, sums](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                             const T* x = static_cast<const T*>(d.x);
+                             const T* dy = static_cast<const T*>(d.dy);
+                             for (int64_t nc = b; nc < e; ++nc) {
+                               A ds = 0, db = 0;
+                               for (int64_t i = 0; i < d.HW; ++i) {
+                                 const A g = ld(dy, nc * d.HW + i);
+                                 ds += g * ld(x, nc * d.HW + i);
+                                 db += g;
+                               }
+                               (*sums)[2 * nc] = ds;
+                               (*sums)[2 * nc + 1] = db;
+                             }
+                           });
+    if (st != npu_sim::Status::kSuccess) return st;
+    const int64_t D = d.C / d.G;
+    return parallel_for(stream, "group_norm_backward", d.N * d.G + d.C, 1, [d, sums, D](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      const T* x = static_cast<const T*>(d.x);
+      const T* dy = static_cast<const T*>(d.dy);
+      const A* w = static_cast<const A*>(d.weight);
+      const A* mean = static_cast<const A*>(d.mean);
+      const A* rstd = static_cast<const A*>(d.rstd);
+      for (int64_t item = b; item < e; ++item) {
+        if (item < d.N * d.G) {
+          if (!d.dx) continue;
+          const int64_t n = item / d.G, g = item % d.G;
+          const A mu = mean[item], rs = rstd[item];
+          A sum1 = 0, sum2 = 0;
+          for (int64_t c = g * D; c < (g + 1) * D; ++c) {
+            const A wc = w ? w[c] : A(1);
+            sum1 += (*sums)[2 * (n * d.C + c)] * wc;
+            sum2 += (*sums)[2 * (n * d.C + c) + 1] * wc;
+          }
+          const A M = static_cast<A>(D * d.HW);
+          const A c2 = rs * rs * rs * (mu * sum2 - sum1) / M;
+          const A c3 = -c2 * mu - rs * sum2 / M;
+          T* dx = static_cast<T*>(d.dx);
+          for (int64_t c = g * D; c < (g + 1) * D; ++c) {
+            const A k = rs * (w ? w[c] : A(1));
+            const int64_t off = (n * d.C + c) * d.HW;
+            for (int64_t i = 0; i < d.HW; ++i) dx[off + i] = convert<T>(k * ld(dy, off + i) + c2 * ld(x, off + i) + c3);
+          }
+        } else {
+          const int64_t c = item - d.N * d.G;
+          A dw = 0, dbias = 0;
+          for (int64_t n = 0; n < d.N; ++n) {
+            const int64_t ng = n * d.G + c / D;
+            dw += ((*sums)[2 * (n * d.C + c)] - (*sums)[2 * (n * d.C + c) + 1] * mean[ng]) * rstd[ng];
+            dbias += (*sums)[2 * (n * d.C + c) + 1];
+          }
+          if (d.dweight) static_cast<A*>(d.dweight)[c] = dw;
+          if (d.dbias) static_cast<A*>(d.dbias)[c] = dbias;
+        }
       }
     });
   });

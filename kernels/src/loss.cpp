@@ -3,6 +3,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "gemm_tiling.h"  // branch-free fp16 -> fp32 (half_bits_to_float)
 #include "npu_kernels/launch.h"
 #include "npu_kernels/nn.h"
 
@@ -14,7 +15,8 @@ template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 template <typename T>
 inline acc_t<T> ld(const T* p, int64_t i) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
+  if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p[i].bits);
+  else if constexpr (std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
   else return p[i];
 }
 

@@ -1,11 +1,13 @@
 // nn kernels: softmax / log_softmax (+ backward), layer norm (+ backward), nll_loss (+ backward).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "gemm_tiling.h"  // branch-free fp16 <-> fp32 (half_bits_to_float / float_to_half_bits)
 #include "npu_kernels/launch.h"
 #include "npu_kernels/nn.h"
 #include "fast_exp.h"
@@ -21,7 +23,8 @@ using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <typename T>
 inline acc_t<T> ld(const T* p) {
-  return static_cast<acc_t<T>>(static_cast<std::conditional_t<is_half_v<T>, float, T>>(*p));
+  if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p->bits);  // no libcall
+  else return static_cast<acc_t<T>>(static_cast<std::conditional_t<is_half_v<T>, float, T>>(*p));
 }
 
 // Calls f(T{}) for the floating dtypes.
@@ -71,6 +74,90 @@ inline A lane_max(const A* v, int64_t n) {
   return m;
 }
 
+// fp32 specialisations with 4-wide vector extensions (the scalar-lane form above is not vectorised by
+// GCC's SLP pass); two accumulators hide the add latency.
+typedef float v4sf __attribute__((vector_size(16)));
+template <>
+inline float lane_sum<float>(const float* v, int64_t n) {
+  v4sf a = {0, 0, 0, 0}, b = a;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4sf x, y;
+    std::memcpy(&x, v + i, 16);
+    std::memcpy(&y, v + i + 4, 16);
+    a += x;
+    b += y;
+  }
+  a += b;
+  float t = (a[0] + a[1]) + (a[2] + a[3]);
+  for (; i < n; ++i) t += v[i];
+  return t;
+}
+template <>
+inline float lane_max<float>(const float* v, int64_t n) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  v4sf a = {ninf, ninf, ninf, ninf}, b = a;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4sf x, y;
+    std::memcpy(&x, v + i, 16);
+    std::memcpy(&y, v + i + 4, 16);
+    a = x > a ? x : a;
+    b = y > b ? y : b;
+  }
+  a = b > a ? b : a;
+  float m = a[0];
+  for (int j = 1; j < 4; ++j) m = a[j] > m ? a[j] : m;
+  for (; i < n; ++i) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+// sum((v[i] - mean)^2) with the same lane layout as lane_sum.
+template <typename A>
+inline A lane_sqdev(const A* v, int64_t n, A mean) {
+  A t = 0;
+  for (int64_t i = 0; i < n; ++i) t += (v[i] - mean) * (v[i] - mean);
+  return t;
+}
+template <>
+inline float lane_sqdev<float>(const float* v, int64_t n, float mean) {
+  v4sf a = {0, 0, 0, 0}, b = a;
+  const v4sf mu = {mean, mean, mean, mean};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4sf x, y;
+    std::memcpy(&x, v + i, 16);
+    std::memcpy(&y, v + i + 4, 16);
+    x -= mu;
+    y -= mu;
+    a += x * x;
+    b += y * y;
+  }
+  a += b;
+  float t = (a[0] + a[1]) + (a[2] + a[3]);
+  for (; i < n; ++i) t += (v[i] - mean) * (v[i] - mean);
+  return t;
+}
+
+// sum(a[i] * b[i]).
+inline float lane_dot(const float* a, const float* b, int64_t n) {
+  v4sf s0 = {0, 0, 0, 0}, s1 = s0;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    v4sf x0, x1, y0, y1;
+    std::memcpy(&x0, a + i, 16);
+    std::memcpy(&x1, a + i + 4, 16);
+    std::memcpy(&y0, b + i, 16);
+    std::memcpy(&y1, b + i + 4, 16);
+    s0 += x0 * y0;
+    s1 += x1 * y1;
+  }
+  s0 += s1;
+  float t = (s0[0] + s0[1]) + (s0[2] + s0[3]);
+  for (; i < n; ++i) t += a[i] * b[i];
+  return t;
+}
+
 // One line of n elements with element stride s; buf holds 2n accumulators. Loops over buf are
 // contiguous and branch-free so they vectorise (fast_exp included).
 template <typename In, typename Out>
@@ -83,9 +170,7 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
     for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
   }
   A m = lane_max(buf, n);
-  bool has_nan = false;
-  for (int64_t i = 0; i < n; ++i) has_nan |= buf[i] != buf[i];
-  if (has_nan) m = std::numeric_limits<A>::quiet_NaN();
+  // a NaN is skipped by lane_max but reaches the sum through fast_exp, so every output becomes NaN
   if (std::isinf(m) && m < 0) m = 0;  // all -inf: exp gives 0, sum 0 -> nan, as on CPU
   for (int64_t i = 0; i < n; ++i) e[i] = detail::fast_exp(buf[i] - m);
   const A sum = lane_sum(e, n);
@@ -96,7 +181,9 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
     const A inv = A(1) / sum;
     for (int64_t i = 0; i < n; ++i) e[i] = e[i] * inv;
   }
-  if (s == 1) {
+  if constexpr (std::is_same_v<Out, Half>) {
+    for (int64_t i = 0; i < n; ++i) y[i * s].bits = detail::float_to_half_bits(e[i]);
+  } else if (s == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(e[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
@@ -185,21 +272,31 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
       for (int64_t r = b; r < e; ++r) {
         const T* x = static_cast<const T*>(d.x) + r * d.N;
         T* y = static_cast<T*>(d.y) + r * d.N;
-        A sum = 0;
-        for (int64_t i = 0; i < d.N; ++i) sum += ld(x + i);
-        const A mean = d.N > 0 ? sum / static_cast<A>(d.N) : A(0);
-        A m2 = 0;
-        for (int64_t i = 0; i < d.N; ++i) {
-          const A dx = ld(x + i) - mean;
-          m2 += dx * dx;
+        A mean, m2;
+        if constexpr (std::is_same_v<T, float>) {  // vectorised row statistics
+          mean = d.N > 0 ? lane_sum(x, d.N) / static_cast<A>(d.N) : A(0);
+          m2 = lane_sqdev(x, d.N, mean);
+        } else {
+          A sum = 0;
+          for (int64_t i = 0; i < d.N; ++i) sum += ld(x + i);
+          mean = d.N > 0 ? sum / static_cast<A>(d.N) : A(0);
+          m2 = 0;
+          for (int64_t i = 0; i < d.N; ++i) {
+            const A dx = ld(x + i) - mean;
+            m2 += dx * dx;
+          }
         }
         const A var = d.N > 0 ? m2 / static_cast<A>(d.N) : A(0);
         const A rstd = A(1) / std::sqrt(var + static_cast<A>(d.eps));
-        for (int64_t i = 0; i < d.N; ++i) {
-          A v = (ld(x + i) - mean) * rstd;
-          if (w) v *= ld(w + i);
-          if (bias) v += ld(bias + i);
-          y[i] = convert<T>(v);
+        if (w && bias) {
+          for (int64_t i = 0; i < d.N; ++i) y[i] = convert<T>((ld(x + i) - mean) * rstd * ld(w + i) + ld(bias + i));
+        } else {
+          for (int64_t i = 0; i < d.N; ++i) {
+            A v = (ld(x + i) - mean) * rstd;
+            if (w) v *= ld(w + i);
+            if (bias) v += ld(bias + i);
+            y[i] = convert<T>(v);
+          }
         }
         if (d.mean) static_cast<T*>(d.mean)[r] = convert<T>(mean);
         if (d.rstd) static_cast<T*>(d.rstd)[r] = convert<T>(rstd);
@@ -217,22 +314,37 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
       const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.N);
       auto st = parallel_for(stream, "layer_norm_backward", d.M, grain, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
         const T* w = static_cast<const T*>(d.weight);
+        std::vector<A> gbuf;
+        if constexpr (std::is_same_v<T, float>) gbuf.resize(static_cast<size_t>(d.N));
         for (int64_t r = b; r < e; ++r) {
           const T* x = static_cast<const T*>(d.x) + r * d.N;
           const T* dy = static_cast<const T*>(d.dy) + r * d.N;
           T* dx = static_cast<T*>(d.dx) + r * d.N;
           const A mean = ld(static_cast<const T*>(d.mean) + r), rstd = ld(static_cast<const T*>(d.rstd) + r);
-          A sg = 0, sgx = 0;
-          for (int64_t i = 0; i < d.N; ++i) {
-            const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
-            sg += g;
-            sgx += g * (ld(x + i) - mean) * rstd;
-          }
           const A inv_n = A(1) / static_cast<A>(d.N);
-          for (int64_t i = 0; i < d.N; ++i) {
-            const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
-            const A xh = (ld(x + i) - mean) * rstd;
-            dx[i] = convert<T>(rstd * (g - sg * inv_n - xh * sgx * inv_n));
+          if constexpr (std::is_same_v<T, float>) {  // vectorised: g = dy * w, then two dot products
+            float* g = gbuf.data();
+            if (w) {
+              for (int64_t i = 0; i < d.N; ++i) g[i] = dy[i] * w[i];
+            } else {
+              for (int64_t i = 0; i < d.N; ++i) g[i] = dy[i];
+            }
+            const A sg = lane_sum(g, d.N);
+            const A sgx = (lane_dot(g, x, d.N) - mean * sg) * rstd;
+            const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
+            for (int64_t i = 0; i < d.N; ++i) dx[i] = rstd * (g[i] - k1 - (x[i] - mean) * k2);
+          } else {
+            A sg = 0, sgx = 0;
+            for (int64_t i = 0; i < d.N; ++i) {
+              const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
+              sg += g;
+              sgx += g * (ld(x + i) - mean) * rstd;
+            }
+            for (int64_t i = 0; i < d.N; ++i) {
+              const A g = ld(dy + i) * (w ? ld(w + i) : A(1));
+              const A xh = (ld(x + i) - mean) * rstd;
+              dx[i] = convert<T>(rstd * (g - sg * inv_n - xh * sgx * inv_n));
+            }
           }
         }
       });

@@ -3,19 +3,21 @@
 #include "npu_kernels/reduce.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <memory>
 #include <type_traits>
 #include <vector>
 
+#include "gemm_tiling.h"  // branch-free fp16 <-> fp32 (half_bits_to_float / float_to_half_bits)
 #include "npu_kernels/launch.h"
 
 namespace npu_kernels {
 
 const char* reduce_op_name(ReduceOp op) {
   static const char* const names[] = {"sum", "mean", "prod", "max", "min", "argmax", "argmin", "max_dim", "min_dim",
-                                      "var", "std", "all", "any", "norm", "logsumexp"};
+                                      "var", "std", "all", "any", "norm", "logsumexp", "nansum", "count_nonzero"};
   return names[static_cast<int>(op)];
 }
 
@@ -42,7 +44,8 @@ using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
 
 template <typename T>
 inline acc_t<T> ld(const T* p) {
-  if constexpr (is_half_v<T>) return static_cast<float>(*p);
+  if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p->bits);  // no libcall, vectorises
+  else if constexpr (is_half_v<T>) return static_cast<float>(*p);
   else return static_cast<acc_t<T>>(*p);
 }
 
@@ -105,6 +108,41 @@ struct ProdR {
   void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const { store<T>(d.out[0], off[0], s); }
 };
 
+// Max/min of n (a multiple of 8, >= 8) contiguous floats in two 4-wide vectors (GCC/Clang vector
+// extensions; the scalar-lane form does not vectorise); *nan is set when any element is NaN.
+typedef float v4sf __attribute__((vector_size(16)));
+typedef int v4si __attribute__((vector_size(16)));
+template <bool kMax>
+inline float extreme_f32(const float* p, int64_t n, bool* nan) {
+  v4sf a, b;
+  std::memcpy(&a, p, 16);
+  std::memcpy(&b, p + 4, 16);
+  v4si na = a != a, nb = b != b;
+  for (int64_t i = 8; i < n; i += 8) {
+    v4sf x, y;
+    std::memcpy(&x, p + i, 16);
+    std::memcpy(&y, p + i + 4, 16);
+    if constexpr (kMax) {
+      a = x > a ? x : a;
+      b = y > b ? y : b;
+    } else {
+      a = x < a ? x : a;
+      b = y < b ? y : b;
+    }
+    na |= x != x;
+    nb |= y != y;
+  }
+  float r = a[0];
+  bool any_nan = false;
+  for (int j = 0; j < 4; ++j) {
+    r = kMax ? (a[j] > r ? a[j] : r) : (a[j] < r ? a[j] : r);
+    r = kMax ? (b[j] > r ? b[j] : r) : (b[j] < r ? b[j] : r);
+    any_nan = any_nan || na[j] || nb[j];
+  }
+  *nan = any_nan;
+  return r;
+}
+
 // max/min values (NaN propagates).
 template <typename T, bool kMax>
 struct ExtremeR {
@@ -127,26 +165,16 @@ struct ExtremeR {
       for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
       return;
     }
-    // 8 branch-free lanes (vectorisable); NaNs are tracked separately and win at the end
-    A lanes[8];
-    int nan[8] = {};
-    for (int j = 0; j < 8; ++j) lanes[j] = ld(p + j);
-    int64_t i = 8;
-    for (; i + 8 <= n; i += 8) {
-      for (int j = 0; j < 8; ++j) {
-        const A x = ld(p + i + j);
-        if constexpr (kMax) lanes[j] = x > lanes[j] ? x : lanes[j];
-        else lanes[j] = x < lanes[j] ? x : lanes[j];
-        nan[j] |= isnan_(x) ? 1 : 0;
-      }
+    if constexpr (std::is_same_v<T, float>) {
+      const int64_t n8 = n / 8 * 8;
+      bool nan = false;
+      S r{extreme_f32<kMax>(p, n8, &nan), true};
+      if (nan) r.v = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t i = n8; i < n; ++i) step(r, p + i, r0 + i);
+      merge(s, r);
+      return;
     }
-    S r{lanes[0], true};
-    for (int j = 0; j < 8; ++j) {
-      merge(r, S{lanes[j], true});
-      if (nan[j] || isnan_(lanes[j])) r.v = std::numeric_limits<A>::quiet_NaN();
-    }
-    for (; i < n; ++i) step(r, p + i, r0 + i);
-    merge(s, r);
+    for (int64_t i = 0; i < n; ++i) step(s, p + i, r0 + i);
   }
   void merge(S& a, const S& b) const {
     if (b.any && (!a.any || (!isnan_(a.v) && better(b.v, a.v)))) a = b;
@@ -348,6 +376,38 @@ struct LseR {
   }
 };
 
+// nansum: NaN counts as 0.
+template <typename T>
+struct NanSumR {
+  using A = acc_t<T>;
+  using S = A;
+  S init() const { return A(0); }
+  void step(S& s, const T* p, int64_t) const {
+    const A x = ld(p);
+    s += isnan_(x) ? A(0) : x;
+  }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
+    for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+  }
+  void merge(S& a, const S& b) const { a += b; }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const { store<T>(d.out[0], off[0], s); }
+};
+
+// count_nonzero into int64.
+template <typename T>
+struct CountR {
+  using S = int64_t;
+  S init() const { return 0; }
+  void step(S& s, const T* p, int64_t) const { s += convert<bool>(*p) ? 1 : 0; }
+  void run(S& s, const T* p, int64_t n, int64_t stride, int64_t r0) const {
+    for (int64_t i = 0; i < n; ++i) step(s, p + i * stride, r0 + i);
+  }
+  void merge(S& a, const S& b) const { a += b; }
+  void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const {
+    static_cast<int64_t*>(d.out[0])[off[0]] = s;
+  }
+};
+
 // ---- the engine ----
 
 namespace {
@@ -523,6 +583,8 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
       case ReduceOp::kMinIdx: return run_reduce<T>(stream, name, d, ArgR<T, false, 1>{});
       case ReduceOp::kAll: return run_reduce<T>(stream, name, d, LogicR<T, true>{});
       case ReduceOp::kAny: return run_reduce<T>(stream, name, d, LogicR<T, false>{});
+      case ReduceOp::kNansum: return run_reduce<T>(stream, name, d, NanSumR<T>{});
+      case ReduceOp::kCountNonzero: return run_reduce<T>(stream, name, d, CountR<T>{});
       default: break;
     }
     if constexpr (fp) {

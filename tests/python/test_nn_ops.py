@@ -207,3 +207,26 @@ def test_batch_norm_module_2d_and_1d():
         m_c.eval()
         m_n.eval()
         same(m_n(x.to("npu")), m_c(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm(dtype, affine):
+    x = rand(3, 6, 4, 5, dtype=dtype, seed=16) * 2 + 0.5
+    if affine:
+        w, b = rand(6, dtype=dtype, seed=17), rand(6, dtype=dtype, seed=18)
+        fwd_bwd(lambda t, w, b: F.group_norm(t, 3, w, b), x, w, b)
+    else:
+        fwd_bwd(lambda t: F.group_norm(t, 2), x)
+    no_fallback("group_norm", "batch_norm")
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_nll_loss2d_and_cross_entropy_2d(reduction):
+    x = rand(2, 4, 3, 5, seed=19)
+    t = torch.randint(0, 4, (2, 3, 5), generator=torch.Generator().manual_seed(20))
+    t[0, 1, 2] = -100
+    w = torch.rand(4, generator=torch.Generator().manual_seed(21)) + 0.5
+    fwd_bwd(lambda a: F.nll_loss(F.log_softmax(a, 1), t.to(a.device), weight=w.to(a.device), reduction=reduction), x)
+    fwd_bwd(lambda a: F.cross_entropy(a, t.to(a.device), reduction=reduction), x)
+    no_fallback("nll_loss", "softmax")

@@ -332,3 +332,23 @@ def test_backward(dtype):
         yn.backward(g.to("npu"))
         same(yn.detach(), yc.detach())
         same(xn.grad, xc.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.int32])
+def test_nansum_count_nonzero_aminmax(dtype):
+    x = rand(4, 5, 6, dtype=dtype, seed=21)
+    if dtype.is_floating_point:
+        x[0, 1, 2] = float("nan")
+        x[3, 0, 0] = 0
+    xn = x.to("npu")
+    same(torch.nansum(xn), torch.nansum(x))
+    same(torch.nansum(xn, (0, 2), keepdim=True), torch.nansum(x, (0, 2), keepdim=True))
+    same(torch.count_nonzero(xn, 1), torch.count_nonzero(x, 1))
+    same(torch.count_nonzero(xn), torch.count_nonzero(x))
+    y, yn = x.nan_to_num() if dtype.is_floating_point else x, xn.nan_to_num() if dtype.is_floating_point else xn
+    for kw in ({}, dict(dim=1), dict(dim=-1, keepdim=True)):
+        a, b = torch.aminmax(yn, **kw)
+        ca, cb = torch.aminmax(y, **kw)
+        same(a, ca)
+        same(b, cb)
+    no_fallback("nansum", "count_nonzero", "aminmax")

@@ -117,4 +117,20 @@ struct BatchNormDesc {
 npu_sim::Status batch_norm(npu_sim::Stream stream, const BatchNormDesc& d);
 npu_sim::Status batch_norm_backward(npu_sim::Stream stream, const BatchNormDesc& d);
 
+// Group norm backward over (N, C, HW) contiguous input with G groups; mean/rstd (N, G) and
+// weight/dweight/dbias (C) in the accumulation type (see BatchNormDesc); dx in dtype.
+struct GroupNormBackwardDesc {
+  DType dtype = DType::kFloat32;
+  int64_t N = 0, C = 0, HW = 0, G = 1;
+  const void* dy = nullptr;
+  const void* x = nullptr;
+  const void* mean = nullptr;
+  const void* rstd = nullptr;
+  const void* weight = nullptr;  // null: 1
+  void* dx = nullptr;            // may be null
+  void* dweight = nullptr;       // may be null
+  void* dbias = nullptr;         // may be null
+};
+npu_sim::Status group_norm_backward(npu_sim::Stream stream, const GroupNormBackwardDesc& d);
+
 }  // namespace npu_kernels

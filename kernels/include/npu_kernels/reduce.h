@@ -26,6 +26,8 @@ enum class ReduceOp {
   kAll, kAny,                       // out[0] written as 0/1 bytes (bool or uint8 output)
   kNorm,                            // p-norm with params.p (0, 1, 2, +-inf, other)
   kLogsumexp,
+  kNansum,                          // sum with NaN counted as 0 (value dtype)
+  kCountNonzero,                    // out[0] = int64 count of x != 0
 };
 
 const char* reduce_op_name(ReduceOp op);
