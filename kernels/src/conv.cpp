@@ -3,6 +3,7 @@
 // backward-input is a GEMM into a column buffer in caller-provided scratch followed by col2im (a
 // gather per input plane, so blocks never write the same element).
 #include "npu_kernels/conv.h"
+#include "npu_kernels/float_dispatch.h"
 
 #include <algorithm>
 
@@ -318,17 +319,6 @@ npu_sim::Status backward_bias_typed(npu_sim::Stream stream, const Conv2dArgs& a,
                       });
 }
 
-template <typename F>
-npu_sim::Status dispatch_float(DType t, F&& f) {
-  switch (t) {
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: return f(double{});
-    case DType::kFloat16: return f(Half{});
-    case DType::kBFloat16: return f(BFloat16{});
-    default: return npu_sim::Status::kInvalidValue;
-  }
-}
-
 }  // namespace
 
 npu_sim::Status conv2d_validate(const Conv2dArgs& a, const char** why) {
@@ -359,7 +349,7 @@ npu_sim::Status conv2d_validate(const Conv2dArgs& a, const char** why) {
 
 npu_sim::Status conv2d_forward(npu_sim::Stream stream, const Conv2dArgs& a) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
-  return dispatch_float(a.dtype, [&](auto t) { return forward_typed<decltype(t)>(stream, a); });
+  return dispatch_fp(a.dtype, [&](auto t) { return forward_typed<decltype(t)>(stream, a); });
 }
 
 std::size_t conv2d_backward_input_scratch_bytes(const Conv2dArgs& a, int64_t images) {
@@ -371,19 +361,19 @@ std::size_t conv2d_backward_input_scratch_bytes(const Conv2dArgs& a, int64_t ima
 npu_sim::Status conv2d_backward_input(npu_sim::Stream stream, const Conv2dArgs& a, void* scratch,
                                       std::size_t scratch_bytes) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
-  return dispatch_float(a.dtype,
+  return dispatch_fp(a.dtype,
                         [&](auto t) { return backward_input_typed<decltype(t)>(stream, a, scratch, scratch_bytes); });
 }
 
 npu_sim::Status conv2d_backward_weight(npu_sim::Stream stream, const Conv2dArgs& a) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
-  return dispatch_float(a.dtype, [&](auto t) { return backward_weight_typed<decltype(t)>(stream, a); });
+  return dispatch_fp(a.dtype, [&](auto t) { return backward_weight_typed<decltype(t)>(stream, a); });
 }
 
 npu_sim::Status conv2d_backward_bias(npu_sim::Stream stream, const Conv2dArgs& a, void* grad_bias,
                                      int64_t grad_bias_stride) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
-  return dispatch_float(a.dtype, [&](auto t) {
+  return dispatch_fp(a.dtype, [&](auto t) {
     return backward_bias_typed<decltype(t)>(stream, a, grad_bias, grad_bias_stride);
   });
 }

@@ -5,6 +5,7 @@
 
 #include "gemm_tiling.h"  // branch-free fp16 -> fp32 (half_bits_to_float)
 #include "npu_kernels/launch.h"
+#include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/nn.h"
 
 namespace npu_kernels {
@@ -12,23 +13,10 @@ namespace npu_kernels {
 namespace {
 
 template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-template <typename T>
 inline acc_t<T> ld(const T* p, int64_t i) {
   if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p[i].bits);
   else if constexpr (std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
   else return p[i];
-}
-
-template <typename F>
-npu_sim::Status dispatch_fp(DType t, F&& f) {
-  switch (t) {
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: return f(double{});
-    case DType::kFloat16: return f(Half{});
-    case DType::kBFloat16: return f(BFloat16{});
-    default: return npu_sim::Status::kInvalidValue;
-  }
 }
 
 template <typename A>

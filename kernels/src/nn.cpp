@@ -9,6 +9,7 @@
 
 #include "gemm_tiling.h"  // branch-free fp16 <-> fp32 (half_bits_to_float / float_to_half_bits)
 #include "npu_kernels/launch.h"
+#include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/nn.h"
 #include "fast_exp.h"
 
@@ -18,25 +19,11 @@ namespace {
 
 template <typename T>
 constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <typename T>
 inline acc_t<T> ld(const T* p) {
   if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p->bits);  // no libcall
   else return static_cast<acc_t<T>>(static_cast<std::conditional_t<is_half_v<T>, float, T>>(*p));
-}
-
-// Calls f(T{}) for the floating dtypes.
-template <typename F>
-npu_sim::Status dispatch_fp(DType t, F&& f) {
-  switch (t) {
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: return f(double{});
-    case DType::kFloat16: return f(Half{});
-    case DType::kBFloat16: return f(BFloat16{});
-    default: return npu_sim::Status::kInvalidValue;
-  }
 }
 
 // Calls f(In{}, Out{}) for in == out, or 16-bit in with float32 out.

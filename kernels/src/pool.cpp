@@ -1,6 +1,7 @@
 // 2-D pooling kernels (see npu_kernels/pool.h). Work is split by whole planes, so backward scatters
 // never race; accumulation is in float (double for float64).
 #include "npu_kernels/pool.h"
+#include "npu_kernels/float_dispatch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,19 +13,6 @@ namespace npu_kernels {
 
 namespace {
 
-template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-template <typename F>
-npu_sim::Status dispatch_float(DType t, F&& f) {
-  switch (t) {
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: return f(double{});
-    case DType::kFloat16: return f(Half{});
-    case DType::kBFloat16: return f(BFloat16{});
-    default: return npu_sim::Status::kInvalidValue;
-  }
-}
 
 // Window [begin, end) along one axis for output position o.
 struct Window {
@@ -62,7 +50,7 @@ npu_sim::Status per_plane(npu_sim::Stream s, const char* name, const Pool2dArgs&
 }  // namespace
 
 npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out, int64_t* indices) {
-  return dispatch_float(a.dtype, [&](auto tag) {
+  return dispatch_fp(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const T* x = static_cast<const T*>(in);
@@ -99,7 +87,7 @@ npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
 
 npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out,
                                     const int64_t* indices, void* grad_in) {
-  return dispatch_float(a.dtype, [&](auto tag) {
+  return dispatch_fp(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const T* g = static_cast<const T*>(grad_out);
@@ -121,7 +109,7 @@ npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, cons
 }
 
 npu_sim::Status avg_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out) {
-  return dispatch_float(a.dtype, [&](auto tag) {
+  return dispatch_fp(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const T* x = static_cast<const T*>(in);
@@ -146,7 +134,7 @@ npu_sim::Status avg_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
 }
 
 npu_sim::Status avg_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out, void* grad_in) {
-  return dispatch_float(a.dtype, [&](auto tag) {
+  return dispatch_fp(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const T* g = static_cast<const T*>(grad_out);
