@@ -105,26 +105,6 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage_offset(self, std::move(storage), 0, {0}, {});
 }
 
-npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s) {
-  npu_kernels::ScalarValue v;
-  if (s.isBoolean()) {
-    v.kind = npu_kernels::ScalarValue::kBool;
-    v.b = s.toBool();
-  } else if (s.isIntegral(false)) {
-    v.kind = npu_kernels::ScalarValue::kInt;
-    v.i = s.toLong();
-  } else if (s.isComplex()) {
-    v.kind = npu_kernels::ScalarValue::kComplex;
-    const auto c = s.toComplexDouble();
-    v.d = c.real();
-    v.imag = c.imag();
-  } else {
-    v.kind = npu_kernels::ScalarValue::kDouble;
-    v.d = s.toDouble();
-  }
-  return v;
-}
-
 at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
   if (self.numel() == 0) return self;
   c10::DeviceGuard guard(self.device());

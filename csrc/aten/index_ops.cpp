@@ -36,25 +36,6 @@ using npu_kernels::IndexReduce;
 
 npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
 
-npu_kernels::ScalarValue scalar_value(const c10::Scalar& s) {
-  npu_kernels::ScalarValue v;
-  if (s.isBoolean()) {
-    v.kind = npu_kernels::ScalarValue::kBool;
-    v.b = s.toBool();
-  } else if (s.isIntegral(false)) {
-    v.kind = npu_kernels::ScalarValue::kInt;
-    v.i = s.toLong();
-  } else if (s.isComplex()) {
-    v.kind = npu_kernels::ScalarValue::kComplex;
-    v.d = s.toComplexDouble().real();
-    v.imag = s.toComplexDouble().imag();
-  } else {
-    v.kind = npu_kernels::ScalarValue::kDouble;
-    v.d = s.toDouble();
-  }
-  return v;
-}
-
 // 0-dim tensors take part as 1-element 1-D tensors.
 at::Tensor as_1d(const at::Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
 
@@ -127,7 +108,7 @@ void scatter_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, 
     a.src = resized(src_conv, ix.sizes(), op);
   } else {
     a.src_scalar = true;
-    a.value = scalar_value(*value);
+    a.value = to_scalar_value(*value);
     a.src = a.index;
   }
   NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
@@ -367,7 +348,7 @@ void index_fill_copy(const at::Tensor& out, const at::Tensor& self, int64_t dim,
   } else {
     a.wrap_negative = true;
     a.src_scalar = true;
-    a.value = scalar_value(*value);
+    a.value = to_scalar_value(*value);
     a.src = a.index;
   }
   NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
@@ -593,7 +574,7 @@ at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const a
               " cannot be broadcast to ", self.sizes());
   const at::Tensor m = mask.to(self.device()).expand(self.sizes());
   NPU_CHECK(npu_kernels::masked_fill(stream_of(self), tensor_desc(self, "masked_fill_"), tensor_desc(m, "masked_fill_"),
-                                     scalar_value(value)));
+                                     to_scalar_value(value)));
   return self;
 }
 

@@ -29,4 +29,24 @@ npu_kernels::TensorDesc tensor_desc(const at::Tensor& t, const char* op) {
   return d;
 }
 
+npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s) {
+  npu_kernels::ScalarValue v;
+  if (s.isBoolean()) {
+    v.kind = npu_kernels::ScalarValue::kBool;
+    v.b = s.toBool();
+  } else if (s.isIntegral(false)) {
+    v.kind = npu_kernels::ScalarValue::kInt;
+    v.i = s.toLong();
+  } else if (s.isComplex()) {
+    v.kind = npu_kernels::ScalarValue::kComplex;
+    const auto c = s.toComplexDouble();
+    v.d = c.real();
+    v.imag = c.imag();
+  } else {
+    v.kind = npu_kernels::ScalarValue::kDouble;
+    v.d = s.toDouble();
+  }
+  return v;
+}
+
 }  // namespace torch_npu_sim

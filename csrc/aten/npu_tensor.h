@@ -3,6 +3,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "npu_kernels/copy.h"
 #include "npu_kernels/dtype.h"
 #include "npu_kernels/tensor_desc.h"
 
@@ -13,5 +14,7 @@ npu_kernels::DType kernel_dtype(at::ScalarType type, const char* op);
 // Raw pointer (storage offset applied), dtype, sizes, strides. `op` names the caller in errors.
 npu_kernels::TensorDesc tensor_desc(const at::Tensor& t, const char* op);
 bool is_npu(const at::Tensor& t);
+// A scalar argument in the kernels' widest-type-of-its-kind form (fill values, index fills, ...).
+npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s);
 
 }  // namespace torch_npu_sim
