@@ -45,6 +45,31 @@ def gemm_rows(sizes, dtypes, repeat):
     return rows
 
 
+def amp_gemm_rows(sizes, repeat):
+    """bf16/fp16 torch.mm on npu (fp32 accumulation) vs fp32 on npu and vs CPU eager fp32 and under
+    torch.autocast("cpu", bfloat16) (fp32 operands cast inside, as a user's autocast region does)."""
+    rows = []
+    for n in sizes:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        an, bn = a.npu(), b.npu()
+        reps = repeat if n <= 1024 else max(2, repeat // 2)
+
+        def cpu_autocast():
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                torch.mm(a, b)
+
+        t_cpu32 = timed(lambda: torch.mm(a, b), reps)
+        t_cpu_amp = timed(cpu_autocast, reps)
+        t_npu32 = timed(lambda: torch.mm(an, bn), reps)
+        for dtype in (torch.bfloat16, torch.float16):
+            al, bl = an.to(dtype), bn.to(dtype)
+            t = timed(lambda: torch.mm(al, bl), reps)
+            rows.append((str(dtype).replace("torch.", ""), n, f"{t * 1e3:.2f}", f"{t_npu32 * 1e3:.2f}",
+                         f"{t / t_npu32:.2f}", f"{t_cpu32 * 1e3:.2f}", f"{t_cpu_amp * 1e3:.2f}",
+                         f"{t / t_cpu_amp:.2f}", f"{2.0 * n ** 3 / t / 1e9:.0f}"))
+    return rows
+
+
 def conv_rows(repeat):
     rows = []
     for (n, c, hw, o, k) in [(8, 64, 56, 64, 3), (8, 128, 28, 128, 3)]:
@@ -87,8 +112,10 @@ def main():
           f"fp32 peak assumed {PEAK_PER_CORE:.0f} GFLOP/s/core x {CORES} cores (REFERENCE.md E)")
     header = ["dtype", "n", "cpu ms", "npu ms", "npu/cpu", "cpu GFLOP/s", "npu GFLOP/s", "npu % peak"]
     print_table("Square GEMM torch.mm, npu vs CPU eager", header,
-                gemm_rows([256, 512, 1024] if quick else [256, 512, 1024, 2048], [torch.float32], repeat) +
-                gemm_rows([1024], [torch.bfloat16, torch.float16], repeat))
+                gemm_rows([256, 512, 1024] if quick else [256, 512, 1024, 2048], [torch.float32], repeat))
+    print_table("Mixed-precision GEMM: npu bf16/fp16 vs npu fp32 and vs CPU eager (fp32, autocast cpu bf16)",
+                ["dtype", "n", "npu ms", "npu fp32 ms", "vs npu fp32", "cpu fp32 ms", "cpu autocast bf16 ms",
+                 "npu/cpu autocast", "npu GFLOP/s"], amp_gemm_rows([1024] if quick else [1024, 2048], repeat))
     print_table("conv2d (padding 1), npu vs CPU eager (oneDNN)",
                 ["shape", "cpu fwd ms", "npu fwd ms", "npu/cpu", "npu fwd GFLOP/s", "cpu fwd+bwd ms",
                  "npu fwd+bwd ms", "npu/cpu"], conv_rows(repeat))

@@ -176,15 +176,15 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
       case BinaryOp::kTanhBackward: return go([](C g, C y) { return g * (C(1) - y * y); });
       case BinaryOp::kGeluBackward:
         return go([](C g, C x) {
-          const C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
-          const C pdf = std::exp(C(-0.5) * x * x) * C(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+          const C cdf = C(0.5) * (C(1) + detail::fast_erf(x * C(M_SQRT1_2)));
+          const C pdf = detail::fast_exp(C(-0.5) * x * x) * C(M_2_SQRTPI * M_SQRT1_2 * 0.5);
           return g * (cdf + x * pdf);
         });
       case BinaryOp::kGeluTanhBackward:
         return go([](C g, C x) {
           const C k_beta = C(M_2_SQRTPI * M_SQRT1_2), k_kappa = C(0.044715);
           const C x_sq = x * x, inner = k_beta * (x + k_kappa * x_sq * x);
-          const C t = std::tanh(inner);
+          const C t = detail::fast_tanh(inner);
           const C left = C(0.5) * x, right = C(1) + t;
           const C left_derivative = C(0.5) * right;
           const C right_derivative = left * (C(1) - t * t) * k_beta * (C(1) + C(3) * k_kappa * x_sq);

@@ -11,7 +11,7 @@
 #include "npu_kernels/launch.h"
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/nn.h"
-#include "fast_exp.h"
+#include "fast_math.h"
 
 namespace npu_kernels {
 

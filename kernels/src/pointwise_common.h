@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "fast_math.h"
 #include "npu_kernels/pointwise.h"
 
 namespace npu_kernels::detail {
@@ -33,7 +34,7 @@ constexpr bool is_fp_v = std::is_floating_point_v<C>;
 
 template <typename C>
 inline C sigmoid(C x) {
-  return C(1) / (C(1) + std::exp(-x));
+  return fast_sigmoid(x);
 }
 
 template <typename C>

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "fast_math.h"
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/launch.h"
 #include "npu_kernels/rnn.h"
@@ -22,10 +23,8 @@ template <typename T>
 inline void st(void* p, int64_t i, acc_t<T> v) {
   static_cast<T*>(p)[i] = convert<T>(v);
 }
-template <typename A>
-inline A sigmoid(A x) {
-  return A(1) / (A(1) + std::exp(-x));
-}
+using detail::fast_sigmoid;
+using detail::fast_tanh;
 
 int64_t row_grain(int64_t H) { return std::max<int64_t>(1, (1 << 13) / std::max<int64_t>(H, 1)); }
 
@@ -46,10 +45,10 @@ npu_sim::Status lstm_cell(npu_sim::Stream stream, const RnnCellDesc& d) {
             gate[k] = ld<T>(d.input_gates, r * G + c) + ld<T>(d.hidden_gates, r * G + c) +
                       ld_or0<T>(d.input_bias, c) + ld_or0<T>(d.hidden_bias, c);
           }
-          const A i = sigmoid(gate[0]), f = sigmoid(gate[1]), g = std::tanh(gate[2]), o = sigmoid(gate[3]);
+          const A i = fast_sigmoid(gate[0]), f = fast_sigmoid(gate[1]), g = fast_tanh(gate[2]), o = fast_sigmoid(gate[3]);
           const A c = f * ld<T>(d.prev, r * H + j) + i * g;
           st<T>(d.cy, r * H + j, c);
-          st<T>(d.hy, r * H + j, o * std::tanh(c));
+          st<T>(d.hy, r * H + j, o * fast_tanh(c));
           st<T>(d.workspace, r * G + j, i);
           st<T>(d.workspace, r * G + H + j, f);
           st<T>(d.workspace, r * G + 2 * H + j, g);
@@ -73,7 +72,7 @@ npu_sim::Status lstm_cell_backward(npu_sim::Stream stream, const RnnCellBackward
           const int64_t s = r * H + j, w = r * G + j;
           const A i = ld<T>(d.workspace, w), f = ld<T>(d.workspace, w + H), g = ld<T>(d.workspace, w + 2 * H),
                   o = ld<T>(d.workspace, w + 3 * H);
-          const A gh = ld_or0<T>(d.grad_hy, s), tc = std::tanh(ld<T>(d.cy, s));
+          const A gh = ld_or0<T>(d.grad_hy, s), tc = fast_tanh(ld<T>(d.cy, s));
           const A gc = gh * o * (A(1) - tc * tc) + ld_or0<T>(d.grad_cy, s);
           st<T>(d.grad_gates, w, gc * g * i * (A(1) - i));
           st<T>(d.grad_gates, w + H, gc * ld<T>(d.cx, s) * f * (A(1) - f));
@@ -97,8 +96,8 @@ npu_sim::Status gru_cell(npu_sim::Stream stream, const RnnCellDesc& d) {
         for (int64_t j = 0; j < H; ++j) {
           auto in = [&](int k) { return ld<T>(d.input_gates, r * G + k * H + j) + ld_or0<T>(d.input_bias, k * H + j); };
           auto hid = [&](int k) { return ld<T>(d.hidden_gates, r * G + k * H + j) + ld_or0<T>(d.hidden_bias, k * H + j); };
-          const A rg = sigmoid(in(0) + hid(0)), z = sigmoid(in(1) + hid(1));
-          const A hn = hid(2), n = std::tanh(in(2) + rg * hn);
+          const A rg = fast_sigmoid(in(0) + hid(0)), z = fast_sigmoid(in(1) + hid(1));
+          const A hn = hid(2), n = fast_tanh(in(2) + rg * hn);
           const A hx = ld<T>(d.prev, r * H + j);
           st<T>(d.hy, r * H + j, n + z * (hx - n));
           const int64_t w = r * W + j;

@@ -115,7 +115,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
     switch (op) {
       case UnaryOp::kSqrt: return go([](C x) { return std::sqrt(x); });
       case UnaryOp::kRsqrt: return go([](C x) { return C(1) / std::sqrt(x); });
-      case UnaryOp::kExp: return go([](C x) { return std::exp(x); });
+      case UnaryOp::kExp: return go([](C x) { return detail::fast_exp(x); });
       case UnaryOp::kExp2: return go([](C x) { return std::exp2(x); });
       case UnaryOp::kExpm1: return go([](C x) { return std::expm1(x); });
       case UnaryOp::kLog: return go([](C x) { return std::log(x); });
@@ -130,22 +130,22 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       case UnaryOp::kAtan: return go([](C x) { return std::atan(x); });
       case UnaryOp::kSinh: return go([](C x) { return std::sinh(x); });
       case UnaryOp::kCosh: return go([](C x) { return std::cosh(x); });
-      case UnaryOp::kTanh: return go([](C x) { return std::tanh(x); });
+      case UnaryOp::kTanh: return go([](C x) { return detail::fast_tanh(x); });
       case UnaryOp::kAsinh: return go([](C x) { return std::asinh(x); });
       case UnaryOp::kAcosh: return go([](C x) { return std::acosh(x); });
       case UnaryOp::kAtanh: return go([](C x) { return std::atanh(x); });
       case UnaryOp::kSigmoid: return go([](C x) { return detail::sigmoid(x); });
       case UnaryOp::kLogSigmoid:
         return go([](C x) { return std::min(x, C(0)) - std::log1p(std::exp(-std::fabs(x))); });
-      case UnaryOp::kErf: return go([](C x) { return std::erf(x); });
+      case UnaryOp::kErf: return go([](C x) { return detail::fast_erf(x); });
       case UnaryOp::kErfc: return go([](C x) { return std::erfc(x); });
-      case UnaryOp::kGelu: return go([](C x) { return C(0.5) * x * (C(1) + std::erf(x * C(M_SQRT1_2))); });
+      case UnaryOp::kGelu: return go([](C x) { return C(0.5) * x * (C(1) + detail::fast_erf(x * C(M_SQRT1_2))); });
       case UnaryOp::kGeluTanh:
         return go([](C x) {
           const C k = C(M_2_SQRTPI * M_SQRT1_2);  // sqrt(2/pi)
-          return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+          return C(0.5) * x * (C(1) + detail::fast_tanh(k * (x + C(0.044715) * x * x * x)));
         });
-      case UnaryOp::kSilu: return go([](C x) { return x / (C(1) + std::exp(-x)); });
+      case UnaryOp::kSilu: return go([](C x) { return x * detail::sigmoid(x); });
       case UnaryOp::kMish: return go([](C x) { return x * std::tanh(std::log1p(std::exp(x))); });
       case UnaryOp::kSoftplus: return go([=](C x) { return detail::softplus(x, a, b); });
       case UnaryOp::kLeakyRelu: return go([=](C x) { return x > C(0) ? x : x * a; });

@@ -1,0 +1,76 @@
+// gtests of the vectorisable float math (kernels/src/fast_math.h) against double-precision libm: error
+// bounds in ulp over dense sweeps, the special values, overflow/underflow edges, subnormal results.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "../../kernels/src/fast_math.h"
+
+namespace {
+
+using npu_kernels::detail::fast_erf;
+using npu_kernels::detail::fast_exp;
+using npu_kernels::detail::fast_tanh;
+
+// Distance in float ulps between a float result and the double reference rounded to float.
+double ulps(float got, double want) {
+  const float w = static_cast<float>(want);
+  if (got == w) return 0;
+  const double ulp = std::nextafter(std::fabs(w), std::numeric_limits<float>::infinity()) - std::fabs(w);
+  return std::fabs(static_cast<double>(got) - want) / ulp;
+}
+
+template <class F, class R>
+double max_ulps(F f, R ref, float lo, float hi, int steps) {
+  double worst = 0;
+  for (int i = 0; i <= steps; ++i) {
+    const float x = lo + (hi - lo) * static_cast<float>(i) / static_cast<float>(steps);
+    const double want = ref(static_cast<double>(x));
+    if (std::fabs(want) < std::numeric_limits<float>::min()) continue;  // subnormal results checked apart
+    worst = std::max(worst, ulps(f(x), want));
+  }
+  return worst;
+}
+
+TEST(FastMath, ExpWithinThreeUlpsOverTheNormalRange) {
+  EXPECT_LE(max_ulps([](float x) { return fast_exp(x); }, [](double x) { return std::exp(x); }, -87.f, 88.7f, 2000000), 3.0);
+  EXPECT_LE(max_ulps([](float x) { return fast_exp(x); }, [](double x) { return std::exp(x); }, -1.f, 1.f, 200000), 3.0);
+}
+
+TEST(FastMath, ExpEdges) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(fast_exp(0.0f), 1.0f);
+  EXPECT_EQ(fast_exp(-inf), 0.0f);
+  EXPECT_EQ(fast_exp(inf), inf);
+  EXPECT_TRUE(std::isnan(fast_exp(std::nanf(""))));
+  EXPECT_EQ(fast_exp(89.0f), inf);                     // above ln(FLT_MAX)
+  EXPECT_TRUE(std::isfinite(fast_exp(88.72f)));         // 2^128 range must not overflow early
+  EXPECT_LE(ulps(fast_exp(88.72f), std::exp(static_cast<double>(88.72f))), 3.0);
+  const float sub = fast_exp(-100.0f);                  // a subnormal result, as libm gives
+  EXPECT_GT(sub, 0.0f);
+  EXPECT_LT(sub, std::numeric_limits<float>::min());
+  EXPECT_LE(std::fabs(sub - static_cast<float>(std::exp(-100.0))), std::numeric_limits<float>::denorm_min());
+  EXPECT_EQ(fast_exp(-110.0f), 0.0f);
+}
+
+TEST(FastMath, TanhWithinThreeUlps) {
+  EXPECT_LE(max_ulps([](float x) { return fast_tanh(x); }, [](double x) { return std::tanh(x); }, -10.f, 10.f, 2000000), 3.0);
+  EXPECT_LE(max_ulps([](float x) { return fast_tanh(x); }, [](double x) { return std::tanh(x); }, -1e-3f, 1e-3f, 20000), 3.0);
+  EXPECT_EQ(fast_tanh(100.0f), 1.0f);
+  EXPECT_EQ(fast_tanh(-100.0f), -1.0f);
+  EXPECT_EQ(fast_tanh(std::numeric_limits<float>::infinity()), 1.0f);
+  EXPECT_TRUE(std::isnan(fast_tanh(std::nanf(""))));
+  EXPECT_TRUE(std::signbit(fast_tanh(-0.0f)));
+}
+
+TEST(FastMath, ErfWithinFourUlps) {
+  EXPECT_LE(max_ulps([](float x) { return fast_erf(x); }, [](double x) { return std::erf(x); }, -6.f, 6.f, 2000000), 4.0);
+  EXPECT_LE(max_ulps([](float x) { return fast_erf(x); }, [](double x) { return std::erf(x); }, -1e-3f, 1e-3f, 20000), 4.0);
+  EXPECT_EQ(fast_erf(std::numeric_limits<float>::infinity()), 1.0f);
+  EXPECT_EQ(fast_erf(-std::numeric_limits<float>::infinity()), -1.0f);
+  EXPECT_TRUE(std::isnan(fast_erf(std::nanf(""))));
+}
+
+}  // namespace
