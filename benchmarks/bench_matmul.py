@@ -125,7 +125,7 @@ def main():
         blas[n] = timed(lambda: torch.mm(a, b), 3)
     own = {int(n): float(t) for n, t in (line.split() for line in
                                           run_python(OWN_MICRO, env={"NPU_SIM_GEMM_BLAS": "0"}).split("\n") if line)}
-    print_table("Cube micro-kernel: serial OpenBLAS vs our portable loop (fp32 torch.mm on npu)",
+    print_table("Cube micro-kernel: OpenBLAS vs our portable loop (fp32 torch.mm on npu)",
                 ["n", "OpenBLAS ms", "portable ms", "portable/OpenBLAS"],
                 [(n, f"{blas[n] * 1e3:.2f}", f"{own[n] * 1e3:.2f}", f"{own[n] / blas[n]:.1f}") for n in blas])
 

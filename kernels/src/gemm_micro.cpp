@@ -1,9 +1,11 @@
 // The Cube unit's micro-kernel: multiplies the packed A/B panels that sit in a core's Unified Buffer.
-// It calls Debian's serial OpenBLAS (runtime-dispatched AVX-512 kernels, ~10x our portable loop on this
+// It calls Debian's OpenBLAS (runtime-dispatched AVX-512 kernels, ~10x our portable loop on this
 // machine; see benchmarks/bench_matmul.py), loaded with dlopen so that we can pick its CPU kernel:
 // OpenBLAS 0.3.21 does not know newer AVX-512 cores and falls back to its generic "Prescott" kernels
-// unless OPENBLAS_CORETYPE names one, which must happen before the library initialises. The serial
-// build is required: the AI-core pool provides the parallelism. Without OpenBLAS (or with
+// unless OPENBLAS_CORETYPE names one, which must happen before the library initialises. It is the
+// *threaded* build limited to one thread: the AI-core pool provides the parallelism, and only the
+// threaded build locks its buffer allocator, so AI-core threads may call it at once (Debian's serial
+// build gives silently wrong results under concurrent calls). Without OpenBLAS (or with
 // NPU_SIM_GEMM_BLAS=0) the portable loop below is used.
 #include <dlfcn.h>
 
@@ -43,25 +45,29 @@ const Blas& blas() {
     if (off != nullptr && std::string(off) == "0") return b;
     // Choose OpenBLAS's kernel family ourselves when the user did not: AVX-512 cores it does not
     // recognise get SkylakeX (the AVX-512 kernels), otherwise its own detection stands.
-    bool set_core = false;
+    bool set_core = false, set_threads_env = false;
     if (std::getenv("OPENBLAS_CORETYPE") == nullptr && __builtin_cpu_supports("avx512f") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
       setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
       set_core = true;
     }
+    // The threaded build must not start its own pool under ours: one thread from its initialisation on.
+    if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
+      setenv("OPENBLAS_NUM_THREADS", "1", 0);
+      set_threads_env = true;
+    }
     void* lib = nullptr;
-    for (const char* path : {NPU_SIM_OPENBLAS_PATH, "/usr/lib/x86_64-linux-gnu/openblas-serial/libopenblas.so.0",
-                             "libopenblas.so.0"}) {
+    for (const char* path : {NPU_SIM_OPENBLAS_PATH, "/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0"}) {
       if (path[0] == '\0') continue;
       lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
       if (lib != nullptr) break;
     }
     if (set_core) unsetenv("OPENBLAS_CORETYPE");
+    if (set_threads_env) unsetenv("OPENBLAS_NUM_THREADS");
     if (lib == nullptr) return b;
     auto sgemm = reinterpret_cast<SgemmFn>(dlsym(lib, "cblas_sgemm"));
     auto dgemm = reinterpret_cast<DgemmFn>(dlsym(lib, "cblas_dgemm"));
     if (sgemm == nullptr || dgemm == nullptr) return b;
-    // A threaded OpenBLAS (if that is what we found) must not spawn its own pool under ours.
     if (auto set_threads = reinterpret_cast<void (*)(int)>(dlsym(lib, "openblas_set_num_threads"))) set_threads(1);
     auto parallel = reinterpret_cast<int (*)()>(dlsym(lib, "openblas_get_parallel"));
     auto corename = reinterpret_cast<char* (*)()>(dlsym(lib, "openblas_get_corename"));

@@ -32,7 +32,7 @@ struct GemmArgs {
 // sizes; errors inside the kernel surface at the next sync point as for any kernel.
 npu_sim::Status gemm(npu_sim::Stream stream, const GemmArgs& args);
 
-// Which micro-kernel multiplies the packed panels: "openblas-serial (<core>)" or "own" (the portable
+// Which micro-kernel multiplies the packed panels: "openblas-threaded(1) (<core>)" or "own" (the portable
 // loop, used when OpenBLAS cannot be loaded or NPU_SIM_GEMM_BLAS=0).
 const char* gemm_micro_kernel_name();
 
