@@ -1,11 +1,13 @@
 """OpInfo conformance harness: runs the float32 sample inputs of every OpInfo in PyTorch's op_db
 (torch.testing._internal.common_methods_invocations, shipped in the wheel) on npu and on CPU and compares
-the forward results. Each op is recorded as:
+the forward results and, for ops that support autograd, the gradients of every differentiable input
+under a fixed random output gradient. Forward and backward are each recorded as:
   native    - every sample matched and no op fell back to the CPU
   fallback  - every sample matched, some op went through the CPU fallback
   mismatch  - a sample produced different values, shapes or dtypes
   error     - a sample raised on npu (but not on CPU)
-Usage: python tools/opinfo_conformance.py [--ops name,name] [--max-samples N] [--summary FILE]
+(backward also: n/a - no differentiable float32 sample, or a random op).
+Usage: python tools/opinfo_conformance.py [--ops name,name] [--max-samples N] [--no-backward] [--summary FILE]
 The full run's summary is committed as docs/opinfo_summary.md."""
 import argparse
 import collections
@@ -14,6 +16,7 @@ import time
 import warnings
 
 import torch
+import torch.utils._pytree as pytree
 
 import torch_npu_sim
 
@@ -70,6 +73,66 @@ def compare(got, ref, shape_only):
             raise AssertionError(f"{got} != {ref}")
 
 
+def npu_copy(x):
+    """A sample's tensor on npu, a new leaf that requires grad exactly when the CPU one does."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().to("npu").requires_grad_(x.requires_grad)
+    return to_npu(x)
+
+
+def diff_outputs(out):
+    return [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad
+            and o.is_floating_point()]
+
+
+def leaves_of(sample):
+    return [t for t in pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
+            if isinstance(t, torch.Tensor) and t.requires_grad]
+
+
+def run_backward(op, max_samples):
+    """Gradients on npu vs CPU for up to max_samples differentiable samples."""
+    if not op.supports_autograd or op.name in RANDOM_OPS or op.name in DROPOUT_OPS:
+        return "n/a", ""
+    try:
+        samples = list(op.sample_inputs("cpu", torch.float32, requires_grad=True))[:max_samples]
+    except Exception as e:  # noqa: BLE001
+        return "n/a", f"sample_inputs failed: {e}"
+    torch_npu_sim.reset_fallback_ops()
+    checked = 0
+    for s in samples:
+        try:
+            outs, leaves = diff_outputs(op(s.input, *s.args, **s.kwargs)), leaves_of(s)
+            if not outs or not leaves:
+                continue
+            g = torch.Generator().manual_seed(0)
+            gouts = [torch.randn(o.shape, generator=g, dtype=o.dtype) for o in outs]
+            ref = torch.autograd.grad(outs, leaves, gouts, allow_unused=True)
+        except Exception:  # noqa: BLE001 - the CPU itself cannot differentiate this sample
+            continue
+        try:
+            n = s.transform(npu_copy)
+            got_out = diff_outputs(op(n.input, *[to_npu(a) for a in n.args], **{k: to_npu(v) for k, v in n.kwargs.items()}))
+            if len(got_out) != len(outs):
+                return "mismatch", f"{len(got_out)} differentiable outputs, expected {len(outs)}"
+            got = torch.autograd.grad(got_out, leaves_of(n), [t.to("npu") for t in gouts], allow_unused=True)
+            torch.npu.synchronize()
+        except Exception as e:  # noqa: BLE001
+            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        try:
+            for a, b in zip(got, ref):
+                if (a is None) != (b is None):
+                    raise AssertionError("a gradient is missing on one side")
+                if b is not None:
+                    torch.testing.assert_close(a.cpu(), b, atol=1e-3, rtol=1e-3, equal_nan=True, check_device=False)
+        except Exception as e:  # noqa: BLE001
+            return "mismatch", str(e).splitlines()[0][:160]
+        checked += 1
+    if not checked:
+        return "n/a", "no differentiable sample"
+    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+
+
 def run_op(op, max_samples):
     try:
         samples = list(op.sample_inputs("cpu", torch.float32, requires_grad=False))[:max_samples]
@@ -106,12 +169,13 @@ def main(argv=None):
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
     parser.add_argument("--max-samples", type=int, default=4)
     parser.add_argument("--summary", default="", help="write a Markdown summary to this file")
+    parser.add_argument("--no-backward", action="store_true", help="forward only")
     parser.add_argument("--verbose", action="store_true", help="print each op name before running it")
     args = parser.parse_args(argv)
     from torch.testing._internal.common_methods_invocations import op_db
 
     wanted = set(filter(None, args.ops.split(",")))
-    results = {}
+    results, backward = {}, {}
     t0 = time.time()
     warnings.simplefilter("ignore")
     for op in op_db:
@@ -123,28 +187,40 @@ def main(argv=None):
         if args.verbose:
             print(name, file=sys.stderr, flush=True)
         results[name] = run_op(op, args.max_samples)
+        if not args.no_backward:
+            backward[name] = run_backward(op, args.max_samples)
     counts = collections.Counter(status for status, _ in results.values())
     total = sum(v for k, v in counts.items() if k != "skipped")
     passed = counts["native"] + counts["fallback"]
-    lines = [f"# OpInfo conformance (float32 forward, up to {args.max_samples} samples per op)", "",
+    lines = [f"# OpInfo conformance (float32, up to {args.max_samples} samples per op)", "",
              f"torch {torch.__version__}; {len(results)} OpInfos with float32 samples; {time.time() - t0:.0f} s", "",
              "| status | ops |", "|---|---|"]
     for status in ("native", "fallback", "mismatch", "error", "skipped"):
         lines.append(f"| {status} | {counts[status]} |")
     lines += ["", f"**pass rate (native + fallback) = {passed}/{total} = {100 * passed / max(total, 1):.1f}%**, "
               f"native = {counts['native']}/{total} = {100 * counts['native'] / max(total, 1):.1f}%", ""]
-    for status in ("mismatch", "error", "fallback"):
-        lines += [f"## {status}", "", "| op | detail |", "|---|---|"]
-        for name, (s, detail) in sorted(results.items()):
-            if s == status:
-                lines.append(f"| {name} | {detail.replace('|', '/')} |")
-        lines.append("")
+    if backward:
+        bc = collections.Counter(status for status, _ in backward.values())
+        btotal = sum(v for k, v in bc.items() if k != "n/a")
+        bpassed = bc["native"] + bc["fallback"]
+        lines += ["Backward (gradients of every differentiable input, same samples' requires_grad variants):", "",
+                  "| status | ops |", "|---|---|"] + [f"| {k} | {bc[k]} |" for k in
+                                                    ("native", "fallback", "mismatch", "error", "n/a")]
+        lines += ["", f"**backward pass rate = {bpassed}/{btotal} = {100 * bpassed / max(btotal, 1):.1f}%**, "
+                  f"native = {bc['native']}/{btotal} = {100 * bc['native'] / max(btotal, 1):.1f}%", ""]
+    for title, table in (("", results), ("backward ", backward)):
+        for status in ("mismatch", "error", "fallback"):
+            lines += [f"## {title}{status}", "", "| op | detail |", "|---|---|"]
+            for name, (s, detail) in sorted(table.items()):
+                if s == status:
+                    lines.append(f"| {name} | {detail.replace('|', '/')} |")
+            lines.append("")
     text = "\n".join(lines)
     if args.summary:
         with open(args.summary, "w") as f:
             f.write(text + "\n")
-    print("\n".join(lines[:12]))
-    return results
+    print("\n".join(lines[:lines.index("## mismatch")]))
+    return results, backward
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """A fast subset of the OpInfo conformance harness (tools/opinfo_conformance.py) for CI: these OpInfos
-must pass on npu (same values as CPU) — natively, with no CPU fallback."""
+must pass on npu (same values and gradients as CPU) — natively, with no CPU fallback, forward and backward."""
 import os
 import sys
 
@@ -17,6 +17,11 @@ NATIVE = ["add", "sub", "mul", "div", "true_divide", "rsub", "pow", "remainder",
           "nn.functional.linear", "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d"]
 
 
+# comparisons and rounding have no gradient to check (OpInfo: no autograd, or zero gradients only)
+NO_GRAD = {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "floor", "ceil",
+           "round", "trunc", "sign"}
+
+
 @pytest.fixture(scope="module")
 def results():
     return opinfo_conformance.main(["--ops", ",".join(NATIVE), "--max-samples", "3"])
@@ -24,7 +29,13 @@ def results():
 
 @pytest.mark.parametrize("name", NATIVE)
 def test_opinfo_native(results, name):
-    matched = {k: v for k, v in results.items() if k == name or k.startswith(name + ".")}
+    forward, backward = results
+    matched = {k: v for k, v in forward.items() if k == name or k.startswith(name + ".")}
     assert matched, f"{name} not found in op_db"
     bad = {k: v for k, v in matched.items() if v[0] != "native"}
     assert not bad, bad
+    grads = {k: backward[k] for k in matched}
+    bad = {k: v for k, v in grads.items() if v[0] not in ("native", "n/a")}
+    assert not bad, bad
+    if name not in NO_GRAD:  # gradients were compared for at least one variant
+        assert any(v[0] == "native" for v in grads.values()), grads
