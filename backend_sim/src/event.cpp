@@ -151,7 +151,7 @@ Status stream_wait_event(Stream stream, Event event) {
   const std::uint64_t seq = r.seq;
   NPU_SIM_RETURN_IF_ERROR(detail::enqueue("stream_wait_event", *s, [src, seq]() -> std::string {
     std::unique_lock<std::mutex> lk(src->mu);
-    src->done_cv.wait(lk, [&] { return src->completed_seq >= seq; });
+    detail::wait_done(*src, lk, seq);
     return "";
   }));
   return detail::maybe_block("stream_wait_event", *s);

@@ -120,6 +120,10 @@ struct StreamImpl {
   };
   std::deque<Op> queue;           // guarded by mu
   std::uint64_t enqueued_seq = 0;  // guarded by mu: seq of the last op enqueued
+  // enqueued_seq mirrored for the worker's lock-free spin before it sleeps (written under mu)
+  std::atomic<std::uint64_t> enqueued_hint{0};
+  bool worker_sleeping = false;   // guarded by mu: the worker waits on work_cv (enqueue must notify)
+  int done_waiters = 0;           // guarded by mu: threads waiting on done_cv (the worker notifies only then)
   std::uint64_t completed_seq = 0; // guarded by mu: seq of the last op finished
   std::string pending_error;      // guarded by mu: first unreported async error ("" = none)
   bool destroyed = false;         // guarded by mu: no more enqueues accepted
@@ -152,6 +156,9 @@ std::shared_ptr<StreamImpl> default_stream(int device);
 Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq = nullptr);
 // Blocks until the stream completed `seq`. Refuses (kInvalidValue) a wait by the stream's own worker.
 Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq);
+// Waits with s.mu held (by lk) until s completed `target`; counts itself in s.done_waiters so the worker
+// signals done_cv only when someone waits. Every wait on done_cv goes through here.
+void wait_done(StreamImpl& s, std::unique_lock<std::mutex>& lk, std::uint64_t target);
 // Takes (and clears) the stream's pending async error; kSuccess if none.
 Status take_pending_error(StreamImpl& s);
 // Reports the stream's pending async error without clearing it (event waits: the error stays for the
