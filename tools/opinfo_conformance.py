@@ -111,8 +111,13 @@ def run_backward(op, max_samples):
         except Exception:  # noqa: BLE001 - the CPU itself cannot differentiate this sample
             continue
         try:
-            n = s.transform(npu_copy)
-            got_out = diff_outputs(op(n.input, *[to_npu(a) for a in n.args], **{k: to_npu(v) for k, v in n.kwargs.items()}))
+            if op.name in HOST_ARGS_OPS:
+                n = type(s)(npu_copy(s.input), args=s.args, kwargs=s.kwargs)
+                got_out = diff_outputs(op(n.input, *n.args, **n.kwargs))
+            else:
+                n = s.transform(npu_copy)
+                got_out = diff_outputs(op(n.input, *[to_npu(a) for a in n.args],
+                                          **{k: to_npu(v) for k, v in n.kwargs.items()}))
             if len(got_out) != len(outs):
                 return "mismatch", f"{len(got_out)} differentiable outputs, expected {len(outs)}"
             got = torch.autograd.grad(got_out, leaves_of(n), [t.to("npu") for t in gouts], allow_unused=True)

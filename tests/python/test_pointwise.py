@@ -186,3 +186,13 @@ def test_mixed_devices_are_refused():
         torch.ones(3, device="npu") + torch.ones(3)
     with pytest.raises(RuntimeError, match="same device"):
         torch.ones(3, device="npu:0") * torch.ones(3, device="npu:1")
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_arithmetic(dtype):
+    a, b = torch.randn(5, 3, dtype=dtype), torch.randn(3, dtype=dtype)
+    for fn in [torch.add, torch.sub, torch.mul, torch.div, lambda x, y: torch.add(x, y, alpha=2.5),
+               lambda x, y: torch.sub(x, y, alpha=-0.5), lambda x, y: x.t() * y[:, None]]:
+        torch.testing.assert_close(fn(a.npu(), b.npu()).cpu(), fn(a, b))
+    with pytest.raises(NotImplementedError, match=r"atan2: no npu kernel for dtype Complex"):
+        torch.atan2(a.npu(), a.npu())
