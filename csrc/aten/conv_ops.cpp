@@ -52,14 +52,12 @@ Params make_params(at::IntArrayRef stride, at::IntArrayRef padding, at::IntArray
 
 at::Tensor as4d(const at::Tensor& t) { return t.dim() == 3 ? t.unsqueeze(2) : t; }
 
-void check_inputs(const char* op, std::initializer_list<std::pair<const char*, const at::Tensor*>> args) {
+void check_inputs(const char* op, std::initializer_list<NamedTensor> args) {
+  check_devices(op, args);
   const at::Tensor* first = nullptr;
   for (const auto& [name, t] : args) {
     if (!t->defined()) continue;
     if (first == nullptr) first = t;
-    TORCH_CHECK(t->device() == first->device(),
-                "Expected all tensors to be on the same device, but found at least two devices, ", first->device(),
-                " and ", t->device(), "! (when checking argument for argument ", name, " in method ", op, ")");
     TORCH_CHECK(t->scalar_type() == first->scalar_type(), op, ": expected ", name, " to have dtype ",
                 first->scalar_type(), ", but got ", t->scalar_type());
   }

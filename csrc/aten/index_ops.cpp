@@ -39,9 +39,11 @@ npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.
 // 0-dim tensors take part as 1-element 1-D tensors.
 at::Tensor as_1d(const at::Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
 
-// An int64 index on `device` (CPU indices are accepted, as CUDA does).
-at::Tensor long_index(const at::Tensor& index, const at::Device& device) {
-  return index.to(device, at::kLong);
+// An int64 index on `device`; as on CUDA, the index of gather/scatter/index_select/index_add/... must be
+// on the op's device already (only advanced indexing, x[idx], accepts CPU indices).
+at::Tensor long_index(const at::Tensor& index, const at::Device& device, const char* op) {
+  check_device_arg(op, "index", index, device);
+  return index.to(at::kLong);
 }
 
 // `t`'s desc with the iteration sizes `sizes` and stride 0 along `dim` (the indexed operand).
@@ -72,7 +74,7 @@ IndexReduce reduce_of(c10::string_view reduce) {
 void gather_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index) {
   if (index.numel() == 0) return;
   c10::DeviceGuard guard(out.device());
-  const auto s = as_1d(self), o = as_1d(out), ix = as_1d(long_index(index, out.device()));
+  const auto s = as_1d(self), o = as_1d(out), ix = as_1d(long_index(index, out.device(), "gather"));
   npu_kernels::IndexAlongDim a;
   a.op = "gather";
   a.dim = static_cast<int>(dim);
@@ -88,10 +90,12 @@ void gather_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, c
 void scatter_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                     const at::Tensor* src, const c10::Scalar* value, IndexReduce reduce, bool include_self,
                     const char* op) {
+  check_device_arg(op, "index", index, out.device());
+  if (src != nullptr) check_device_arg(op, "src", *src, out.device());
   c10::DeviceGuard guard(out.device());
   if (!out.is_same(self)) out.copy_(self);
   if (index.numel() == 0) return;
-  const auto o = as_1d(out), ix = as_1d(long_index(index, out.device()));
+  const auto o = as_1d(out), ix = as_1d(long_index(index, out.device(), op));
   npu_kernels::IndexAlongDim a;
   a.op = op;
   a.dim = static_cast<int>(dim);
@@ -210,7 +214,7 @@ at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tens
   if (self.dim() > 0) sizes[dim] = index.numel();
   at::native::resize_output(out, sizes);
   if (out.numel() == 0) return out;
-  const auto ix = long_index(index, self.device());
+  const auto ix = long_index(index, self.device(), "index_select");
   const auto s = as_1d(self);
   at::Tensor o = out.is_contiguous() ? out : at::empty(sizes, out.options());
   const auto o1 = as_1d(o);
@@ -234,10 +238,11 @@ at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& i
 
 void index_add_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                       const at::Tensor& source, const at::Scalar& alpha) {
+  check_device_arg("index_add", "source", source, out.device());
   c10::DeviceGuard guard(out.device());
   if (!out.is_same(self)) out.copy_(self);
   if (index.numel() == 0) return;
-  const auto ix = long_index(index, out.device());
+  const auto ix = long_index(index, out.device(), "index_add");
   at::Tensor src = source.to(out.scalar_type());
   if (!(alpha.isIntegral(true) && alpha.toLong() == 1)) src = src.mul(alpha);
   const auto s1 = as_1d(src), o1 = as_1d(out);
@@ -256,10 +261,11 @@ void index_add_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim
 
 void index_reduce_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                          const at::Tensor& source, c10::string_view reduce, bool include_self) {
+  check_device_arg("index_reduce", "source", source, out.device());
   c10::DeviceGuard guard(out.device());
   if (!out.is_same(self)) out.copy_(self);
   if (index.numel() == 0) return;
-  const auto ix = long_index(index, out.device());
+  const auto ix = long_index(index, out.device(), "index_reduce");
   const at::Tensor src = source.to(out.scalar_type());
   const auto s1 = as_1d(src), o1 = as_1d(out);
   npu_kernels::IndexAlongDim a;
@@ -326,10 +332,11 @@ at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor&
 // index_fill_ / index_copy: scatter mode with the 1-D index broadcast over self's other dims.
 void index_fill_copy(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                      const at::Tensor* source, const c10::Scalar* value, const char* op) {
+  if (source != nullptr) check_device_arg(op, "source", *source, out.device());
   c10::DeviceGuard guard(out.device());
   if (!out.is_same(self)) out.copy_(self);
   if (index.numel() == 0 || out.numel() == 0) return;
-  const auto ix = long_index(index, out.device());
+  const auto ix = long_index(index, out.device(), op);
   const auto o1 = as_1d(out);
   std::vector<int64_t> sizes(o1.sizes().begin(), o1.sizes().end());
   sizes[dim] = ix.numel();
@@ -394,7 +401,7 @@ at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
   if (out.numel() == 0) return out;
   TORCH_CHECK_INDEX(self.numel() > 0, "take(): tried to take from an empty tensor");
   const at::Tensor flat = self.reshape({-1});
-  const at::Tensor ix = long_index(index, self.device()).reshape({-1});
+  const at::Tensor ix = long_index(index, self.device(), "take").reshape({-1});
   npu_kernels::IndexAlongDim a;
   a.op = "take";
   a.wrap_negative = true;
@@ -417,8 +424,9 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   TORCH_CHECK_INDEX(self.numel() > 0, "put_(): Tried to put elements into an empty tensor");
   at::Tensor target = self.is_contiguous() ? self : self.contiguous();
   const at::Tensor flat = target.view({-1});
-  const at::Tensor ix = long_index(index, self.device()).reshape({-1});
-  const at::Tensor src = source.to(self.device()).reshape({-1});
+  check_device_arg("put_", "source", source, self.device());
+  const at::Tensor ix = long_index(index, self.device(), "put_").reshape({-1});
+  const at::Tensor src = source.reshape({-1});
   npu_kernels::IndexAlongDim a;
   a.op = "put_";
   a.scatter = true;
@@ -550,6 +558,7 @@ at::Tensor& index_put_impl(at::Tensor& self, const c10::List<std::optional<at::T
                     " for the destination and ", values.scalar_type(), " for the source.");
   c10::DeviceGuard guard(self.device());
   const auto p = plan_index(self, indices, "index_put_");
+  check_device_arg("index_put_", "values", values, self.device(), /*cpu_allowed=*/values.dim() == 0);
   at::Tensor v = values.to(self.device());
   TORCH_CHECK(at::is_expandable_to(v.sizes(), p.result_sizes), "shape mismatch: value tensor of shape ", v.sizes(),
               " cannot be broadcast to indexing result of shape ", at::IntArrayRef(p.result_sizes));
@@ -572,7 +581,8 @@ at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const a
   if (self.numel() == 0) return self;
   TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_fill_: mask of shape ", mask.sizes(),
               " cannot be broadcast to ", self.sizes());
-  const at::Tensor m = mask.to(self.device()).expand(self.sizes());
+  check_device_arg("masked_fill_", "mask", mask, self.device());
+  const at::Tensor m = mask.expand(self.sizes());
   NPU_CHECK(npu_kernels::masked_fill(stream_of(self), tensor_desc(self, "masked_fill_"), tensor_desc(m, "masked_fill_"),
                                      to_scalar_value(value)));
   return self;
@@ -594,8 +604,10 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   if (self.numel() == 0) return self;
   TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_scatter_: mask of shape ", mask.sizes(),
               " cannot be broadcast to ", self.sizes());
-  const at::Tensor m = mask.to(self.device()).expand(self.sizes());
-  const at::Tensor src = source.to(self.device()).contiguous();
+  check_device_arg("masked_scatter_", "mask", mask, self.device());
+  check_device_arg("masked_scatter_", "source", source, self.device());
+  const at::Tensor m = mask.expand(self.sizes());
+  const at::Tensor src = source.contiguous();
   NPU_CHECK(npu_kernels::masked_scatter(stream_of(self), tensor_desc(self, "masked_scatter_"),
                                         tensor_desc(m, "masked_scatter_"), src.const_data_ptr(), src.numel()));
   return self;
@@ -628,6 +640,7 @@ at::Tensor nonzero(const at::Tensor& self) {
 at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   c10::DeviceGuard guard(self.device());
+  check_device_arg("masked_select", "mask", mask, self.device(), /*cpu_allowed=*/true);  // as CUDA's indexing
   const at::Tensor mask_dev = mask.to(self.device());
   auto [s, m] = at::expand_outplace(self, mask_dev);
   const int64_t n = s->numel() == 0 ? 0 : device_count_of(*m, "masked_select");

@@ -26,23 +26,6 @@
 namespace torch_npu_sim {
 namespace {
 
-using Named = std::pair<const char*, const at::Tensor*>;
-
-// Every tensor argument must be on one npu device (the dispatcher sends mixed cpu/npu calls here).
-void check_devices(const char* op, std::initializer_list<Named> args) {
-  const at::Tensor* first = nullptr;
-  for (const auto& [name, t] : args) {
-    if (t == nullptr || !t->defined()) continue;
-    if (first == nullptr && is_npu(*t)) first = t;
-  }
-  TORCH_INTERNAL_ASSERT(first != nullptr, op, ": called without an npu tensor");
-  for (const auto& [name, t] : args) {
-    if (t == nullptr || !t->defined()) continue;
-    TORCH_CHECK(t->device() == first->device(),
-                "Expected all tensors to be on the same device, but found at least two devices, ", first->device(),
-                " and ", t->device(), "! (when checking argument for argument ", name, " in method ", op, ")");
-  }
-}
 
 npu_kernels::DType gemm_dtype(at::ScalarType t, const char* op) {
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16, op,

@@ -27,7 +27,7 @@ namespace {
 using T = at::Tensor;
 
 void check_npu(const T& t, const char* op) {
-  TORCH_CHECK(is_npu(t), op, ": expected a tensor on npu, got one on ", t.device());
+  TORCH_CHECK(is_npu(t), op, ": expected a tensor on an npu device, got one on ", t.device());
 }
 
 void shape3(const T& t, int64_t dim, int64_t* outer, int64_t* n, int64_t* inner) {
@@ -118,7 +118,7 @@ T& softmax_bwd_out(const T& grad, const T& output, int64_t dim, at::ScalarType i
 // ---- layer norm ----
 T param_as(const std::optional<T>& p, const T& x) {
   if (!p.has_value() || !p->defined()) return T();
-  check_npu(*p, "native_layer_norm");
+  check_device_arg("native_layer_norm", "weight/bias", *p, x.device());
   return p->scalar_type() == x.scalar_type() ? p->contiguous() : p->to(x.scalar_type()).contiguous();
 }
 
@@ -133,7 +133,7 @@ std::tuple<T, T, T> native_layer_norm(const T& input, c10::IntArrayRef normalize
   check_npu(input, "native_layer_norm");
   const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
   auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "native_layer_norm: expected a floating point input, got ",
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()), "native_layer_norm: expected a floating point input, got ",
               input.scalar_type());
   c10::DeviceGuard guard(input.device());
   const T x = input.contiguous();
@@ -211,11 +211,13 @@ void fill_nll(npu_kernels::NllLossDesc& d, const T& self, const T& target, const
 std::tuple<T&, T&> nll_loss_forward_out(const T& self, const T& target, const std::optional<T>& weight_opt,
                                         int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
   check_npu(self, "nll_loss_forward");
-  check_npu(target, "nll_loss_forward");
+  check_device_arg("nll_loss_forward", "target", target, self.device());
   const T w0 = weight_opt.has_value() ? *weight_opt : T();
+  check_device_arg("nll_loss_forward", "weight", w0, self.device());
   auto m = meta_out<at::meta::structured_nll_loss_forward, 2>({output, total_weight}, self, target,
                                                               at::OptionalTensorRef(w0), reduction, ignore_index);
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "nll_loss: expected a floating point input");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), "nll_loss: expected a floating point input, got ",
+                              self.scalar_type());
   c10::DeviceGuard guard(self.device());
   const T x = self.contiguous();
   const T t = target.to(at::kLong).contiguous();
@@ -242,7 +244,10 @@ std::tuple<T, T> nll_loss_forward(const T& self, const T& target, const std::opt
 T& nll_loss_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight_opt,
                          int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
   check_npu(self, "nll_loss_backward");
+  check_device_arg("nll_loss_backward", "target", target, self.device());
+  check_device_arg("nll_loss_backward", "grad_output", grad_output, self.device());
   const T w0 = weight_opt.has_value() ? *weight_opt : T();
+  check_device_arg("nll_loss_backward", "weight", w0, self.device());
   auto m = meta_out<at::meta::structured_nll_loss_backward>({grad_input}, grad_output, self, target,
                                                             at::OptionalTensorRef(w0), reduction, ignore_index,
                                                             total_weight);
@@ -330,9 +335,10 @@ T expanded(const T& t, at::IntArrayRef shape, at::ScalarType type) {
 T& loss_forward(LossKind kind, const char* name, const T& self, const T& target, const T& weight, int64_t reduction,
                 double beta, T& out) {
   check_npu(self, name);
-  check_npu(target, name);
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), name, ": expected a floating point input, got ",
-              self.scalar_type());
+  check_device_arg(name, "target", target, self.device());
+  check_device_arg(name, "weight", weight, self.device());
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), name, ": expected a floating point input, got ",
+                              self.scalar_type());
   c10::DeviceGuard guard(self.device());
   const auto shape = at::infer_size(self.sizes(), target.sizes());
   const auto type = self.scalar_type();
@@ -410,8 +416,12 @@ std::tuple<T, T, T> batch_norm_impl(const T& input, const std::optional<T>& weig
                                     const std::optional<T>& running_mean, const std::optional<T>& running_var,
                                     bool training, double momentum, double eps) {
   check_npu(input, "native_batch_norm");
+  for (const auto* p : {&weight, &bias, &running_mean, &running_var}) {
+    if (p->has_value()) check_device_arg("native_batch_norm", "weight/bias/running stats", **p, input.device());
+  }
   TORCH_CHECK(input.dim() >= 2, "native_batch_norm: expected an input with at least 2 dims, got ", input.dim());
-  TORCH_CHECK(at::isFloatingType(input.scalar_type()), "native_batch_norm: expected a floating point input");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()),
+                              "native_batch_norm: expected a floating point input, got ", input.scalar_type());
   const bool has_rm = running_mean.has_value() && running_mean->defined();
   const bool has_rv = running_var.has_value() && running_var->defined();
   TORCH_CHECK(training || (has_rm && has_rv), "running_mean and running_var must be defined in evaluation mode");

@@ -7,6 +7,26 @@ namespace torch_npu_sim {
 
 bool is_npu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
 
+void check_device_arg(const char* op, const char* arg, const at::Tensor& t, const at::Device& device, bool cpu_allowed) {
+  if (!t.defined() || t.device() == device || (cpu_allowed && t.device().is_cpu())) return;
+  TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ", device, " and ",
+              t.device(), "! (when checking argument for argument ", arg, " in method ", op, ")");
+}
+
+void check_devices(const char* op, std::initializer_list<NamedTensor> args) {
+  const at::Tensor* first = nullptr;
+  for (const auto& [name, t] : args) {
+    if (t != nullptr && t->defined() && is_npu(*t)) {
+      first = t;
+      break;
+    }
+  }
+  TORCH_INTERNAL_ASSERT(first != nullptr, op, ": called without an npu tensor");
+  for (const auto& [name, t] : args) {
+    if (t != nullptr) check_device_arg(op, name, *t, first->device());
+  }
+}
+
 npu_kernels::DType kernel_dtype(at::ScalarType type, const char* op) {
   TORCH_CHECK_TYPE(npu_kernels::dtype_supported(static_cast<int>(type)), op, ": dtype ", type,
                    " is not supported on the npu device (supported: bool, uint8, int8, int16, int32, int64, "

@@ -3,6 +3,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <initializer_list>
+#include <utility>
+
 #include "npu_kernels/copy.h"
 #include "npu_kernels/dtype.h"
 #include "npu_kernels/tensor_desc.h"
@@ -14,6 +17,14 @@ npu_kernels::DType kernel_dtype(at::ScalarType type, const char* op);
 // Raw pointer (storage offset applied), dtype, sizes, strides. `op` names the caller in errors.
 npu_kernels::TensorDesc tensor_desc(const at::Tensor& t, const char* op);
 bool is_npu(const at::Tensor& t);
+// Every defined tensor of `args` on one device, the first npu tensor's (the dispatcher also sends calls
+// mixing cpu and npu tensors here), else CUDA's "Expected all tensors to be on the same device" error.
+using NamedTensor = std::pair<const char*, const at::Tensor*>;
+void check_devices(const char* op, std::initializer_list<NamedTensor> args);
+// CUDA's rule for an op's tensor arguments: `t` must be on `device` (another npu or the CPU is refused;
+// with cpu_allowed, a CPU tensor is accepted and the caller moves it). Names op and argument.
+void check_device_arg(const char* op, const char* arg, const at::Tensor& t, const at::Device& device,
+                      bool cpu_allowed = false);
 // A scalar argument in the kernels' widest-type-of-its-kind form (fill values, index fills, ...).
 npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s);
 

@@ -22,6 +22,7 @@ namespace torch_npu_sim {
 namespace {
 
 void cat_kernel(const at::Tensor& out, const at::ITensorListRef& tensors, int64_t dim) {
+  for (const at::Tensor& t : tensors) check_device_arg("cat", "tensors", t, out.device());
   if (out.numel() == 0) return;
   c10::DeviceGuard guard(out.device());
   int64_t offset = 0;
