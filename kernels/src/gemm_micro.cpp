@@ -2,7 +2,8 @@
 // It calls Debian's OpenBLAS (runtime-dispatched AVX-512 kernels, ~10x our portable loop on this
 // machine; see benchmarks/bench_matmul.py), loaded with dlopen so that we can pick its CPU kernel:
 // OpenBLAS 0.3.21 does not know newer AVX-512 cores and falls back to its generic "Prescott" kernels
-// unless OPENBLAS_CORETYPE names one, which must happen before the library initialises. It is the
+// unless OPENBLAS_CORETYPE names one, which must happen before the library initialises (we set it while
+// loading, see NPU_SIM_BLAS_CORETYPE). It is the
 // *threaded* build limited to one thread: the AI-core pool provides the parallelism, and only the
 // threaded build locks its buffer allocator, so AI-core threads may call it at once (Debian's serial
 // build gives silently wrong results under concurrent calls). Without OpenBLAS (or with
@@ -43,14 +44,20 @@ const Blas& blas() {
     Blas b;
     const char* off = std::getenv("NPU_SIM_GEMM_BLAS");
     if (off != nullptr && std::string(off) == "0") return b;
-    // Choose OpenBLAS's kernel family ourselves when the user did not: AVX-512 cores it does not
-    // recognise get SkylakeX (the AVX-512 kernels), otherwise its own detection stands.
-    bool set_core = false, set_threads_env = false;
-    if (std::getenv("OPENBLAS_CORETYPE") == nullptr && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
-      setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
-      set_core = true;
+    // Choose the kernel family of our private OpenBLAS copy ourselves: NPU_SIM_BLAS_CORETYPE if set, else
+    // SkylakeX (the AVX-512 kernels) on AVX-512 cores, which OpenBLAS 0.3.21 may not recognise. A user's
+    // OPENBLAS_CORETYPE (often set for numpy's copy, e.g. "Haswell") is restored right after loading.
+    const char* user_core = std::getenv("NPU_SIM_BLAS_CORETYPE");
+    std::string core = user_core != nullptr ? user_core : "";
+    if (user_core == nullptr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")) {
+      core = "SkylakeX";
     }
+    const char* prev = std::getenv("OPENBLAS_CORETYPE");
+    const std::string prev_core = prev != nullptr ? prev : "";
+    const bool set_core = !core.empty();
+    if (set_core) setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+    bool set_threads_env = false;
     // The threaded build must not start its own pool under ours: one thread from its initialisation on.
     if (std::getenv("OPENBLAS_NUM_THREADS") == nullptr) {
       setenv("OPENBLAS_NUM_THREADS", "1", 0);
@@ -62,7 +69,8 @@ const Blas& blas() {
       lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
       if (lib != nullptr) break;
     }
-    if (set_core) unsetenv("OPENBLAS_CORETYPE");
+    if (set_core && prev != nullptr) setenv("OPENBLAS_CORETYPE", prev_core.c_str(), 1);
+    if (set_core && prev == nullptr) unsetenv("OPENBLAS_CORETYPE");
     if (set_threads_env) unsetenv("OPENBLAS_NUM_THREADS");
     if (lib == nullptr) return b;
     auto sgemm = reinterpret_cast<SgemmFn>(dlsym(lib, "cblas_sgemm"));
