@@ -1,6 +1,8 @@
 // TensorIteratorBase -> ElementwiseIter conversion and launch (see pointwise.h).
 #include "aten/pointwise.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/Dispatch_v2.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -27,6 +29,19 @@ at::Tensor converted_like(const at::TensorBase& tb, at::ScalarType type) {
   at::Tensor out = at::empty_strided(sizes, t.strides(), t.options().dtype(type));
   out.copy_(compact);
   return out.expand(t.sizes());
+}
+
+// The value of a CPU scalar operand converted to `type`, written as the kernel's scalar bytes. Reads the
+// host value directly: a dispatched .to() here cost about a microsecond per small op.
+void scalar_bytes(const at::TensorBase& t, at::ScalarType type, unsigned char* bytes) {
+  c10::Scalar v;
+  AT_DISPATCH_V2(t.scalar_type(), "scalar_bytes", AT_WRAP([&] { v = c10::Scalar(*t.const_data_ptr<scalar_t>()); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
+  AT_DISPATCH_V2(type, "scalar_bytes", AT_WRAP([&] {
+                   const scalar_t x = v.to<scalar_t>();
+                   std::memcpy(bytes, &x, sizeof(x));
+                 }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
 }
 
 }  // namespace
@@ -73,9 +88,8 @@ void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate,
   for (int arg = 1; arg < iter.ntensors(); ++arg) {
     const int k = arg;
     if (iter.is_cpu_scalar(arg)) {
-      const at::Tensor value = at::Tensor(iter.tensor_base(arg)).to(in_type);
       e.is_scalar[k] = true;
-      std::memcpy(e.scalar_bytes[k], value.const_data_ptr(), value.element_size());
+      scalar_bytes(iter.tensor_base(arg), in_type, e.scalar_bytes[k]);
       continue;  // strides stay 0
     }
     const at::TensorBase& t = iter.tensor_base(arg);
