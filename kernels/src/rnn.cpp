@@ -26,119 +26,101 @@ inline void st(void* p, int64_t i, acc_t<T> v) {
 using detail::fast_sigmoid;
 using detail::fast_tanh;
 
-int64_t row_grain(int64_t H) { return std::max<int64_t>(1, (1 << 13) / std::max<int64_t>(H, 1)); }
+// Runs cell(T{}, d, row, j) for every (row, hidden unit) of the batch, rows split over the AI cores.
+template <class Desc, class Cell>
+npu_sim::Status over_cells(npu_sim::Stream stream, const char* name, const Desc& d, Cell cell) {
+  if (d.batch == 0 || d.H == 0) return npu_sim::Status::kSuccess;
+  const int64_t grain = std::max<int64_t>(1, (1 << 13) / d.H);
+  return dispatch_fp(d.dtype, [&](auto tag) {
+    return parallel_for(stream, name, d.batch, grain, [d, cell, tag](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      for (int64_t r = b; r < e; ++r) {
+        for (int64_t j = 0; j < d.H; ++j) cell(tag, d, r, j);
+      }
+    });
+  });
+}
 
 }  // namespace
 
 npu_sim::Status lstm_cell(npu_sim::Stream stream, const RnnCellDesc& d) {
-  if (d.batch == 0 || d.H == 0) return npu_sim::Status::kSuccess;
-  return dispatch_fp(d.dtype, [&](auto tag) {
+  return over_cells(stream, "lstm_cell", d, [](auto tag, const RnnCellDesc& d, int64_t r, int64_t j) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    return parallel_for(stream, "lstm_cell", d.batch, row_grain(d.H), [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-      const int64_t H = d.H, G = 4 * H;
-      for (int64_t r = b; r < e; ++r) {
-        for (int64_t j = 0; j < H; ++j) {
-          A gate[4];
-          for (int k = 0; k < 4; ++k) {
-            const int64_t c = k * H + j;
-            gate[k] = ld<T>(d.input_gates, r * G + c) + ld<T>(d.hidden_gates, r * G + c) +
-                      ld_or0<T>(d.input_bias, c) + ld_or0<T>(d.hidden_bias, c);
-          }
-          const A i = fast_sigmoid(gate[0]), f = fast_sigmoid(gate[1]), g = fast_tanh(gate[2]), o = fast_sigmoid(gate[3]);
-          const A c = f * ld<T>(d.prev, r * H + j) + i * g;
-          st<T>(d.cy, r * H + j, c);
-          st<T>(d.hy, r * H + j, o * fast_tanh(c));
-          st<T>(d.workspace, r * G + j, i);
-          st<T>(d.workspace, r * G + H + j, f);
-          st<T>(d.workspace, r * G + 2 * H + j, g);
-          st<T>(d.workspace, r * G + 3 * H + j, o);
-        }
-      }
-    });
+    const int64_t H = d.H, G = 4 * H;
+    A gate[4];
+    for (int k = 0; k < 4; ++k) {
+      const int64_t c = k * H + j;
+      gate[k] = ld<T>(d.input_gates, r * G + c) + ld<T>(d.hidden_gates, r * G + c) +
+                ld_or0<T>(d.input_bias, c) + ld_or0<T>(d.hidden_bias, c);
+    }
+    const A i = fast_sigmoid(gate[0]), f = fast_sigmoid(gate[1]), g = fast_tanh(gate[2]), o = fast_sigmoid(gate[3]);
+    const A c = f * ld<T>(d.prev, r * H + j) + i * g;
+    st<T>(d.cy, r * H + j, c);
+    st<T>(d.hy, r * H + j, o * fast_tanh(c));
+    st<T>(d.workspace, r * G + j, i);
+    st<T>(d.workspace, r * G + H + j, f);
+    st<T>(d.workspace, r * G + 2 * H + j, g);
+    st<T>(d.workspace, r * G + 3 * H + j, o);
   });
 }
 
 npu_sim::Status lstm_cell_backward(npu_sim::Stream stream, const RnnCellBackwardDesc& d) {
-  if (d.batch == 0 || d.H == 0) return npu_sim::Status::kSuccess;
-  return dispatch_fp(d.dtype, [&](auto tag) {
+  return over_cells(stream, "lstm_cell_backward", d, [](auto tag, const RnnCellBackwardDesc& d, int64_t r, int64_t j) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    return parallel_for(stream, "lstm_cell_backward", d.batch, row_grain(d.H),
-                        [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-      const int64_t H = d.H, G = 4 * H;
-      for (int64_t r = b; r < e; ++r) {
-        for (int64_t j = 0; j < H; ++j) {
-          const int64_t s = r * H + j, w = r * G + j;
-          const A i = ld<T>(d.workspace, w), f = ld<T>(d.workspace, w + H), g = ld<T>(d.workspace, w + 2 * H),
-                  o = ld<T>(d.workspace, w + 3 * H);
-          const A gh = ld_or0<T>(d.grad_hy, s), tc = fast_tanh(ld<T>(d.cy, s));
-          const A gc = gh * o * (A(1) - tc * tc) + ld_or0<T>(d.grad_cy, s);
-          st<T>(d.grad_gates, w, gc * g * i * (A(1) - i));
-          st<T>(d.grad_gates, w + H, gc * ld<T>(d.cx, s) * f * (A(1) - f));
-          st<T>(d.grad_gates, w + 2 * H, gc * i * (A(1) - g * g));
-          st<T>(d.grad_gates, w + 3 * H, gh * tc * o * (A(1) - o));
-          st<T>(d.grad_prev, s, gc * f);
-        }
-      }
-    });
+    const int64_t H = d.H, G = 4 * H;
+    const int64_t s = r * H + j, w = r * G + j;
+    const A i = ld<T>(d.workspace, w), f = ld<T>(d.workspace, w + H), g = ld<T>(d.workspace, w + 2 * H),
+            o = ld<T>(d.workspace, w + 3 * H);
+    const A gh = ld_or0<T>(d.grad_hy, s), tc = fast_tanh(ld<T>(d.cy, s));
+    const A gc = gh * o * (A(1) - tc * tc) + ld_or0<T>(d.grad_cy, s);
+    st<T>(d.grad_gates, w, gc * g * i * (A(1) - i));
+    st<T>(d.grad_gates, w + H, gc * ld<T>(d.cx, s) * f * (A(1) - f));
+    st<T>(d.grad_gates, w + 2 * H, gc * i * (A(1) - g * g));
+    st<T>(d.grad_gates, w + 3 * H, gh * tc * o * (A(1) - o));
+    st<T>(d.grad_prev, s, gc * f);
   });
 }
 
 npu_sim::Status gru_cell(npu_sim::Stream stream, const RnnCellDesc& d) {
-  if (d.batch == 0 || d.H == 0) return npu_sim::Status::kSuccess;
-  return dispatch_fp(d.dtype, [&](auto tag) {
+  return over_cells(stream, "gru_cell", d, [](auto tag, const RnnCellDesc& d, int64_t r, int64_t j) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    return parallel_for(stream, "gru_cell", d.batch, row_grain(d.H), [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-      const int64_t H = d.H, G = 3 * H, W = 5 * H;
-      for (int64_t r = b; r < e; ++r) {
-        for (int64_t j = 0; j < H; ++j) {
-          auto in = [&](int k) { return ld<T>(d.input_gates, r * G + k * H + j) + ld_or0<T>(d.input_bias, k * H + j); };
-          auto hid = [&](int k) { return ld<T>(d.hidden_gates, r * G + k * H + j) + ld_or0<T>(d.hidden_bias, k * H + j); };
-          const A rg = fast_sigmoid(in(0) + hid(0)), z = fast_sigmoid(in(1) + hid(1));
-          const A hn = hid(2), n = fast_tanh(in(2) + rg * hn);
-          const A hx = ld<T>(d.prev, r * H + j);
-          st<T>(d.hy, r * H + j, n + z * (hx - n));
-          const int64_t w = r * W + j;
-          st<T>(d.workspace, w, rg);
-          st<T>(d.workspace, w + H, z);
-          st<T>(d.workspace, w + 2 * H, n);
-          st<T>(d.workspace, w + 3 * H, hx);
-          st<T>(d.workspace, w + 4 * H, hn);
-        }
-      }
-    });
+    const int64_t H = d.H, G = 3 * H, W = 5 * H;
+    auto in = [&](int k) { return ld<T>(d.input_gates, r * G + k * H + j) + ld_or0<T>(d.input_bias, k * H + j); };
+    auto hid = [&](int k) { return ld<T>(d.hidden_gates, r * G + k * H + j) + ld_or0<T>(d.hidden_bias, k * H + j); };
+    const A rg = fast_sigmoid(in(0) + hid(0)), z = fast_sigmoid(in(1) + hid(1));
+    const A hn = hid(2), n = fast_tanh(in(2) + rg * hn);
+    const A hx = ld<T>(d.prev, r * H + j);
+    st<T>(d.hy, r * H + j, n + z * (hx - n));
+    const int64_t w = r * W + j;
+    st<T>(d.workspace, w, rg);
+    st<T>(d.workspace, w + H, z);
+    st<T>(d.workspace, w + 2 * H, n);
+    st<T>(d.workspace, w + 3 * H, hx);
+    st<T>(d.workspace, w + 4 * H, hn);
   });
 }
 
 npu_sim::Status gru_cell_backward(npu_sim::Stream stream, const RnnCellBackwardDesc& d) {
-  if (d.batch == 0 || d.H == 0) return npu_sim::Status::kSuccess;
-  return dispatch_fp(d.dtype, [&](auto tag) {
+  return over_cells(stream, "gru_cell_backward", d, [](auto tag, const RnnCellBackwardDesc& d, int64_t r, int64_t j) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    return parallel_for(stream, "gru_cell_backward", d.batch, row_grain(d.H),
-                        [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-      const int64_t H = d.H, G = 3 * H, W = 5 * H;
-      for (int64_t r = b; r < e; ++r) {
-        for (int64_t j = 0; j < H; ++j) {
-          const int64_t w = r * W + j, g = r * G + j;
-          const A rg = ld<T>(d.workspace, w), z = ld<T>(d.workspace, w + H), n = ld<T>(d.workspace, w + 2 * H),
-                  hx = ld<T>(d.workspace, w + 3 * H), hn = ld<T>(d.workspace, w + 4 * H);
-          const A gh = ld_or0<T>(d.grad_hy, r * H + j);
-          const A gn = gh * (A(1) - z) * (A(1) - n * n);  // through tanh
-          const A gz = gh * (hx - n) * z * (A(1) - z);
-          const A gr = gn * hn * rg * (A(1) - rg);
-          st<T>(d.grad_gates, g, gr);
-          st<T>(d.grad_gates, g + H, gz);
-          st<T>(d.grad_gates, g + 2 * H, gn);
-          st<T>(d.grad_hidden_gates, g, gr);
-          st<T>(d.grad_hidden_gates, g + H, gz);
-          st<T>(d.grad_hidden_gates, g + 2 * H, gn * rg);
-          st<T>(d.grad_prev, r * H + j, gh * z);
-        }
-      }
-    });
+    const int64_t H = d.H, G = 3 * H, W = 5 * H;
+    const int64_t w = r * W + j, g = r * G + j;
+    const A rg = ld<T>(d.workspace, w), z = ld<T>(d.workspace, w + H), n = ld<T>(d.workspace, w + 2 * H),
+            hx = ld<T>(d.workspace, w + 3 * H), hn = ld<T>(d.workspace, w + 4 * H);
+    const A gh = ld_or0<T>(d.grad_hy, r * H + j);
+    const A gn = gh * (A(1) - z) * (A(1) - n * n);  // through tanh
+    const A gz = gh * (hx - n) * z * (A(1) - z);
+    const A gr = gn * hn * rg * (A(1) - rg);
+    st<T>(d.grad_gates, g, gr);
+    st<T>(d.grad_gates, g + H, gz);
+    st<T>(d.grad_gates, g + 2 * H, gn);
+    st<T>(d.grad_hidden_gates, g, gr);
+    st<T>(d.grad_hidden_gates, g + H, gz);
+    st<T>(d.grad_hidden_gates, g + 2 * H, gn * rg);
+    st<T>(d.grad_prev, r * H + j, gh * z);
   });
 }
 
