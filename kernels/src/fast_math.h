@@ -14,7 +14,7 @@ namespace npu_kernels::detail {
 
 inline float fast_exp(float x) {
   constexpr float kLo = -103.97f, kHi = 88.7228394f;  // exp(kLo) < the smallest subnormal; ln(FLT_MAX)
-  const float xc = x < kLo ? kLo : (x > kHi ? kHi : x);
+  const float xc = x < kLo ? kLo : (x > kHi ? kHi : (x != x ? 0.0f : x));  // NaN: any finite lane, fixed below
   const float t = xc * 1.44269504088896341f;
   // round to nearest with the 1.5 * 2^23 trick (branch-free, vectorises with or without SSE4.1's roundps)
   const float fn = (t + 12582912.0f) - 12582912.0f;
