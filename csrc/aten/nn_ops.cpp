@@ -606,6 +606,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const T& g, const T& s, const T& t, int64_t r, double beta, T& o) -> T& {
            return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
          });
+  m.impl("huber_loss", [](const T& s, const T& t, int64_t r, double delta) {
+    TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+    T o = fresh(s);
+    return loss_forward(LossKind::kHuber, "huber_loss", s, t, T(), r, delta, o);
+  });
+  m.impl("huber_loss.out", [](const T& s, const T& t, int64_t r, double delta, T& o) -> T& {
+    TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+    return loss_forward(LossKind::kHuber, "huber_loss", s, t, T(), r, delta, o);
+  });
+  m.impl("huber_loss_backward.out", [](const T& g, const T& s, const T& t, int64_t r, double delta, T& o) -> T& {
+    return loss_backward(LossKind::kHuber, "huber_loss_backward", g, s, t, T(), r, delta, o);
+  });
   m.impl("binary_cross_entropy", [](const T& s, const T& t, const std::optional<T>& w, int64_t r) {
     T o = fresh(s);
     return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
