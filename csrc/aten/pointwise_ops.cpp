@@ -90,11 +90,16 @@
 #include <ATen/ops/reciprocal_meta.h>
 #include <ATen/ops/signbit_meta.h>
 #include <ATen/ops/lgamma_meta.h>
+#include <ATen/ops/digamma_meta.h>
+#include <ATen/ops/erfinv_meta.h>
+#include <ATen/ops/polygamma_meta.h>
+#include <ATen/ops/polygamma.h>
 #include <ATen/ops/sinc_meta.h>
 #include <torch/library.h>
 
 #include "aten/pointwise.h"
 #include "aten/structured.h"
+#include "fallback/cpu_fallback.h"
 
 namespace torch_npu_sim {
 namespace {
@@ -468,6 +473,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   NPU_UNARY(hardsigmoid, hardsigmoid, UnaryOp::kHardsigmoid)
   NPU_UNARY(lgamma, lgamma, UnaryOp::kLgamma)
   NPU_UNARY(sinc, sinc, UnaryOp::kSinc)
+  NPU_UNARY(digamma, digamma, UnaryOp::kDigamma)
+  NPU_UNARY(erfinv, erfinv, UnaryOp::kErfinv)
+  // polygamma: n = 0 (digamma) and n = 1 (trigamma, digamma's gradient) are native; higher orders run on
+  // the CPU, recorded and warned about like any fallback.
+  m.impl("polygamma.out", [](int64_t n, const T& self, T& out) -> T& {
+    if (n == 0 || n == 1) {
+      const UnaryOp op = n == 0 ? UnaryOp::kDigamma : UnaryOp::kTrigamma;
+      return structured_out<at::meta::structured_polygamma>(unary_kernel(op), out, n, self);
+    }
+    return structured_out<at::meta::structured_polygamma>([&](at::TensorIteratorBase& it) {
+      note_cpu_fallback("aten::polygamma.out");
+      at::Tensor(it.output()).copy_(at::polygamma(n, self.cpu()));
+    }, out, n, self);
+  });
   m.impl("signbit", [](const T& self) {
     return structured_functional<at::meta::structured_signbit>(unary_kernel(UnaryOp::kSignbit), self);
   });

@@ -17,6 +17,7 @@ enum class UnaryOp {
   kMish, kSoftplus, kLeakyRelu, kElu, kHardswish, kHardsigmoid, kNanToNum, kPowScalar, kRoundDecimals,
   kLgamma, kDigamma, kSinc, kLogit, kRelu6, kCeluSelu,
   kHardshrink, kSoftshrink,  // a: lambda
+  kErfinv, kTrigamma,
 };
 
 enum class BinaryOp {
