@@ -243,3 +243,24 @@ def test_nll_loss2d_and_cross_entropy_2d(reduction):
     fwd_bwd(lambda a: F.nll_loss(F.log_softmax(a, 1), t.to(a.device), weight=w.to(a.device), reduction=reduction), x)
     fwd_bwd(lambda a: F.cross_entropy(a, t.to(a.device), reduction=reduction), x)
     no_fallback("nll_loss", "softmax")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_batch_norm_with_update(dtype):
+    """The training-mode op of newer ATen graphs and its backward, against CPU (running stats too)."""
+    x = rand(4, 3, 5, dtype=dtype, seed=2)
+    w, b = rand(3, seed=3).to(dtype), rand(3, seed=4).to(dtype)
+    kw = dict(rtol=5e-2, atol=1e-1) if dtype in (torch.float16, torch.bfloat16) else {}
+    stats = {}
+
+    def fn(t, wt, bt):
+        rm = torch.zeros(3, dtype=dtype, device=t.device)
+        rv = torch.ones(3, dtype=dtype, device=t.device)
+        y = torch.ops.aten._batch_norm_with_update(t, wt, bt, rm, rv, 0.1, 1e-5)[0]
+        stats[t.device.type] = (rm, rv)
+        return y
+
+    fwd_bwd(fn, x, w, b, **kw)
+    for a, c in zip(stats["npu"], stats["cpu"]):
+        same(a, c, **kw)
+    no_fallback("batch_norm")
