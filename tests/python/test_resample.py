@@ -171,3 +171,14 @@ def test_pad_bad_inputs():
     raises_like_cpu(lambda t: torch._C._nn.replication_pad2d(t, [1, 1]), x, "padding size is expected to be 4")
     raises_like_cpu(lambda t: torch._C._nn.reflection_pad2d(t.reshape(-1), [1, 1, 1, 1]), x, "3D or 4D")
     raises_like_cpu(lambda t: torch._C._nn.replication_pad1d(t, [1, 1]), x, "2D or 3D")
+
+
+def test_backward_ops_bad_inputs():
+    g = rand(1, 2, 6, 8)
+    raises_like_cpu(lambda t: torch.ops.aten.upsample_nearest2d_backward(t, [5, 8], [1, 2, 3, 4]), g,
+                    "grad_output")
+    raises_like_cpu(lambda t: torch.ops.aten.upsample_bilinear2d_backward(t, [6, 8], [1, 2, 3], False), g,
+                    "input_size")
+    x = rand(1, 2, 3, 4)
+    for op in (torch.ops.aten.reflection_pad2d_backward, torch.ops.aten.replication_pad2d_backward):
+        raises_like_cpu(lambda t: op(t, x.to(t.device), [1, 1, 1, 1]), rand(1, 2, 4, 4), "(?i)grad_?output")
