@@ -1,9 +1,12 @@
-// Range factories for npu: arange (arange.start_out), linspace.out, logspace.out, eye.out / eye.m_out.
+// Range factories for npu: arange (arange.start_out), linspace.out, logspace.out, eye.out / eye.m_out,
+// tril_indices / triu_indices (sizes from ATen's get_tril_size).
 // Sizes and argument checks follow ATen (at::native::compute_arange_size); values come from
 // kernels/src/random.cpp (arange, linspace, eye). full/zeros/ones are empty + fill_ (core_ops.cpp).
 #include <ATen/Dispatch.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/RangeUtils.h>
+#include <ATen/native/TensorFactories.h>
+#include <ATen/ops/empty.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -85,12 +88,40 @@ at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
 
 at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
 
+at::Tensor triangle_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                            std::optional<at::Layout> layout, std::optional<at::Device> device,
+                            std::optional<bool> pin_memory, bool upper) {
+  at::native::check_args(row, col, layout);
+  const at::ScalarType type = dtype.value_or(at::kLong);
+  TORCH_CHECK_NOT_IMPLEMENTED(type == at::kLong || type == at::kInt, "\"", upper ? "triu_indices" : "tril_indices",
+                              "\" not implemented for '", c10::toString(type), "'");
+  const int64_t n = upper ? row * col - at::native::get_tril_size(row, col, offset - 1)
+                          : at::native::get_tril_size(row, col, offset);
+  const auto options = at::TensorOptions().dtype(dtype.value_or(at::kLong)).device(device).pinned_memory(pin_memory);
+  at::Tensor out = at::empty({2, n}, options);
+  fill_contiguous(out, [&](at::Tensor& o) {
+    const char* op = upper ? "triu_indices" : "tril_indices";
+    NPU_CHECK(npu_kernels::triangle_indices(stream_of(o), tensor_desc(o, op), row, col, offset, upper));
+  });
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("arange.start_out", arange_out);
   m.impl("linspace.out", linspace_out);
   m.impl("logspace.out", logspace_out);
   m.impl("eye.out", eye_out);
   m.impl("eye.m_out", eye_m_out);
+  m.impl("tril_indices", [](int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                            std::optional<at::Layout> layout, std::optional<at::Device> device,
+                            std::optional<bool> pin_memory) {
+    return triangle_indices(row, col, offset, dtype, layout, device, pin_memory, false);
+  });
+  m.impl("triu_indices", [](int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                            std::optional<at::Layout> layout, std::optional<at::Device> device,
+                            std::optional<bool> pin_memory) {
+    return triangle_indices(row, col, offset, dtype, layout, device, pin_memory, true);
+  });
 }
 
 }  // namespace

@@ -586,6 +586,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return batch_norm_impl(x, w, b, std::nullopt, std::nullopt, training, momentum, eps);
   });
   m.impl("native_batch_norm_backward", batch_norm_backward);
+  // The training-mode entry of newer ATen graphs: the same kernel, no reserve space (an empty one, as CPU).
+  m.impl("_batch_norm_with_update", [](const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
+                                       double momentum, double eps) {
+    auto [y, mean, invstd] = batch_norm_impl(x, w, b, rm, rv, true, momentum, eps);
+    return std::make_tuple(y, mean, invstd, at::empty({0}, x.options().dtype(at::kByte)));
+  });
+  m.impl("batch_norm_backward", [](const T& g, const T& x, const T& w, const std::optional<T>& rm,
+                                   const std::optional<T>& rv, const std::optional<T>& save_mean,
+                                   const std::optional<T>& save_var, bool update, double eps,
+                                   std::array<bool, 3> mask, const T& /*reserve*/) {
+    return batch_norm_backward(g, x, w, rm, rv, save_mean, save_var, update, eps, mask);
+  });
   m.impl("native_group_norm_backward", group_norm_backward);
   m.impl("mse_loss", [](const T& s, const T& t, int64_t r) {
     T o = fresh(s);
@@ -616,6 +628,18 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](const T& g, const T& s, const T& t, int64_t r, double beta, T& o) -> T& {
            return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
          });
+  m.impl("huber_loss", [](const T& s, const T& t, int64_t r, double delta) {
+    TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+    T o = fresh(s);
+    return loss_forward(LossKind::kHuber, "huber_loss", s, t, T(), r, delta, o);
+  });
+  m.impl("huber_loss.out", [](const T& s, const T& t, int64_t r, double delta, T& o) -> T& {
+    TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+    return loss_forward(LossKind::kHuber, "huber_loss", s, t, T(), r, delta, o);
+  });
+  m.impl("huber_loss_backward.out", [](const T& g, const T& s, const T& t, int64_t r, double delta, T& o) -> T& {
+    return loss_backward(LossKind::kHuber, "huber_loss_backward", g, s, t, T(), r, delta, o);
+  });
   m.impl("binary_cross_entropy", [](const T& s, const T& t, const std::optional<T>& w, int64_t r) {
     T o = fresh(s);
     return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);

@@ -1,9 +1,11 @@
 // Runs a pointwise kernel on a built TensorIteratorBase: converts it to the kernels' ElementwiseIter
 // (promoting inputs to the common dtype, host scalars inline, a temporary when the output dtype differs)
-// and enqueues the launch on the current stream of the iterator's device.
+// and enqueues the launch on the current stream of the iterator's device; plus the kernel callables
+// the registration files share.
 #pragma once
 
 #include <ATen/TensorIterator.h>
+#include <c10/core/Scalar.h>
 
 #include <functional>
 
@@ -17,5 +19,38 @@ using PointwiseLaunch = std::function<npu_sim::Status(npu_sim::Stream, const npu
 // integer input of a float-only op is computed in the default float type).
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,
                    std::optional<at::ScalarType> compute_dtype = std::nullopt);
+
+// Kernels as callables on the built iterator (what NpuStructured's callers pass as `kernel`).
+inline auto unary_kernel(npu_kernels::UnaryOp op, npu_kernels::PointwiseParams p = {}) {
+  return [op, p](at::TensorIteratorBase& it) {
+    run_pointwise(it, npu_kernels::op_name(op), npu_kernels::is_predicate(op),
+                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::unary(s, op, e, p); });
+  };
+}
+inline auto binary_kernel(npu_kernels::BinaryOp op, npu_kernels::PointwiseParams p = {}) {
+  return [op, p](at::TensorIteratorBase& it) {
+    run_pointwise(it, npu_kernels::op_name(op), npu_kernels::is_predicate(op),
+                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); });
+  };
+}
+inline auto ternary_kernel(npu_kernels::TernaryOp op, npu_kernels::PointwiseParams p = {}) {
+  return [op, p](at::TensorIteratorBase& it) {
+    run_pointwise(it, npu_kernels::op_name(op), false,
+                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::ternary(s, op, e, p); });
+  };
+}
+
+inline npu_kernels::PointwiseParams with_a(const c10::Scalar& a) {
+  npu_kernels::PointwiseParams p;
+  p.a = a.isComplex() ? a.toComplexDouble().real() : a.toDouble();
+  p.has_a = true;
+  return p;
+}
+inline npu_kernels::PointwiseParams with_ab(const c10::Scalar& a, const c10::Scalar& b) {
+  npu_kernels::PointwiseParams p = with_a(a);
+  p.b = b.toDouble();
+  p.has_b = true;
+  return p;
+}
 
 }  // namespace torch_npu_sim

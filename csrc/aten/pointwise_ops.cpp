@@ -54,6 +54,8 @@
 #include <ATen/ops/sign_meta.h>
 #include <ATen/ops/sign.h>
 #include <ATen/ops/maximum.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sqrt_meta.h>
@@ -88,11 +90,16 @@
 #include <ATen/ops/reciprocal_meta.h>
 #include <ATen/ops/signbit_meta.h>
 #include <ATen/ops/lgamma_meta.h>
+#include <ATen/ops/digamma_meta.h>
+#include <ATen/ops/erfinv_meta.h>
+#include <ATen/ops/polygamma_meta.h>
+#include <ATen/ops/polygamma.h>
 #include <ATen/ops/sinc_meta.h>
 #include <torch/library.h>
 
 #include "aten/pointwise.h"
 #include "aten/structured.h"
+#include "fallback/cpu_fallback.h"
 
 namespace torch_npu_sim {
 namespace {
@@ -101,39 +108,6 @@ using npu_kernels::BinaryOp;
 using npu_kernels::PointwiseParams;
 using npu_kernels::TernaryOp;
 using npu_kernels::UnaryOp;
-
-// Kernels as callables on the built iterator.
-auto unary_kernel(UnaryOp op, PointwiseParams p = {}) {
-  return [op, p](at::TensorIteratorBase& it) {
-    run_pointwise(it, npu_kernels::op_name(op), npu_kernels::is_predicate(op),
-                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::unary(s, op, e, p); });
-  };
-}
-auto binary_kernel(BinaryOp op, PointwiseParams p = {}) {
-  return [op, p](at::TensorIteratorBase& it) {
-    run_pointwise(it, npu_kernels::op_name(op), npu_kernels::is_predicate(op),
-                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); });
-  };
-}
-auto ternary_kernel(TernaryOp op, PointwiseParams p = {}) {
-  return [op, p](at::TensorIteratorBase& it) {
-    run_pointwise(it, npu_kernels::op_name(op), false,
-                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::ternary(s, op, e, p); });
-  };
-}
-
-PointwiseParams with_a(const c10::Scalar& a) {
-  PointwiseParams p;
-  p.a = a.isComplex() ? a.toComplexDouble().real() : a.toDouble();
-  p.has_a = true;
-  return p;
-}
-PointwiseParams with_ab(const c10::Scalar& a, const c10::Scalar& b) {
-  PointwiseParams p = with_a(a);
-  p.b = b.toDouble();
-  p.has_b = true;
-  return p;
-}
 
 using T = at::Tensor;
 using S = c10::Scalar;
@@ -435,6 +409,21 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow_.Scalar", [](T& a, const S& e) -> T& {
     return structured_inplace<at::meta::structured_pow_Tensor_Scalar>(unary_kernel(UnaryOp::kPowScalar, with_a(e)), a, e);
   });
+  // Scalar base: ATen's meta sizes the output; the base travels as a CPU scalar operand of pow.Tensor_Tensor.
+  m.impl("pow.Scalar_out", [](const S& base, const T& e, T& out) -> T& {
+    return structured_out<at::meta::structured_pow_Scalar>([&](auto& meta) {
+      T result = meta.maybe_get_output(0);
+      if (base.equal(1.0)) result.fill_(1);
+      else at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
+    }, out, base, e);
+  });
+  m.impl("pow.Scalar", [](const S& base, const T& e) {
+    return structured_functional<at::meta::structured_pow_Scalar>([&](auto& meta) {
+      T result = meta.maybe_get_output(0);
+      if (base.equal(1.0)) result.fill_(1);
+      else at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
+    }, base, e);
+  });
   m.impl("pow.Tensor_Scalar_out", [](const T& a, const S& e, T& out) -> T& {
     return structured_out<at::meta::structured_pow_Tensor_Scalar>(unary_kernel(UnaryOp::kPowScalar, with_a(e)), out, a, e);
   });
@@ -484,6 +473,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   NPU_UNARY(hardsigmoid, hardsigmoid, UnaryOp::kHardsigmoid)
   NPU_UNARY(lgamma, lgamma, UnaryOp::kLgamma)
   NPU_UNARY(sinc, sinc, UnaryOp::kSinc)
+  NPU_UNARY(digamma, digamma, UnaryOp::kDigamma)
+  NPU_UNARY(erfinv, erfinv, UnaryOp::kErfinv)
+  // polygamma: n = 0 (digamma) and n = 1 (trigamma, digamma's gradient) are native; higher orders run on
+  // the CPU, recorded and warned about like any fallback.
+  m.impl("polygamma.out", [](int64_t n, const T& self, T& out) -> T& {
+    if (n == 0 || n == 1) {
+      const UnaryOp op = n == 0 ? UnaryOp::kDigamma : UnaryOp::kTrigamma;
+      return structured_out<at::meta::structured_polygamma>(unary_kernel(op), out, n, self);
+    }
+    return structured_out<at::meta::structured_polygamma>([&](at::TensorIteratorBase& it) {
+      note_cpu_fallback("aten::polygamma.out");
+      at::Tensor(it.output()).copy_(at::polygamma(n, self.cpu()));
+    }, out, n, self);
+  });
   m.impl("signbit", [](const T& self) {
     return structured_functional<at::meta::structured_signbit>(unary_kernel(UnaryOp::kSignbit), self);
   });

@@ -1,8 +1,9 @@
-// 2-D pooling for npu: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d and their backward
-// ops. Shapes and argument checks reuse ATen's pooling helpers (ATen/native/Pool.h); the windows run in
+// 2-D pooling for npu: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d, adaptive_max_pool2d and
+// their backward ops. Shapes and argument checks reuse ATen's pooling helpers (ATen/native/Pool.h); the windows run in
 // kernels/src/pool.cpp on contiguous NCHW planes.
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Pool.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -183,7 +184,61 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& inp
   return grad_input;
 }
 
+std::tuple<Tensor&, Tensor&> adaptive_max_pool2d_out(const Tensor& input, IntArrayRef output_size, Tensor& out,
+                                                     Tensor& indices) {
+  c10::DeviceGuard guard(input.device());
+  const auto a = adaptive_args(input, output_size, "adaptive_max_pool2d");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "adaptive_max_pool2d: expected indices of dtype Long, got ",
+              indices.scalar_type());
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "adaptive_max_pool2d: expected out of dtype ",
+              input.scalar_type(), ", got ", out.scalar_type());
+  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 2);
+  sizes.push_back(a.out_h);
+  sizes.push_back(a.out_w);
+  at::native::resize_output(out, sizes);
+  at::native::resize_output(indices, sizes);
+  const Tensor x = input.contiguous();
+  Tensor o = out.is_contiguous() ? out : at::empty(sizes, input.options());
+  Tensor i = indices.is_contiguous() ? indices : at::empty(sizes, indices.options());
+  if (o.numel() > 0) {
+    NPU_CHECK(npu_kernels::max_pool2d(stream_of(input), a, x.const_data_ptr(), o.data_ptr(), i.data_ptr<int64_t>()));
+  }
+  if (!o.is_same(out)) out.copy_(o);
+  if (!i.is_same(indices)) indices.copy_(i);
+  return {out, indices};
+}
+
+Tensor& adaptive_max_pool2d_backward_out(const Tensor& grad_output, const Tensor& input, const Tensor& indices,
+                                         Tensor& grad_input) {
+  c10::DeviceGuard guard(input.device());
+  const auto a = adaptive_args(input, {grad_output.size(-2), grad_output.size(-1)}, "adaptive_max_pool2d_backward");
+  TORCH_CHECK(grad_output.sizes() == indices.sizes(), "adaptive_max_pool2d_backward: grad_output has shape ",
+              grad_output.sizes(), " but indices have shape ", indices.sizes());
+  TORCH_CHECK(input.scalar_type() == grad_output.scalar_type(), "adaptive_max_pool2d_backward: expected dtype ",
+              input.scalar_type(), " for `grad_output` but got dtype ", grad_output.scalar_type());
+  at::native::resize_output(grad_input, input.sizes());
+  const Tensor go = grad_output.contiguous(), idx = indices.contiguous();
+  Tensor gi = grad_input.is_contiguous() ? grad_input : at::empty(input.sizes(), input.options());
+  if (gi.numel() > 0) {
+    NPU_CHECK(npu_kernels::max_pool2d_backward(stream_of(input), a, go.const_data_ptr(), idx.const_data_ptr<int64_t>(),
+                                               gi.data_ptr()));
+  }
+  if (!gi.is_same(grad_input)) grad_input.copy_(gi);
+  return grad_input;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("adaptive_max_pool2d", [](const Tensor& input, IntArrayRef output_size) {
+    Tensor out = at::empty({0}, input.options()), indices = at::empty({0}, input.options().dtype(at::kLong));
+    adaptive_max_pool2d_out(input, output_size, out, indices);
+    return std::make_tuple(out, indices);
+  });
+  m.impl("adaptive_max_pool2d.out", adaptive_max_pool2d_out);
+  m.impl("adaptive_max_pool2d_backward", [](const Tensor& grad_output, const Tensor& input, const Tensor& indices) {
+    Tensor grad_input = at::empty({0}, input.options());
+    return adaptive_max_pool2d_backward_out(grad_output, input, indices, grad_input);
+  });
+  m.impl("adaptive_max_pool2d_backward.grad_input", adaptive_max_pool2d_backward_out);
   m.impl("max_pool2d_with_indices", max_pool2d_with_indices);
   m.impl("max_pool2d_with_indices_backward", max_pool2d_with_indices_backward);
   m.impl("avg_pool2d", avg_pool2d);

@@ -373,6 +373,41 @@ void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out)
   NPU_CHECK(npu_kernels::scan(current_native_stream(self.device().index()), op, d));
   if (!dst.is_same(out)) const_cast<T&>(out).copy_(dst);
 }
+// _cummax_helper / _cummin_helper: values and indices are allocated (self's sizes) by ATen's cummax.
+void extreme_scan(npu_kernels::ScanOp op, const T& self, T& values, T& indices, int64_t dim) {
+  const char* name = op == npu_kernels::ScanOp::kCummax ? "cummax" : "cummin";
+  TORCH_CHECK(is_npu(self), name, ": expected an npu tensor, got one on ", self.device());
+  TORCH_CHECK(indices.scalar_type() == at::kLong, name, ": expected indices of dtype Long, got ", indices.scalar_type());
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), name, ": expected values of dtype ", self.scalar_type(),
+              ", got ", values.scalar_type());
+  if (self.numel() == 0) return;
+  c10::DeviceGuard guard(self.device());
+  npu_kernels::ScanDesc d;
+  d.dtype = kernel_dtype(self.scalar_type(), name);
+  const int64_t nd = self.dim();
+  if (nd > 0) {
+    dim = at::maybe_wrap_dim(dim, nd);
+    d.n = self.size(dim);
+    for (int64_t i = 0; i < dim; ++i) d.outer *= self.size(i);
+    for (int64_t i = dim + 1; i < nd; ++i) d.inner *= self.size(i);
+  }
+  const T src = self.contiguous();
+  T v = values.is_contiguous() ? values : at::empty(self.sizes(), values.options());
+  T ix = indices.is_contiguous() ? indices : at::empty(self.sizes(), indices.options());
+  d.in = src.const_data_ptr();
+  d.out = v.data_ptr();
+  d.indices = ix.data_ptr<int64_t>();
+  d.in_strides[0] = d.out_strides[0] = d.n * d.inner;
+  d.in_strides[1] = d.out_strides[1] = d.inner;
+  d.in_strides[2] = d.out_strides[2] = 1;
+  const npu_sim::Status status = npu_kernels::scan(current_native_stream(self.device().index()), op, d);
+  TORCH_CHECK_NOT_IMPLEMENTED(status != npu_sim::Status::kInvalidValue, name, ": no npu kernel for dtype ",
+                              self.scalar_type());
+  NPU_CHECK(status);
+  if (!v.is_same(values)) values.copy_(v);
+  if (!ix.is_same(indices)) indices.copy_(ix);
+}
+
 template <class Meta>
 T scan_fn(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   auto m = meta_functional<Meta>(self, dim, dtype);
@@ -525,6 +560,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("aminmax.out", aminmax_out);
   m.impl("logsumexp.out", logsumexp_out);
 
+  m.impl("_cummax_helper", [](const T& self, T& values, T& indices, int64_t dim) {
+    extreme_scan(npu_kernels::ScanOp::kCummax, self, values, indices, dim);
+  });
+  m.impl("_cummin_helper", [](const T& self, T& values, T& indices, int64_t dim) {
+    extreme_scan(npu_kernels::ScanOp::kCummin, self, values, indices, dim);
+  });
   m.impl("cumsum", [](const T& s, int64_t d, OptS t) {
     return scan_fn<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t);
   });

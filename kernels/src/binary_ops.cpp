@@ -14,7 +14,9 @@ const char* op_name(BinaryOp op) {
       "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift",
       "threshold_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "gelu_tanh_backward",
       "silu_backward", "leaky_relu_backward", "elu_backward", "hardswish_backward", "hardsigmoid_backward",
-      "softplus_backward", "hardtanh_backward", "mish_backward", "log_sigmoid_backward", "threshold", "lerp"};
+      "softplus_backward", "hardtanh_backward", "mish_backward", "log_sigmoid_backward", "threshold", "lerp", "heaviside",
+      "logaddexp", "logaddexp2", "logit_backward", "hardshrink_backward", "softshrink_backward", "prelu",
+      "prelu_backward_weight", "glu"};
   return names[static_cast<int>(op)];
 }
 
@@ -119,6 +121,9 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
       if constexpr (kFp) return go([](C x, C y) { return std::pow(x, y); });
       else if constexpr (!kBool) return go([](C x, C y) { return int_pow(x, y); });
       else return npu_sim::Status::kInvalidValue;
+    case BinaryOp::kHeaviside:
+      if constexpr (kBool) return go([](C x, C y) { return x ? true : y; });
+      else return go([](C x, C y) { return x == C(0) ? y : static_cast<C>(x > C(0)); });
     case BinaryOp::kThreshold: {
       const C t = static_cast<C>(p.a), v = static_cast<C>(p.b);
       return go([=](C x, C y) { return x <= t ? v : y; });
@@ -201,7 +206,8 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
         if (p.i) return go([=](C g, C y) { return y <= C(0) ? g * c * (y + a * b) : g * b; });
         return go([=](C g, C x) { return x <= C(0) ? g * c * b * a * std::exp(x * c) : g * b; });
       case BinaryOp::kHardswishBackward:
-        return go([](C g, C x) { return x < C(-3) ? C(0) : (x <= C(3) ? g * (x / C(3) + C(0.5)) : g); });
+        // open interval, as ATen: the gradient at exactly -3 is 0 and at 3 is grad
+        return go([](C g, C x) { return x <= C(-3) ? C(0) : (x < C(3) ? g * (x / C(3) + C(0.5)) : g); });
       case BinaryOp::kHardsigmoidBackward:
         return go([](C g, C x) { return (x > C(-3) && x < C(3)) ? g / C(6) : C(0); });
       case BinaryOp::kSoftplusBackward:  // a beta, b threshold
@@ -216,6 +222,33 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
           return g * (t + x * sg * (C(1) - t * t));
         });
       case BinaryOp::kLogSigmoidBackward: return go([](C g, C x) { return g * detail::sigmoid(-x); });
+      case BinaryOp::kLogaddexp:
+      case BinaryOp::kLogaddexp2: {
+        // equal infinities would give inf - inf = NaN in the shifted form
+        if (op == BinaryOp::kLogaddexp) {
+          return go([](C x, C y) {
+            if (std::isinf(x) && x == y) return x;
+            return std::max(x, y) + std::log1p(std::exp(-std::fabs(x - y)));
+          });
+        }
+        return go([](C x, C y) {
+          if (std::isinf(x) && x == y) return x;
+          return std::max(x, y) + std::log1p(std::exp2(-std::fabs(x - y))) / C(M_LN2);
+        });
+      }
+      case BinaryOp::kLogitBackward:
+        if (p.has_a) {
+          const C lo = a, hi = C(1) - a;
+          return go([=](C g, C x) { return (x < lo || x > hi) ? C(0) : g / (x * (C(1) - x)); });
+        }
+        return go([](C g, C x) {
+          return (x < C(0) || x > C(1)) ? std::numeric_limits<C>::quiet_NaN() : g / (x * (C(1) - x));
+        });
+      case BinaryOp::kHardshrinkBackward: return go([=](C g, C x) { return (x >= -a && x <= a) ? C(0) : g; });
+      case BinaryOp::kSoftshrinkBackward: return go([=](C g, C x) { return (x >= -a && x <= a) ? C(0) : g; });
+      case BinaryOp::kPrelu: return go([](C x, C w) { return x > C(0) ? x : w * x; });
+      case BinaryOp::kPreluGradWeight: return go([](C x, C g) { return x > C(0) ? C(0) : x * g; });
+      case BinaryOp::kGlu: return go([](C x, C y) { return x * detail::sigmoid(y); });
       case BinaryOp::kLerpScalar:
         return go([=](C start, C end) {
           return std::abs(a) < C(0.5) ? start + a * (end - start) : end - (end - start) * (C(1) - a);

@@ -1,4 +1,4 @@
-// Elementwise losses (mse, smooth_l1, binary_cross_entropy) and their gradients; see nn.h.
+// Elementwise losses (mse, smooth_l1, huber, binary_cross_entropy) and their gradients; see nn.h.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -26,6 +26,13 @@ inline void check_prob(A x) {
   }
 }
 
+const char* loss_name(LossKind kind, bool backward) {
+  static const char* const fwd[] = {"mse_loss", "smooth_l1_loss", "binary_cross_entropy", "huber_loss"};
+  static const char* const bwd[] = {"mse_loss_backward", "smooth_l1_loss_backward", "binary_cross_entropy_backward",
+                                    "huber_loss_backward"};
+  return (backward ? bwd : fwd)[static_cast<int>(kind)];
+}
+
 }  // namespace
 
 npu_sim::Status pointwise_loss(npu_sim::Stream stream, LossKind kind, const PointLossDesc& d) {
@@ -33,7 +40,7 @@ npu_sim::Status pointwise_loss(npu_sim::Stream stream, LossKind kind, const Poin
   return dispatch_fp(d.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    return parallel_for(stream, kind == LossKind::kBce ? "binary_cross_entropy" : (kind == LossKind::kMse ? "mse_loss" : "smooth_l1_loss"),
+    return parallel_for(stream, loss_name(kind, false),
                         d.n, 1 << 14, [d, kind](int64_t b, int64_t e, const npu_sim::BlockContext&) {
       const T* x = static_cast<const T*>(d.input);
       const T* t = static_cast<const T*>(d.target);
@@ -51,6 +58,12 @@ npu_sim::Status pointwise_loss(npu_sim::Stream stream, LossKind kind, const Poin
           for (int64_t i = b; i < e; ++i) {
             const A z = std::fabs(ld(x, i) - ld(t, i));
             out[i] = convert<T>(z < beta ? A(0.5) * z * z / beta : z - A(0.5) * beta);
+          }
+          break;
+        case LossKind::kHuber:  // beta is delta
+          for (int64_t i = b; i < e; ++i) {
+            const A z = std::fabs(ld(x, i) - ld(t, i));
+            out[i] = convert<T>(z < beta ? A(0.5) * z * z : beta * (z - A(0.5) * beta));
           }
           break;
         case LossKind::kBce:
@@ -71,7 +84,7 @@ npu_sim::Status pointwise_loss_backward(npu_sim::Stream stream, LossKind kind, c
   return dispatch_fp(d.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    return parallel_for(stream, kind == LossKind::kBce ? "binary_cross_entropy_backward" : (kind == LossKind::kMse ? "mse_loss_backward" : "smooth_l1_loss_backward"),
+    return parallel_for(stream, loss_name(kind, true),
                         d.n, 1 << 14, [d, kind](int64_t b, int64_t e, const npu_sim::BlockContext&) {
       const T* x = static_cast<const T*>(d.input);
       const T* t = static_cast<const T*>(d.target);
@@ -88,6 +101,7 @@ npu_sim::Status pointwise_loss_backward(npu_sim::Stream stream, LossKind kind, c
           case LossKind::kSmoothL1:
             v = std::fabs(diff) < beta ? diff / beta : static_cast<A>((diff > A(0)) - (diff < A(0)));
             break;
+          case LossKind::kHuber: v = diff <= -beta ? -beta : (diff >= beta ? beta : diff); break;
           default: {
             const A p = ld(x, i);
             v = diff / std::max((A(1) - p) * p, A(1e-12));

@@ -55,24 +55,34 @@ npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
     using A = acc_t<T>;
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
-    return per_plane(s, "max_pool2d", a, [=](int64_t p) {
+    return per_plane(s, a.adaptive ? "adaptive_max_pool2d" : "max_pool2d", a, [=](int64_t p) {
       const T* plane = x + p * a.in_h * a.in_w;
       for (int64_t oh = 0; oh < a.out_h; ++oh) {
         for (int64_t ow = 0; ow < a.out_w; ++ow) {
-          const int64_t h0 = oh * a.stride_h - a.pad_h, w0 = ow * a.stride_w - a.pad_w;
+          int64_t h0 = oh * a.stride_h - a.pad_h, w0 = ow * a.stride_w - a.pad_w;
+          int64_t kh_n = a.kernel_h, kw_n = a.kernel_w, dh = a.dilation_h, dw = a.dilation_w;
+          if (a.adaptive) {  // windows from the adaptive rule, dilation 1
+            const Window wh = window(a, true, oh), ww = window(a, false, ow);
+            h0 = wh.begin;
+            w0 = ww.begin;
+            kh_n = wh.end - wh.begin;
+            kw_n = ww.end - ww.begin;
+            dh = dw = 1;
+          }
           A best = -std::numeric_limits<A>::infinity();
           int64_t arg = -1;
-          for (int64_t kh = 0; kh < a.kernel_h; ++kh) {
-            const int64_t h = h0 + kh * a.dilation_h;
+          for (int64_t kh = 0; kh < kh_n; ++kh) {
+            const int64_t h = h0 + kh * dh;
             if (h < 0 || h >= a.in_h) continue;
-            for (int64_t kw = 0; kw < a.kernel_w; ++kw) {
-              const int64_t w = w0 + kw * a.dilation_w;
+            for (int64_t kw = 0; kw < kw_n; ++kw) {
+              const int64_t w = w0 + kw * dw;
               if (w < 0 || w >= a.in_w) continue;
               const A v = static_cast<A>(plane[h * a.in_w + w]);
               if (arg < 0 || v > best || std::isnan(v)) {  // NaN wins, as in ATen
                 best = v;
                 arg = h * a.in_w + w;
-                if (std::isnan(v)) break;
+                // max_pool2d keeps the first NaN; ATen's adaptive kernel keeps scanning (the last one wins)
+                if (std::isnan(v) && !a.adaptive) break;
               }
             }
           }
@@ -92,7 +102,7 @@ npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, cons
     using A = acc_t<T>;
     const T* g = static_cast<const T*>(grad_out);
     T* gi = static_cast<T*>(grad_in);
-    return per_plane(s, "max_pool2d_backward", a, [=](int64_t p) {
+    return per_plane(s, a.adaptive ? "adaptive_max_pool2d_backward" : "max_pool2d_backward", a, [=](int64_t p) {
       T* plane = gi + p * a.in_h * a.in_w;
       const int64_t n_in = a.in_h * a.in_w, n_out = a.out_h * a.out_w;
       for (int64_t i = 0; i < n_in; ++i) plane[i] = static_cast<T>(A(0));

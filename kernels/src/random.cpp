@@ -313,4 +313,26 @@ npu_sim::Status eye(npu_sim::Stream stream, const TensorDesc& out) {
   });
 }
 
+npu_sim::Status triangle_indices(npu_sim::Stream stream, const TensorDesc& out, int64_t rows, int64_t cols,
+                                 int64_t offset, bool upper) {
+  // One block: a row-major walk; row r's columns are [0, r + offset] (lower) or [r + offset, cols) (upper).
+  return npu_sim::launch_kernel(stream, upper ? "triu_indices" : "tril_indices", 1,
+                                [=](const npu_sim::BlockContext&) {
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* o = static_cast<T*>(out.data);
+      const int64_t n = out.sizes[1], s0 = out.strides[0], s1 = out.strides[1];
+      int64_t k = 0;
+      for (int64_t r = 0; r < rows && k < n; ++r) {
+        const int64_t begin = upper ? std::max<int64_t>(0, r + offset) : 0;
+        const int64_t end = upper ? cols : std::min<int64_t>(cols, std::max<int64_t>(0, r + offset + 1));
+        for (int64_t c = begin; c < end && k < n; ++c, ++k) {
+          o[k * s1] = convert<T>(r);
+          o[s0 + k * s1] = convert<T>(c);
+        }
+      }
+    });
+  });
+}
+
 }  // namespace npu_kernels

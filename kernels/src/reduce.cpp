@@ -634,12 +634,44 @@ npu_sim::Status run_scan(npu_sim::Stream stream, const ScanDesc& d) {
                         }
                       });
 }
+template <typename T, bool kMax>
+npu_sim::Status run_extreme_scan(npu_sim::Stream stream, const ScanDesc& d) {
+  using A = acc_t<T>;
+  const int64_t lines = d.outer * d.inner;
+  const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.n, 1));
+  return parallel_for(stream, kMax ? "cummax" : "cummin", lines, grain,
+                      [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        const T* in = static_cast<const T*>(d.in);
+                        T* out = static_cast<T*>(d.out);
+                        for (int64_t l = b; l < e; ++l) {
+                          const int64_t o = l / d.inner, i = l % d.inner;
+                          const T* p = in + o * d.in_strides[0] + i * d.in_strides[2];
+                          const int64_t q = o * d.out_strides[0] + i * d.out_strides[2];
+                          T best = p[0];
+                          A best_v = ld(p);
+                          int64_t arg = 0;
+                          for (int64_t k = 0; k < d.n; ++k) {
+                            const A v = ld(p + k * d.in_strides[1]);
+                            const bool better = kMax ? v >= best_v : v <= best_v;  // >=: the latest tie wins
+                            if (v != v || (best_v == best_v && better)) {      // a NaN sticks until the next NaN
+                              best = p[k * d.in_strides[1]];
+                              best_v = v;
+                              arg = k;
+                            }
+                            out[q + k * d.out_strides[1]] = best;
+                            d.indices[q + k * d.out_strides[1]] = arg;
+                          }
+                        }
+                      });
+}
 }  // namespace
 
 npu_sim::Status scan(npu_sim::Stream stream, ScanOp op, const ScanDesc& d) {
   if (d.outer * d.n * d.inner == 0) return npu_sim::Status::kSuccess;
   return dispatch(d.dtype, [&](auto tag) -> npu_sim::Status {
     using T = decltype(tag);
+    if (op == ScanOp::kCummax) return run_extreme_scan<T, true>(stream, d);
+    if (op == ScanOp::kCummin) return run_extreme_scan<T, false>(stream, d);
     if constexpr (std::is_same_v<T, bool>) {
       return npu_sim::Status::kInvalidValue;  // the adapter promotes bool to int64
     } else {

@@ -1,10 +1,11 @@
-// Ternary pointwise kernels: where (condition promoted by the adapter), addcmul, addcdiv, lerp.
+// Ternary pointwise kernels: where (condition promoted by the adapter), addcmul, addcdiv, lerp, prelu's
+// input gradient.
 #include "pointwise_common.h"
 
 namespace npu_kernels {
 
 const char* op_name(TernaryOp op) {
-  static const char* const names[] = {"where", "addcmul", "addcdiv", "lerp", "clamp_tensor"};
+  static const char* const names[] = {"where", "addcmul", "addcdiv", "lerp", "clamp_tensor", "prelu_backward"};
   return names[static_cast<int>(op)];
 }
 
@@ -28,6 +29,9 @@ npu_sim::Status ternary(npu_sim::Stream stream, TernaryOp op, const ElementwiseI
             return std::abs(w) < C(0.5) ? start + w * (end - start) : end - (end - start) * (C(1) - w);
           });
         } else return npu_sim::Status::kInvalidValue;
+      case TernaryOp::kPreluGradInput:
+        if constexpr (detail::is_fp_v<C>) return go([](C x, C w, C g) { return x > C(0) ? g : w * g; });
+        else return npu_sim::Status::kInvalidValue;
       default: return npu_sim::Status::kInvalidValue;
     }
   });

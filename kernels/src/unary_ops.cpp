@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "pointwise_common.h"
+#include "special_math.h"
 
 namespace npu_kernels {
 
@@ -16,7 +17,8 @@ const char* op_name(UnaryOp op) {
       "hardtanh", "sqrt", "rsqrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
       "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "log_sigmoid", "erf",
       "erfc", "gelu", "gelu_tanh", "silu", "mish", "softplus", "leaky_relu", "elu", "hardswish", "hardsigmoid",
-      "nan_to_num", "pow_scalar", "round_decimals", "lgamma", "digamma", "sinc", "logit", "relu6", "celu_selu"};
+      "nan_to_num", "pow_scalar", "round_decimals", "lgamma", "digamma", "sinc", "logit", "relu6", "celu_selu", "hardshrink", "softshrink", "erfinv",
+      "trigamma"};
   return names[static_cast<int>(op)];
 }
 
@@ -181,6 +183,11 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
           if (p.has_a) x = std::min(std::max(x, a), C(1) - a);
           return std::log(x / (C(1) - x));
         });
+      case UnaryOp::kDigamma: return go([](C x) { return static_cast<C>(detail::digamma(static_cast<double>(x))); });
+      case UnaryOp::kTrigamma: return go([](C x) { return static_cast<C>(detail::trigamma(static_cast<double>(x))); });
+      case UnaryOp::kErfinv: return go([](C x) { return static_cast<C>(detail::erfinv(static_cast<double>(x))); });
+      case UnaryOp::kHardshrink: return go([=](C x) { return (x >= -a && x <= a) ? C(0) : x; });
+      case UnaryOp::kSoftshrink: return go([=](C x) { return x > a ? x - a : (x < -a ? x + a : C(0)); });
       default: return npu_sim::Status::kInvalidValue;
     }
   }

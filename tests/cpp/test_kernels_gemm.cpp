@@ -13,6 +13,7 @@
 #include "npu_kernels/conv.h"
 #include "npu_kernels/gemm.h"
 #include "npu_sim/runtime.h"
+#include "test_kernels_util.h"
 #include "../../kernels/src/gemm_tiling.h"  // the private fp16 conversions of the packing path
 
 namespace {
@@ -21,8 +22,6 @@ using npu_kernels::BFloat16;
 using npu_kernels::DType;
 using npu_kernels::GemmArgs;
 using npu_kernels::Half;
-
-#define ASSERT_OK(expr) ASSERT_EQ((expr), npu_sim::Status::kSuccess) << npu_sim::last_error_message()
 
 template <typename T> DType dtype_of();
 template <> DType dtype_of<float>() { return DType::kFloat32; }
@@ -35,23 +34,6 @@ template <typename T> double val(T v) {
 template <typename T> double tol() { return std::is_same_v<T, double> ? 1e-12 : std::is_same_v<T, float> ? 1e-5 : std::is_same_v<T, Half> ? 2e-3 : 1.6e-2; }
 
 // Device buffer holding host values.
-template <typename T>
-struct DeviceBuf {
-  T* ptr = nullptr;
-  std::size_t n = 0;
-  explicit DeviceBuf(const std::vector<T>& host) : n(host.size()) {
-    void* p = nullptr;
-    EXPECT_EQ(npu_sim::malloc_device(0, &p, std::max<std::size_t>(1, n) * sizeof(T)), npu_sim::Status::kSuccess);
-    ptr = static_cast<T*>(p);
-    if (n) EXPECT_EQ(npu_sim::memcpy(ptr, host.data(), n * sizeof(T), npu_sim::MemcpyKind::kHostToDevice), npu_sim::Status::kSuccess);
-  }
-  ~DeviceBuf() { npu_sim::free_device(ptr); }
-  std::vector<T> read() const {
-    std::vector<T> h(n);
-    if (n) EXPECT_EQ(npu_sim::memcpy(h.data(), ptr, n * sizeof(T), npu_sim::MemcpyKind::kDeviceToHost), npu_sim::Status::kSuccess);
-    return h;
-  }
-};
 
 template <typename T>
 std::vector<T> random_values(std::size_t n, unsigned seed) {
@@ -182,7 +164,6 @@ TEST(KernelsGemm, TwoStreamsConcurrently) {
   ASSERT_OK(npu_sim::stream_destroy(s1));
   ASSERT_OK(npu_sim::stream_destroy(s2));
 }
-
 
 // ---- conv2d -----------------------------------------------------------------------------------------
 struct ConvCase {

@@ -1,6 +1,6 @@
 """nn ops on npu against CPU PyTorch: softmax / log_softmax (+ backward, half_to_float), layer_norm
 (+ backward), nll_loss / cross_entropy (weights, ignore_index, reductions, label smoothing), pointwise
-losses (mse, smooth_l1, binary_cross_entropy) forward and backward, device-side errors, no fallback."""
+losses (mse, smooth_l1, huber, binary_cross_entropy) forward and backward, device-side errors, no fallback."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -163,7 +163,20 @@ def test_pointwise_losses(dtype, reduction):
     fwd_bwd(lambda a: F.binary_cross_entropy(a, q.to(a.device), reduction=reduction), p, **kw)
     fwd_bwd(lambda a: F.binary_cross_entropy(a, q.to(a.device), weight=w.to(a.device), reduction=reduction), p, **kw)
     fwd_bwd(lambda a: F.binary_cross_entropy_with_logits(a, q.to(a.device), reduction=reduction), x, **kw)
-    no_fallback("mse_loss", "smooth_l1", "binary_cross_entropy")
+    for delta in (1.0, 0.3, 2.5):
+        fwd_bwd(lambda a, b: F.huber_loss(a, b, reduction=reduction, delta=delta), x, y, **kw)
+    no_fallback("mse_loss", "smooth_l1", "binary_cross_entropy", "huber", "log_sigmoid")
+
+
+def test_huber_loss_bad_inputs():
+    x, y = rand(3, 4), rand(3, 4, seed=1)
+    for a, b, kw, err, match in [(x, y, dict(delta=0.0), RuntimeError, "non-positive values for delta"),
+                                 (x, rand(2, 4), {}, RuntimeError, "size")]:
+        with pytest.raises(err, match=match):
+            F.huber_loss(a, b, **kw)
+        with pytest.raises(err, match=match):
+            F.huber_loss(a.to("npu"), b.to("npu"), **kw)
+    no_fallback("huber")
 
 
 def test_bce_input_out_of_range_raises_at_sync():
@@ -230,3 +243,24 @@ def test_nll_loss2d_and_cross_entropy_2d(reduction):
     fwd_bwd(lambda a: F.nll_loss(F.log_softmax(a, 1), t.to(a.device), weight=w.to(a.device), reduction=reduction), x)
     fwd_bwd(lambda a: F.cross_entropy(a, t.to(a.device), reduction=reduction), x)
     no_fallback("nll_loss", "softmax")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_batch_norm_with_update(dtype):
+    """The training-mode op of newer ATen graphs and its backward, against CPU (running stats too)."""
+    x = rand(4, 3, 5, dtype=dtype, seed=2)
+    w, b = rand(3, seed=3).to(dtype), rand(3, seed=4).to(dtype)
+    kw = dict(rtol=5e-2, atol=1e-1) if dtype in (torch.float16, torch.bfloat16) else {}
+    stats = {}
+
+    def fn(t, wt, bt):
+        rm = torch.zeros(3, dtype=dtype, device=t.device)
+        rv = torch.ones(3, dtype=dtype, device=t.device)
+        y = torch.ops.aten._batch_norm_with_update(t, wt, bt, rm, rv, 0.1, 1e-5)[0]
+        stats[t.device.type] = (rm, rv)
+        return y
+
+    fwd_bwd(fn, x, w, b, **kw)
+    for a, c in zip(stats["npu"], stats["cpu"]):
+        same(a, c, **kw)
+    no_fallback("batch_norm")

@@ -1,5 +1,5 @@
 """2-D pooling on npu against CPU: max (with indices, dilation, ceil_mode, padding), average
-(count_include_pad, divisor_override, ceil_mode), adaptive average; forward and backward; batched and
+(count_include_pad, divisor_override, ceil_mode), adaptive average and max; forward and backward; batched and
 unbatched; float32/float64/bfloat16; errors with CPU's messages."""
 import pytest
 import torch
@@ -18,10 +18,14 @@ CASES = {
     "avg_divisor": lambda x: F.avg_pool2d(x, 2, divisor_override=3),
     "adaptive_3x5": lambda x: F.adaptive_avg_pool2d(x, (3, 5)),
     "adaptive_7": lambda x: F.adaptive_avg_pool2d(x, 7),
+    "adaptive_max_3x5": lambda x: F.adaptive_max_pool2d(x, (3, 5)),
+    "adaptive_max_4": lambda x: F.adaptive_max_pool2d(x, 4),
+    "adaptive_max_up": lambda x: F.adaptive_max_pool2d(x, (12, 13)),
 }
 
 
-@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-6), (torch.float64, 1e-12), (torch.bfloat16, 2e-2)])
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-6), (torch.float64, 1e-12), (torch.bfloat16, 2e-2),
+                                       (torch.float16, 2e-3)])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_pooling_forward_backward(name, dtype, tol):
     torch_npu_sim.reset_fallback_ops()
@@ -54,3 +58,24 @@ def test_pooling_errors_match_cpu():
         with pytest.raises(RuntimeError) as npu_err:
             bad(x.npu())
         assert str(cpu_err.value).split(":")[-1].strip()[:20] in str(npu_err.value)
+
+
+def test_adaptive_max_pool_indices_and_out():
+    torch_npu_sim.reset_fallback_ops()
+    x = torch.randn(2, 3, 7, 9)
+    vc, ic = F.adaptive_max_pool2d(x, (3, 4), return_indices=True)
+    vn, inpu = F.adaptive_max_pool2d(x.npu(), (3, 4), return_indices=True)
+    assert torch.equal(inpu.cpu(), ic) and torch.equal(vn.cpu(), vc)
+    out, idx = torch.empty(0, device="npu"), torch.empty(0, dtype=torch.long, device="npu")
+    torch._C._nn.adaptive_max_pool2d(x.npu(), [3, 4], out=(out, idx))
+    assert torch.equal(out.cpu(), vc) and torch.equal(idx.cpu(), ic)
+    assert not [op for op in torch_npu_sim.fallback_ops() if "pool" in op], torch_npu_sim.fallback_ops()
+
+
+def test_adaptive_max_pool_errors_match_cpu():
+    pool = torch._C._nn.adaptive_max_pool2d
+    for x, size in [(torch.randn(2, 0, 4), (2, 2)), (torch.randn(4, 4), (2, 2)), (torch.randn(1, 2, 4, 4), (2, 2, 2))]:
+        with pytest.raises(RuntimeError):
+            pool(x, size)
+        with pytest.raises(RuntimeError, match="adaptive_max_pool2d"):
+            pool(x.npu(), size)

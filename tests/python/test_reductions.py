@@ -352,3 +352,33 @@ def test_nansum_count_nonzero_aminmax(dtype):
         same(a, ca)
         same(b, cb)
     no_fallback("nansum", "count_nonzero", "aminmax")
+
+
+@pytest.mark.parametrize("fn", ["cummax", "cummin"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.int32, torch.uint8, torch.bool])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cummax_cummin(fn, dtype, dim):
+    torch_npu_sim.reset_fallback_ops()
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(0, 4, (4, 6, 5), generator=g).to(dtype)  # small range: many ties (the latest index wins)
+    v, i = getattr(torch, fn)(x.to("npu"), dim)
+    cv, ci = getattr(torch, fn)(x, dim)
+    assert torch.equal(v.cpu(), cv) and torch.equal(i.cpu(), ci)
+    xt = x.transpose(0, 2)  # strided input
+    assert torch.equal(getattr(torch, fn)(xt.to("npu"), dim)[1].cpu(), getattr(torch, fn)(xt, dim)[1])
+    if dtype.is_floating_point:
+        xf = torch.randn(4, 6, 5, generator=g).to(dtype)
+        xf[1, 2, 3] = xf[2, 0, 1] = xf[2, 4, 1] = float("nan")
+        v, i = getattr(torch, fn)(xf.to("npu"), dim)
+        cv, ci = getattr(torch, fn)(xf, dim)
+        torch.testing.assert_close(v.cpu(), cv, equal_nan=True, rtol=0, atol=0)
+        assert torch.equal(i.cpu(), ci)
+        xc, xn = xf.clone().requires_grad_(), xf.to("npu").requires_grad_()
+        gr = torch.randn(xf.shape, generator=g).to(dtype)
+        getattr(torch, fn)(xc, dim)[0].backward(gr)
+        getattr(torch, fn)(xn, dim)[0].backward(gr.to("npu"))
+        torch.testing.assert_close(xn.grad.cpu(), xc.grad, equal_nan=True, rtol=1e-2, atol=1e-2)
+    s = torch.tensor(3).to(dtype)
+    assert torch.equal(getattr(torch, fn)(s.to("npu"), 0)[1].cpu(), getattr(torch, fn)(s, 0)[1])
+    assert not [op for op in torch_npu_sim.fallback_ops() if "cum" in op], torch_npu_sim.fallback_ops()

@@ -74,14 +74,14 @@ npu_sim::Status nll_loss_backward(npu_sim::Stream stream, const NllLossDesc& d);
 
 // Elementwise losses over n contiguous elements (reduction is done by the adapter with the reduction
 // engine). bce: input outside [0, 1] raises KernelError naming binary_cross_entropy.
-enum class LossKind { kMse, kSmoothL1, kBce };
+enum class LossKind { kMse, kSmoothL1, kBce, kHuber };
 struct PointLossDesc {
   DType dtype = DType::kFloat32;
   int64_t n = 0;
   const void* input = nullptr;
   const void* target = nullptr;
   const void* weight = nullptr;  // bce only, n elements or null
-  double beta = 1.0;             // smooth_l1
+  double beta = 1.0;             // smooth_l1's beta, huber's delta
   void* out = nullptr;           // forward: n elementwise losses
   // backward: grad_in[i] = dloss/dinput[i] * grad[i * grad_stride] * scale
   const void* grad = nullptr;

@@ -16,6 +16,8 @@ enum class UnaryOp {
   kSinh, kCosh, kTanh, kAsinh, kAcosh, kAtanh, kSigmoid, kLogSigmoid, kErf, kErfc, kGelu, kGeluTanh, kSilu,
   kMish, kSoftplus, kLeakyRelu, kElu, kHardswish, kHardsigmoid, kNanToNum, kPowScalar, kRoundDecimals,
   kLgamma, kDigamma, kSinc, kLogit, kRelu6, kCeluSelu,
+  kHardshrink, kSoftshrink,  // a: lambda
+  kErfinv, kTrigamma,
 };
 
 enum class BinaryOp {
@@ -29,9 +31,20 @@ enum class BinaryOp {
   kHardtanhBackward, kMishBackward, kLogSigmoidBackward,
   kThreshold,  // (x, y): x <= a ? b : y  (threshold(x, t, v) runs it on (x, x))
   kLerpScalar,  // (start, end): start + a * (end - start), ATen's two-sided formula
+  kHeaviside,   // (x, values): x == 0 ? values : x > 0
+  kLogaddexp, kLogaddexp2,
+  kLogitBackward,       // (grad, x), a: eps when has_a
+  kHardshrinkBackward,  // (grad, x), a: lambda
+  kSoftshrinkBackward,  // (grad, x), a: lambda
+  kPrelu,               // (x, weight)
+  kPreluGradWeight,     // (x, grad): the unreduced weight gradient
+  kGlu,                 // (first half, second half): a * sigmoid(b)
 };
 
-enum class TernaryOp { kWhere, kAddcmul, kAddcdiv, kLerp, kClampTensor };
+enum class TernaryOp {
+  kWhere, kAddcmul, kAddcdiv, kLerp, kClampTensor,
+  kPreluGradInput,  // (x, weight, grad): x > 0 ? grad : weight * grad
+};
 
 // Scalar parameters (alpha, min/max, negative slope, ...), meaning fixed per op in the .cpp files.
 struct PointwiseParams {

@@ -1,5 +1,5 @@
 // 2-D pooling kernels (torch-free): max (with argmax indices), average (count_include_pad, divisor
-// override) and adaptive average, forward and backward, over contiguous NCHW planes.
+// override), adaptive average and adaptive max, forward and backward, over contiguous NCHW planes.
 #pragma once
 
 #include <cstdint>

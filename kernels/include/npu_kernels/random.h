@@ -1,5 +1,5 @@
 // Counter-based random numbers (torch-free): Philox-4x32-10 and the distribution kernels built on it,
-// plus the deterministic range factories (arange, linspace/logspace, eye).
+// plus the deterministic range factories (arange, linspace/logspace, eye, tril/triu_indices).
 //
 // Counter layout: element i of a launch draws philox(counter = (i, offset), key = seed), i.e. 4 fresh
 // 32-bit words per element (normal_: elements 2m and 2m+1 share draw m, the two Box-Muller outputs);
@@ -86,5 +86,9 @@ npu_sim::Status linspace(npu_sim::Stream stream, const TensorDesc& out, double s
                          double base);
 // out (2-D) = identity.
 npu_sim::Status eye(npu_sim::Stream stream, const TensorDesc& out);
+// out (2 x n) = the (row, column) coordinates of the lower (upper) triangle of a rows x cols matrix,
+// diagonal `offset`, in row-major order; n = out.sizes[1] is that triangle's size (the adapter's count).
+npu_sim::Status triangle_indices(npu_sim::Stream stream, const TensorDesc& out, int64_t rows, int64_t cols,
+                                 int64_t offset, bool upper);
 
 }  // namespace npu_kernels

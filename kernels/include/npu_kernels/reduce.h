@@ -61,10 +61,12 @@ struct ReduceParams {
 npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d, const ReduceParams& p = {});
 
 // Inclusive scan along one dim: the tensor is (outer, n, inner) with element strides for in and out.
-enum class ScanOp { kCumsum, kCumprod };
+// cummax/cummin also write the index of the running extreme (ties and NaNs: the latest wins, as ATen).
+enum class ScanOp { kCumsum, kCumprod, kCummax, kCummin };
 struct ScanDesc {
   const void* in = nullptr;
   void* out = nullptr;
+  int64_t* indices = nullptr;  // cummax/cummin: int64, addressed with out_strides
   DType dtype = DType::kFloat32;  // both tensors
   int64_t outer = 1, n = 1, inner = 1;
   int64_t in_strides[3] = {};   // (outer, n, inner)

@@ -1,0 +1,97 @@
+// Registration of median / nanmedian (whole tensor and along a dim) as a composition of native ops: a
+// stable sort (NaN last) per line, the NaN count per line, then a gather at the median position. No
+// math of its own. Ties resolve to the lowest index among equal values, as CPU's do.
+#include <ATen/core/Tensor.h>
+#include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/gather.h>
+#include <ATen/ops/isnan.h>
+#include <ATen/ops/sort.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
+#include <torch/library.h>
+
+#include <limits>
+
+#include "aten/npu_tensor.h"
+
+namespace torch_npu_sim {
+namespace {
+
+using T = at::Tensor;
+
+// Values and indices (keepdim) of the median of every line of `self` along `dim`. The position in the
+// sorted line is (n - 1) / 2 among the non-NaN values; median() instead returns the first NaN of a line
+// that has one; nanmedian() of an all-NaN line returns its first NaN.
+std::tuple<T, T> median_along(const T& self, int64_t dim, bool ignore_nan) {
+  const auto sorted = at::sort(self, /*stable=*/true, dim, /*descending=*/false);
+  const T& values = std::get<0>(sorted);
+  const T& order = std::get<1>(sorted);
+  const int64_t n = self.size(dim);
+  T pos;
+  if (at::isFloatingType(self.scalar_type())) {
+    const T nan_count = at::isnan(values).sum(dim, /*keepdim=*/true);
+    const T valid = nan_count.neg().add(n);
+    if (ignore_nan) {
+      pos = at::where(valid.eq(0), at::zeros_like(valid), valid.sub(1).floor_divide(2));
+    } else {
+      pos = at::where(nan_count.gt(0), valid, at::full_like(valid, (n - 1) / 2));
+    }
+  } else {
+    std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+    sizes[dim] = 1;
+    pos = at::full(sizes, (n - 1) / 2, self.options().dtype(at::kLong));
+  }
+  return {at::gather(values, dim, pos), at::gather(order, dim, pos)};
+}
+
+std::tuple<T&, T&> median_dim_out(const T& self, int64_t dim, bool keepdim, T& values, T& indices, bool ignore_nan) {
+  const char* op = ignore_nan ? "nanmedian()" : "median()";
+  TORCH_CHECK(is_npu(self), op, ": expected an npu tensor, got one on ", self.device());
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  at::native::zero_numel_check_dims(self, dim, op);
+  TORCH_CHECK(indices.scalar_type() == at::kLong, op, ": Expected out tensor indices to have dtype Long, but got ",
+              indices.scalar_type(), " instead");
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), op, ": Expected out tensor values to have dtype ",
+              self.scalar_type(), ", but got ", values.scalar_type(), " instead");
+  TORCH_CHECK(values.device() == self.device() && indices.device() == self.device(), op,
+              ": Expected values and indices on the device of self (", self.device(), ")");
+  const T line = self.dim() == 0 ? self.reshape({1}) : self;
+  auto [v, i] = median_along(line, self.dim() == 0 ? 0 : dim, ignore_nan);
+  if (self.dim() == 0) {
+    v = v.reshape({});
+    i = i.reshape({});
+  } else if (!keepdim) {
+    v = v.squeeze(dim);
+    i = i.squeeze(dim);
+  }
+  at::native::resize_output(values, v.sizes());
+  at::native::resize_output(indices, i.sizes());
+  values.copy_(v);
+  indices.copy_(i);
+  return {values, indices};
+}
+
+T median_all(const T& self, bool ignore_nan) {
+  const char* op = ignore_nan ? "nanmedian()" : "median()";
+  TORCH_CHECK(is_npu(self), op, ": expected an npu tensor, got one on ", self.device());
+  if (self.numel() == 0) return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
+  return std::get<0>(median_along(self.reshape({-1}), 0, ignore_nan)).reshape({});
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("median", [](const T& self) { return median_all(self, false); });
+  m.impl("nanmedian", [](const T& self) { return median_all(self, true); });
+  m.impl("median.dim_values", [](const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
+    return median_dim_out(self, dim, keepdim, values, indices, false);
+  });
+  m.impl("nanmedian.dim_values", [](const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
+    return median_dim_out(self, dim, keepdim, values, indices, true);
+  });
+}
+
+}  // namespace torch_npu_sim

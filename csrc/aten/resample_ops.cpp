@@ -1,0 +1,268 @@
+// Registration of interpolation (upsample nearest / nearest-exact / linear / bilinear) and reflect /
+// replicate padding, 1-D and 2-D, forward and backward. ATen's structured metas (or its padding checks)
+// give shapes and errors; every op runs the one separable kernel in kernels/src/resample.cpp.
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Padding.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_upsample_nearest_exact1d_backward_meta.h>
+#include <ATen/ops/_upsample_nearest_exact1d_meta.h>
+#include <ATen/ops/_upsample_nearest_exact2d_backward_meta.h>
+#include <ATen/ops/_upsample_nearest_exact2d_meta.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/reflection_pad1d_backward_meta.h>
+#include <ATen/ops/reflection_pad1d_meta.h>
+#include <ATen/ops/replication_pad1d_backward_meta.h>
+#include <ATen/ops/replication_pad1d_meta.h>
+#include <ATen/ops/replication_pad2d_meta.h>
+#include <ATen/ops/upsample_bilinear2d_backward_meta.h>
+#include <ATen/ops/upsample_bilinear2d_meta.h>
+#include <ATen/ops/upsample_linear1d_backward_meta.h>
+#include <ATen/ops/upsample_linear1d_meta.h>
+#include <ATen/ops/upsample_nearest1d_backward_meta.h>
+#include <ATen/ops/upsample_nearest1d_meta.h>
+#include <ATen/ops/upsample_nearest2d_backward_meta.h>
+#include <ATen/ops/upsample_nearest2d_meta.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "aten/npu_tensor.h"
+#include "aten/structured.h"
+#include "core/npu_error.h"
+#include "core/npu_stream.h"
+#include "npu_kernels/resample.h"
+
+namespace torch_npu_sim {
+namespace {
+
+using at::IntArrayRef;
+using npu_kernels::ResampleArgs;
+using npu_kernels::ResampleAxis;
+using npu_kernels::ResampleMode;
+using OptD = std::optional<double>;
+using T = at::Tensor;
+
+// What one op call needs besides its tensors: mode, spatial rank and the per-axis parameters.
+struct Spec {
+  ResampleMode mode;
+  int spatial;  // 1 or 2
+  double scale_h = 0, scale_w = 0;
+  bool align_corners = false;
+  int64_t pad_w = 0, pad_h = 0;  // left, top
+};
+
+Spec interp(ResampleMode mode, int spatial, OptD sh, OptD sw, bool align = false) {
+  Spec s{mode, spatial};
+  s.scale_h = sh.value_or(0.0);
+  s.scale_w = sw.value_or(0.0);
+  s.align_corners = align;
+  return s;
+}
+
+Spec pad(ResampleMode mode, int spatial, IntArrayRef padding) {
+  Spec s{mode, spatial};
+  s.pad_w = padding[0];
+  if (spatial == 2) s.pad_h = padding[2];
+  return s;
+}
+
+ResampleAxis axis(int64_t in, int64_t out, double scale, const Spec& s, int64_t pad) {
+  ResampleAxis ax;
+  ax.in = in;
+  ax.out = out;
+  ax.scale = scale;
+  ax.align_corners = s.align_corners;
+  ax.pad_before = pad;
+  return ax;
+}
+
+// `in` has the input geometry (the grad_input for backward), `out` the output's (grad_output's).
+ResampleArgs make_args(const Spec& s, const T& in, const T& out, const char* op) {
+  ResampleArgs a;
+  a.dtype = kernel_dtype(in.scalar_type(), op);
+  a.mode = s.mode;
+  const int64_t in_w = in.size(-1), out_w = out.size(-1);
+  const int64_t in_h = s.spatial == 2 ? in.size(-2) : 1, out_h = s.spatial == 2 ? out.size(-2) : 1;
+  a.planes = in_h * in_w > 0 ? in.numel() / (in_h * in_w) : 0;
+  a.w = axis(in_w, out_w, s.scale_w, s, s.pad_w);
+  a.h = axis(in_h, out_h, s.scale_h, s, s.pad_h);
+  return a;
+}
+
+// Runs the kernel from `src` into `dst` (any strides: non-contiguous ones go through a temporary).
+void launch(const Spec& s, bool backward, const T& src, const T& dst, const char* op) {
+  TORCH_CHECK(is_npu(src), op, ": expected an npu tensor, got one on ", src.device());
+  TORCH_CHECK(src.device() == dst.device(), op, ": expected all tensors on the same device, got ", src.device(),
+              " and ", dst.device());
+  TORCH_CHECK(src.scalar_type() == dst.scalar_type(), op, ": expected grad_output and output of the same dtype, got ",
+              src.scalar_type(), " and ", dst.scalar_type());
+  // CPU's dtype sets: interpolation takes floating types (nearest also uint8), padding any type but bool.
+  const at::ScalarType type = src.scalar_type();
+  const bool supported = s.mode == ResampleMode::kReflect || s.mode == ResampleMode::kReplicate
+                             ? type != at::kBool
+                             : at::isFloatingType(type) || (s.mode != ResampleMode::kLinear && type == at::kByte);
+  TORCH_CHECK_NOT_IMPLEMENTED(supported, "\"", op, "\" not implemented for '", c10::toString(type), "'");
+  if (dst.numel() == 0) return;
+  c10::DeviceGuard guard(src.device());
+  const T in = src.contiguous();
+  const bool direct = dst.is_contiguous();
+  T out = direct ? dst : at::empty(dst.sizes(), dst.options().memory_format(at::MemoryFormat::Contiguous));
+  const ResampleArgs a = backward ? make_args(s, out, in, op) : make_args(s, in, out, op);
+  const auto stream = current_native_stream(src.device().index());
+  const npu_sim::Status status = backward ? npu_kernels::resample2d_backward(stream, a, in.const_data_ptr(), out.data_ptr())
+                                          : npu_kernels::resample2d(stream, a, in.const_data_ptr(), out.data_ptr());
+  TORCH_CHECK_NOT_IMPLEMENTED(status != npu_sim::Status::kInvalidValue, op, ": no npu kernel for dtype ",
+                              src.scalar_type());
+  NPU_CHECK(status);
+  if (!direct) const_cast<T&>(dst).copy_(out);
+}
+
+// The kernel callable NpuStructured's helpers expect: the meta has allocated the output.
+auto forward_kernel(Spec s, const T& input, const char* op) {
+  return [s, &input, op](auto& meta) { launch(s, false, input, meta.maybe_get_output(0), op); };
+}
+auto backward_kernel(Spec s, const T& grad_output, const char* op) {
+  return [s, &grad_output, op](auto& meta) { launch(s, true, grad_output, meta.maybe_get_output(0), op); };
+}
+
+// reflection_pad2d and replication_pad2d's backward have no structured meta: CPU's checks, written out.
+std::vector<int64_t> pad2d_output_size(const T& input, IntArrayRef padding, bool reflect, const char* op) {
+  at::native::padding::check_valid_input<2>(input, padding);
+  const int64_t dim_w = input.dim() - 1, dim_h = input.dim() - 2;
+  const int64_t in_h = input.size(dim_h), in_w = input.size(dim_w);
+  const int64_t l = padding[0], r = padding[1], t = padding[2], b = padding[3];
+  if (reflect) {
+    TORCH_CHECK(l < in_w && r < in_w, "Argument #4: Padding size should be less than the corresponding input dimension, "
+                "but got: padding (", l, ", ", r, ") at dimension ", dim_w, " of input ", input.sizes());
+    TORCH_CHECK(t < in_h && b < in_h, "Argument #6: Padding size should be less than the corresponding input dimension, "
+                "but got: padding (", t, ", ", b, ") at dimension ", dim_h, " of input ", input.sizes());
+  }
+  const int64_t out_h = in_h + t + b, out_w = in_w + l + r;
+  TORCH_CHECK(out_w >= 1 && out_h >= 1, op, ": input (H: ", in_h, ", W: ", in_w, ") is too small. Calculated output H: ",
+              out_h, " W: ", out_w);
+  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end());
+  sizes[dim_h] = out_h;
+  sizes[dim_w] = out_w;
+  return sizes;
+}
+
+T& pad2d_out(ResampleMode mode, const T& self, IntArrayRef padding, T& out, const char* op) {
+  const auto sizes = pad2d_output_size(self, padding, mode == ResampleMode::kReflect, op);
+  at::native::resize_output(out, sizes);
+  launch(pad(mode, 2, padding), false, self, out, op);
+  return out;
+}
+
+T& pad2d_backward_out(ResampleMode mode, const T& grad, const T& self, IntArrayRef padding, T& grad_input,
+                      const char* op) {
+  const auto sizes = pad2d_output_size(self, padding, mode == ResampleMode::kReflect, op);
+  TORCH_CHECK(grad.sizes() == IntArrayRef(sizes), op, ": grad_output has shape ", grad.sizes(), ", expected ",
+              IntArrayRef(sizes));
+  at::native::resize_output(grad_input, self.sizes());
+  launch(pad(mode, 2, padding), true, grad, grad_input, op);
+  return grad_input;
+}
+
+}  // namespace
+
+// Functional and out= flavours of an interpolation op; ARGS is the schema's argument list after the tensor.
+#define NPU_UPSAMPLE(name, META, SPEC, PARAMS, ARGS)                                                        \
+  m.impl(#name, [](const T& self, IntArrayRef size, PARAMS) {                                               \
+    return structured_functional<at::meta::structured_##META>(forward_kernel(SPEC, self, #name), self, size, ARGS); \
+  });                                                                                                       \
+  m.impl(#name ".out", [](const T& self, IntArrayRef size, PARAMS, T& out) -> T& {                          \
+    return structured_out<at::meta::structured_##META>(forward_kernel(SPEC, self, #name), out, self, size, ARGS); \
+  });                                                                                                       \
+  m.impl(#name "_backward", [](const T& g, IntArrayRef size, IntArrayRef in_size, PARAMS) {                \
+    return structured_functional<at::meta::structured_##META##_backward>(backward_kernel(SPEC, g, #name "_backward"), \
+                                                                         g, size, in_size, ARGS);          \
+  });                                                                                                       \
+  m.impl(#name "_backward.grad_input", [](const T& g, IntArrayRef size, IntArrayRef in_size, PARAMS, T& out) -> T& { \
+    return structured_out<at::meta::structured_##META##_backward>(backward_kernel(SPEC, g, #name "_backward"), out, \
+                                                                  g, size, in_size, ARGS);                 \
+  });
+
+#define P1 OptD sw
+#define P2 OptD sh, OptD sw
+#define PA1 bool align, OptD sw
+#define PA2 bool align, OptD sh, OptD sw
+#define COMMA ,
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  NPU_UPSAMPLE(upsample_nearest1d, upsample_nearest1d, interp(ResampleMode::kNearest, 1, {}, sw), P1, sw)
+  NPU_UPSAMPLE(upsample_nearest2d, upsample_nearest2d, interp(ResampleMode::kNearest, 2, sh, sw), P2, sh COMMA sw)
+  NPU_UPSAMPLE(_upsample_nearest_exact1d, _upsample_nearest_exact1d, interp(ResampleMode::kNearestExact, 1, {}, sw), P1,
+               sw)
+  NPU_UPSAMPLE(_upsample_nearest_exact2d, _upsample_nearest_exact2d, interp(ResampleMode::kNearestExact, 2, sh, sw), P2,
+               sh COMMA sw)
+  NPU_UPSAMPLE(upsample_linear1d, upsample_linear1d, interp(ResampleMode::kLinear, 1, {}, sw, align), PA1,
+               align COMMA sw)
+  NPU_UPSAMPLE(upsample_bilinear2d, upsample_bilinear2d, interp(ResampleMode::kLinear, 2, sh, sw, align), PA2,
+               align COMMA sh COMMA sw)
+
+  // 1-D padding and replication_pad2d: structured metas
+  m.impl("reflection_pad1d", [](const T& self, IntArrayRef p) {
+    return structured_functional<at::meta::structured_reflection_pad1d>(
+        forward_kernel(pad(ResampleMode::kReflect, 1, p), self, "reflection_pad1d"), self, p);
+  });
+  m.impl("reflection_pad1d.out", [](const T& self, IntArrayRef p, T& out) -> T& {
+    return structured_out<at::meta::structured_reflection_pad1d>(
+        forward_kernel(pad(ResampleMode::kReflect, 1, p), self, "reflection_pad1d"), out, self, p);
+  });
+  m.impl("reflection_pad1d_backward", [](const T& g, const T& self, IntArrayRef p) {
+    return structured_functional<at::meta::structured_reflection_pad1d_backward>(
+        backward_kernel(pad(ResampleMode::kReflect, 1, p), g, "reflection_pad1d_backward"), g, self, p);
+  });
+  m.impl("reflection_pad1d_backward.grad_input", [](const T& g, const T& self, IntArrayRef p, T& out) -> T& {
+    return structured_out<at::meta::structured_reflection_pad1d_backward>(
+        backward_kernel(pad(ResampleMode::kReflect, 1, p), g, "reflection_pad1d_backward"), out, g, self, p);
+  });
+  m.impl("replication_pad1d", [](const T& self, IntArrayRef p) {
+    return structured_functional<at::meta::structured_replication_pad1d>(
+        forward_kernel(pad(ResampleMode::kReplicate, 1, p), self, "replication_pad1d"), self, p);
+  });
+  m.impl("replication_pad1d.out", [](const T& self, IntArrayRef p, T& out) -> T& {
+    return structured_out<at::meta::structured_replication_pad1d>(
+        forward_kernel(pad(ResampleMode::kReplicate, 1, p), self, "replication_pad1d"), out, self, p);
+  });
+  m.impl("replication_pad1d_backward", [](const T& g, const T& self, IntArrayRef p) {
+    return structured_functional<at::meta::structured_replication_pad1d_backward>(
+        backward_kernel(pad(ResampleMode::kReplicate, 1, p), g, "replication_pad1d_backward"), g, self, p);
+  });
+  m.impl("replication_pad1d_backward.grad_input", [](const T& g, const T& self, IntArrayRef p, T& out) -> T& {
+    return structured_out<at::meta::structured_replication_pad1d_backward>(
+        backward_kernel(pad(ResampleMode::kReplicate, 1, p), g, "replication_pad1d_backward"), out, g, self, p);
+  });
+  m.impl("replication_pad2d", [](const T& self, IntArrayRef p) {
+    return structured_functional<at::meta::structured_replication_pad2d>(
+        forward_kernel(pad(ResampleMode::kReplicate, 2, p), self, "replication_pad2d"), self, p);
+  });
+  m.impl("replication_pad2d.out", [](const T& self, IntArrayRef p, T& out) -> T& {
+    return structured_out<at::meta::structured_replication_pad2d>(
+        forward_kernel(pad(ResampleMode::kReplicate, 2, p), self, "replication_pad2d"), out, self, p);
+  });
+
+  // 2-D padding without metas
+  m.impl("reflection_pad2d", [](const T& self, IntArrayRef p) {
+    T out = at::empty({0}, self.options());
+    return pad2d_out(ResampleMode::kReflect, self, p, out, "reflection_pad2d");
+  });
+  m.impl("reflection_pad2d.out", [](const T& self, IntArrayRef p, T& out) -> T& {
+    return pad2d_out(ResampleMode::kReflect, self, p, out, "reflection_pad2d");
+  });
+  m.impl("reflection_pad2d_backward", [](const T& g, const T& self, IntArrayRef p) {
+    T out = at::empty({0}, self.options());
+    return pad2d_backward_out(ResampleMode::kReflect, g, self, p, out, "reflection_pad2d_backward");
+  });
+  m.impl("reflection_pad2d_backward.grad_input", [](const T& g, const T& self, IntArrayRef p, T& out) -> T& {
+    return pad2d_backward_out(ResampleMode::kReflect, g, self, p, out, "reflection_pad2d_backward");
+  });
+  m.impl("replication_pad2d_backward", [](const T& g, const T& self, IntArrayRef p) {
+    T out = at::empty({0}, self.options());
+    return pad2d_backward_out(ResampleMode::kReplicate, g, self, p, out, "replication_pad2d_backward");
+  });
+  m.impl("replication_pad2d_backward.grad_input", [](const T& g, const T& self, IntArrayRef p, T& out) -> T& {
+    return pad2d_backward_out(ResampleMode::kReplicate, g, self, p, out, "replication_pad2d_backward");
+  });
+}
+
+}  // namespace torch_npu_sim

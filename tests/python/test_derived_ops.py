@@ -1,0 +1,95 @@
+"""equal, trace, isin and repeat_interleave on npu against CPU PyTorch (dtypes, broadcasting of
+promotion, NaN, empty inputs, out=, gradients where defined) and their bad inputs; nothing falls back."""
+import pytest
+import torch
+
+import torch_npu_sim
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+@pytest.fixture(autouse=True)
+def _native_only():
+    torch_npu_sim.reset_fallback_ops()
+    yield
+    assert not torch_npu_sim.fallback_ops(), torch_npu_sim.fallback_ops()
+
+
+def same(got, want, **kw):
+    got = got.cpu()
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.shape)
+    torch.testing.assert_close(got, want, equal_nan=True, **kw)
+
+
+def test_equal():
+    a = torch.arange(12.0).reshape(3, 4)
+    cases = [(a, a.clone()), (a, a + 1e-3), (a, a.T.contiguous().T), (a, a[:2]), (a, a.long()),
+             (torch.tensor([float("nan")]), torch.tensor([float("nan")])), (torch.empty(0), torch.empty(0)),
+             (a[:, 1], a[:, 1].clone())]
+    for x, y in cases:
+        assert torch.equal(x.to("npu"), y.to("npu")) == torch.equal(x, y), (x, y)
+
+
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.int32, torch.uint8])
+@pytest.mark.parametrize("shape", [(4, 4), (3, 5), (6, 2), (0, 3)])
+def test_trace(dtype, shape):
+    x = (torch.randn(shape, generator=torch.Generator().manual_seed(0)) * 5).to(dtype)
+    tol = dict(rtol=2e-2, atol=2e-2) if dtype in (torch.float16, torch.bfloat16) else {}
+    same(torch.trace(x.to("npu")), torch.trace(x), **tol)
+    if dtype.is_floating_point:
+        xc, xn = x.clone().requires_grad_(), x.to("npu").requires_grad_()
+        torch.trace(xc).backward()
+        torch.trace(xn).backward()
+        same(xn.grad, xc.grad)
+
+
+@pytest.mark.parametrize("invert", [False, True])
+def test_isin(invert):
+    nan = float("nan")
+    cases = [(torch.tensor([[1, 2, 3], [4, 5, 6]]), torch.tensor([2, 5, 9, 2])),
+             (torch.tensor([1, 2, 3]), torch.tensor([2.0, 3.5])),
+             (torch.tensor([1.0, nan, 2.5, -1.0]), torch.tensor([nan, 2.5])),
+             (torch.arange(20).reshape(4, 5) % 7, torch.arange(0, 100, 3)),
+             (torch.tensor([1, 2]), torch.empty(0, dtype=torch.long)),
+             (torch.empty(0, 3), torch.tensor([1.0])),
+             (torch.tensor([3, 4], dtype=torch.uint8), torch.tensor([4], dtype=torch.int16))]
+    for e, t in cases:
+        same(torch.isin(e.to("npu"), t.to("npu"), invert=invert), torch.isin(e, t, invert=invert))
+        same(torch.isin(e.to("npu"), 2, invert=invert), torch.isin(e, 2, invert=invert))
+    same(torch.isin(2, torch.tensor([1, 2]).to("npu"), invert=invert), torch.isin(2, torch.tensor([1, 2]), invert=invert))
+    out = torch.empty(0, dtype=torch.bool, device="npu")
+    torch.isin(torch.tensor([1, 5]).to("npu"), torch.tensor([5]).to("npu"), invert=invert, out=out)
+    same(out, torch.isin(torch.tensor([1, 5]), torch.tensor([5]), invert=invert))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_repeat_interleave(dtype):
+    r = torch.tensor([2, 0, 3, 1], dtype=dtype)
+    same(torch.repeat_interleave(r.to("npu")), torch.repeat_interleave(r))
+    same(torch.repeat_interleave(r.to("npu"), output_size=6), torch.repeat_interleave(r, output_size=6))
+    same(torch.repeat_interleave(torch.zeros(3, dtype=dtype).to("npu")), torch.repeat_interleave(torch.zeros(3, dtype=dtype)))
+    same(torch.repeat_interleave(torch.empty(0, dtype=dtype).to("npu")), torch.repeat_interleave(torch.empty(0, dtype=dtype)))
+    x = torch.randn(4, 3, generator=torch.Generator().manual_seed(1))
+    same(torch.repeat_interleave(x.to("npu"), r.to("npu"), dim=0), torch.repeat_interleave(x, r, dim=0))
+    same(torch.repeat_interleave(x.to("npu"), 2, dim=1), torch.repeat_interleave(x, 2, dim=1))
+    xc, xn = x.clone().requires_grad_(), x.to("npu").requires_grad_()
+    torch.repeat_interleave(xc, r, dim=0).sum().backward()
+    torch.repeat_interleave(xn, r.to("npu"), dim=0).sum().backward()
+    same(xn.grad, xc.grad)
+
+
+def raises_like_cpu(fn, *xs, match):
+    with pytest.raises(Exception) as cpu_err:
+        fn(*xs)
+    with pytest.raises(type(cpu_err.value), match=match):
+        fn(*[x.to("npu") for x in xs])
+
+
+def test_bad_inputs():
+    raises_like_cpu(torch.trace, torch.ones(2, 2, 2), match="expected a matrix")
+    raises_like_cpu(torch.trace, torch.ones(2, 2, dtype=torch.bool), match="trace.*Bool")
+    raises_like_cpu(torch.repeat_interleave, torch.tensor([1.0, 2.0]), match="repeat_interleave")
+    raises_like_cpu(torch.repeat_interleave, torch.tensor([[1, 2]]), match="only accept 1D vector")
+    raises_like_cpu(torch.repeat_interleave, torch.tensor([1, -2]), match="can not be negative")
+    raises_like_cpu(torch.isin, torch.ones(2, dtype=torch.cfloat), torch.ones(2, dtype=torch.cfloat),
+                    match="Unsupported input type")

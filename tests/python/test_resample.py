@@ -1,0 +1,184 @@
+"""F.interpolate (nearest, nearest-exact, linear, bilinear; sizes, scale factors, align_corners) and
+F.pad (reflect, replicate; 1-D and 2-D) on npu against CPU PyTorch: values and gradients in four float
+dtypes, integer gathers, bad inputs raising CPU's error type, and no op falling back to the CPU."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def tol(dtype):
+    return {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-10, atol=1e-10),
+            torch.float16: dict(rtol=2e-2, atol=2e-2), torch.bfloat16: dict(rtol=5e-2, atol=6e-2)}[dtype]
+
+
+def rand(*shape, dtype=torch.float32, seed=0):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
+
+
+@pytest.fixture(autouse=True)
+def _native_only():
+    torch_npu_sim.reset_fallback_ops()
+    yield
+    assert not torch_npu_sim.fallback_ops(), torch_npu_sim.fallback_ops()
+
+
+def same(npu_value, cpu_value):
+    got = npu_value.cpu()
+    assert got.dtype == cpu_value.dtype and got.shape == cpu_value.shape, (got.dtype, got.shape, cpu_value.shape)
+    if cpu_value.is_floating_point():
+        torch.testing.assert_close(got.double(), cpu_value.double(), equal_nan=True, **tol(cpu_value.dtype))
+    else:
+        assert torch.equal(got, cpu_value)
+
+
+def fwd_bwd(fn, x, seed=1):
+    xc, xn = x.clone().requires_grad_(), x.to("npu").requires_grad_()
+    yc, yn = fn(xc), fn(xn)
+    same(yn.detach(), yc.detach())
+    g = torch.randn(yc.shape, generator=torch.Generator().manual_seed(seed)).to(yc.dtype)
+    yc.backward(g)
+    yn.backward(g.to("npu"))
+    same(xn.grad, xc.grad)
+
+
+INTERP_2D = [
+    dict(size=(7, 9)), dict(size=(3, 2)), dict(size=(10, 12)), dict(scale_factor=2.0), dict(scale_factor=(1.7, 0.6)),
+    dict(scale_factor=2.5, recompute_scale_factor=True), dict(size=(5, 6)),
+]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("kw", INTERP_2D)
+def test_interpolate_nearest_2d(dtype, mode, kw):
+    fwd_bwd(lambda t: F.interpolate(t, mode=mode, **kw), rand(2, 3, 5, 6, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("kw", INTERP_2D)
+def test_interpolate_bilinear(dtype, align_corners, kw):
+    fwd_bwd(lambda t: F.interpolate(t, mode="bilinear", align_corners=align_corners, **kw), rand(2, 3, 5, 6, dtype=dtype))
+
+
+INTERP_1D = [dict(size=11), dict(size=3), dict(size=8), dict(scale_factor=2.0), dict(scale_factor=1.3),
+             dict(scale_factor=0.45), dict(scale_factor=3.0, recompute_scale_factor=True)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "linear", "linear-corners"])
+@pytest.mark.parametrize("kw", INTERP_1D)
+def test_interpolate_1d(dtype, mode, kw):
+    extra = {}
+    if mode.startswith("linear"):
+        extra["align_corners"] = mode == "linear-corners"
+        mode = "linear"
+    fwd_bwd(lambda t: F.interpolate(t, mode=mode, **kw, **extra), rand(2, 3, 8, dtype=dtype))
+
+
+def test_interpolate_channels_last_and_strided_input():
+    x = rand(2, 4, 6, 5)
+    for mode, extra in [("nearest", {}), ("bilinear", dict(align_corners=False))]:
+        xc = x.contiguous(memory_format=torch.channels_last)
+        same(F.interpolate(xc.to("npu"), size=(9, 4), mode=mode, **extra), F.interpolate(xc, size=(9, 4), mode=mode, **extra))
+        xt = x.transpose(2, 3)
+        same(F.interpolate(xt.to("npu"), scale_factor=1.5, mode=mode, **extra),
+             F.interpolate(xt, scale_factor=1.5, mode=mode, **extra))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_interpolate_nearest_uint8(mode):
+    x = torch.randint(0, 255, (1, 3, 4, 5), dtype=torch.uint8)
+    same(F.interpolate(x.to("npu"), size=(7, 3), mode=mode), F.interpolate(x, size=(7, 3), mode=mode))
+
+
+def test_upsample_out_variants():
+    x = rand(1, 2, 3, 4)
+    out = torch.empty(0, device="npu")
+    torch._C._nn.upsample_bilinear2d(x.to("npu"), [5, 7], False, None, None, out=out)
+    same(out, torch._C._nn.upsample_bilinear2d(x, [5, 7], False, None, None))
+
+
+def raises_like_cpu(fn, x, match):
+    with pytest.raises(Exception) as cpu_err:
+        fn(x)
+    with pytest.raises(type(cpu_err.value), match=match):
+        fn(x.to("npu"))
+        torch.npu.synchronize()
+
+
+def test_interpolate_bad_inputs():
+    x = rand(1, 2, 3, 4)
+    raises_like_cpu(lambda t: torch._C._nn.upsample_nearest2d(t, [0, 3]), x, "should be greater than 0")
+    raises_like_cpu(lambda t: torch._C._nn.upsample_bilinear2d(t, [5], False), x, "output_size")
+    raises_like_cpu(lambda t: torch._C._nn.upsample_linear1d(t, [5], False), x, "expected input_size equals to 3")
+    raises_like_cpu(lambda t: F.interpolate(t.long(), size=(5, 5)), x, "upsample_nearest2d.*Long")
+    raises_like_cpu(lambda t: torch._C._nn.upsample_bilinear2d(t.long(), [5, 5], False), x, "upsample|Long")
+
+
+PAD_1D = [(2, 1), (0, 3), (1, 0), (-1, 2)]
+PAD_2D = [(1, 2, 2, 1), (0, 0, 3, 1), (2, 0, 0, 0), (1, 1, 1, 1)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("pad", PAD_1D)
+@pytest.mark.parametrize("batched", [False, True])
+def test_pad_1d(dtype, mode, pad, batched):
+    shape = (2, 3, 6) if batched else (3, 6)
+    fwd_bwd(lambda t: F.pad(t, pad, mode=mode), rand(*shape, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("pad", PAD_2D + [(-1, 2, 1, -1)])
+@pytest.mark.parametrize("batched", [False, True])
+def test_pad_2d(dtype, mode, pad, batched):
+    shape = (2, 3, 5, 6) if batched else (3, 5, 6)
+    fwd_bwd(lambda t: F.pad(t, pad, mode=mode), rand(*shape, dtype=dtype))
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.uint8, torch.complex64])
+def test_pad_integer_dtypes(mode, dtype):
+    x = torch.randint(0, 100, (2, 3, 4, 5)).to(dtype)
+    if dtype.is_complex:
+        x = x + 1j * torch.randint(0, 100, (2, 3, 4, 5))
+    same(F.pad(x.to("npu"), (1, 2, 3, 1), mode=mode), F.pad(x, (1, 2, 3, 1), mode=mode))
+    same(F.pad(x[0].to("npu"), (1, 2), mode=mode), F.pad(x[0], (1, 2), mode=mode))
+
+
+def test_pad_non_contiguous_input_and_out():
+    x = rand(2, 3, 6, 5).transpose(2, 3)
+    same(F.pad(x.to("npu"), (1, 2, 2, 1), mode="reflect"), F.pad(x, (1, 2, 2, 1), mode="reflect"))
+    out = torch.empty(0, device="npu")
+    torch._C._nn.replication_pad2d(x.to("npu"), [1, 1, 2, 2], out=out)
+    same(out, torch._C._nn.replication_pad2d(x, [1, 1, 2, 2]))
+
+
+def test_pad_bad_inputs():
+    x = rand(1, 2, 3, 4)
+    raises_like_cpu(lambda t: F.pad(t, (4, 0, 0, 0), mode="reflect"), x, "Padding size should be less than")
+    raises_like_cpu(lambda t: F.pad(t, (0, 0, 3, 0), mode="reflect"), x, "Padding size should be less than")
+    raises_like_cpu(lambda t: F.pad(t[0, 0], (4, 0), mode="reflect"), x, "Padding size should be less than")
+    raises_like_cpu(lambda t: F.pad(t.bool(), (1, 1, 1, 1), mode="replicate"), x, "replication_pad2d.*Bool")
+    raises_like_cpu(lambda t: F.pad(t[0].bool(), (1, 1), mode="reflect"), x, "reflection_pad1d.*Bool")
+    raises_like_cpu(lambda t: torch._C._nn.reflection_pad2d(t, [1, 1]), x, "padding size is expected to be 4")
+    raises_like_cpu(lambda t: torch._C._nn.replication_pad2d(t, [1, 1]), x, "padding size is expected to be 4")
+    raises_like_cpu(lambda t: torch._C._nn.reflection_pad2d(t.reshape(-1), [1, 1, 1, 1]), x, "3D or 4D")
+    raises_like_cpu(lambda t: torch._C._nn.replication_pad1d(t, [1, 1]), x, "2D or 3D")
+
+
+def test_backward_ops_bad_inputs():
+    g = rand(1, 2, 6, 8)
+    raises_like_cpu(lambda t: torch.ops.aten.upsample_nearest2d_backward(t, [5, 8], [1, 2, 3, 4]), g,
+                    "grad_output")
+    raises_like_cpu(lambda t: torch.ops.aten.upsample_bilinear2d_backward(t, [6, 8], [1, 2, 3], False), g,
+                    "input_size")
+    x = rand(1, 2, 3, 4)
+    for op in (torch.ops.aten.reflection_pad2d_backward, torch.ops.aten.replication_pad2d_backward):
+        raises_like_cpu(lambda t: op(t, x.to(t.device), [1, 1, 1, 1]), rand(1, 2, 4, 4), "(?i)grad_?output")
