@@ -7,11 +7,13 @@
 #include <c10/util/Exception.h>
 
 #include <cstdio>
+#include <set>
 #include <unistd.h>
 
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
+#include "distributed/hybrid_transport.h"
 #include "distributed/p2p_engine.h"
 #include "distributed/shm_transport.h"
 #include "distributed/tcp_transport.h"
@@ -71,21 +73,43 @@ HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
     comm_->timeout = timeout;
     if (comm_->cfg.exec_timeout.count() > 0) comm_->timeout = std::min(timeout, comm_->cfg.exec_timeout);
     StoreRendezvous rv(store, comm_->cfg.connect_timeout);
-    // Host identity decides the transport: shared memory only if every rank is on this host.
+    // Host identity decides the transport: shared memory between the ranks of one host, TCP between
+    // hosts (both at once, hierarchically, when the job spans hosts with several ranks on some).
     const std::string me = hccl_sim::host_identity();
     rv.set("host/" + std::to_string(rank), me);
-    bool same_host = true;
-    for (int r = 0; r < size; ++r) same_host = same_host && rv.get("host/" + std::to_string(r)) == me;
+    std::vector<int> local, remote, all;
+    std::vector<char> is_local(size, 0);
+    std::set<std::string> hosts;
+    for (int r = 0; r < size; ++r) {
+      const std::string h = r == rank ? me : rv.get("host/" + std::to_string(r));
+      hosts.insert(h);
+      all.push_back(r);
+      is_local[r] = h == me;
+      (is_local[r] ? local : remote).push_back(r);
+    }
     hccl_sim::TransportKind kind = comm_->cfg.transport;
-    if (kind == hccl_sim::TransportKind::kAuto) kind = same_host ? hccl_sim::TransportKind::kShm : hccl_sim::TransportKind::kTcp;
-    if (kind == hccl_sim::TransportKind::kShm && !same_host)
+    if (kind == hccl_sim::TransportKind::kShm && !remote.empty())
       throw hccl_sim::CommError("NPU_SIM_HCCL_TRANSPORT=shm but the ranks are on different hosts");
-    if (kind == hccl_sim::TransportKind::kShm) {
-      comm_->coll = hccl_sim::make_shm_transport(rv, "coll", rank, size, comm_->cfg.ring_bytes);
-      comm_->p2p = hccl_sim::make_shm_transport(rv, "p2p", rank, size, std::min<std::size_t>(comm_->cfg.ring_bytes, 1u << 20));
+    const std::size_t ring = comm_->cfg.ring_bytes, p2p_ring = std::min<std::size_t>(ring, 1u << 20);
+    const bool pr = comm_->cfg.peer_read;
+    const auto& cto = comm_->cfg.connect_timeout;
+    // The choice depends only on the host list, so every rank makes the same one.
+    if (kind == hccl_sim::TransportKind::kTcp || (hosts.size() > 1 && hosts.size() == std::size_t(size))) {
+      comm_->coll = hccl_sim::make_tcp_transport(rv, "coll", rank, size, cto, all);
+      comm_->p2p = hccl_sim::make_tcp_transport(rv, "p2p", rank, size, cto, all);
+    } else if (remote.empty()) {
+      comm_->coll = hccl_sim::make_shm_transport(rv, "coll", rank, size, ring, local, pr);
+      comm_->p2p = hccl_sim::make_shm_transport(rv, "p2p", rank, size, p2p_ring, local, pr);
     } else {
-      comm_->coll = hccl_sim::make_tcp_transport(rv, "coll", rank, size, comm_->cfg.connect_timeout);
-      comm_->p2p = hccl_sim::make_tcp_transport(rv, "p2p", rank, size, comm_->cfg.connect_timeout);
+      // Every rank takes part in every key exchange of both kinds (ranks alone on their host have an
+      // empty shm side), so the store sees the same sequence from all of them.
+      for (const char* what : {"coll", "p2p"}) {
+        auto shm = hccl_sim::make_shm_transport(rv, std::string(what) + "/h", rank, size,
+                                                std::string(what) == "coll" ? ring : p2p_ring, local, pr);
+        auto tcp = hccl_sim::make_tcp_transport(rv, std::string(what) + "/h", rank, size, cto, remote);
+        auto t = hccl_sim::make_hybrid_transport(rank, size, is_local, std::move(shm), std::move(tcp));
+        (std::string(what) == "coll" ? comm_->coll : comm_->p2p) = std::move(t);
+      }
     }
   } catch (const hccl_sim::CommError& e) {
     C10_THROW_ERROR(DistBackendError, std::string("hccl: cannot create the communicator: ") + e.what());

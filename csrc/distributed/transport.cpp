@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -79,6 +80,7 @@ void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_cloc
 }
 
 std::string host_identity() {
+  if (const char* id = std::getenv("NPU_SIM_HOST_ID"); id && *id) return std::string("sim:") + id;
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   std::string boot;

@@ -14,6 +14,16 @@ def test_collectives_shm(world):
     res = launch("collectives_worker.py", world, env={"NPU_SIM_HCCL_TRANSPORT": "shm"}, timeout=150)
     assert_ok(res)
     assert "0 failures" in res[0][1]
+    assert "transport=shm\n" in res[0][1]
+    assert not shm_leftovers()
+
+
+def test_collectives_shm_peer_read():
+    # large messages read straight out of the sender's memory (process_vm_readv) instead of the ring
+    res = launch("collectives_worker.py", 2, env={"NPU_SIM_HCCL_PEER_READ": "1"}, timeout=150)
+    assert_ok(res)
+    assert "0 failures" in res[0][1]
+    assert "transport=shm+peer-read" in res[0][1]
     assert not shm_leftovers()
 
 
