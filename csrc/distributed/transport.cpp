@@ -65,7 +65,10 @@ void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_cloc
       continue;
     }
     if (++idle < kSpins) {
-      cpu_relax();
+      // Mostly pause; now and then give the core away, since on an oversubscribed host the peer (or
+      // this rank's own compute) may be waiting for exactly this core.
+      if (idle % 32 == 0) std::this_thread::yield();
+      else cpu_relax();
       continue;
     }
     if (abort && abort->load(std::memory_order_relaxed)) throw CommError(std::string("hccl: ") + what + " aborted");
