@@ -42,6 +42,17 @@ Xfer recv_reduce(const CommContext& c, int peer, void* p, std::size_t bytes, DTy
   return x;
 }
 
+// in -> out on this rank, overlapped with the step's transfers (see run_xfers); overlapping ranges are
+// moved at once instead.
+void add_local_copy(const CommContext& c, std::vector<Xfer>& xs, void* out, const void* in, std::size_t bytes) {
+  if (out == in || !bytes) return;
+  const char *o = static_cast<const char*>(out), *i = static_cast<const char*>(in);
+  if (o < i + bytes && i < o + bytes) return static_cast<void>(std::memmove(out, in, bytes));
+  Xfer x = recv_copy(c, c.t.rank(), out, bytes);
+  x.src = in;
+  xs.push_back(std::move(x));
+}
+
 void run(CommContext& c, std::vector<Xfer>& xs) {
   std::vector<Xfer*> ptrs;
   ptrs.reserve(xs.size());
@@ -205,13 +216,16 @@ void broadcast(CommContext& c, void* buf, std::size_t bytes, int root) {
 
 void allgather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes) {
   const int n = c.t.size(), me = c.t.rank();
-  if (out[me] != in && bytes) std::memmove(out[me], in, bytes);
-  if (n == 1) return;
+  if (n == 1) {
+    if (out[me] != in && bytes) std::memmove(out[me], in, bytes);
+    return;
+  }
   if (c.algo == Algo::kMesh || (c.algo == Algo::kAuto && bytes * n <= kMeshBytes)) {
     std::vector<Xfer> xs;
+    add_local_copy(c, xs, out[me], in, bytes);
     for (int r = 0; r < n; ++r) {
       if (r == me) continue;
-      xs.push_back(send_to(c, r, out[me], bytes));
+      xs.push_back(send_to(c, r, in, bytes));
       xs.push_back(recv_copy(c, r, out[r], bytes));
     }
     return run(c, xs);
@@ -220,6 +234,7 @@ void allgather(CommContext& c, const void* in, const std::vector<void*>& out, st
   for (int s = 0; s < n - 1; ++s) {
     std::vector<Xfer> xs{send_to(c, right, s == 0 ? in : out[mod(me - s, n)], bytes),
                          recv_copy(c, left, out[mod(me - s - 1, n)], bytes)};
+    if (s == 0) add_local_copy(c, xs, out[me], in, bytes);
     run(c, xs);
   }
 }

@@ -97,7 +97,8 @@ class Rendezvous {
 };
 
 // Runs xfers to completion: spin, then sleep in the transport's wait; throws CommError when `deadline`
-// passes (naming `what`), when a peer is gone, or when *abort becomes true.
+// passes (naming `what`), when a peer is gone, or when *abort becomes true. An xfer whose peer is this
+// rank is a local copy (src -> dst, hdr.bytes, no overlap), done piecewise while the transport is idle.
 void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_clock::time_point deadline,
                const std::atomic<bool>* abort, const char* what);
 
