@@ -127,7 +127,9 @@ void HcclBackend::shutdown_impl() {
     // Pending collectives finish (or time out) before the transports they use go away.
     for (auto& [dev, s] : comm_streams_) npu_sim::stream_synchronize(native_stream(s));
   }
-  p2p_engine_.reset();
+  p2p_engine_.reset();  // fails pending p2p operations, which releases the p2p streams' host functions
+  std::lock_guard<std::mutex> lk(streams_mu_);
+  for (auto& [dev, s] : p2p_streams_) npu_sim::stream_synchronize(native_stream(s));
 }
 
 void HcclBackend::shutdown() { shutdown_impl(); }
@@ -175,6 +177,13 @@ c10::Stream HcclBackend::comm_stream(c10::DeviceIndex device) {
   std::lock_guard<std::mutex> lk(streams_mu_);
   auto it = comm_streams_.find(device);
   if (it == comm_streams_.end()) it = comm_streams_.emplace(device, stream_from_pool(device)).first;
+  return it->second;
+}
+
+c10::Stream HcclBackend::p2p_stream(c10::DeviceIndex device) {
+  std::lock_guard<std::mutex> lk(streams_mu_);
+  auto it = p2p_streams_.find(device);
+  if (it == p2p_streams_.end()) it = p2p_streams_.emplace(device, stream_from_pool(device)).first;
   return it->second;
 }
 
@@ -286,10 +295,26 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag
   auto state = op_->state;
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
   future->markCompleted(c10::IValue(std::vector<at::Tensor>{t}));
-  auto work = c10::make_intrusive<HcclWork>(getRank(), op, device, state, nullptr, std::vector<at::Tensor>{t},
-                                            /*stream_ordered=*/false, comm_->cfg.blocking_wait, comm_->timeout, future);
-  if (!is_send && !t.is_contiguous()) work->add_copy_back(t, buf);
   p2p_engine_->post(std::move(op_));
+  // As NCCL: wait() orders the caller's stream after the operation instead of blocking the host. The
+  // device's p2p stream (never the collectives' stream: a pending receive must not hold up a collective)
+  // runs a host function that returns when the engine has finished the operation, then the copy back
+  // into a non-contiguous receive buffer; the Work's event is recorded after both. A receive from any
+  // source keeps a host-blocking wait: c10d reads its source rank right after wait().
+  const c10::Stream ps = p2p_stream(device.index());
+  npu_sim::Stream pns = native_stream(ps);
+  const auto limit = comm_->timeout + std::chrono::seconds(5);  // the engine fails the op before that
+  NPU_CHECK(npu_sim::launch_host_func(pns, [state, limit] { state->wait_for(limit); }));
+  if (!is_send && !t.is_contiguous()) {
+    StreamSwap swap(ps);
+    t.copy_(buf);
+  }
+  npu_sim::Event done = nullptr;
+  NPU_CHECK(npu_sim::event_create(&done));
+  NPU_CHECK(npu_sim::event_record(done, pns));
+  auto work = c10::make_intrusive<HcclWork>(getRank(), op, device, state, done, std::vector<at::Tensor>{t},
+                                            /*stream_ordered=*/op != c10d::OpType::RECVANYSOURCE,
+                                            comm_->cfg.blocking_wait, comm_->timeout, future);
   return track(work);
 }
 
