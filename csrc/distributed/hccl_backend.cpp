@@ -250,6 +250,9 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
   if (!l.copy_back.empty()) {
     StreamSwap swap(comm);
     for (auto& [dst, tmp] : l.copy_back) dst.copy_(tmp);
+    // The temps were allocated on the caller's stream: hold them until the copies on this stream have
+    // read them, or the caching allocator could hand their blocks out again too early.
+    NPU_CHECK(npu_sim::launch_host_func(cs, [hold = std::move(l.copy_back)] {}));
   }
   npu_sim::Event done = nullptr;
   NPU_CHECK(npu_sim::event_create(&done));
@@ -308,6 +311,7 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag
   if (!is_send && !t.is_contiguous()) {
     StreamSwap swap(ps);
     t.copy_(buf);
+    NPU_CHECK(npu_sim::launch_host_func(pns, [hold = buf] {}));  // as in launch(): buf outlives the copy
   }
   npu_sim::Event done = nullptr;
   NPU_CHECK(npu_sim::event_create(&done));
