@@ -42,6 +42,17 @@ Xfer recv_reduce(const CommContext& c, int peer, void* p, std::size_t bytes, DTy
   return x;
 }
 
+// in -> out on this rank, overlapped with the step's transfers (see run_xfers); overlapping ranges are
+// moved at once instead.
+void add_local_copy(const CommContext& c, std::vector<Xfer>& xs, void* out, const void* in, std::size_t bytes) {
+  if (out == in || !bytes) return;
+  const char *o = static_cast<const char*>(out), *i = static_cast<const char*>(in);
+  if (o < i + bytes && i < o + bytes) return static_cast<void>(std::memmove(out, in, bytes));
+  Xfer x = recv_copy(c, c.t.rank(), out, bytes);
+  x.src = in;
+  xs.push_back(std::move(x));
+}
+
 void run(CommContext& c, std::vector<Xfer>& xs) {
   std::vector<Xfer*> ptrs;
   ptrs.reserve(xs.size());
@@ -205,21 +216,25 @@ void broadcast(CommContext& c, void* buf, std::size_t bytes, int root) {
 
 void allgather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes) {
   const int n = c.t.size(), me = c.t.rank();
-  if (out[me] != in && bytes) std::memmove(out[me], in, bytes);
-  if (n == 1) return;
+  if (n == 1) {
+    if (out[me] != in && bytes) std::memmove(out[me], in, bytes);
+    return;
+  }
   if (c.algo == Algo::kMesh || (c.algo == Algo::kAuto && bytes * n <= kMeshBytes)) {
     std::vector<Xfer> xs;
+    add_local_copy(c, xs, out[me], in, bytes);
     for (int r = 0; r < n; ++r) {
       if (r == me) continue;
-      xs.push_back(send_to(c, r, out[me], bytes));
+      xs.push_back(send_to(c, r, in, bytes));
       xs.push_back(recv_copy(c, r, out[r], bytes));
     }
     return run(c, xs);
   }
   const int right = mod(me + 1, n), left = mod(me - 1, n);
   for (int s = 0; s < n - 1; ++s) {
-    std::vector<Xfer> xs{send_to(c, right, out[mod(me - s, n)], bytes),
+    std::vector<Xfer> xs{send_to(c, right, s == 0 ? in : out[mod(me - s, n)], bytes),
                          recv_copy(c, left, out[mod(me - s - 1, n)], bytes)};
+    if (s == 0) add_local_copy(c, xs, out[me], in, bytes);
     run(c, xs);
   }
 }
@@ -229,27 +244,44 @@ char* scratch(CommContext& c, std::size_t bytes) {
   return c.scratch->data();
 }
 
-void reduce_scatter(CommContext& c, void* scratch, void* out, std::size_t count, DType dt, ReduceKind op) {
+void reduce_scatter(CommContext& c, const std::vector<const void*>& in, void* out, std::size_t count, DType dt,
+                    ReduceKind op) {
   const int n = c.t.size(), me = c.t.rank();
   const std::size_t esz = npu_kernels::dtype_size(dt), bytes = count * esz;
-  char* s = static_cast<char*>(scratch);
-  if (n > 1 && (c.algo == Algo::kMesh || (c.algo == Algo::kAuto && bytes * n <= kMeshBytes))) {
-    std::vector<char> staging(bytes * n);
+  if (!bytes) return;
+  if (n == 1) return static_cast<void>(std::memmove(out, in[me], bytes));
+  if (c.algo == Algo::kMesh || (c.algo == Algo::kAuto && bytes * n <= kMeshBytes)) {
+    char* staging = scratch(c, bytes * n);
     std::vector<Xfer> xs;
     for (int r = 0; r < n; ++r) {
       if (r == me) continue;
-      xs.push_back(send_to(c, r, s + bytes * r, bytes));
-      xs.push_back(recv_copy(c, r, staging.data() + bytes * r, bytes));
+      xs.push_back(send_to(c, r, in[r], bytes));
+      xs.push_back(recv_copy(c, r, staging + bytes * r, bytes));
     }
     run(c, xs);
-    std::memcpy(staging.data() + bytes * me, s + bytes * me, bytes);
-    for (int r = 1; r < n; ++r) npu_kernels::reduce_into(dt, op, staging.data(), staging.data() + bytes * r, count);
-    if (bytes) std::memcpy(out, staging.data(), bytes);
+    std::memcpy(staging + bytes * me, in[me], bytes);  // rank order, as the mesh all_reduce
+    for (int r = 1; r < n; ++r) npu_kernels::reduce_into(dt, op, staging, staging + bytes * r, count);
+    std::memcpy(out, staging, bytes);
     return;
   }
-  // The n blocks are exactly the ring's n chunks when the total is split evenly.
-  if (n > 1) ring_reduce_scatter(c, s, count * n, dt, op);
-  if (bytes) std::memcpy(out, s + bytes * me, bytes);
+  // Ring: step s sends the partial of block me-s-1 (its own input block at s = 0) and turns the partial
+  // of block me-s-2 it receives into (own input block) op (received), in one of two ping-pong slots; the
+  // last step's block is this rank's and lands in out. The inputs are read in place, never copied whole.
+  char* slot = scratch(c, 2 * bytes);
+  const int right = mod(me + 1, n), left = mod(me - 1, n);
+  for (int s = 0; s < n - 1; ++s) {
+    const int si = mod(me - s - 1, n), ri = mod(me - s - 2, n);
+    const void* src = s == 0 ? in[si] : slot + bytes * ((s - 1) & 1);
+    char* dst = s == n - 2 ? static_cast<char*>(out) : slot + bytes * (s & 1);
+    const char* mine = static_cast<const char*>(in[ri]);
+    Xfer rx = recv_copy(c, left, nullptr, bytes);
+    rx.elem = esz;
+    rx.sink = [dst, mine, esz, dt, op](const void* d, std::size_t off, std::size_t len) {
+      npu_kernels::reduce_to(dt, op, dst + off, mine + off, d, len / esz);
+    };
+    std::vector<Xfer> xs{send_to(c, right, src, bytes), std::move(rx)};
+    run(c, xs);
+  }
 }
 
 void alltoallv(CommContext& c, const std::vector<const void*>& send, const std::vector<std::size_t>& send_bytes,

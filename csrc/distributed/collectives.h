@@ -41,8 +41,10 @@ void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKin
 void broadcast(CommContext& c, void* buf, std::size_t bytes, int root);
 // out[r] receives rank r's `bytes`; `in` may alias out[rank].
 void allgather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes);
-// `scratch` holds size() blocks of `count` elements (this rank's input, destroyed); out gets block rank().
-void reduce_scatter(CommContext& c, void* scratch, void* out, std::size_t count, DType dt, ReduceKind op);
+// out = op over ranks r of rank r's in[rank()]; in[p] is this rank's block for rank p (`count` elements
+// each, left unchanged; out must not alias them).
+void reduce_scatter(CommContext& c, const std::vector<const void*>& in, void* out, std::size_t count, DType dt,
+                    ReduceKind op);
 // Rank r's send[p] goes to rank p's recv[r] (sizes may differ per pair).
 void alltoallv(CommContext& c, const std::vector<const void*>& send, const std::vector<std::size_t>& send_bytes,
                const std::vector<void*>& recv, const std::vector<std::size_t>& recv_bytes);

@@ -7,11 +7,13 @@
 #include <c10/util/Exception.h>
 
 #include <cstdio>
+#include <set>
 #include <unistd.h>
 
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
+#include "distributed/hybrid_transport.h"
 #include "distributed/p2p_engine.h"
 #include "distributed/shm_transport.h"
 #include "distributed/tcp_transport.h"
@@ -71,21 +73,43 @@ HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
     comm_->timeout = timeout;
     if (comm_->cfg.exec_timeout.count() > 0) comm_->timeout = std::min(timeout, comm_->cfg.exec_timeout);
     StoreRendezvous rv(store, comm_->cfg.connect_timeout);
-    // Host identity decides the transport: shared memory only if every rank is on this host.
+    // Host identity decides the transport: shared memory between the ranks of one host, TCP between
+    // hosts (both at once, hierarchically, when the job spans hosts with several ranks on some).
     const std::string me = hccl_sim::host_identity();
     rv.set("host/" + std::to_string(rank), me);
-    bool same_host = true;
-    for (int r = 0; r < size; ++r) same_host = same_host && rv.get("host/" + std::to_string(r)) == me;
+    std::vector<int> local, remote, all;
+    std::vector<char> is_local(size, 0);
+    std::set<std::string> hosts;
+    for (int r = 0; r < size; ++r) {
+      const std::string h = r == rank ? me : rv.get("host/" + std::to_string(r));
+      hosts.insert(h);
+      all.push_back(r);
+      is_local[r] = h == me;
+      (is_local[r] ? local : remote).push_back(r);
+    }
     hccl_sim::TransportKind kind = comm_->cfg.transport;
-    if (kind == hccl_sim::TransportKind::kAuto) kind = same_host ? hccl_sim::TransportKind::kShm : hccl_sim::TransportKind::kTcp;
-    if (kind == hccl_sim::TransportKind::kShm && !same_host)
+    if (kind == hccl_sim::TransportKind::kShm && !remote.empty())
       throw hccl_sim::CommError("NPU_SIM_HCCL_TRANSPORT=shm but the ranks are on different hosts");
-    if (kind == hccl_sim::TransportKind::kShm) {
-      comm_->coll = hccl_sim::make_shm_transport(rv, "coll", rank, size, comm_->cfg.ring_bytes);
-      comm_->p2p = hccl_sim::make_shm_transport(rv, "p2p", rank, size, std::min<std::size_t>(comm_->cfg.ring_bytes, 1u << 20));
+    const std::size_t ring = comm_->cfg.ring_bytes, p2p_ring = std::min<std::size_t>(ring, 1u << 20);
+    const bool pr = comm_->cfg.peer_read;
+    const auto& cto = comm_->cfg.connect_timeout;
+    // The choice depends only on the host list, so every rank makes the same one.
+    if (kind == hccl_sim::TransportKind::kTcp || (hosts.size() > 1 && hosts.size() == std::size_t(size))) {
+      comm_->coll = hccl_sim::make_tcp_transport(rv, "coll", rank, size, cto, all);
+      comm_->p2p = hccl_sim::make_tcp_transport(rv, "p2p", rank, size, cto, all);
+    } else if (remote.empty()) {
+      comm_->coll = hccl_sim::make_shm_transport(rv, "coll", rank, size, ring, local, pr);
+      comm_->p2p = hccl_sim::make_shm_transport(rv, "p2p", rank, size, p2p_ring, local, pr);
     } else {
-      comm_->coll = hccl_sim::make_tcp_transport(rv, "coll", rank, size, comm_->cfg.connect_timeout);
-      comm_->p2p = hccl_sim::make_tcp_transport(rv, "p2p", rank, size, comm_->cfg.connect_timeout);
+      // Every rank takes part in every key exchange of both kinds (ranks alone on their host have an
+      // empty shm side), so the store sees the same sequence from all of them.
+      for (const char* what : {"coll", "p2p"}) {
+        auto shm = hccl_sim::make_shm_transport(rv, std::string(what) + "/h", rank, size,
+                                                std::string(what) == "coll" ? ring : p2p_ring, local, pr);
+        auto tcp = hccl_sim::make_tcp_transport(rv, std::string(what) + "/h", rank, size, cto, remote);
+        auto t = hccl_sim::make_hybrid_transport(rank, size, is_local, std::move(shm), std::move(tcp));
+        (std::string(what) == "coll" ? comm_->coll : comm_->p2p) = std::move(t);
+      }
     }
   } catch (const hccl_sim::CommError& e) {
     C10_THROW_ERROR(DistBackendError, std::string("hccl: cannot create the communicator: ") + e.what());
@@ -103,7 +127,9 @@ void HcclBackend::shutdown_impl() {
     // Pending collectives finish (or time out) before the transports they use go away.
     for (auto& [dev, s] : comm_streams_) npu_sim::stream_synchronize(native_stream(s));
   }
-  p2p_engine_.reset();
+  p2p_engine_.reset();  // fails pending p2p operations, which releases the p2p streams' host functions
+  std::lock_guard<std::mutex> lk(streams_mu_);
+  for (auto& [dev, s] : p2p_streams_) npu_sim::stream_synchronize(native_stream(s));
 }
 
 void HcclBackend::shutdown() { shutdown_impl(); }
@@ -154,6 +180,13 @@ c10::Stream HcclBackend::comm_stream(c10::DeviceIndex device) {
   return it->second;
 }
 
+c10::Stream HcclBackend::p2p_stream(c10::DeviceIndex device) {
+  std::lock_guard<std::mutex> lk(streams_mu_);
+  auto it = p2p_streams_.find(device);
+  if (it == p2p_streams_.end()) it = p2p_streams_.emplace(device, stream_from_pool(device)).first;
+  return it->second;
+}
+
 at::Tensor HcclBackend::contiguous_for(Launch& l, const at::Tensor& t, bool is_output) {
   if (t.is_contiguous()) {
     l.keep_alive.push_back(t);
@@ -176,11 +209,16 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
   l.hdr.seq = ++seq_;
   const c10::Stream comm = comm_stream(device.index());
   npu_sim::Stream cs = native_stream(comm);
-  npu_sim::Event ready = nullptr;
-  NPU_CHECK(npu_sim::event_create(&ready));
-  NPU_CHECK(npu_sim::event_record(ready, current_native_stream(device.index())));
-  NPU_CHECK(npu_sim::stream_wait_event(cs, ready));
-  NPU_CHECK(npu_sim::event_destroy(ready));
+  // Order after the caller's stream; an idle stream has nothing to order after (skipping the event saves
+  // a marker on its worker and a hand-off between the two workers per collective).
+  npu_sim::Stream caller = current_native_stream(device.index());
+  if (npu_sim::stream_query(caller) != npu_sim::Status::kSuccess) {
+    npu_sim::Event ready = nullptr;
+    NPU_CHECK(npu_sim::event_create(&ready));
+    NPU_CHECK(npu_sim::event_record(ready, caller));
+    NPU_CHECK(npu_sim::stream_wait_event(cs, ready));
+    NPU_CHECK(npu_sim::event_destroy(ready));
+  }
 
   auto state = std::make_shared<WorkState>();
   auto shared = comm_;
@@ -212,6 +250,9 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
   if (!l.copy_back.empty()) {
     StreamSwap swap(comm);
     for (auto& [dst, tmp] : l.copy_back) dst.copy_(tmp);
+    // The temps were allocated on the caller's stream: hold them until the copies on this stream have
+    // read them, or the caching allocator could hand their blocks out again too early.
+    NPU_CHECK(npu_sim::launch_host_func(cs, [hold = std::move(l.copy_back)] {}));
   }
   npu_sim::Event done = nullptr;
   NPU_CHECK(npu_sim::event_create(&done));
@@ -236,8 +277,11 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag
               ": invalid peer rank ", peer, " (group size ", getSize(), ", this rank ", getRank(), ")");
   auto op_ = std::make_unique<P2POp>();
   at::Tensor buf = t.is_contiguous() ? t : (is_send ? t.contiguous() : at::empty_like(t, at::MemoryFormat::Contiguous));
-  NPU_CHECK(npu_sim::event_create(&op_->ready));
-  NPU_CHECK(npu_sim::event_record(op_->ready, current_native_stream(device.index())));
+  npu_sim::Stream caller = current_native_stream(device.index());
+  if (npu_sim::stream_query(caller) != npu_sim::Status::kSuccess) {  // else the tensor is ready now
+    NPU_CHECK(npu_sim::event_create(&op_->ready));
+    NPU_CHECK(npu_sim::event_record(op_->ready, caller));
+  }
   op_->state = std::make_shared<WorkState>();
   op_->keep_alive = buf;
   hccl_sim::Xfer& x = op_->xfer;
@@ -254,10 +298,27 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag
   auto state = op_->state;
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
   future->markCompleted(c10::IValue(std::vector<at::Tensor>{t}));
-  auto work = c10::make_intrusive<HcclWork>(getRank(), op, device, state, nullptr, std::vector<at::Tensor>{t},
-                                            /*stream_ordered=*/false, comm_->cfg.blocking_wait, comm_->timeout, future);
-  if (!is_send && !t.is_contiguous()) work->add_copy_back(t, buf);
   p2p_engine_->post(std::move(op_));
+  // As NCCL: wait() orders the caller's stream after the operation instead of blocking the host. The
+  // device's p2p stream (never the collectives' stream: a pending receive must not hold up a collective)
+  // runs a host function that returns when the engine has finished the operation, then the copy back
+  // into a non-contiguous receive buffer; the Work's event is recorded after both. A receive from any
+  // source keeps a host-blocking wait: c10d reads its source rank right after wait().
+  const c10::Stream ps = p2p_stream(device.index());
+  npu_sim::Stream pns = native_stream(ps);
+  const auto limit = comm_->timeout + std::chrono::seconds(5);  // the engine fails the op before that
+  NPU_CHECK(npu_sim::launch_host_func(pns, [state, limit] { state->wait_for(limit); }));
+  if (!is_send && !t.is_contiguous()) {
+    StreamSwap swap(ps);
+    t.copy_(buf);
+    NPU_CHECK(npu_sim::launch_host_func(pns, [hold = buf] {}));  // as in launch(): buf outlives the copy
+  }
+  npu_sim::Event done = nullptr;
+  NPU_CHECK(npu_sim::event_create(&done));
+  NPU_CHECK(npu_sim::event_record(done, pns));
+  auto work = c10::make_intrusive<HcclWork>(getRank(), op, device, state, done, std::vector<at::Tensor>{t},
+                                            /*stream_ordered=*/op != c10d::OpType::RECVANYSOURCE,
+                                            comm_->cfg.blocking_wait, comm_->timeout, future);
   return track(work);
 }
 

@@ -104,6 +104,7 @@ class HcclBackend : public c10d::Backend {
   void check_usable(const char* op);
   c10::Device device_for(const at::Tensor& t, const char* op);
   c10::Stream comm_stream(c10::DeviceIndex device);
+  c10::Stream p2p_stream(c10::DeviceIndex device);  // where p2p Works' completion events are recorded
   void shutdown_impl();
 
   std::shared_ptr<CommShared> comm_;
@@ -111,6 +112,7 @@ class HcclBackend : public c10d::Backend {
   uint32_t seq_ = 0;
   std::mutex streams_mu_;
   std::map<c10::DeviceIndex, c10::Stream> comm_streams_;
+  std::map<c10::DeviceIndex, c10::Stream> p2p_streams_;
   std::unique_ptr<P2PEngine> p2p_engine_;
   bool shut_down_ = false;
   bool coalescing_ = false;

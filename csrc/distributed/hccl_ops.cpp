@@ -63,6 +63,24 @@ void allreduce_with(CommContext& c, void* buf, std::size_t count, DType dt, cons
   if (s.average) npu_kernels::divide_inplace(dt, buf, count, c.t.size());
 }
 
+// reduce_scatter with the spec's pre/post steps: blocks[p] is this rank's input block for rank p. PREMUL_SUM
+// scales a private copy of the inputs (the user's stay unchanged); every other op reads them in place.
+void reduce_scatter_with(CommContext& c, std::vector<const void*> blocks, void* out, std::size_t count, DType dt,
+                         const ReduceSpec& s) {
+  std::vector<char> scaled;
+  if (s.premul) {
+    const std::size_t bytes = count * npu_kernels::dtype_size(dt);
+    scaled.resize(bytes * blocks.size());
+    for (std::size_t r = 0; r < blocks.size(); ++r) {
+      if (bytes) std::memcpy(scaled.data() + bytes * r, blocks[r], bytes);
+      blocks[r] = scaled.data() + bytes * r;
+    }
+    npu_kernels::scale_inplace(dt, scaled.data(), count * blocks.size(), s.factor);
+  }
+  hccl_sim::reduce_scatter(c, blocks, out, count, dt, s.kind);
+  if (s.average) npu_kernels::divide_inplace(dt, out, count, c.t.size());
+}
+
 hccl_sim::MsgHeader header(c10d::OpType op, const at::Tensor& t, uint64_t numel) {
   hccl_sim::MsgHeader h;
   h.op = static_cast<uint16_t>(op);
@@ -295,15 +313,9 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter(std::vector<at::Tenso
     in.push_back(contiguous_for(l, t, false).const_data_ptr());
   }
   void* op = out.data_ptr();
-  const std::size_t n = out.numel(), bytes = out.nbytes();
+  const std::size_t n = out.numel();
   const DType dt = kernel_dtype(out.scalar_type(), "reduce_scatter");
-  return launch(std::move(l), [=](CommContext& c) {
-    char* scratch = hccl_sim::scratch(c, bytes * in.size());
-    for (std::size_t r = 0; r < in.size(); ++r) if (bytes) std::memcpy(scratch + bytes * r, in[r], bytes);
-    if (spec.premul) npu_kernels::scale_inplace(dt, scratch, n * in.size(), spec.factor);
-    hccl_sim::reduce_scatter(c, scratch, op, n, dt, spec.kind);
-    if (spec.average) npu_kernels::divide_inplace(dt, op, n, c.t.size());
-  });
+  return launch(std::move(l), [=](CommContext& c) { reduce_scatter_with(c, in, op, n, dt, spec); });
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -335,14 +347,12 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter_tensor_coalesced(std:
   }
   return launch(std::move(l), [items](CommContext& c) {
     for (const auto& it : items) {
-      const std::size_t esz = npu_kernels::dtype_size(it.dt), total = it.n * c.t.size();
-      char* scratch = hccl_sim::scratch(c, total * esz);
-      if (total) std::memcpy(scratch, it.in, total * esz);
-      if (it.spec.premul) npu_kernels::scale_inplace(it.dt, scratch, total, it.spec.factor);
+      const std::size_t bytes = it.n * npu_kernels::dtype_size(it.dt);
+      std::vector<const void*> blocks;
+      for (int r = 0; r < c.t.size(); ++r) blocks.push_back(static_cast<const char*>(it.in) + bytes * r);
       c.base.dtype = static_cast<int8_t>(it.dt);
       c.base.numel = it.n;
-      hccl_sim::reduce_scatter(c, scratch, it.out, it.n, it.dt, it.spec.kind);
-      if (it.spec.average) npu_kernels::divide_inplace(it.dt, it.out, it.n, c.t.size());
+      reduce_scatter_with(c, std::move(blocks), it.out, it.n, it.dt, it.spec);
     }
   });
 }

@@ -89,8 +89,8 @@ void HcclWork::synchronize() { wait(kNoTimeout); }
 bool HcclWork::wait(std::chrono::milliseconds timeout) {
   if (!stream_ordered_ || blocking_wait_) {
     host_wait(timeout);
-    for (auto& [dst, tmp] : copy_back_) dst.copy_(tmp);
-    copy_back_.clear();
+    // What the communication side enqueued after the operation (copies back) is done too.
+    if (done_event_) NPU_CHECK(npu_sim::event_synchronize(done_event_));
     return true;
   }
   if (std::exception_ptr e = exception()) std::rethrow_exception(e);

@@ -31,7 +31,7 @@ std::exception_ptr make_dist_error(const std::string& msg);
 class HcclWork : public c10d::Work {
  public:
   // stream_ordered: wait() orders the caller's stream after `done_event` (host not blocked) unless
-  // blocking_wait; otherwise (p2p, barrier) wait() blocks the host until the state is done.
+  // blocking_wait; otherwise (receive from any source, barrier) wait() blocks the host until the state is done.
   HcclWork(int rank, c10d::OpType op, c10::Device device, std::shared_ptr<WorkState> state,
            npu_sim::Event done_event, std::vector<at::Tensor> outputs, bool stream_ordered, bool blocking_wait,
            std::chrono::milliseconds timeout, c10::intrusive_ptr<c10::ivalue::Future> future);
@@ -46,9 +46,6 @@ class HcclWork : public c10d::Work {
   bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
 
-  // p2p receives into a non-contiguous tensor land in a temporary, copied back by wait().
-  void add_copy_back(at::Tensor dst, at::Tensor tmp) { copy_back_.emplace_back(std::move(dst), std::move(tmp)); }
-
  private:
   void host_wait(std::chrono::milliseconds timeout);
 
@@ -60,7 +57,6 @@ class HcclWork : public c10d::Work {
   bool blocking_wait_;
   std::chrono::milliseconds timeout_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
-  std::vector<std::pair<at::Tensor, at::Tensor>> copy_back_;
 };
 
 // The Work of a _coalescing_manager block: the operations were issued as they came; waiting on this

@@ -3,6 +3,10 @@
 // with a 64-byte header slot and is padded to 64 bytes, so ring positions stay 64-byte aligned and every
 // piece handed to a reduction is made of whole elements. Waiting: spin in run_xfers, then sleep on this
 // rank's futex doorbell, which every peer bumps (and wakes when we sleep) after it moved bytes for us.
+// Peer reads: a message of kPeerReadMin bytes or more is sent as its header slot only, carrying the
+// payload's address; the receiver copies (or reduces) it straight out of the sender's memory with
+// process_vm_readv (Linux cross-memory attach, the host model of NPUs reading each other's HBM) and then
+// bumps the pair's ack counter, which is when the send completes. One copy instead of two through the ring.
 #include "distributed/shm_transport.h"
 
 #include <fcntl.h>
@@ -11,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,6 +31,9 @@ namespace {
 constexpr std::size_t kSlot = 64;
 constexpr std::size_t kPiece = 256 << 10;  // publish at least every 256 KiB so the reader can pipeline
 constexpr uint32_t kSegMagic = 0x53484d31u;
+constexpr std::size_t kPeerReadMin = 128 << 10;  // smaller messages go through the ring (lower latency)
+constexpr std::size_t kPullCopy = 4 << 20;       // bytes per peer read into the destination
+constexpr std::size_t kPullReduce = 256 << 10;   // bytes per peer read into the cache-resident buffer
 
 struct alignas(64) SegHeader {
   std::atomic<uint32_t> doorbell;
@@ -33,10 +41,11 @@ struct alignas(64) SegHeader {
   uint32_t magic;
 };
 struct alignas(64) RingCtl {
-  std::atomic<uint64_t> head;
+  std::atomic<uint64_t> head;  // written by the sender
   char pad0[56];
-  std::atomic<uint64_t> tail;
-  char pad1[56];
+  std::atomic<uint64_t> tail;  // written by the receiver (the segment's owner) ...
+  std::atomic<uint64_t> acks;  // ... as is the count of peer-read messages it has finished reading
+  char pad1[48];
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory rings need lock-free atomics");
 
@@ -81,12 +90,15 @@ struct Segment {
 
 class ShmTransport final : public Transport {
  public:
-  ShmTransport(int rank, int size) : Transport(rank, size), segs_(size) {}
+  ShmTransport(int rank, int size, const std::vector<int>& local, bool peer_read)
+      : Transport(rank, size), segs_(size), local_(size, 0), peer_read_(peer_read), rdv_sent_(size, 0) {
+    for (int r : local) if (r >= 0 && r < size && r != rank) local_[r] = 1;
+  }
   ~ShmTransport() override {
     for (auto& s : segs_) if (s.base) munmap(s.base, s.bytes);
     if (!own_name_.empty()) shm_unlink(own_name_.c_str());  // only if set-up failed before the unlink
   }
-  const char* name() const override { return "shm"; }
+  const char* name() const override { return peer_read_ ? "shm+peer-read" : "shm"; }
 
   void setup(Rendezvous& rv, const std::string& prefix, std::size_t ring) {
     own_name_ = "/npusim-hccl-" + random_hex(16);
@@ -104,15 +116,17 @@ class ShmTransport final : public Transport {
     segs_[rank_] = Segment{p, bytes, ring, getpid()};
     segs_[rank_].hdr()->magic = kSegMagic;
     std::ostringstream desc;
-    desc << own_name_ << ' ' << getpid() << ' ' << ring;
+    desc << own_name_ << ' ' << getpid() << ' ' << ring << ' ' << reinterpret_cast<uintptr_t>(p);
     rv.set(prefix + "/shm/" + std::to_string(rank_), desc.str());
+    bool can_read = peer_read_;
     for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
+      if (!local_[r]) continue;
       std::istringstream in(rv.get(prefix + "/shm/" + std::to_string(r)));
       std::string peer_name;
       long pid = 0;
       std::size_t peer_ring = 0;
-      in >> peer_name >> pid >> peer_ring;
+      uintptr_t peer_base = 0;
+      in >> peer_name >> pid >> peer_ring >> peer_base;
       if (!in || peer_name.rfind("/npusim-hccl-", 0) != 0 || peer_ring < 4096 || (peer_ring & (peer_ring - 1)))
         throw CommError("hccl: malformed shared-memory descriptor from rank " + std::to_string(r));
       const std::size_t peer_bytes = segment_bytes(size_, peer_ring);
@@ -128,10 +142,19 @@ class ShmTransport final : public Transport {
       if (pp == MAP_FAILED) throw CommError("hccl: mmap of rank " + std::to_string(r) + "'s segment failed");
       segs_[r] = Segment{pp, peer_bytes, peer_ring, static_cast<pid_t>(pid)};
       if (segs_[r].hdr()->magic != kSegMagic) throw CommError("hccl: rank " + std::to_string(r) + "'s segment is not initialised");
+      // Probe cross-memory attach (refused e.g. under Yama ptrace_scope >= 1 between siblings): read the
+      // peer's segment magic through its own mapping.
+      uint32_t magic = 0;
+      iovec lo{&magic, sizeof(magic)}, re{reinterpret_cast<void*>(peer_base + offsetof(SegHeader, magic)), sizeof(magic)};
+      if (can_read && (process_vm_readv(static_cast<pid_t>(pid), &lo, 1, &re, 1, 0) != sizeof(magic) || magic != kSegMagic))
+        can_read = false;
     }
-    // Unlink as soon as everyone has mapped: from then on nothing can leak, even after SIGKILL.
-    rv.set(prefix + "/mapped/" + std::to_string(rank_), "1");
-    for (int r = 0; r < size_; ++r) if (r != rank_) rv.get(prefix + "/mapped/" + std::to_string(r));
+    // Unlink as soon as everyone has mapped: from then on nothing can leak, even after SIGKILL. Peer reads
+    // are used only if every rank of the host can read every other.
+    rv.set(prefix + "/mapped/" + std::to_string(rank_), can_read ? "1" : "0");
+    for (int r = 0; r < size_; ++r)
+      if (local_[r] && rv.get(prefix + "/mapped/" + std::to_string(r)) != "1") can_read = false;
+    peer_read_ = can_read;
     shm_unlink(own_name_.c_str());
     own_name_.clear();
   }
@@ -166,9 +189,11 @@ class ShmTransport final : public Transport {
     h->sleeping.store(0, std::memory_order_relaxed);
   }
 
+  bool peer_read() const { return peer_read_; }
+
   void check_peers() override {
     for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
+      if (!local_[r]) continue;
       if (!process_alive(segs_[r].pid)) {
         throw CommError("hccl: rank " + std::to_string(r) + " (pid " + std::to_string(segs_[r].pid) +
                         ") has exited; the collective cannot complete");
@@ -193,11 +218,27 @@ class ShmTransport final : public Transport {
     bool moved = false;
     if (!x.hdr_done) {
       if (free < kSlot) return false;
-      std::memcpy(data + (head & mask), &x.hdr, sizeof(MsgHeader));
+      MsgHeader h = x.hdr;
+      if (peer_read_ && h.bytes >= kPeerReadMin) h.flags |= kFlagPeerRead;
+      std::memcpy(data + (head & mask), &h, sizeof(MsgHeader));
+      if (h.flags & kFlagPeerRead) {
+        const uint64_t addr = reinterpret_cast<uintptr_t>(x.src);
+        std::memcpy(data + (head & mask) + sizeof(MsgHeader), &addr, sizeof(addr));
+        x.remote = ++rdv_sent_[x.peer];  // the ack count that completes this send
+        x.done = x.hdr.bytes;
+      }
       head += kSlot;
       free -= kSlot;
       x.hdr_done = true;
       moved = true;
+    }
+    if (x.remote) {  // peer read: done when the receiver has acknowledged
+      if (moved) {
+        c->head.store(head, std::memory_order_release);
+        ring_bell(x.peer);
+      }
+      x.finished = c->acks.load(std::memory_order_acquire) >= x.remote;
+      return moved || x.finished;
     }
     while (x.done < x.hdr.bytes && free > 0) {
       const std::size_t pos = head & mask;
@@ -232,12 +273,21 @@ class ShmTransport final : public Transport {
       std::memcpy(&got, data + (tail & mask), sizeof(got));
       if (got.bytes > (uint64_t(1) << 48)) throw CommError("hccl: malformed frame from rank " + std::to_string(x.peer));
       validate_header(got, x, x.peer);
+      if (got.flags & kFlagPeerRead) {
+        std::memcpy(&x.remote, data + (tail & mask) + sizeof(MsgHeader), sizeof(x.remote));
+        if (!x.remote || !peer_read_) throw CommError("hccl: malformed peer-read frame from rank " + std::to_string(x.peer));
+      }
       tail += kSlot;
       avail -= kSlot;
       x.hdr_done = true;
       x.source = x.peer;
       moved = true;
+      if (x.remote) {
+        c->tail.store(tail, std::memory_order_release);
+        ring_bell(x.peer);
+      }
     }
+    if (x.remote) return pull(x, c) || moved;
     while (x.done < x.hdr.bytes && avail > 0) {
       const std::size_t pos = tail & mask;
       std::size_t len = std::min({avail, s.ring - pos, static_cast<std::size_t>(x.hdr.bytes) - x.done});
@@ -257,9 +307,41 @@ class ShmTransport final : public Transport {
     return moved;
   }
 
+  // One piece of a peer-read message: straight into the destination, or through a cache-sized buffer
+  // into the reduction; the last piece acknowledges the message.
+  bool pull(Xfer& x, RingCtl* c) {
+    const std::size_t left = x.hdr.bytes - x.done;
+    const std::size_t len = std::min(left, x.dst ? kPullCopy : kPullReduce);
+    char* to = x.dst ? static_cast<char*>(x.dst) + x.done : nullptr;
+    if (!to) {
+      if (pull_buf_.size() < kPullReduce) pull_buf_.resize(kPullReduce);
+      to = pull_buf_.data();
+    }
+    std::size_t got = 0;
+    while (got < len) {
+      iovec lo{to + got, len - got}, re{reinterpret_cast<void*>(x.remote + x.done + got), len - got};
+      const ssize_t r = process_vm_readv(segs_[x.peer].pid, &lo, 1, &re, 1, 0);
+      if (r <= 0) {
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && errno == ESRCH)
+          throw CommError("hccl: rank " + std::to_string(x.peer) + " has exited; the collective cannot complete");
+        throw CommError("hccl: reading rank " + std::to_string(x.peer) + "'s buffer failed: " + std::strerror(errno));
+      }
+      got += static_cast<std::size_t>(r);
+    }
+    if (!x.dst) x.sink(to, x.done, len);
+    x.done += len;
+    if (x.done == x.hdr.bytes) {
+      c->acks.fetch_add(1, std::memory_order_release);
+      ring_bell(x.peer);
+      x.finished = true;
+    }
+    return true;
+  }
+
   bool try_any_source(Xfer& x) {
     for (int r = 0; r < size_; ++r) {
-      if (r == rank_ || recv_busy_[r]) continue;
+      if (!local_[r] || recv_busy_[r]) continue;
       RingCtl* c = segs_[rank_].ctl(r);
       if (c->head.load(std::memory_order_acquire) - c->tail.load(std::memory_order_relaxed) >= kSlot) {
         x.peer = r;
@@ -272,6 +354,10 @@ class ShmTransport final : public Transport {
   }
 
   std::vector<Segment> segs_;
+  std::vector<char> local_;  // ranks reachable through shared memory (this host, not this rank)
+  bool peer_read_;
+  std::vector<uint64_t> rdv_sent_;  // peer-read messages sent per peer (their acks complete the sends)
+  std::vector<char> pull_buf_;
   std::string own_name_;
   std::vector<char> send_busy_, recv_busy_;
 };
@@ -279,10 +365,15 @@ class ShmTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_shm_transport(Rendezvous& rv, const std::string& prefix, int rank, int size,
-                                              std::size_t ring_bytes) {
-  auto t = std::make_unique<ShmTransport>(rank, size);
+                                              std::size_t ring_bytes, const std::vector<int>& local, bool peer_read) {
+  auto t = std::make_unique<ShmTransport>(rank, size, local, peer_read);
   t->setup(rv, prefix, ring_bytes);
   return t;
+}
+
+bool shm_peer_read_enabled(const Transport& t) {
+  const auto* s = dynamic_cast<const ShmTransport*>(&t);
+  return s && s->peer_read();
 }
 
 }  // namespace hccl_sim

@@ -6,9 +6,13 @@
 
 namespace hccl_sim {
 
-// Creates this rank's segment, exchanges names through `rv` under `prefix`, maps every peer's segment,
-// waits until all have mapped, unlinks its own. `ring_bytes` is the per-peer ring (power of two).
+// Creates this rank's segment, exchanges names through `rv` under `prefix`, maps the segments of the
+// ranks in `local` (this host; other ranks are not reachable through it), waits until they have mapped,
+// unlinks its own. `ring_bytes` is the per-peer ring (power of two). `peer_read`: large messages are read
+// straight from the sender's memory when every local rank can (probed; off otherwise).
 std::unique_ptr<Transport> make_shm_transport(Rendezvous& rv, const std::string& prefix, int rank, int size,
-                                              std::size_t ring_bytes);
+                                              std::size_t ring_bytes, const std::vector<int>& local, bool peer_read);
+// True if `t` is a shared-memory transport that moves large messages by peer reads.
+bool shm_peer_read_enabled(const Transport& t);
 
 }  // namespace hccl_sim

@@ -78,7 +78,9 @@ struct Peer {
 
 class TcpTransport final : public Transport {
  public:
-  TcpTransport(int rank, int size) : Transport(rank, size), peers_(size) {}
+  TcpTransport(int rank, int size, const std::vector<int>& remote) : Transport(rank, size), peers_(size), remote_(size, 0) {
+    for (int r : remote) if (r >= 0 && r < size && r != rank) remote_[r] = 1;
+  }
   ~TcpTransport() override {
     for (auto& p : peers_) if (p.fd >= 0) close(p.fd);
   }
@@ -104,6 +106,7 @@ class TcpTransport final : public Transport {
            me + " " + local_address() + " " + std::to_string(ntohs(addr.sin_port)));
     // Higher ranks connect to lower ones; the kernel's backlog completes connects before accept().
     for (int r = 0; r < rank_; ++r) {
+      if (!remote_[r]) continue;
       std::istringstream in(rv.get(prefix + "/tcp/" + std::to_string(r)));
       std::string host, ip;
       int port = 0;
@@ -129,7 +132,9 @@ class TcpTransport final : public Transport {
       if (!io_full(fd, &h, sizeof(h), true, deadline)) { close(fd); fail("hello to rank " + std::to_string(r)); }
       peers_[r].fd = fd;
     }
-    for (int n = rank_ + 1; n < size_; ++n) {
+    int expected = 0;
+    for (int r = rank_ + 1; r < size_; ++r) expected += remote_[r];
+    for (int n = 0; n < expected; ++n) {
       pollfd pfd{lfd, POLLIN, 0};
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0 || poll(&pfd, 1, static_cast<int>(left.count())) <= 0)
@@ -138,7 +143,7 @@ class TcpTransport final : public Transport {
       if (fd < 0) fail("accept");
       Hello h{};
       if (!io_full(fd, &h, sizeof(h), false, deadline) || h.magic != kHelloMagic || h.token != group_token ||
-          h.rank <= rank_ || h.rank >= size_ || peers_[h.rank].fd >= 0) {
+          h.rank <= rank_ || h.rank >= size_ || !remote_[h.rank] || peers_[h.rank].fd >= 0) {
         close(fd);
         --n;  // not one of ours (or malformed): ignore it and keep waiting
         continue;
@@ -164,7 +169,7 @@ class TcpTransport final : public Transport {
       if (x->finished) continue;
       if (x->peer < 0) {
         for (int r = 0; r < size_ && x->peer < 0; ++r) {
-          if (r == rank_ || recv_busy_[r]) continue;
+          if (peers_[r].fd < 0 || recv_busy_[r]) continue;
           char c;
           const ssize_t k = ::recv(peers_[r].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
           if (k >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) x->peer = r;  // data, EOF or error
@@ -186,7 +191,7 @@ class TcpTransport final : public Transport {
     for (const Xfer* x : xfers) {
       if (x->finished) continue;
       if (x->peer < 0) {
-        for (int r = 0; r < size_; ++r) if (r != rank_) fds.push_back({peers_[r].fd, POLLIN, 0});
+        for (int r = 0; r < size_; ++r) if (peers_[r].fd >= 0) fds.push_back({peers_[r].fd, POLLIN, 0});
       } else {
         fds.push_back({peers_[x->peer].fd, static_cast<short>(x->is_send ? POLLOUT : POLLIN), 0});
       }
@@ -279,14 +284,15 @@ class TcpTransport final : public Transport {
   }
 
   std::vector<Peer> peers_;
+  std::vector<char> remote_;  // ranks this transport connects to
   std::vector<char> send_busy_, recv_busy_;
 };
 
 }  // namespace
 
 std::unique_ptr<Transport> make_tcp_transport(Rendezvous& rv, const std::string& prefix, int rank, int size,
-                                              std::chrono::milliseconds connect_timeout) {
-  auto t = std::make_unique<TcpTransport>(rank, size);
+                                              std::chrono::milliseconds connect_timeout, const std::vector<int>& remote) {
+  auto t = std::make_unique<TcpTransport>(rank, size, remote);
   t->setup(rv, prefix, connect_timeout);
   return t;
 }

@@ -22,6 +22,9 @@ struct CommError : std::runtime_error {
 };
 
 constexpr uint32_t kMsgMagic = 0x4843434cu;  // "HCCL"
+// MsgHeader::flags: the payload is not in the frame; the receiver reads it straight from the sender's
+// memory (shm transport with peer reads, see shm_transport.cpp) and acknowledges when done.
+constexpr uint8_t kFlagPeerRead = 1;
 
 // Travels before every message. The receiver checks it against what it expects: that is the cheap
 // per-collective desync check (op, dtype, numel, sequence number) and the frame-size validation.
@@ -56,6 +59,7 @@ struct Xfer {
   bool finished = false;
   std::size_t done = 0;
   int source = -1;        // rank the message came from (recv)
+  uint64_t remote = 0;    // peer-read receive: the payload's address in the sender; send: ack ticket
 };
 
 std::string describe(const MsgHeader& h);
@@ -93,11 +97,13 @@ class Rendezvous {
 };
 
 // Runs xfers to completion: spin, then sleep in the transport's wait; throws CommError when `deadline`
-// passes (naming `what`), when a peer is gone, or when *abort becomes true.
+// passes (naming `what`), when a peer is gone, or when *abort becomes true. An xfer whose peer is this
+// rank is a local copy (src -> dst, hdr.bytes, no overlap), done piecewise while the transport is idle.
 void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_clock::time_point deadline,
                const std::atomic<bool>* abort, const char* what);
 
-// Host identity "hostname/boot_id": equal identities can share memory.
+// Host identity "hostname/boot_id" (or NPU_SIM_HOST_ID when set, to simulate several hosts on one
+// machine): equal identities can share memory.
 std::string host_identity();
 // Hex string of n random bytes from getrandom().
 std::string random_hex(std::size_t n);

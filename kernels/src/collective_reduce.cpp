@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "gemm_tiling.h"  // half_bits_to_float / float_to_half_bits: no libgcc call per fp16 element
 #include "npu_kernels/reduce_ops.h"
 
 namespace npu_kernels {
@@ -52,52 +53,58 @@ inline A combine(A a, A b) {
   }
 }
 
+// dst[i] = op(a[i], s[i]); dst may be a (in place) but neither may overlap s. Only s is __restrict: the
+// compiler checks dst against a at run time and vectorises both cases.
 template <typename T, ReduceKind K>
-void reduce_loop(void* dst_v, const void* src_v, std::size_t n) {
+void reduce_loop(void* dst_v, const void* a_v, const void* src_v, std::size_t n) {
   if constexpr (std::is_same_v<T, BFloat16>) {
-    auto* __restrict d = static_cast<uint16_t*>(dst_v);
+    auto* d = static_cast<uint16_t*>(dst_v);
+    const auto* a = static_cast<const uint16_t*>(a_v);
     const auto* __restrict s = static_cast<const uint16_t*>(src_v);
-    for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(combine<float, K>(bf16_to_float(d[i]), bf16_to_float(s[i])));
+    for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(combine<float, K>(bf16_to_float(a[i]), bf16_to_float(s[i])));
   } else if constexpr (std::is_same_v<T, Half>) {
-    auto* __restrict d = static_cast<_Float16*>(dst_v);
-    const auto* __restrict s = static_cast<const _Float16*>(src_v);
+    auto* d = static_cast<uint16_t*>(dst_v);
+    const auto* a = static_cast<const uint16_t*>(a_v);
+    const auto* __restrict s = static_cast<const uint16_t*>(src_v);
     for (std::size_t i = 0; i < n; ++i)
-      d[i] = static_cast<_Float16>(combine<float, K>(static_cast<float>(d[i]), static_cast<float>(s[i])));
+      d[i] = detail::float_to_half_bits(combine<float, K>(detail::half_bits_to_float(a[i]), detail::half_bits_to_float(s[i])));
   } else if constexpr (std::is_same_v<T, bool>) {
     // bool: sum/max/bor = or, prod/min/band = and, bxor = xor (as gloo/NCCL treat uint8 truth values).
-    auto* __restrict d = static_cast<uint8_t*>(dst_v);
+    auto* d = static_cast<uint8_t*>(dst_v);
+    const auto* a = static_cast<const uint8_t*>(a_v);
     const auto* __restrict s = static_cast<const uint8_t*>(src_v);
     for (std::size_t i = 0; i < n; ++i) {
-      if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMax || K == ReduceKind::kBor) d[i] = (d[i] | s[i]) != 0;
-      else if constexpr (K == ReduceKind::kBxor) d[i] = (d[i] ^ s[i]) != 0;
-      else d[i] = (d[i] & s[i]) != 0;
+      if constexpr (K == ReduceKind::kSum || K == ReduceKind::kMax || K == ReduceKind::kBor) d[i] = (a[i] | s[i]) != 0;
+      else if constexpr (K == ReduceKind::kBxor) d[i] = (a[i] ^ s[i]) != 0;
+      else d[i] = (a[i] & s[i]) != 0;
     }
   } else {
-    auto* __restrict d = static_cast<T*>(dst_v);
+    auto* d = static_cast<T*>(dst_v);
+    const auto* a = static_cast<const T*>(a_v);
     const auto* __restrict s = static_cast<const T*>(src_v);
-    for (std::size_t i = 0; i < n; ++i) d[i] = combine<T, K>(d[i], s[i]);
+    for (std::size_t i = 0; i < n; ++i) d[i] = combine<T, K>(a[i], s[i]);
   }
 }
 
 template <typename T>
-void reduce_typed(ReduceKind k, void* d, const void* s, std::size_t n) {
+void reduce_typed(ReduceKind k, void* d, const void* a, const void* s, std::size_t n) {
   switch (k) {
-    case ReduceKind::kSum: return reduce_loop<T, ReduceKind::kSum>(d, s, n);
-    case ReduceKind::kProd: return reduce_loop<T, ReduceKind::kProd>(d, s, n);
+    case ReduceKind::kSum: return reduce_loop<T, ReduceKind::kSum>(d, a, s, n);
+    case ReduceKind::kProd: return reduce_loop<T, ReduceKind::kProd>(d, a, s, n);
     case ReduceKind::kMin:
-      if constexpr (!is_complex_v<T>) return reduce_loop<T, ReduceKind::kMin>(d, s, n);
+      if constexpr (!is_complex_v<T>) return reduce_loop<T, ReduceKind::kMin>(d, a, s, n);
       break;
     case ReduceKind::kMax:
-      if constexpr (!is_complex_v<T>) return reduce_loop<T, ReduceKind::kMax>(d, s, n);
+      if constexpr (!is_complex_v<T>) return reduce_loop<T, ReduceKind::kMax>(d, a, s, n);
       break;
     case ReduceKind::kBand:
-      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBand>(d, s, n);
+      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBand>(d, a, s, n);
       break;
     case ReduceKind::kBor:
-      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBor>(d, s, n);
+      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBor>(d, a, s, n);
       break;
     case ReduceKind::kBxor:
-      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBxor>(d, s, n);
+      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBxor>(d, a, s, n);
       break;
   }
 }
@@ -127,7 +134,11 @@ bool reduce_supported(DType t, ReduceKind k) {
 }
 
 void reduce_into(DType t, ReduceKind k, void* dst, const void* src, std::size_t n) {
-  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag)>(k, dst, src, n); });
+  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag)>(k, dst, dst, src, n); });
+}
+
+void reduce_to(DType t, ReduceKind k, void* dst, const void* a, const void* src, std::size_t n) {
+  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag)>(k, dst, a, src, n); });
 }
 
 void scale_inplace(DType t, void* dst, std::size_t n, double factor) {

@@ -22,8 +22,9 @@ def shm_leftovers():
     return glob.glob("/dev/shm/npusim-hccl-*")
 
 
-def launch(script, world, args=(), env=None, timeout=120):
-    """Returns [(returncode, output)] per rank; every process is gone when this returns."""
+def launch(script, world, args=(), env=None, timeout=120, rank_env=None):
+    """Returns [(returncode, output)] per rank; every process is gone when this returns.
+    rank_env(r) -> dict: extra variables for rank r only (e.g. a simulated host id)."""
     port = free_port()
     procs = []
     for r in range(world):
@@ -32,6 +33,7 @@ def launch(script, world, args=(), env=None, timeout=120):
                   "MASTER_PORT": str(port), "NPU_SIM_CORE_THREADS": "1", "PYTHONPATH": ROOT,
                   "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"})
         e.update(env or {})
+        e.update(rank_env(r) if rank_env else {})
         procs.append(subprocess.Popen([sys.executable, os.path.join(SCRIPTS, script), *args], env=e, cwd=SCRIPTS,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     deadline = time.monotonic() + timeout

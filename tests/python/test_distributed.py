@@ -1,6 +1,7 @@
 """hccl collectives at 2 and 4 ranks (shm transport, every algorithm) against locally computed values,
 plus the launch variants: torchrun, torch.multiprocessing.spawn, device_id=, mixed cpu:gloo,npu:hccl."""
 import os
+import re
 import subprocess
 import sys
 
@@ -14,7 +15,31 @@ def test_collectives_shm(world):
     res = launch("collectives_worker.py", world, env={"NPU_SIM_HCCL_TRANSPORT": "shm"}, timeout=150)
     assert_ok(res)
     assert "0 failures" in res[0][1]
+    assert "transport=shm\n" in res[0][1]
     assert not shm_leftovers()
+
+
+def test_collectives_shm_peer_read():
+    # large messages read straight out of the sender's memory (process_vm_readv) instead of the ring
+    res = launch("collectives_worker.py", 2, env={"NPU_SIM_HCCL_PEER_READ": "1"}, timeout=150)
+    assert_ok(res)
+    assert "0 failures" in res[0][1]
+    assert "transport=shm+peer-read" in res[0][1]
+    assert not shm_leftovers()
+
+
+@pytest.mark.parametrize("blocking", ["0", "1"])
+def test_p2p_wait_is_stream_ordered(blocking):
+    res = launch("p2p_wait_worker.py", 2, env={"TORCH_HCCL_BLOCKING_WAIT": blocking}, timeout=90)
+    assert_ok(res)
+    m = re.search(r"WAIT ([\d.]+)", res[0][1])
+    assert m, res[0][1][-3000:]
+    waited = float(m.group(1))
+    if blocking == "1":
+        assert waited >= 1.0, waited  # blocks until rank 1's late send has arrived
+    else:
+        assert waited < 0.5, waited  # only orders the stream: returns before the data is there
+    assert "0 failures" in res[0][1] and "0 failures" in res[1][1]
 
 
 @pytest.mark.parametrize("algo", ["ring", "level0:NA;level1:H-D_R", "fullmesh"])

@@ -15,6 +15,8 @@ const char* reduce_kind_name(ReduceKind k);
 bool reduce_supported(DType t, ReduceKind k);
 // dst[i] = op(dst[i], src[i]) for i < n. Runs on the calling thread (the collective's worker).
 void reduce_into(DType t, ReduceKind k, void* dst, const void* src, std::size_t n);
+// dst[i] = op(a[i], src[i]) (one pass instead of a copy then reduce_into); dst may equal a, src overlaps neither.
+void reduce_to(DType t, ReduceKind k, void* dst, const void* a, const void* src, std::size_t n);
 // dst[i] = dst[i] * factor (floating types; integers: truncating division when `divide` is set).
 void scale_inplace(DType t, void* dst, std::size_t n, double factor);
 void divide_inplace(DType t, void* dst, std::size_t n, long long divisor);

@@ -104,6 +104,30 @@ def main():
             out = torch.zeros(n, dtype=dtype, device=dev)
             dist.reduce_scatter_tensor(out, torch.cat([data(rank, n, dtype, salt=p) for p in ranks]).to(dev))
             c.eq(f"reduce_scatter_tensor {dtype} n={n}", out, torch.stack([data(r, n, dtype, salt=rank).long() for r in ranks]).sum(0).to(dtype))
+    # large (several ring pieces, peer-read sized, odd so the ring chunks differ in length): the data paths of
+    # the bandwidth-bound algorithms, fp16/bf16 through their fp32 combine
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.int32):
+        n = 300001
+        ins = [data(r, n, dtype) for r in ranks]
+        t = ins[rank].to(dev)
+        dist.all_reduce(t)
+        c.eq(f"large all_reduce {dtype}", t, torch.stack([x.long() for x in ins]).sum(0).to(dtype))
+        out = torch.zeros(n, dtype=dtype, device=dev)
+        dist.reduce_scatter_tensor(out, torch.cat([data(rank, n, dtype, salt=p) for p in ranks]).to(dev))
+        c.eq(f"large reduce_scatter_tensor {dtype}", out,
+             torch.stack([data(r, n, dtype, salt=rank).long() for r in ranks]).sum(0).to(dtype))
+        out = torch.zeros(world * n, dtype=dtype, device=dev)
+        dist.all_gather_into_tensor(out, ins[rank].to(dev))
+        c.eq(f"large all_gather_into_tensor {dtype}", out, torch.cat(ins))
+        t = (ins[rank] if rank == 0 else torch.zeros(n, dtype=dtype)).to(dev)
+        dist.broadcast(t, src=0)
+        c.eq(f"large broadcast {dtype}", t, ins[0])
+    # in place: the output is this rank's own block of the input (as FSDP calls it)
+    n = 100003
+    full = torch.cat([data(rank, n, torch.float32, salt=p) for p in ranks]).to(dev)
+    dist.reduce_scatter_tensor(full[rank * n:(rank + 1) * n], full)
+    c.eq("reduce_scatter_tensor in place", full[rank * n:(rank + 1) * n],
+         torch.stack([data(r, n, torch.float32, salt=rank) for r in ranks]).sum(0))
     out = torch.zeros(8, device=dev)
     dist.reduce_scatter_tensor(out, torch.cat([data(rank, 8, torch.float32, salt=p) for p in ranks]).to(dev), op=dist.ReduceOp.AVG)
     c.eq("reduce_scatter_tensor avg", out, torch.stack([data(r, 8, torch.float32, salt=rank) for r in ranks]).sum(0) / world)
@@ -189,6 +213,7 @@ def main():
     dist.all_reduce(t, group=even if rank % 2 == 0 else odd)
     c.eq("subgroup all_reduce", t, torch.stack([data(r, 100, torch.int32) for r in mine]).sum(0).int())
     dist.barrier()
+    print(f"rank {rank}: transport={dist.group.WORLD._get_backend(dev).transport}", flush=True)
     rc = c.finish()
     dist.destroy_process_group()
     return rc

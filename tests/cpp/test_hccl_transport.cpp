@@ -1,0 +1,313 @@
+// gtests of the hccl backend's torch-free layers: the collectives' reductions (in place, out of place,
+// fp16/bf16, concurrent callers), TCP framing (bad magic, truncated and oversized frames rejected), shm
+// header checks, and 4 ranks as threads running the ring collectives over shm, shm with peer reads and
+// the hybrid shm+tcp transport (2 simulated hosts), checked exactly against reference values.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "distributed/collectives.h"
+#include "distributed/hybrid_transport.h"
+#include "distributed/shm_transport.h"
+#include "distributed/tcp_transport.h"
+#include "npu_kernels/dtype.h"
+#include "npu_kernels/reduce_ops.h"
+
+namespace {
+
+using hccl_sim::CommError;
+using hccl_sim::MsgHeader;
+using hccl_sim::Xfer;
+using npu_kernels::DType;
+using npu_kernels::ReduceKind;
+
+// ---------------------------------------------------------------------------------------------- reductions
+
+TEST(HcclReduce, Fp32InPlaceAndOutOfPlaceAtOddOffsets) {
+  for (std::size_t n : {1u, 7u, 64u, 1031u}) {
+    std::vector<float> a(n + 3), b(n + 3), out(n + 3, -1.f);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = float(i % 13) - 6.f, b[i] = float(i % 5) * 0.5f;
+    npu_kernels::reduce_to(DType::kFloat32, ReduceKind::kSum, out.data() + 1, a.data() + 1, b.data() + 2, n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i + 1], a[i + 1] + b[i + 2]) << n << " " << i;
+    EXPECT_EQ(out[0], -1.f);
+    EXPECT_EQ(out[n + 1], -1.f);
+    std::vector<float> ref = a;
+    npu_kernels::reduce_into(DType::kFloat32, ReduceKind::kMax, a.data() + 1, b.data() + 1, n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(a[i + 1], std::max(ref[i + 1], b[i + 1]));
+  }
+}
+
+TEST(HcclReduce, HalfAndBFloat16CombineInFloat) {
+  const std::size_t n = 1000;
+  std::vector<npu_kernels::Half> h(n), hs(n);
+  std::vector<npu_kernels::BFloat16> bf(n), bs(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    h[i] = npu_kernels::Half(float(i % 100));
+    hs[i] = npu_kernels::Half(float(i % 7) - 3.f);
+    bf[i] = npu_kernels::BFloat16(float(i % 50));
+    bs[i] = npu_kernels::BFloat16(float(i % 3));
+  }
+  hs[5] = npu_kernels::Half(std::numeric_limits<float>::quiet_NaN());
+  npu_kernels::reduce_into(DType::kFloat16, ReduceKind::kSum, h.data(), hs.data(), n);
+  npu_kernels::reduce_into(DType::kBFloat16, ReduceKind::kSum, bf.data(), bs.data(), n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i == 5) {
+      EXPECT_TRUE(std::isnan(static_cast<float>(h[i])));
+      continue;
+    }
+    ASSERT_EQ(static_cast<float>(h[i]), float(i % 100) + float(i % 7) - 3.f) << i;
+    ASSERT_EQ(static_cast<float>(bf[i]), float(i % 50) + float(i % 3)) << i;
+  }
+  // 2049 + 1 in fp16 is 2050 exactly; 2048 + 1 rounds to even (2048): one rounding after a float sum.
+  npu_kernels::Half x[2] = {npu_kernels::Half(2048.f), npu_kernels::Half(2050.f)}, y[2] = {npu_kernels::Half(1.f), npu_kernels::Half(1.f)};
+  npu_kernels::reduce_into(DType::kFloat16, ReduceKind::kSum, x, y, 2);
+  EXPECT_EQ(static_cast<float>(x[0]), 2048.f);
+  EXPECT_EQ(static_cast<float>(x[1]), 2052.f);
+}
+
+TEST(HcclReduce, ConcurrentCallersDoNotInterfere) {
+  std::vector<std::thread> ts;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([t, &bad] {
+      std::vector<int32_t> acc(4099, 0), add(4099);
+      for (std::size_t i = 0; i < add.size(); ++i) add[i] = int32_t(i) * (t + 1);
+      for (int it = 0; it < 200; ++it) npu_kernels::reduce_into(DType::kInt32, ReduceKind::kSum, acc.data(), add.data(), acc.size());
+      for (std::size_t i = 0; i < acc.size(); ++i) bad[t] += acc[i] != int32_t(i) * (t + 1) * 200;
+    });
+  }
+  for (auto& th : ts) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(bad[t], 0) << t;
+}
+
+// ---------------------------------------------------------------------------------------------- helpers
+
+class MemRendezvous final : public hccl_sim::Rendezvous {
+ public:
+  void set(const std::string& k, const std::string& v) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    kv_[k] = v;
+    cv_.notify_all();
+  }
+  std::string get(const std::string& k) override {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!cv_.wait_for(lk, std::chrono::seconds(20), [&] { return kv_.count(k) > 0; })) throw CommError("rendezvous timeout: " + k);
+    return kv_[k];
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::string> kv_;
+};
+
+std::chrono::steady_clock::time_point soon(int s = 10) { return std::chrono::steady_clock::now() + std::chrono::seconds(s); }
+
+MsgHeader hdr(uint64_t bytes, uint64_t numel = 4) {
+  MsgHeader h;
+  h.op = 1;
+  h.dtype = 6;
+  h.seq = 1;
+  h.numel = numel;
+  h.bytes = bytes;
+  return h;
+}
+
+// Runs fn(rank) on `n` threads; returns the first exception message per rank ("" if none).
+std::vector<std::string> on_ranks(int n, const std::function<void(int)>& fn) {
+  std::vector<std::string> err(n);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < n; ++r) {
+    ts.emplace_back([&, r] {
+      try {
+        fn(r);
+      } catch (const std::exception& e) {
+        err[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  return err;
+}
+
+// ---------------------------------------------------------------------------------------------- tcp framing
+
+// Rank 0 is a real TcpTransport; "rank 1" is a raw socket that says hello and then writes `wire`.
+std::string tcp_receive_from_raw_peer(const std::string& wire, uint64_t expect_bytes, std::vector<char>* got = nullptr) {
+  MemRendezvous rv;
+  std::string error;
+  std::thread fake([&] {
+    std::istringstream addr(rv.get("t/tcp/0"));
+    std::string host, ip;
+    int port = 0;
+    addr >> host >> ip >> port;
+    const uint64_t token = std::stoull(rv.get("t/tcp/token"));
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+    struct { uint32_t magic; int32_t rank; uint64_t token; } hello{0x48454c4fu, 1, token};
+    ASSERT_EQ(send(fd, &hello, sizeof(hello), 0), ssize_t(sizeof(hello)));
+    if (!wire.empty()) ASSERT_EQ(send(fd, wire.data(), wire.size(), 0), ssize_t(wire.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    close(fd);  // EOF after the bytes: a truncated frame must not hang the receiver
+  });
+  try {
+    auto t = hccl_sim::make_tcp_transport(rv, "t", 0, 2, std::chrono::seconds(10), {0, 1});
+    std::vector<char> buf(expect_bytes);
+    Xfer x;
+    x.peer = 1;
+    x.hdr = hdr(expect_bytes);
+    x.dst = buf.data();
+    std::vector<Xfer*> xs{&x};
+    hccl_sim::run_xfers(*t, xs, soon(), nullptr, "test");
+    if (got) *got = buf;
+  } catch (const CommError& e) {
+    error = e.what();
+  }
+  fake.join();
+  return error;
+}
+
+std::string frame(const MsgHeader& h, const std::string& payload) {
+  std::string s(reinterpret_cast<const char*>(&h), sizeof(h));
+  return s + payload;
+}
+
+TEST(HcclTcpFraming, ValidFrameIsDelivered) {
+  std::vector<char> got;
+  EXPECT_EQ(tcp_receive_from_raw_peer(frame(hdr(16), "0123456789abcdef"), 16, &got), "");
+  EXPECT_EQ(std::string(got.begin(), got.end()), "0123456789abcdef");
+}
+
+TEST(HcclTcpFraming, BadMagicIsRejected) {
+  MsgHeader h = hdr(16);
+  h.magic = 0xdeadbeef;
+  EXPECT_NE(tcp_receive_from_raw_peer(frame(h, std::string(16, 'x')), 16).find("malformed frame"), std::string::npos);
+}
+
+TEST(HcclTcpFraming, TruncatedFrameIsAnErrorNotAHang) {
+  const std::string err = tcp_receive_from_raw_peer(frame(hdr(16), "01234567"), 16);
+  EXPECT_NE(err.find("closed inside or before a frame"), std::string::npos) << err;
+  const std::string half_header = frame(hdr(16), "").substr(0, 10);
+  EXPECT_NE(tcp_receive_from_raw_peer(half_header, 16).find("closed"), std::string::npos);
+}
+
+TEST(HcclTcpFraming, OversizedOrMismatchedFrameIsRejected) {
+  EXPECT_NE(tcp_receive_from_raw_peer(frame(hdr(uint64_t(1) << 40), "xx"), 16).find("size mismatch"), std::string::npos);
+  EXPECT_NE(tcp_receive_from_raw_peer(frame(hdr(16, 5), std::string(16, 'x')), 16).find("desync"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------- shm checks
+
+TEST(HcclShm, BadMagicAndDesyncAreRejected) {
+  for (uint32_t magic : {hccl_sim::kMsgMagic, 0x12345678u}) {
+    MemRendezvous rv;
+    const auto err = on_ranks(2, [&](int r) {
+      auto t = hccl_sim::make_shm_transport(rv, "s", r, 2, 1 << 20, {0, 1}, false);
+      std::vector<char> buf(64);
+      Xfer x;
+      x.peer = 1 - r;
+      x.is_send = r == 1;
+      x.hdr = hdr(64, r == 1 ? 5 : 4);  // rank 1 sends numel 5, rank 0 expects 4
+      if (r == 1) x.hdr.magic = magic;
+      x.src = buf.data();
+      x.dst = buf.data();
+      std::vector<Xfer*> xs{&x};
+      hccl_sim::run_xfers(*t, xs, soon(r == 1 ? 1 : 10), nullptr, "test");
+    });
+    EXPECT_NE(err[0].find(magic == hccl_sim::kMsgMagic ? "desync" : "malformed frame"), std::string::npos) << err[0];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------- collectives
+
+enum class Kind { kShm, kShmPeerRead, kHybrid };
+
+// 4 ranks on threads: all_reduce, reduce_scatter and all_gather of several sizes (one-shot and ring),
+// each checked exactly (small integers in float).
+void run_collectives(Kind kind) {
+  constexpr int n = 4;
+  MemRendezvous rv;
+  const auto err = on_ranks(n, [&](int r) {
+    std::unique_ptr<hccl_sim::Transport> t;
+    if (kind == Kind::kHybrid) {
+      std::vector<int> local, remote;
+      std::vector<char> is_local(n);
+      for (int p = 0; p < n; ++p) {
+        is_local[p] = p / 2 == r / 2;
+        (is_local[p] ? local : remote).push_back(p);
+      }
+      auto shm = hccl_sim::make_shm_transport(rv, "h", r, n, 1 << 20, local, false);
+      auto tcp = hccl_sim::make_tcp_transport(rv, "h", r, n, std::chrono::seconds(10), remote);
+      t = hccl_sim::make_hybrid_transport(r, n, is_local, std::move(shm), std::move(tcp));
+      ASSERT_STREQ(t->name(), "shm+tcp");
+    } else {
+      t = hccl_sim::make_shm_transport(rv, "s", r, n, 1 << 20, {0, 1, 2, 3}, kind == Kind::kShmPeerRead);
+    }
+    std::vector<char> scratch;
+    uint32_t seq = 0;
+    auto ctx = [&](std::size_t numel) {
+      MsgHeader h;
+      h.op = 1;
+      h.dtype = static_cast<int8_t>(DType::kFloat32);
+      h.seq = ++seq;
+      h.numel = numel;
+      return hccl_sim::CommContext{*t, h, soon(30), nullptr, hccl_sim::Algo::kAuto, "test", &scratch};
+    };
+    auto val = [](int rank, std::size_t i, int salt) { return float((i * 7 + rank * 3 + salt) % 11); };
+    for (std::size_t count : {std::size_t(5), std::size_t(40000), std::size_t(300001)}) {
+      std::vector<float> buf(count);
+      for (std::size_t i = 0; i < count; ++i) buf[i] = val(r, i, 0);
+      auto c = ctx(count);
+      hccl_sim::allreduce(c, buf.data(), count, DType::kFloat32, ReduceKind::kSum);
+      for (std::size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int p = 0; p < n; ++p) want += val(p, i, 0);
+        ASSERT_EQ(buf[i], want) << "all_reduce count=" << count << " i=" << i;
+      }
+      std::vector<float> in(count * n), out(count);
+      std::vector<const void*> blocks;
+      for (int p = 0; p < n; ++p) {
+        for (std::size_t i = 0; i < count; ++i) in[p * count + i] = val(r, i, p);
+        blocks.push_back(in.data() + p * count);
+      }
+      auto c2 = ctx(count);
+      hccl_sim::reduce_scatter(c2, blocks, out.data(), count, DType::kFloat32, ReduceKind::kSum);
+      for (std::size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int p = 0; p < n; ++p) want += val(p, i, r);
+        ASSERT_EQ(out[i], want) << "reduce_scatter count=" << count << " i=" << i;
+      }
+      std::vector<float> mine(count), all(count * n, -1.f);
+      for (std::size_t i = 0; i < count; ++i) mine[i] = val(r, i, 9);
+      std::vector<void*> outs;
+      for (int p = 0; p < n; ++p) outs.push_back(all.data() + p * count);
+      auto c3 = ctx(count);
+      hccl_sim::allgather(c3, mine.data(), outs, count * sizeof(float));
+      for (int p = 0; p < n; ++p)
+        for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(all[p * count + i], val(p, i, 9)) << "all_gather";
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+}
+
+TEST(HcclCollectives, FourRanksOverShm) { run_collectives(Kind::kShm); }
+TEST(HcclCollectives, FourRanksOverShmWithPeerReads) { run_collectives(Kind::kShmPeerRead); }
+TEST(HcclCollectives, TwoHostsOfTwoRanksOverShmAndTcp) { run_collectives(Kind::kHybrid); }
+
+}  // namespace
