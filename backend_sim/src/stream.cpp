@@ -71,7 +71,6 @@ void worker_loop(StreamImpl* s) {
   }
 }
 
-
 }  // namespace
 
 std::shared_ptr<StreamImpl> create_stream_impl(int device, bool is_default) {
