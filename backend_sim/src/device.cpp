@@ -134,6 +134,7 @@ Config* load_config() {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c->core_threads = env_int("NPU_SIM_CORE_THREADS", std::min(hw, kMaxCoreThreads), 1, kMaxCoreThreads);
   c->launch_blocking = env_launch_blocking();
+  c->stream_spin_us = env_int("NPU_SIM_STREAM_SPIN_US", 50, 0, 10000);
   env_fault(c);
   return c;
 }

@@ -44,6 +44,7 @@ struct Config {
   int ai_cores = 0;
   int core_threads = 0;
   bool launch_blocking = false;
+  int stream_spin_us = 50;  // NPU_SIM_STREAM_SPIN_US: how long an idle stream worker polls before sleeping
   int fault_device = -1;  // from NPU_SIM_FAULT_MALLOC_FAIL
   int fault_count = 0;
 };

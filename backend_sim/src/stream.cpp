@@ -23,12 +23,12 @@ StreamRegistry& registry() {
 
 thread_local const StreamImpl* t_worker_of = nullptr;
 
-// How long an idle worker polls for the next op before it sleeps on work_cv: ops issued back to back
-// (a chain of small kernels) then cost no wake-up (futex + context switch, ~5 us each on these hosts).
-constexpr auto kIdleSpin = std::chrono::microseconds(50);
-
+// An idle worker polls for the next op for NPU_SIM_STREAM_SPIN_US before it sleeps on work_cv: ops issued
+// back to back (a chain of small kernels) then cost no wake-up (futex + context switch, ~5 us each here).
 void spin_for_work(StreamImpl* s, std::uint64_t seen) {
-  const auto until = std::chrono::steady_clock::now() + kIdleSpin;
+  const int spin_us = config().stream_spin_us;
+  if (spin_us == 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
   for (int i = 0;; ++i) {
     if (s->enqueued_hint.load(std::memory_order_acquire) != seen) return;
     if ((i & 63) == 63 && std::chrono::steady_clock::now() >= until) return;
