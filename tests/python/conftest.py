@@ -8,7 +8,7 @@ import textwrap
 import pytest
 import torch
 
-import torch_npu_sim  # noqa: F401  (registers "npu")
+import torch_npu_sim  # registers "npu"
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -20,6 +20,14 @@ def run_python(code: str, env: dict = None, timeout: float = 120) -> subprocess.
     full_env["PYTHONPATH"] = ROOT + os.pathsep + full_env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+@pytest.fixture
+def native_only():
+    """Fails the test if any op it ran went through the CPU fallback."""
+    torch_npu_sim.reset_fallback_ops()
+    yield
+    assert not torch_npu_sim.fallback_ops(), torch_npu_sim.fallback_ops()
 
 
 @pytest.fixture

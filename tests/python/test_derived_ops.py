@@ -3,16 +3,12 @@ promotion, NaN, empty inputs, out=, gradients where defined) and their bad input
 import pytest
 import torch
 
-import torch_npu_sim
+import torch_npu_sim  # noqa: F401  (registers "npu")
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 
-@pytest.fixture(autouse=True)
-def _native_only():
-    torch_npu_sim.reset_fallback_ops()
-    yield
-    assert not torch_npu_sim.fallback_ops(), torch_npu_sim.fallback_ops()
+pytestmark = pytest.mark.usefixtures("native_only")  # conftest: no op may reach the CPU fallback
 
 
 def same(got, want, **kw):

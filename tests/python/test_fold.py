@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_npu_sim
+import torch_npu_sim  # noqa: F401  (registers "npu")
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12),
@@ -14,11 +14,7 @@ GEOMETRY = [dict(kernel_size=2), dict(kernel_size=(2, 3), stride=(1, 2)), dict(k
             dict(kernel_size=(3, 2), dilation=(2, 1), padding=(1, 0), stride=2)]
 
 
-@pytest.fixture(autouse=True)
-def _native_only():
-    torch_npu_sim.reset_fallback_ops()
-    yield
-    assert not torch_npu_sim.fallback_ops(), torch_npu_sim.fallback_ops()
+pytestmark = pytest.mark.usefixtures("native_only")  # conftest: no op may reach the CPU fallback
 
 
 def same(got, want):

@@ -4,14 +4,10 @@ falls back to the CPU."""
 import pytest
 import torch
 
-import torch_npu_sim
+import torch_npu_sim  # noqa: F401  (registers "npu")
 
 
-@pytest.fixture(autouse=True)
-def _native_only():
-    torch_npu_sim.reset_fallback_ops()
-    yield
-    assert not torch_npu_sim.fallback_ops(), torch_npu_sim.fallback_ops()
+pytestmark = pytest.mark.usefixtures("native_only")  # conftest: no op may reach the CPU fallback
 
 
 def same(got, want):

@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_npu_sim
+import torch_npu_sim  # noqa: F401  (registers "npu")
 
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -19,11 +19,7 @@ def rand(*shape, dtype=torch.float32, seed=0):
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(dtype)
 
 
-@pytest.fixture(autouse=True)
-def _native_only():
-    torch_npu_sim.reset_fallback_ops()
-    yield
-    assert not torch_npu_sim.fallback_ops(), torch_npu_sim.fallback_ops()
+pytestmark = pytest.mark.usefixtures("native_only")  # conftest: no op may reach the CPU fallback
 
 
 def same(npu_value, cpu_value):
