@@ -612,57 +612,54 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
 // ---- scans ----
 
 namespace {
+// Runs line(in_line, out_offset) for every (outer, inner) line of the scan, lines split over the AI
+// cores; in_line points at the line's first input element, out_offset is its first output element.
+template <typename T, class Line>
+npu_sim::Status for_scan_lines(npu_sim::Stream stream, const char* name, const ScanDesc& d, Line line) {
+  const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.n, 1));
+  return parallel_for(stream, name, d.outer * d.inner, grain, [d, line](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    for (int64_t l = b; l < e; ++l) {
+      const int64_t o = l / d.inner, i = l % d.inner;
+      line(static_cast<const T*>(d.in) + o * d.in_strides[0] + i * d.in_strides[2],
+           o * d.out_strides[0] + i * d.out_strides[2]);
+    }
+  });
+}
+
 template <typename T, bool kProd>
 npu_sim::Status run_scan(npu_sim::Stream stream, const ScanDesc& d) {
   using A = acc_t<T>;
-  const int64_t lines = d.outer * d.inner;
-  const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.n, 1));
-  return parallel_for(stream, kProd ? "cumprod" : "cumsum", lines, grain,
-                      [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-                        const T* in = static_cast<const T*>(d.in);
-                        T* out = static_cast<T*>(d.out);
-                        for (int64_t l = b; l < e; ++l) {
-                          const int64_t o = l / d.inner, i = l % d.inner;
-                          const T* p = in + o * d.in_strides[0] + i * d.in_strides[2];
-                          T* q = out + o * d.out_strides[0] + i * d.out_strides[2];
-                          A acc = kProd ? A(1) : A(0);
-                          for (int64_t k = 0; k < d.n; ++k) {
-                            if constexpr (kProd) acc *= ld(p + k * d.in_strides[1]);
-                            else acc += ld(p + k * d.in_strides[1]);
-                            q[k * d.out_strides[1]] = convert<T>(acc);
-                          }
-                        }
-                      });
+  return for_scan_lines<T>(stream, kProd ? "cumprod" : "cumsum", d, [d](const T* p, int64_t q) {
+    T* out = static_cast<T*>(d.out) + q;
+    A acc = kProd ? A(1) : A(0);
+    for (int64_t k = 0; k < d.n; ++k) {
+      if constexpr (kProd) acc *= ld(p + k * d.in_strides[1]);
+      else acc += ld(p + k * d.in_strides[1]);
+      out[k * d.out_strides[1]] = convert<T>(acc);
+    }
+  });
 }
+
 template <typename T, bool kMax>
 npu_sim::Status run_extreme_scan(npu_sim::Stream stream, const ScanDesc& d) {
   using A = acc_t<T>;
-  const int64_t lines = d.outer * d.inner;
-  const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.n, 1));
-  return parallel_for(stream, kMax ? "cummax" : "cummin", lines, grain,
-                      [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-                        const T* in = static_cast<const T*>(d.in);
-                        T* out = static_cast<T*>(d.out);
-                        for (int64_t l = b; l < e; ++l) {
-                          const int64_t o = l / d.inner, i = l % d.inner;
-                          const T* p = in + o * d.in_strides[0] + i * d.in_strides[2];
-                          const int64_t q = o * d.out_strides[0] + i * d.out_strides[2];
-                          T best = p[0];
-                          A best_v = ld(p);
-                          int64_t arg = 0;
-                          for (int64_t k = 0; k < d.n; ++k) {
-                            const A v = ld(p + k * d.in_strides[1]);
-                            const bool better = kMax ? v >= best_v : v <= best_v;  // >=: the latest tie wins
-                            if (v != v || (best_v == best_v && better)) {      // a NaN sticks until the next NaN
-                              best = p[k * d.in_strides[1]];
-                              best_v = v;
-                              arg = k;
-                            }
-                            out[q + k * d.out_strides[1]] = best;
-                            d.indices[q + k * d.out_strides[1]] = arg;
-                          }
-                        }
-                      });
+  return for_scan_lines<T>(stream, kMax ? "cummax" : "cummin", d, [d](const T* p, int64_t q) {
+    T* out = static_cast<T*>(d.out);
+    T best = p[0];
+    A best_v = ld(p);
+    int64_t arg = 0;
+    for (int64_t k = 0; k < d.n; ++k) {
+      const A v = ld(p + k * d.in_strides[1]);
+      const bool better = kMax ? v >= best_v : v <= best_v;  // >=: the latest tie wins
+      if (v != v || (best_v == best_v && better)) {      // a NaN sticks until the next NaN
+        best = p[k * d.in_strides[1]];
+        best_v = v;
+        arg = k;
+      }
+      out[q + k * d.out_strides[1]] = best;
+      d.indices[q + k * d.out_strides[1]] = arg;
+    }
+  });
 }
 }  // namespace
 
