@@ -135,6 +135,7 @@ Config* load_config() {
   c->core_threads = env_int("NPU_SIM_CORE_THREADS", std::min(hw, kMaxCoreThreads), 1, kMaxCoreThreads);
   c->launch_blocking = env_launch_blocking();
   c->stream_spin_us = env_int("NPU_SIM_STREAM_SPIN_US", 50, 0, 10000);
+  c->shared_hbm = env_int("NPU_SIM_SHARED_HBM", 1, 0, 1) == 1;
   env_fault(c);
   return c;
 }

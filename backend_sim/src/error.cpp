@@ -20,6 +20,7 @@ const char* status_name(Status s) {
     case Status::kKernelError: return "kKernelError";
     case Status::kInvalidHandle: return "kInvalidHandle";
     case Status::kInternal: return "kInternal";
+    case Status::kNotSupported: return "kNotSupported";
   }
   return "kUnknownStatus";
 }

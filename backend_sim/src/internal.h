@@ -45,6 +45,7 @@ struct Config {
   int core_threads = 0;
   bool launch_blocking = false;
   int stream_spin_us = 50;  // NPU_SIM_STREAM_SPIN_US: how long an idle stream worker polls before sleeping
+  bool shared_hbm = true;   // NPU_SIM_SHARED_HBM: device memory from a shareable memfd arena (hbm_arena.cpp)
   int fault_device = -1;  // from NPU_SIM_FAULT_MALLOC_FAIL
   int fault_count = 0;
 };
@@ -84,6 +85,12 @@ struct AllocInfo {
 };
 // Looks up the allocation containing p (interior pointers included). Returns false if unregistered.
 bool find_allocation(const void* p, AllocInfo* info);
+
+// Shareable HBM arena (hbm_arena.cpp). arena_alloc returns page-aligned memory of device's arena and its
+// rounded length in *len, or nullptr (sharing off, or no free range fits: use private memory then).
+// arena_free returns false if p is not arena memory of that device.
+void* arena_alloc(int device, std::size_t bytes, std::size_t* len);
+bool arena_free(int device, void* p, std::size_t len);
 
 // ---------------------------------------------------------------------------------------------------
 // Core pool (core_pool.cpp). Runs `fn` for block indices [0, n) on the pool threads and the calling

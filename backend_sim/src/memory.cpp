@@ -1,4 +1,5 @@
-// Device (HBM) and pinned host allocations: capacity accounting per device, the pointer registry
+// Device (HBM) and pinned host allocations: capacity accounting per device (device memory comes from the
+// shareable arena of hbm_arena.cpp, else from private mappings), the pointer registry
 // (address-range map behind a shared_mutex), mem_get_info, pointer attributes and malloc fault injection.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -20,7 +21,8 @@ constexpr std::size_t kMmapThreshold = 1u << 20;  // from 1 MiB up: lazily commi
 struct Allocation {
   std::size_t size = 0;        // bytes requested
   std::size_t accounted = 0;   // bytes charged against capacity (size rounded to kAlign)
-  std::size_t mapped = 0;      // length of the mmap, 0 if from aligned_alloc
+  std::size_t mapped = 0;      // length of the mmap or arena range, 0 if from aligned_alloc
+  bool arena = false;          // from the device's shareable arena (hbm_arena.cpp)
   MemoryType type = MemoryType::kUnregistered;
   int device = -1;
 };
@@ -172,12 +174,14 @@ Status malloc_device(int device, void** ptr, std::size_t bytes) {
     if (rounded > cap - cur) return detail::oom(device, bytes, "");
   } while (!used.compare_exchange_weak(cur, cur + rounded));
   std::size_t mapped = 0;
-  void* p = detail::host_alloc(rounded, &mapped, /*device=*/true);
+  void* p = detail::arena_alloc(device, rounded, &mapped);
+  const bool arena = p != nullptr;
+  if (!arena) p = detail::host_alloc(rounded, &mapped, /*device=*/true);
   if (p == nullptr) {
     used.fetch_sub(rounded);
     return detail::oom(device, bytes, " (the host could not reserve the memory)");
   }
-  detail::register_alloc(p, detail::Allocation{bytes, rounded, mapped, MemoryType::kDevice, device});
+  detail::register_alloc(p, detail::Allocation{bytes, rounded, mapped, arena, MemoryType::kDevice, device});
   detail::counters().device_mallocs.fetch_add(1, std::memory_order_relaxed);
   *ptr = p;
   return Status::kSuccess;
@@ -195,7 +199,8 @@ Status free_device(void* ptr) {
   if (!detail::unregister_alloc(ptr, MemoryType::kDevice, &a)) {
     return detail::bad_free("free_device", ptr, MemoryType::kDevice);
   }
-  detail::host_release(ptr, a.mapped);
+  if (a.arena) detail::arena_free(a.device, ptr, a.mapped);
+  else detail::host_release(ptr, a.mapped);
   detail::mem().used[a.device].fetch_sub(a.accounted);
   detail::counters().device_frees.fetch_add(1, std::memory_order_relaxed);
   return Status::kSuccess;
@@ -212,7 +217,7 @@ Status malloc_host(void** ptr, std::size_t bytes) {
   void* p = detail::host_alloc(rounded, &mapped, /*device=*/false);
   NPU_SIM_CHECK(p != nullptr, Status::kOutOfMemory, "malloc_host: out of host memory: tried to allocate %zu bytes",
                 bytes);
-  detail::register_alloc(p, detail::Allocation{bytes, rounded, mapped, MemoryType::kHost, -1});
+  detail::register_alloc(p, detail::Allocation{bytes, rounded, mapped, false, MemoryType::kHost, -1});
   *ptr = p;
   return Status::kSuccess;
 }

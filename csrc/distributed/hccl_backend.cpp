@@ -91,7 +91,7 @@ HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
     if (kind == hccl_sim::TransportKind::kShm && !remote.empty())
       throw hccl_sim::CommError("NPU_SIM_HCCL_TRANSPORT=shm but the ranks are on different hosts");
     const std::size_t ring = comm_->cfg.ring_bytes, p2p_ring = std::min<std::size_t>(ring, 1u << 20);
-    const bool pr = comm_->cfg.peer_read;
+    const int pr = comm_->cfg.peer_read ? device_index : -1;  // whose HBM peers read in place
     const auto& cto = comm_->cfg.connect_timeout;
     // The choice depends only on the host list, so every rank makes the same one.
     if (kind == hccl_sim::TransportKind::kTcp || (hosts.size() > 1 && hosts.size() == std::size_t(size))) {

@@ -44,7 +44,7 @@ HcclConfig HcclConfig::from_env() {
   c.blocking_wait = env_int("TORCH_HCCL_BLOCKING_WAIT", 0, 0, 1) == 1;
   c.async_error_handling = static_cast<int>(env_int("TORCH_HCCL_ASYNC_ERROR_HANDLING", 0, 0, 3));
   c.desync_debug = env_int("TORCH_HCCL_DESYNC_DEBUG", 0, 0, 1) == 1;
-  c.peer_read = env_int("NPU_SIM_HCCL_PEER_READ", 0, 0, 1) == 1;  // off: slower than the ring here (docs)
+  c.peer_read = env_int("NPU_SIM_HCCL_PEER_READ", 1, 0, 1) == 1;
   if (const char* t = std::getenv("NPU_SIM_HCCL_TRANSPORT")) {
     const std::string v = t;
     if (v == "shm") c.transport = TransportKind::kShm;

@@ -3,10 +3,11 @@
 // with a 64-byte header slot and is padded to 64 bytes, so ring positions stay 64-byte aligned and every
 // piece handed to a reduction is made of whole elements. Waiting: spin in run_xfers, then sleep on this
 // rank's futex doorbell, which every peer bumps (and wakes when we sleep) after it moved bytes for us.
-// Peer reads: a message of kPeerReadMin bytes or more is sent as its header slot only, carrying the
-// payload's address; the receiver copies (or reduces) it straight out of the sender's memory with
-// process_vm_readv (Linux cross-memory attach, the host model of NPUs reading each other's HBM) and then
-// bumps the pair's ack counter, which is when the send completes. One copy instead of two through the ring.
+// Peer reads: each rank maps its peers' device memory (the runtime's shareable HBM arena, opened through
+// /proc/<pid>/fd, read-only). A message of kPeerReadMin bytes or more whose payload lies in the sender's
+// HBM is sent as its header slot only, carrying the payload's address; the receiver copies (or reduces)
+// it straight out of its mapping of the sender's HBM, as NPUs of one server read each other's memory, and
+// then bumps the pair's ack counter, which is when the send completes. One copy instead of two.
 #include "distributed/shm_transport.h"
 
 #include <fcntl.h>
@@ -15,7 +16,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,6 +23,9 @@
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+
+#include "npu_kernels/reduce_ops.h"
+#include "npu_sim/runtime.h"
 
 namespace hccl_sim {
 
@@ -32,8 +35,7 @@ constexpr std::size_t kSlot = 64;
 constexpr std::size_t kPiece = 256 << 10;  // publish at least every 256 KiB so the reader can pipeline
 constexpr uint32_t kSegMagic = 0x53484d31u;
 constexpr std::size_t kPeerReadMin = 128 << 10;  // smaller messages go through the ring (lower latency)
-constexpr std::size_t kPullCopy = 4 << 20;       // bytes per peer read into the destination
-constexpr std::size_t kPullReduce = 256 << 10;   // bytes per peer read into the cache-resident buffer
+constexpr std::size_t kPullPiece = 1 << 20;      // bytes per peer-read step (progress stays interleaved)
 
 struct alignas(64) SegHeader {
   std::atomic<uint32_t> doorbell;
@@ -79,6 +81,10 @@ struct Segment {
   std::size_t bytes = 0;
   std::size_t ring = 0;
   pid_t pid = 0;
+  // The rank's device memory: its address range in the owner, and (for peers) our read-only mapping.
+  uintptr_t hbm_base = 0;
+  std::size_t hbm_size = 0;
+  const char* hbm_view = nullptr;
   SegHeader* hdr() const { return static_cast<SegHeader*>(base); }
   RingCtl* ctl(int src) const {
     return reinterpret_cast<RingCtl*>(static_cast<char*>(base) + sizeof(SegHeader)) + src;
@@ -90,12 +96,24 @@ struct Segment {
 
 class ShmTransport final : public Transport {
  public:
-  ShmTransport(int rank, int size, const std::vector<int>& local, bool peer_read)
-      : Transport(rank, size), segs_(size), local_(size, 0), peer_read_(peer_read), rdv_sent_(size, 0) {
+  ShmTransport(int rank, int size, const std::vector<int>& local, int hbm_device)
+      : Transport(rank, size), segs_(size), local_(size, 0), peer_read_(hbm_device >= 0), rdv_sent_(size, 0) {
     for (int r : local) if (r >= 0 && r < size && r != rank) local_[r] = 1;
+    npu_sim::SharedRegion hbm{};
+    if (peer_read_ && npu_sim::device_memory_region(hbm_device, &hbm) == npu_sim::Status::kSuccess) {
+      hbm_fd_ = hbm.fd;
+      segs_[rank].hbm_base = reinterpret_cast<uintptr_t>(hbm.base);
+      segs_[rank].hbm_size = hbm.size;
+    } else {
+      peer_read_ = false;
+    }
   }
   ~ShmTransport() override {
-    for (auto& s : segs_) if (s.base) munmap(s.base, s.bytes);
+    for (int r = 0; r < size_; ++r) {
+      Segment& s = segs_[r];
+      if (s.base) munmap(s.base, s.bytes);
+      if (r != rank_ && s.hbm_view) munmap(const_cast<char*>(s.hbm_view), s.hbm_size);
+    }
     if (!own_name_.empty()) shm_unlink(own_name_.c_str());  // only if set-up failed before the unlink
   }
   const char* name() const override { return peer_read_ ? "shm+peer-read" : "shm"; }
@@ -113,10 +131,15 @@ class ShmTransport final : public Transport {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) throw CommError("hccl: mmap of the shared segment failed: " + std::string(std::strerror(errno)));
-    segs_[rank_] = Segment{p, bytes, ring, getpid()};
+    Segment& me = segs_[rank_];
+    me.base = p;
+    me.bytes = bytes;
+    me.ring = ring;
+    me.pid = getpid();
     segs_[rank_].hdr()->magic = kSegMagic;
     std::ostringstream desc;
-    desc << own_name_ << ' ' << getpid() << ' ' << ring << ' ' << reinterpret_cast<uintptr_t>(p);
+    desc << own_name_ << ' ' << getpid() << ' ' << ring << ' ' << hbm_fd_ << ' ' << segs_[rank_].hbm_base << ' '
+         << segs_[rank_].hbm_size;
     rv.set(prefix + "/shm/" + std::to_string(rank_), desc.str());
     bool can_read = peer_read_;
     for (int r = 0; r < size_; ++r) {
@@ -124,9 +147,10 @@ class ShmTransport final : public Transport {
       std::istringstream in(rv.get(prefix + "/shm/" + std::to_string(r)));
       std::string peer_name;
       long pid = 0;
-      std::size_t peer_ring = 0;
-      uintptr_t peer_base = 0;
-      in >> peer_name >> pid >> peer_ring >> peer_base;
+      std::size_t peer_ring = 0, hbm_size = 0;
+      int hbm_fd = -1;
+      uintptr_t hbm_base = 0;
+      in >> peer_name >> pid >> peer_ring >> hbm_fd >> hbm_base >> hbm_size;
       if (!in || peer_name.rfind("/npusim-hccl-", 0) != 0 || peer_ring < 4096 || (peer_ring & (peer_ring - 1)))
         throw CommError("hccl: malformed shared-memory descriptor from rank " + std::to_string(r));
       const std::size_t peer_bytes = segment_bytes(size_, peer_ring);
@@ -142,15 +166,10 @@ class ShmTransport final : public Transport {
       if (pp == MAP_FAILED) throw CommError("hccl: mmap of rank " + std::to_string(r) + "'s segment failed");
       segs_[r] = Segment{pp, peer_bytes, peer_ring, static_cast<pid_t>(pid)};
       if (segs_[r].hdr()->magic != kSegMagic) throw CommError("hccl: rank " + std::to_string(r) + "'s segment is not initialised");
-      // Probe cross-memory attach (refused e.g. under Yama ptrace_scope >= 1 between siblings): read the
-      // peer's segment magic through its own mapping.
-      uint32_t magic = 0;
-      iovec lo{&magic, sizeof(magic)}, re{reinterpret_cast<void*>(peer_base + offsetof(SegHeader, magic)), sizeof(magic)};
-      if (can_read && (process_vm_readv(static_cast<pid_t>(pid), &lo, 1, &re, 1, 0) != sizeof(magic) || magic != kSegMagic))
-        can_read = false;
+      if (can_read && !map_peer_hbm(segs_[r], hbm_fd, hbm_base, hbm_size)) can_read = false;
     }
     // Unlink as soon as everyone has mapped: from then on nothing can leak, even after SIGKILL. Peer reads
-    // are used only if every rank of the host can read every other.
+    // are used only if every rank of the host can read every other's device memory.
     rv.set(prefix + "/mapped/" + std::to_string(rank_), can_read ? "1" : "0");
     for (int r = 0; r < size_; ++r)
       if (local_[r] && rv.get(prefix + "/mapped/" + std::to_string(r)) != "1") can_read = false;
@@ -219,7 +238,8 @@ class ShmTransport final : public Transport {
     if (!x.hdr_done) {
       if (free < kSlot) return false;
       MsgHeader h = x.hdr;
-      if (peer_read_ && h.bytes >= kPeerReadMin) h.flags |= kFlagPeerRead;
+      if (peer_read_ && h.bytes >= kPeerReadMin && in_hbm(segs_[rank_], reinterpret_cast<uintptr_t>(x.src), h.bytes))
+        h.flags |= kFlagPeerRead;
       std::memcpy(data + (head & mask), &h, sizeof(MsgHeader));
       if (h.flags & kFlagPeerRead) {
         const uint64_t addr = reinterpret_cast<uintptr_t>(x.src);
@@ -275,7 +295,9 @@ class ShmTransport final : public Transport {
       validate_header(got, x, x.peer);
       if (got.flags & kFlagPeerRead) {
         std::memcpy(&x.remote, data + (tail & mask) + sizeof(MsgHeader), sizeof(x.remote));
-        if (!x.remote || !peer_read_) throw CommError("hccl: malformed peer-read frame from rank " + std::to_string(x.peer));
+        if (!peer_read_ || !in_hbm(segs_[x.peer], x.remote, got.bytes))
+          throw CommError("hccl: malformed peer-read frame from rank " + std::to_string(x.peer) +
+                          " (payload outside its device memory)");
       }
       tail += kSlot;
       avail -= kSlot;
@@ -307,35 +329,42 @@ class ShmTransport final : public Transport {
     return moved;
   }
 
-  // One piece of a peer-read message: straight into the destination, or through a cache-sized buffer
-  // into the reduction; the last piece acknowledges the message.
+  // One piece of a peer-read message, copied or reduced straight out of our view of the sender's device
+  // memory; the last piece acknowledges the message.
   bool pull(Xfer& x, RingCtl* c) {
-    const std::size_t left = x.hdr.bytes - x.done;
-    const std::size_t len = std::min(left, x.dst ? kPullCopy : kPullReduce);
-    char* to = x.dst ? static_cast<char*>(x.dst) + x.done : nullptr;
-    if (!to) {
-      if (pull_buf_.size() < kPullReduce) pull_buf_.resize(kPullReduce);
-      to = pull_buf_.data();
-    }
-    std::size_t got = 0;
-    while (got < len) {
-      iovec lo{to + got, len - got}, re{reinterpret_cast<void*>(x.remote + x.done + got), len - got};
-      const ssize_t r = process_vm_readv(segs_[x.peer].pid, &lo, 1, &re, 1, 0);
-      if (r <= 0) {
-        if (r < 0 && errno == EINTR) continue;
-        if (r < 0 && errno == ESRCH)
-          throw CommError("hccl: rank " + std::to_string(x.peer) + " has exited; the collective cannot complete");
-        throw CommError("hccl: reading rank " + std::to_string(x.peer) + "'s buffer failed: " + std::strerror(errno));
-      }
-      got += static_cast<std::size_t>(r);
-    }
-    if (!x.dst) x.sink(to, x.done, len);
+    const Segment& peer = segs_[x.peer];
+    const std::size_t len = std::min<std::size_t>(x.hdr.bytes - x.done, kPullPiece);
+    const char* from = peer.hbm_view + (x.remote - peer.hbm_base) + x.done;
+    if (x.dst) npu_kernels::copy_streaming(static_cast<char*>(x.dst) + x.done, from, len);
+    else x.sink(from, x.done, len);
     x.done += len;
     if (x.done == x.hdr.bytes) {
       c->acks.fetch_add(1, std::memory_order_release);
       ring_bell(x.peer);
       x.finished = true;
     }
+    return true;
+  }
+
+  static bool in_hbm(const Segment& s, uintptr_t addr, uint64_t bytes) {
+    return s.hbm_size != 0 && addr >= s.hbm_base && bytes <= s.hbm_size && addr - s.hbm_base <= s.hbm_size - bytes;
+  }
+
+  // Maps rank `s`'s device memory read-only through its memfd (the runtime's HBM arena).
+  bool map_peer_hbm(Segment& s, int fd, uintptr_t base, std::size_t size) {
+    if (fd < 0 || base == 0 || size == 0) return false;
+    const std::string path = "/proc/" + std::to_string(s.pid) + "/fd/" + std::to_string(fd);
+    const int pfd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (pfd < 0) return false;
+    struct stat st{};
+    void* view = MAP_FAILED;
+    if (fstat(pfd, &st) == 0 && static_cast<std::size_t>(st.st_size) == size)
+      view = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_NORESERVE, pfd, 0);
+    close(pfd);
+    if (view == MAP_FAILED) return false;
+    s.hbm_base = base;
+    s.hbm_size = size;
+    s.hbm_view = static_cast<const char*>(view);
     return true;
   }
 
@@ -357,7 +386,7 @@ class ShmTransport final : public Transport {
   std::vector<char> local_;  // ranks reachable through shared memory (this host, not this rank)
   bool peer_read_;
   std::vector<uint64_t> rdv_sent_;  // peer-read messages sent per peer (their acks complete the sends)
-  std::vector<char> pull_buf_;
+  int hbm_fd_ = -1;                 // the runtime's memfd of our device memory (owned by the runtime)
   std::string own_name_;
   std::vector<char> send_busy_, recv_busy_;
 };
@@ -365,8 +394,8 @@ class ShmTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_shm_transport(Rendezvous& rv, const std::string& prefix, int rank, int size,
-                                              std::size_t ring_bytes, const std::vector<int>& local, bool peer_read) {
-  auto t = std::make_unique<ShmTransport>(rank, size, local, peer_read);
+                                              std::size_t ring_bytes, const std::vector<int>& local, int hbm_device) {
+  auto t = std::make_unique<ShmTransport>(rank, size, local, hbm_device);
   t->setup(rv, prefix, ring_bytes);
   return t;
 }

@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include "npu_kernels/reduce_ops.h"
+
 namespace hccl_sim {
 
 std::string describe(const MsgHeader& h) {
@@ -64,7 +66,10 @@ void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_cloc
     for (Xfer* x : local) {
       if (x->finished) continue;
       const std::size_t len = std::min<std::size_t>(x->hdr.bytes - x->done, kLocalPiece);
-      if (len) std::memcpy(static_cast<char*>(x->dst) + x->done, static_cast<const char*>(x->src) + x->done, len);
+      if (len) {
+        npu_kernels::copy_streaming(static_cast<char*>(x->dst) + x->done, static_cast<const char*>(x->src) + x->done,
+                                    len);
+      }
       x->done += len;
       x->finished = x->done == x->hdr.bytes;
       return true;

@@ -21,7 +21,7 @@ TEST(BackendSimEnv, ChildProcessWithCustomEnvironment) {
   exe[len] = '\0';
   const std::string cmd =
       "env NPU_SIM_TEST_ENV_CHILD=1 NPU_SIM_DEVICE_COUNT=6 ASCEND_RT_VISIBLE_DEVICES=5,2,2,9,1 NPU_SIM_HBM_GB=0.5 "
-      "NPU_SIM_AI_CORES=bogus NPU_SIM_CORE_THREADS=3 ASCEND_LAUNCH_BLOCKING=1 NPU_SIM_FAULT_MALLOC_FAIL=1:1 '" +
+      "NPU_SIM_AI_CORES=bogus NPU_SIM_CORE_THREADS=3 ASCEND_LAUNCH_BLOCKING=1 NPU_SIM_FAULT_MALLOC_FAIL=1:1 NPU_SIM_SHARED_HBM=0 '" +
       std::string(exe) + "' --gtest_filter='BackendSimEnvChild.*' > /dev/null 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << "child run failed: " << cmd;
 }
@@ -44,6 +44,12 @@ void parsed_environment() {
   ASSERT_OK(malloc_device(1, &d, 64));
   ASSERT_OK(free_device(d));
   EXPECT_EQ(malloc_device(0, &d, std::size_t{600} << 20), Status::kOutOfMemory);
+  // NPU_SIM_SHARED_HBM=0: device memory is private, and says so.
+  SharedRegion r{};
+  EXPECT_EQ(device_memory_region(0, &r), Status::kNotSupported);
+  EXPECT_TRUE(contains(last_error_message(), "NPU_SIM_SHARED_HBM=0")) << last_error_message();
+  ASSERT_OK(malloc_device(0, &d, 4096));
+  ASSERT_OK(free_device(d));
 }
 
 void launch_blocking_returns_errors_from_the_launch() {

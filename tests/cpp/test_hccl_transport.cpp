@@ -1,7 +1,8 @@
 // gtests of the hccl backend's torch-free layers: the collectives' reductions (in place, out of place,
 // fp16/bf16, concurrent callers), TCP framing (bad magic, truncated and oversized frames rejected), shm
-// header checks, and 4 ranks as threads running the ring collectives over shm, shm with peer reads and
-// the hybrid shm+tcp transport (2 simulated hosts), checked exactly against reference values.
+// header checks (incl. forged peer-read frames), and 4 ranks as threads running the ring collectives
+// over shm, shm with peer reads out of each other's device memory and the hybrid shm+tcp transport
+// (2 simulated hosts), checked exactly against reference values.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -24,6 +25,7 @@
 #include "distributed/tcp_transport.h"
 #include "npu_kernels/dtype.h"
 #include "npu_kernels/reduce_ops.h"
+#include "npu_sim/runtime.h"
 
 namespace {
 
@@ -32,6 +34,23 @@ using hccl_sim::MsgHeader;
 using hccl_sim::Xfer;
 using npu_kernels::DType;
 using npu_kernels::ReduceKind;
+
+// Elements in device memory of `device` (the runtime's shareable HBM), as the torch layer hands them over.
+template <typename T>
+struct DeviceBuf {
+  DeviceBuf(int device, std::size_t n) : n(n) {
+    void* p = nullptr;
+    if (npu_sim::malloc_device(device, &p, std::max<std::size_t>(1, n) * sizeof(T)) != npu_sim::Status::kSuccess)
+      throw std::runtime_error("malloc_device failed: " + npu_sim::last_error_message());
+    data = static_cast<T*>(p);
+  }
+  ~DeviceBuf() { npu_sim::free_device(data); }
+  DeviceBuf(const DeviceBuf&) = delete;
+  DeviceBuf& operator=(const DeviceBuf&) = delete;
+  T& operator[](std::size_t i) { return data[i]; }
+  T* data = nullptr;
+  std::size_t n = 0;
+};
 
 // ---------------------------------------------------------------------------------------------- reductions
 
@@ -218,7 +237,7 @@ TEST(HcclShm, BadMagicAndDesyncAreRejected) {
   for (uint32_t magic : {hccl_sim::kMsgMagic, 0x12345678u}) {
     MemRendezvous rv;
     const auto err = on_ranks(2, [&](int r) {
-      auto t = hccl_sim::make_shm_transport(rv, "s", r, 2, 1 << 20, {0, 1}, false);
+      auto t = hccl_sim::make_shm_transport(rv, "s", r, 2, 1 << 20, {0, 1}, -1);
       std::vector<char> buf(64);
       Xfer x;
       x.peer = 1 - r;
@@ -232,6 +251,27 @@ TEST(HcclShm, BadMagicAndDesyncAreRejected) {
     });
     EXPECT_NE(err[0].find(magic == hccl_sim::kMsgMagic ? "desync" : "malformed frame"), std::string::npos) << err[0];
   }
+}
+
+TEST(HcclShm, ForgedPeerReadFrameIsRejected) {
+  // Rank 1 flags a message as a peer read although its payload is not in its device memory: rank 0 must
+  // refuse the address rather than read through it.
+  MemRendezvous rv;
+  const auto err = on_ranks(2, [&](int r) {
+    auto t = hccl_sim::make_shm_transport(rv, "s", r, 2, 1 << 20, {0, 1}, r);
+    ASSERT_TRUE(hccl_sim::shm_peer_read_enabled(*t));
+    std::vector<char> buf(256 << 10);
+    Xfer x;
+    x.peer = 1 - r;
+    x.is_send = r == 1;
+    x.hdr = hdr(buf.size(), buf.size());
+    if (r == 1) x.hdr.flags = hccl_sim::kFlagPeerRead;
+    x.src = buf.data();
+    x.dst = buf.data();
+    std::vector<Xfer*> xs{&x};
+    hccl_sim::run_xfers(*t, xs, soon(r == 1 ? 1 : 10), nullptr, "test");
+  });
+  EXPECT_NE(err[0].find("malformed peer-read frame from rank 1"), std::string::npos) << err[0];
 }
 
 // ---------------------------------------------------------------------------------------------- collectives
@@ -252,12 +292,13 @@ void run_collectives(Kind kind) {
         is_local[p] = p / 2 == r / 2;
         (is_local[p] ? local : remote).push_back(p);
       }
-      auto shm = hccl_sim::make_shm_transport(rv, "h", r, n, 1 << 20, local, false);
+      auto shm = hccl_sim::make_shm_transport(rv, "h", r, n, 1 << 20, local, -1);
       auto tcp = hccl_sim::make_tcp_transport(rv, "h", r, n, std::chrono::seconds(10), remote);
       t = hccl_sim::make_hybrid_transport(r, n, is_local, std::move(shm), std::move(tcp));
       ASSERT_STREQ(t->name(), "shm+tcp");
     } else {
-      t = hccl_sim::make_shm_transport(rv, "s", r, n, 1 << 20, {0, 1, 2, 3}, kind == Kind::kShmPeerRead);
+      t = hccl_sim::make_shm_transport(rv, "s", r, n, 1 << 20, {0, 1, 2, 3}, kind == Kind::kShmPeerRead ? r : -1);
+      ASSERT_EQ(hccl_sim::shm_peer_read_enabled(*t), kind == Kind::kShmPeerRead);
     }
     std::vector<char> scratch;
     uint32_t seq = 0;
@@ -271,34 +312,34 @@ void run_collectives(Kind kind) {
     };
     auto val = [](int rank, std::size_t i, int salt) { return float((i * 7 + rank * 3 + salt) % 11); };
     for (std::size_t count : {std::size_t(5), std::size_t(40000), std::size_t(300001)}) {
-      std::vector<float> buf(count);
+      DeviceBuf<float> buf(r, count);
       for (std::size_t i = 0; i < count; ++i) buf[i] = val(r, i, 0);
       auto c = ctx(count);
-      hccl_sim::allreduce(c, buf.data(), count, DType::kFloat32, ReduceKind::kSum);
+      hccl_sim::allreduce(c, buf.data, count, DType::kFloat32, ReduceKind::kSum);
       for (std::size_t i = 0; i < count; ++i) {
         float want = 0;
         for (int p = 0; p < n; ++p) want += val(p, i, 0);
         ASSERT_EQ(buf[i], want) << "all_reduce count=" << count << " i=" << i;
       }
-      std::vector<float> in(count * n), out(count);
+      DeviceBuf<float> in(r, count * n), out(r, count);
       std::vector<const void*> blocks;
       for (int p = 0; p < n; ++p) {
         for (std::size_t i = 0; i < count; ++i) in[p * count + i] = val(r, i, p);
-        blocks.push_back(in.data() + p * count);
+        blocks.push_back(in.data + p * count);
       }
       auto c2 = ctx(count);
-      hccl_sim::reduce_scatter(c2, blocks, out.data(), count, DType::kFloat32, ReduceKind::kSum);
+      hccl_sim::reduce_scatter(c2, blocks, out.data, count, DType::kFloat32, ReduceKind::kSum);
       for (std::size_t i = 0; i < count; ++i) {
         float want = 0;
         for (int p = 0; p < n; ++p) want += val(p, i, r);
         ASSERT_EQ(out[i], want) << "reduce_scatter count=" << count << " i=" << i;
       }
-      std::vector<float> mine(count), all(count * n, -1.f);
+      DeviceBuf<float> mine(r, count), all(r, count * n);
       for (std::size_t i = 0; i < count; ++i) mine[i] = val(r, i, 9);
       std::vector<void*> outs;
-      for (int p = 0; p < n; ++p) outs.push_back(all.data() + p * count);
+      for (int p = 0; p < n; ++p) outs.push_back(all.data + p * count);
       auto c3 = ctx(count);
-      hccl_sim::allgather(c3, mine.data(), outs, count * sizeof(float));
+      hccl_sim::allgather(c3, mine.data, outs, count * sizeof(float));
       for (int p = 0; p < n; ++p)
         for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(all[p * count + i], val(p, i, 9)) << "all_gather";
     }

@@ -12,19 +12,22 @@ from dist_launch import ROOT, SCRIPTS, assert_ok, free_port, launch, shm_leftove
 
 @pytest.mark.parametrize("world", [2, 4])
 def test_collectives_shm(world):
+    # default: messages of 128 KiB or more are read by the receiver straight out of the sender's device
+    # memory (every rank maps its peers' HBM arenas read-only)
     res = launch("collectives_worker.py", world, env={"NPU_SIM_HCCL_TRANSPORT": "shm"}, timeout=150)
     assert_ok(res)
     assert "0 failures" in res[0][1]
-    assert "transport=shm\n" in res[0][1]
+    assert "transport=shm+peer-read\n" in res[0][1]
     assert not shm_leftovers()
 
 
-def test_collectives_shm_peer_read():
-    # large messages read straight out of the sender's memory (process_vm_readv) instead of the ring
-    res = launch("collectives_worker.py", 2, env={"NPU_SIM_HCCL_PEER_READ": "1"}, timeout=150)
+@pytest.mark.parametrize("env", [{"NPU_SIM_HCCL_PEER_READ": "0"}, {"NPU_SIM_SHARED_HBM": "0"}])
+def test_collectives_shm_ring_only(env):
+    # peer reads turned off, or device memory not shareable: every byte goes through the shm rings
+    res = launch("collectives_worker.py", 2, env=env, timeout=150)
     assert_ok(res)
     assert "0 failures" in res[0][1]
-    assert "transport=shm+peer-read" in res[0][1]
+    assert "transport=shm\n" in res[0][1]
     assert not shm_leftovers()
 
 

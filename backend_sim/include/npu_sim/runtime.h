@@ -21,6 +21,7 @@ enum class Status : int {
   kKernelError = 5,     // an asynchronous kernel or copy failed; reported at the next sync point
   kInvalidHandle = 6,   // unknown/destroyed stream or event, pointer not from this runtime
   kInternal = 7,
+  kNotSupported = 8,    // the feature is off or the host does not provide it
 };
 
 const char* status_name(Status s);
@@ -67,6 +68,17 @@ struct PointerAttributes {
 };
 // Works for any pointer inside an allocation, not just its start.
 Status pointer_get_attributes(const void* ptr, PointerAttributes* attrs);
+
+// Device memory as a shareable file: another process of the host can open /proc/<pid>/fd/<fd> and map
+// it; device pointer p of `device` (if base <= p < base + size) is at file offset p - base. Allocations
+// that did not fit the region (never the case while capacity is left) are private. kNotSupported when
+// NPU_SIM_SHARED_HBM=0 or the host refused the memfd.
+struct SharedRegion {
+  int fd;
+  void* base;
+  std::size_t size;
+};
+Status device_memory_region(int device, SharedRegion* region);
 
 // ---------------------------------------------------------------------------------------------------
 // Streams and events: in-order queues, each executed by its own worker thread; different streams run

@@ -1,5 +1,5 @@
-// Element math of the collectives (torch-free): dst = op(dst, src) and in-place scaling for every dtype,
-// with fp32 arithmetic for fp16/bf16 (converted in registers, rounded once per call).
+// Element math and bulk copies of the collectives (torch-free): dst = op(dst, src) and in-place scaling for
+// every dtype, with fp32 arithmetic for fp16/bf16 (converted in registers, rounded once per call).
 #pragma once
 
 #include <cstddef>
@@ -20,5 +20,8 @@ void reduce_to(DType t, ReduceKind k, void* dst, const void* a, const void* src,
 // dst[i] = dst[i] * factor (floating types; integers: truncating division when `divide` is set).
 void scale_inplace(DType t, void* dst, std::size_t n, double factor);
 void divide_inplace(DType t, void* dst, std::size_t n, long long divisor);
+// memcpy for a destination that is not read again soon (a collective's output): from 256 KiB up the stores
+// bypass the cache (non-temporal), which saves the read-for-ownership of every destination line.
+void copy_streaming(void* dst, const void* src, std::size_t bytes);
 
 }  // namespace npu_kernels
