@@ -81,33 +81,87 @@ void allreduce_mesh(CommContext& c, char* buf, std::size_t count, DType dt, Redu
   std::memcpy(buf, staging.data(), bytes);
 }
 
-// Ring reduce-scatter leaving the fully reduced chunk `rank` in buf (chunk i of the n-way split).
-void ring_reduce_scatter(CommContext& c, char* buf, std::size_t count, DType dt, ReduceKind op) {
-  const int n = c.t.size(), me = c.t.rank();
+// A ring over some of the communicator's ranks: ranks[i] is the global rank at position i, me our position.
+struct Ring {
+  std::vector<int> ranks;
+  int me = 0;
+  int size() const { return static_cast<int>(ranks.size()); }
+  int at(int pos) const { return ranks[mod(pos, size())]; }
+};
+
+Ring world_ring(const CommContext& c) {
+  Ring g;
+  for (int r = 0; r < c.t.size(); ++r) g.ranks.push_back(r);
+  g.me = c.t.rank();
+  return g;
+}
+
+// Ring reduce-scatter leaving the fully reduced chunk g.me (chunk i of the g.size()-way split) in buf.
+void ring_reduce_scatter(CommContext& c, const Ring& g, char* buf, std::size_t count, DType dt, ReduceKind op) {
+  const int n = g.size(), me = g.me;
   const std::size_t esz = npu_kernels::dtype_size(dt);
-  const int right = mod(me + 1, n), left = mod(me - 1, n);
   for (int s = 0; s < n - 1; ++s) {
     const int si = mod(me - s - 1, n), ri = mod(me - s - 2, n);
     const std::size_t sb = chunk_begin(count, n, si), se = chunk_begin(count, n, si + 1);
     const std::size_t rb = chunk_begin(count, n, ri), re = chunk_begin(count, n, ri + 1);
-    std::vector<Xfer> xs{send_to(c, right, buf + sb * esz, (se - sb) * esz),
-                         recv_reduce(c, left, buf + rb * esz, (re - rb) * esz, dt, op)};
+    std::vector<Xfer> xs{send_to(c, g.at(me + 1), buf + sb * esz, (se - sb) * esz),
+                         recv_reduce(c, g.at(me - 1), buf + rb * esz, (re - rb) * esz, dt, op)};
     run(c, xs);
   }
 }
 
-// Ring all-gather of the n chunks of buf, each rank starting with chunk `rank`.
-void ring_allgather_chunks(CommContext& c, char* buf, std::size_t count, std::size_t esz) {
-  const int n = c.t.size(), me = c.t.rank();
-  const int right = mod(me + 1, n), left = mod(me - 1, n);
+// Ring all-gather of the g.size() chunks of buf, each rank starting with chunk g.me.
+void ring_allgather_chunks(CommContext& c, const Ring& g, char* buf, std::size_t count, std::size_t esz) {
+  const int n = g.size(), me = g.me;
   for (int s = 0; s < n - 1; ++s) {
     const int si = mod(me - s, n), ri = mod(me - s - 1, n);
     const std::size_t sb = chunk_begin(count, n, si), se = chunk_begin(count, n, si + 1);
     const std::size_t rb = chunk_begin(count, n, ri), re = chunk_begin(count, n, ri + 1);
-    std::vector<Xfer> xs{send_to(c, right, buf + sb * esz, (se - sb) * esz),
-                         recv_copy(c, left, buf + rb * esz, (re - rb) * esz)};
+    std::vector<Xfer> xs{send_to(c, g.at(me + 1), buf + sb * esz, (se - sb) * esz),
+                         recv_copy(c, g.at(me - 1), buf + rb * esz, (re - rb) * esz)};
     run(c, xs);
   }
+}
+
+// The two rings of the two-level all_reduce: the ranks of this host, and the ranks with our local index on
+// every host (hosts in order of their lowest rank). False unless H >= 2 hosts hold L >= 2 ranks each.
+bool two_level_rings(const CommContext& c, Ring* local, Ring* cross) {
+  if (c.host_of == nullptr) return false;
+  const std::vector<int>& host = *c.host_of;
+  const int n = c.t.size(), me = c.t.rank();
+  std::vector<std::vector<int>> members;  // per host, ascending ranks
+  std::vector<int> index(n, -1);          // host -> position in members
+  for (int r = 0; r < n; ++r) {
+    const int h = host[r];
+    if (h < 0 || h >= n) return false;
+    if (index[h] < 0) {
+      index[h] = static_cast<int>(members.size());
+      members.emplace_back();
+    }
+    members[index[h]].push_back(r);
+  }
+  const std::size_t per_host = members[0].size();
+  if (members.size() < 2 || per_host < 2) return false;
+  for (const auto& m : members) if (m.size() != per_host) return false;
+  const std::vector<int>& mine = members[index[host[me]]];
+  local->ranks = mine;
+  local->me = static_cast<int>(std::find(mine.begin(), mine.end(), me) - mine.begin());
+  cross->ranks.clear();
+  for (const auto& m : members) {
+    if (&m == &mine) cross->me = cross->size();
+    cross->ranks.push_back(m[local->me]);
+  }
+  return true;
+}
+
+void allreduce_two_level(CommContext& c, const Ring& local, const Ring& cross, char* buf, std::size_t count,
+                         DType dt, ReduceKind op) {
+  const std::size_t esz = npu_kernels::dtype_size(dt);
+  ring_reduce_scatter(c, local, buf, count, dt, op);
+  const std::size_t b = chunk_begin(count, local.size(), local.me), e = chunk_begin(count, local.size(), local.me + 1);
+  ring_reduce_scatter(c, cross, buf + b * esz, e - b, dt, op);
+  ring_allgather_chunks(c, cross, buf + b * esz, e - b, esz);
+  ring_allgather_chunks(c, local, buf, count, esz);
 }
 
 void allreduce_hd(CommContext& c, char* buf, std::size_t count, DType dt, ReduceKind op) {
@@ -194,12 +248,17 @@ Algo choose_allreduce_algo(Algo forced, std::size_t bytes, int ranks) {
 void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKind op) {
   if (c.t.size() == 1 || count == 0) return;
   const std::size_t esz = npu_kernels::dtype_size(dt);
+  Ring local, cross;
+  if (c.algo == Algo::kAuto && count * esz > kMeshBytes && two_level_rings(c, &local, &cross))
+    return allreduce_two_level(c, local, cross, static_cast<char*>(buf), count, dt, op);
   switch (choose_allreduce_algo(c.algo, count * esz, c.t.size())) {
     case Algo::kMesh: return allreduce_mesh(c, static_cast<char*>(buf), count, dt, op);
     case Algo::kHalvingDoubling: return allreduce_hd(c, static_cast<char*>(buf), count, dt, op);
-    default:
-      ring_reduce_scatter(c, static_cast<char*>(buf), count, dt, op);
-      ring_allgather_chunks(c, static_cast<char*>(buf), count, esz);
+    default: {
+      const Ring world = world_ring(c);
+      ring_reduce_scatter(c, world, static_cast<char*>(buf), count, dt, op);
+      ring_allgather_chunks(c, world, static_cast<char*>(buf), count, esz);
+    }
   }
 }
 

@@ -17,7 +17,9 @@ const char* algo_name(Algo a);
 // HCCL_ALGO: bare names ("ring", "H-D_R", "fullmesh"/"mesh"/"oneshot") or HCCL's
 // "level0:NA;level1:ring" form (the level1 entry wins). Unknown names throw CommError.
 Algo parse_algo(const std::string& value);
-// The algorithm an all_reduce of `bytes` on `ranks` ranks uses when nothing is forced.
+// The algorithm an all_reduce of `bytes` on `ranks` ranks uses when nothing is forced (within one host;
+// across hosts with several ranks each, unforced all_reduces above the mesh size run two-level, see
+// allreduce()).
 Algo choose_allreduce_algo(Algo forced, std::size_t bytes, int ranks);
 
 struct CommContext {
@@ -28,6 +30,8 @@ struct CommContext {
   Algo algo;
   const char* what;  // collective name for errors
   std::vector<char>* scratch = nullptr;  // the communicator's reusable staging buffer (see scratch())
+  // host_of[r]: host index of rank r (equal = shared memory), or null when every rank is on one host.
+  const std::vector<int>* host_of = nullptr;
 };
 
 // A staging buffer of at least `bytes`, kept by the communicator between collectives (they run one at a
@@ -37,6 +41,10 @@ char* scratch(CommContext& c, std::size_t bytes);
 using npu_kernels::DType;
 using npu_kernels::ReduceKind;
 
+// Across hosts with the same number L >= 2 of ranks on each of H >= 2 hosts, an unforced all_reduce above
+// the mesh size is two-level, as HCCL's level0/level1 split: ring reduce-scatter inside the host (shm),
+// ring all_reduce of this rank's 1/L chunk with the ranks of the same local index on the other hosts
+// (one TCP ring per local index, all running at once), ring all-gather inside the host.
 void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKind op);
 void broadcast(CommContext& c, void* buf, std::size_t bytes, int root);
 // out[r] receives rank r's `bytes`; `in` may alias out[rank].

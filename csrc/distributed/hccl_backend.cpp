@@ -7,7 +7,7 @@
 #include <c10/util/Exception.h>
 
 #include <cstdio>
-#include <set>
+#include <map>
 #include <unistd.h>
 
 #include "aten/npu_tensor.h"
@@ -77,16 +77,17 @@ HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
     // hosts (both at once, hierarchically, when the job spans hosts with several ranks on some).
     const std::string me = hccl_sim::host_identity();
     rv.set("host/" + std::to_string(rank), me);
-    std::vector<int> local, remote, all;
+    std::vector<int> local, remote, all, host_of;
     std::vector<char> is_local(size, 0);
-    std::set<std::string> hosts;
+    std::map<std::string, int> hosts;  // identity -> index, in order of each host's lowest rank
     for (int r = 0; r < size; ++r) {
       const std::string h = r == rank ? me : rv.get("host/" + std::to_string(r));
-      hosts.insert(h);
+      host_of.push_back(hosts.emplace(h, static_cast<int>(hosts.size())).first->second);
       all.push_back(r);
       is_local[r] = h == me;
       (is_local[r] ? local : remote).push_back(r);
     }
+    if (hosts.size() > 1) comm_->host_of = host_of;
     hccl_sim::TransportKind kind = comm_->cfg.transport;
     if (kind == hccl_sim::TransportKind::kShm && !remote.empty())
       throw hccl_sim::CommError("NPU_SIM_HCCL_TRANSPORT=shm but the ranks are on different hosts");
@@ -233,7 +234,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
     }
     try {
       hccl_sim::CommContext ctx{*shared->coll, hdr, std::chrono::steady_clock::now() + shared->timeout,
-                                &shared->abort, shared->cfg.algo, name, &shared->scratch};
+                                &shared->abort, shared->cfg.algo, name, &shared->scratch,
+                                shared->host_of.empty() ? nullptr : &shared->host_of};
       body(ctx);
       state->finish(nullptr);
     } catch (const std::exception& e) {

@@ -29,6 +29,7 @@ struct CommShared {
   std::string broken;  // first failure; every later operation fails fast with it
   int rank = 0;
   std::vector<char> scratch;  // only touched by collectives on the communication stream, one at a time
+  std::vector<int> host_of;   // host index per rank when the ranks span hosts (two-level all_reduce), else empty
   void set_broken(const std::string& msg);
   std::string broken_reason();
 };

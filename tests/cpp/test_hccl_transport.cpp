@@ -347,6 +347,84 @@ void run_collectives(Kind kind) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
 }
 
+// Forwards to a transport and counts the payload bytes this rank sent to ranks of other hosts.
+class CrossHostCounter final : public hccl_sim::Transport {
+ public:
+  CrossHostCounter(std::unique_ptr<hccl_sim::Transport> inner, std::vector<int> host_of)
+      : Transport(inner->rank(), inner->size()), inner_(std::move(inner)), host_of_(std::move(host_of)) {}
+  const char* name() const override { return inner_->name(); }
+  bool progress(std::vector<Xfer*>& xfers) override {
+    std::vector<char> was(xfers.size());
+    for (std::size_t i = 0; i < xfers.size(); ++i) was[i] = xfers[i]->finished;
+    const bool moved = inner_->progress(xfers);
+    for (std::size_t i = 0; i < xfers.size(); ++i) {
+      const Xfer& x = *xfers[i];
+      if (!was[i] && x.finished && x.is_send && host_of_[x.peer] != host_of_[rank()]) cross_bytes += x.hdr.bytes;
+    }
+    return moved;
+  }
+  uint32_t wait_token() override { return inner_->wait_token(); }
+  void idle_wait(uint32_t token, const std::vector<Xfer*>& xfers, std::chrono::microseconds max_wait) override {
+    inner_->idle_wait(token, xfers, max_wait);
+  }
+  void check_peers() override { inner_->check_peers(); }
+  std::size_t cross_bytes = 0;
+
+ private:
+  std::unique_ptr<hccl_sim::Transport> inner_;
+  std::vector<int> host_of_;
+};
+
+// 2 hosts x 2 ranks: the two-level all_reduce gives the exact sums and sends each rank's N/2 (not the
+// flat ring's 1.5 N on the two host-crossing links) between hosts: 2 N in all instead of 3 N.
+TEST(HcclCollectives, TwoLevelAllReduceAcrossHosts) {
+  constexpr int n = 4;
+  constexpr std::size_t count = 300000;
+  const std::vector<int> host_of{0, 0, 1, 1};
+  MemRendezvous rv;
+  std::vector<std::size_t> cross(2 * n, 0);
+  const auto err = on_ranks(n, [&](int r) {
+    std::vector<int> local, remote;
+    std::vector<char> is_local(n);
+    for (int p = 0; p < n; ++p) {
+      is_local[p] = host_of[p] == host_of[r];
+      (is_local[p] ? local : remote).push_back(p);
+    }
+    auto shm = hccl_sim::make_shm_transport(rv, "h", r, n, 1 << 20, local, r);
+    auto tcp = hccl_sim::make_tcp_transport(rv, "h", r, n, std::chrono::seconds(10), remote);
+    CrossHostCounter t(hccl_sim::make_hybrid_transport(r, n, is_local, std::move(shm), std::move(tcp)), host_of);
+    std::vector<char> scratch;
+    uint32_t seq = 0;
+    for (auto algo : {hccl_sim::Algo::kAuto, hccl_sim::Algo::kRing}) {
+      DeviceBuf<float> buf(r, count);
+      for (std::size_t i = 0; i < count; ++i) buf[i] = float((i * 5 + r * 3) % 17);
+      MsgHeader h;
+      h.op = 1;
+      h.dtype = static_cast<int8_t>(DType::kFloat32);
+      h.seq = ++seq;
+      h.numel = count;
+      hccl_sim::CommContext c{t, h, soon(30), nullptr, algo, "test", &scratch, &host_of};
+      const std::size_t before = t.cross_bytes;
+      hccl_sim::allreduce(c, buf.data, count, DType::kFloat32, ReduceKind::kSum);
+      cross[r * 2 + (algo == hccl_sim::Algo::kRing)] = t.cross_bytes - before;
+      for (std::size_t i = 0; i < count; ++i) {
+        float want = 0;
+        for (int p = 0; p < n; ++p) want += float((i * 5 + p * 3) % 17);
+        ASSERT_EQ(buf[i], want) << "algo " << hccl_sim::algo_name(algo) << " i=" << i;
+      }
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+  std::size_t two_level = 0, flat = 0;
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(cross[r * 2], count * sizeof(float) / 2) << "rank " << r;  // N/2 per rank, every rank
+    two_level += cross[r * 2];
+    flat += cross[r * 2 + 1];
+  }
+  EXPECT_EQ(two_level, 2 * count * sizeof(float));
+  EXPECT_EQ(flat, 3 * count * sizeof(float));
+}
+
 TEST(HcclCollectives, FourRanksOverShm) { run_collectives(Kind::kShm); }
 TEST(HcclCollectives, FourRanksOverShmWithPeerReads) { run_collectives(Kind::kShmPeerRead); }
 TEST(HcclCollectives, TwoHostsOfTwoRanksOverShmAndTcp) { run_collectives(Kind::kHybrid); }
