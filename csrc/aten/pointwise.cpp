@@ -1,4 +1,5 @@
 // TensorIteratorBase -> ElementwiseIter conversion and launch (see pointwise.h).
+#include "fallback/dtype_fallback.h"
 #include "aten/pointwise.h"
 
 #include <ATen/Dispatch.h>
@@ -107,8 +108,10 @@ void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate,
 
   const npu_sim::Status status = launch(current_native_stream(device.index()), e);
   // The kernel library answers kInvalidValue (without a runtime message) for a dtype it has no kernel for.
-  TORCH_CHECK_NOT_IMPLEMENTED(status != npu_sim::Status::kInvalidValue, op, ": no npu kernel for dtype ", in_type,
-                              " (inputs) -> ", out_type, " (output)");
+  if (status == npu_sim::Status::kInvalidValue) {
+    throw_no_kernel_for_dtype(
+        c10::str(op, ": no npu kernel for dtype ", in_type, " (inputs) -> ", out_type, " (output)"));
+  }
   NPU_CHECK(status);
   if (out_tmp.defined()) at::Tensor(out).copy_(out_tmp);
 }

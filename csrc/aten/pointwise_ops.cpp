@@ -100,6 +100,7 @@
 #include "aten/pointwise.h"
 #include "aten/structured.h"
 #include "fallback/cpu_fallback.h"
+#include "fallback/dtype_fallback.h"
 
 namespace torch_npu_sim {
 namespace {
@@ -114,52 +115,71 @@ using S = c10::Scalar;
 
 }  // namespace
 
-// One macro per schema shape: functional, in-place and out= flavours over the same meta + kernel.
+// One macro per schema shape: functional, in-place and out= flavours over the same meta + kernel. Each
+// goes through NPU_OR_CPU: a dtype the kernel library lacks (complex, mostly) runs on the CPU fallback.
+
 #define NPU_UNARY(name, META, OP)                                                                         \
-  m.impl(#name, [](const T& self) { return structured_functional<at::meta::structured_##META>(unary_kernel(OP), self); }); \
-  m.impl(#name "_", [](T& self) -> T& { return structured_inplace<at::meta::structured_##META>(unary_kernel(OP), self); }); \
+  m.impl(#name, [](const T& self) {                                                                      \
+    return NPU_OR_CPU(T(const T&), #name, "",                                                            \
+                      structured_functional<at::meta::structured_##META>(unary_kernel(OP), self), self);   \
+  });                                                                                                     \
+  m.impl(#name "_", [](T& self) -> T& {                                                                  \
+    return NPU_OR_CPU(T&(T&), #name "_", "",                                                             \
+                      structured_inplace<at::meta::structured_##META>(unary_kernel(OP), self), self);      \
+  });                                                                                                     \
   m.impl(#name ".out", [](const T& self, T& out) -> T& {                                                 \
-    return structured_out<at::meta::structured_##META>(unary_kernel(OP), out, self);                      \
+    return NPU_OR_CPU(T&(const T&, T&), #name, "out",                                                    \
+                      structured_out<at::meta::structured_##META>(unary_kernel(OP), out, self), self, out); \
   });
 
 #define NPU_BINARY(name, overload, META, OP)                                                              \
   m.impl(#name "." #overload, [](const T& a, const T& b) {                                               \
-    return structured_functional<at::meta::structured_##META>(binary_kernel(OP), a, b);                   \
+    return NPU_OR_CPU(T(const T&, const T&), #name, #overload,                                           \
+                      structured_functional<at::meta::structured_##META>(binary_kernel(OP), a, b), a, b);  \
   });                                                                                                     \
   m.impl(#name "_." #overload, [](T& a, const T& b) -> T& {                                              \
-    return structured_inplace<at::meta::structured_##META>(binary_kernel(OP), a, b);                      \
+    return NPU_OR_CPU(T&(T&, const T&), #name "_", #overload,                                            \
+                      structured_inplace<at::meta::structured_##META>(binary_kernel(OP), a, b), a, b);     \
   });                                                                                                     \
   m.impl(#name ".out", [](const T& a, const T& b, T& out) -> T& {                                        \
-    return structured_out<at::meta::structured_##META>(binary_kernel(OP), out, a, b);                     \
+    return NPU_OR_CPU(T&(const T&, const T&, T&), #name, "out",                                          \
+                      structured_out<at::meta::structured_##META>(binary_kernel(OP), out, a, b), a, b, out); \
   });
 
 // Same, for ops whose schema has no overload name (maximum, fmax, ...).
 #define NPU_BINARY_PLAIN(name, META, OP)                                                                  \
   m.impl(#name, [](const T& a, const T& b) {                                                             \
-    return structured_functional<at::meta::structured_##META>(binary_kernel(OP), a, b);                   \
+    return NPU_OR_CPU(T(const T&, const T&), #name, "",                                                  \
+                      structured_functional<at::meta::structured_##META>(binary_kernel(OP), a, b), a, b);  \
   });                                                                                                     \
   m.impl(#name ".out", [](const T& a, const T& b, T& out) -> T& {                                        \
-    return structured_out<at::meta::structured_##META>(binary_kernel(OP), out, a, b);                     \
+    return NPU_OR_CPU(T&(const T&, const T&, T&), #name, "out",                                          \
+                      structured_out<at::meta::structured_##META>(binary_kernel(OP), out, a, b), a, b, out); \
   });
 
 #define NPU_COMPARE(name, OP)                                                                             \
   NPU_BINARY(name, Tensor, name##_Tensor, OP)                                                             \
   m.impl(#name ".Scalar", [](const T& a, const S& b) {                                                   \
-    return structured_functional<at::meta::structured_##name##_Scalar>(binary_kernel(OP), a, b);          \
+    return NPU_OR_CPU(T(const T&, const S&), #name, "Scalar",                                            \
+                      structured_functional<at::meta::structured_##name##_Scalar>(binary_kernel(OP), a, b), a, b); \
   });                                                                                                     \
   m.impl(#name "_.Scalar", [](T& a, const S& b) -> T& {                                                  \
-    return structured_inplace<at::meta::structured_##name##_Scalar>(binary_kernel(OP), a, b);             \
+    return NPU_OR_CPU(T&(T&, const S&), #name "_", "Scalar",                                             \
+                      structured_inplace<at::meta::structured_##name##_Scalar>(binary_kernel(OP), a, b), a, b); \
   });                                                                                                     \
   m.impl(#name ".Scalar_out", [](const T& a, const S& b, T& out) -> T& {                                 \
-    return structured_out<at::meta::structured_##name##_Scalar>(binary_kernel(OP), out, a, b);            \
+    return NPU_OR_CPU(T&(const T&, const S&, T&), #name, "Scalar_out",                                   \
+                      structured_out<at::meta::structured_##name##_Scalar>(binary_kernel(OP), out, a, b), a, b, out); \
   });
 
 #define NPU_BACKWARD2(name, META, OP)                                                                     \
   m.impl(#name, [](const T& g, const T& x) {                                                             \
-    return structured_functional<at::meta::structured_##META>(binary_kernel(OP), g, x);                   \
+    return NPU_OR_CPU(T(const T&, const T&), #name, "",                                                  \
+                      structured_functional<at::meta::structured_##META>(binary_kernel(OP), g, x), g, x);  \
   });                                                                                                     \
   m.impl(#name ".grad_input", [](const T& g, const T& x, T& out) -> T& {                                 \
-    return structured_out<at::meta::structured_##META>(binary_kernel(OP), out, g, x);                     \
+    return NPU_OR_CPU(T&(const T&, const T&, T&), #name, "grad_input",                                   \
+                      structured_out<at::meta::structured_##META>(binary_kernel(OP), out, g, x), g, x, out); \
   });
 
 // Ops without a structured meta function: libtorch's TensorIterator builders do the same job.
@@ -179,6 +199,7 @@ T& relu_(T& self) {
 }
 
 T& abs_out(const T& self, T& out) {
+  if (self.is_complex()) throw_no_kernel_for_dtype(c10::str("abs: no npu kernel for dtype ", self.scalar_type()));
   auto iter = at::TensorIterator::unary_op(out, self);
   unary_kernel(UnaryOp::kAbs)(iter);
   return out;
@@ -294,10 +315,14 @@ T& nan_to_num_out(const T& self, std::optional<double> nan, std::optional<double
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("relu", relu);
   m.impl("relu_", relu_);
-  m.impl("abs.out", abs_out);
-  m.impl("sgn.out", [](const T& self, T& out) -> T& {  // real dtypes: sgn == sign
-    TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "sgn: complex tensors are not supported on npu");
-    return at::sign_out(out, self);
+  m.impl("abs.out", [](const T& self, T& out) -> T& {
+    return NPU_OR_CPU(T&(const T&, T&), "abs", "out", abs_out(self, out), self, out);
+  });
+  m.impl("sgn.out", [](const T& self, T& out) -> T& {  // real dtypes: sgn == sign; complex: CPU fallback
+    return NPU_OR_CPU(T&(const T&, T&), "sgn", "out",
+                      self.is_complex() ? (throw_no_kernel_for_dtype("sgn: no npu kernel for complex dtypes"), out)
+                                        : at::sign_out(out, self),
+                      self, out);
   });
   m.impl("logical_and.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalAnd, a, b, out); });
   m.impl("logical_or.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalOr, a, b, out); });
@@ -395,19 +420,31 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   NPU_BINARY_PLAIN(hypot, hypot, BinaryOp::kHypot)
   m.impl("pow.Tensor_Tensor", [](const T& a, const T& b) {
-    return structured_functional<at::meta::structured_pow_Tensor_Tensor>(binary_kernel(BinaryOp::kPow), a, b);
+    return NPU_OR_CPU(T(const T&, const T&), "pow", "Tensor_Tensor",
+                      structured_functional<at::meta::structured_pow_Tensor_Tensor>(binary_kernel(BinaryOp::kPow), a, b),
+                      a, b);
   });
   m.impl("pow_.Tensor", [](T& a, const T& b) -> T& {
-    return structured_inplace<at::meta::structured_pow_Tensor_Tensor>(binary_kernel(BinaryOp::kPow), a, b);
+    return NPU_OR_CPU(T&(T&, const T&), "pow_", "Tensor",
+                      structured_inplace<at::meta::structured_pow_Tensor_Tensor>(binary_kernel(BinaryOp::kPow), a, b),
+                      a, b);
   });
   m.impl("pow.Tensor_Tensor_out", [](const T& a, const T& b, T& out) -> T& {
-    return structured_out<at::meta::structured_pow_Tensor_Tensor>(binary_kernel(BinaryOp::kPow), out, a, b);
+    return NPU_OR_CPU(
+        T&(const T&, const T&, T&), "pow", "Tensor_Tensor_out",
+        structured_out<at::meta::structured_pow_Tensor_Tensor>(binary_kernel(BinaryOp::kPow), out, a, b), a, b, out);
   });
   m.impl("pow.Tensor_Scalar", [](const T& a, const S& e) {
-    return structured_functional<at::meta::structured_pow_Tensor_Scalar>(unary_kernel(UnaryOp::kPowScalar, with_a(e)), a, e);
+    return NPU_OR_CPU(T(const T&, const S&), "pow", "Tensor_Scalar",
+                      structured_functional<at::meta::structured_pow_Tensor_Scalar>(
+                          unary_kernel(UnaryOp::kPowScalar, with_a(e)), a, e),
+                      a, e);
   });
   m.impl("pow_.Scalar", [](T& a, const S& e) -> T& {
-    return structured_inplace<at::meta::structured_pow_Tensor_Scalar>(unary_kernel(UnaryOp::kPowScalar, with_a(e)), a, e);
+    return NPU_OR_CPU(T&(T&, const S&), "pow_", "Scalar",
+                      structured_inplace<at::meta::structured_pow_Tensor_Scalar>(
+                          unary_kernel(UnaryOp::kPowScalar, with_a(e)), a, e),
+                      a, e);
   });
   // Scalar base: ATen's meta sizes the output; the base travels as a CPU scalar operand of pow.Tensor_Tensor.
   m.impl("pow.Scalar_out", [](const S& base, const T& e, T& out) -> T& {
@@ -425,7 +462,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     }, base, e);
   });
   m.impl("pow.Tensor_Scalar_out", [](const T& a, const S& e, T& out) -> T& {
-    return structured_out<at::meta::structured_pow_Tensor_Scalar>(unary_kernel(UnaryOp::kPowScalar, with_a(e)), out, a, e);
+    return NPU_OR_CPU(T&(const T&, const S&, T&), "pow", "Tensor_Scalar_out",
+                      structured_out<at::meta::structured_pow_Tensor_Scalar>(
+                          unary_kernel(UnaryOp::kPowScalar, with_a(e)), out, a, e),
+                      a, e, out);
   });
 
   NPU_COMPARE(eq, BinaryOp::kEq)

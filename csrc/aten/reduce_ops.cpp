@@ -31,6 +31,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "fallback/dtype_fallback.h"
 #include "aten/npu_tensor.h"
 #include "aten/reduce_adapter.h"
 #include "core/npu_error.h"
@@ -47,7 +48,9 @@ void run_reduce(ReduceOp op, const at::Tensor& self_in, const at::native::DimMas
   const char* name = npu_kernels::reduce_op_name(op);
   std::vector<at::Tensor> outs(outs_in);
   TORCH_CHECK(is_npu(self_in), name, ": expected the input on npu, got ", self_in.device());
-  TORCH_CHECK(!at::isComplexType(self_in.scalar_type()), name, ": complex inputs are not supported on npu");
+  if (at::isComplexType(self_in.scalar_type())) {
+    throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for complex inputs"));
+  }
   TORCH_CHECK(self_in.dim() <= npu_kernels::kMaxDims, name, ": more than ", npu_kernels::kMaxDims, " dims");
   c10::DeviceGuard guard(self_in.device());
   at::Tensor self = self_in;
@@ -348,9 +351,11 @@ void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out)
   npu_kernels::ScanDesc d;
   d.in = in.const_data_ptr();
   d.out = out.data_ptr();
+  if (at::isComplexType(out.scalar_type())) {
+    throw_no_kernel_for_dtype(c10::str("cumsum/cumprod: no npu kernel for dtype ", out.scalar_type()));
+  }
+  TORCH_CHECK(out.scalar_type() != at::kBool, "cumsum/cumprod: dtype ", out.scalar_type(), " is not supported on npu");
   d.dtype = kernel_dtype(out.scalar_type(), "cumsum");
-  TORCH_CHECK(out.scalar_type() != at::kBool && !at::isComplexType(out.scalar_type()),
-              "cumsum/cumprod: dtype ", out.scalar_type(), " is not supported on npu");
   if (nd == 0) {
     d.outer = d.n = d.inner = 1;
   } else {
@@ -401,8 +406,9 @@ void extreme_scan(npu_kernels::ScanOp op, const T& self, T& values, T& indices, 
   d.in_strides[1] = d.out_strides[1] = d.inner;
   d.in_strides[2] = d.out_strides[2] = 1;
   const npu_sim::Status status = npu_kernels::scan(current_native_stream(self.device().index()), op, d);
-  TORCH_CHECK_NOT_IMPLEMENTED(status != npu_sim::Status::kInvalidValue, name, ": no npu kernel for dtype ",
-                              self.scalar_type());
+  if (status == npu_sim::Status::kInvalidValue) {
+    throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for dtype ", self.scalar_type()));
+  }
   NPU_CHECK(status);
   if (!v.is_same(values)) values.copy_(v);
   if (!ix.is_same(indices)) indices.copy_(ix);
@@ -466,10 +472,19 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using OptSc = std::optional<c10::Scalar>;
   using IA = at::IntArrayRef;
   using OIA = at::OptionalIntArrayRef;
-  m.impl("sum.dim_IntList", sum_dim);
-  m.impl("sum.IntList_out", sum_out);
-  m.impl("mean.dim", mean_dim);
-  m.impl("mean.out", mean_out);
+  // Complex inputs (no kernel) go to the CPU fallback.
+  m.impl("sum.dim_IntList", [](const T& s, OIA d, bool k, OptS t) {
+    return NPU_OR_CPU(T(const T&, OIA, bool, OptS), "sum", "dim_IntList", sum_dim(s, d, k, t), s, d, k, t);
+  });
+  m.impl("sum.IntList_out", [](const T& s, OIA d, bool k, OptS t, T& o) -> T& {
+    return NPU_OR_CPU(T&(const T&, OIA, bool, OptS, T&), "sum", "IntList_out", sum_out(s, d, k, t, o), s, d, k, t, o);
+  });
+  m.impl("mean.dim", [](const T& s, OIA d, bool k, OptS t) {
+    return NPU_OR_CPU(T(const T&, OIA, bool, OptS), "mean", "dim", mean_dim(s, d, k, t), s, d, k, t);
+  });
+  m.impl("mean.out", [](const T& s, OIA d, bool k, OptS t, T& o) -> T& {
+    return NPU_OR_CPU(T&(const T&, OIA, bool, OptS, T&), "mean", "out", mean_out(s, d, k, t, o), s, d, k, t, o);
+  });
   m.impl("prod", prod_all);
   m.impl("prod.out", prod_all_out);
   m.impl("prod.dim_int", prod_dim);
@@ -567,10 +582,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     extreme_scan(npu_kernels::ScanOp::kCummin, self, values, indices, dim);
   });
   m.impl("cumsum", [](const T& s, int64_t d, OptS t) {
-    return scan_fn<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t);
+    return NPU_OR_CPU(T(const T&, int64_t, OptS), "cumsum", "",
+                      scan_fn<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t), s, d, t);
   });
   m.impl("cumsum.out", [](const T& s, int64_t d, OptS t, T& o) -> T& {
-    return scan_out<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t, o);
+    return NPU_OR_CPU(T&(const T&, int64_t, OptS, T&), "cumsum", "out",
+                      scan_out<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t, o), s, d, t, o);
   });
   m.impl("cumprod", [](const T& s, int64_t d, OptS t) {
     return scan_fn<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t);

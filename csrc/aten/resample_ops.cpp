@@ -25,6 +25,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "fallback/dtype_fallback.h"
 #include "aten/npu_tensor.h"
 #include "aten/structured.h"
 #include "core/npu_error.h"
@@ -110,8 +111,9 @@ void launch(const Spec& s, bool backward, const T& src, const T& dst, const char
   const auto stream = current_native_stream(src.device().index());
   const npu_sim::Status status = backward ? npu_kernels::resample2d_backward(stream, a, in.const_data_ptr(), out.data_ptr())
                                           : npu_kernels::resample2d(stream, a, in.const_data_ptr(), out.data_ptr());
-  TORCH_CHECK_NOT_IMPLEMENTED(status != npu_sim::Status::kInvalidValue, op, ": no npu kernel for dtype ",
-                              src.scalar_type());
+  if (status == npu_sim::Status::kInvalidValue) {
+    throw_no_kernel_for_dtype(c10::str(op, ": no npu kernel for dtype ", src.scalar_type()));
+  }
   NPU_CHECK(status);
   if (!direct) const_cast<T&>(dst).copy_(out);
 }

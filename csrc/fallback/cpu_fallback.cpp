@@ -2,6 +2,7 @@
 // refuses under TORCH_NPU_FALLBACK_CPU_DISABLE=1), records the op, then runs libtorch's cpu_fallback,
 // which syncs through our copies, runs the CPU kernel and writes results (incl. in-place/out=) back.
 #include "fallback/cpu_fallback.h"
+#include "fallback/dtype_fallback.h"
 
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
@@ -52,6 +53,8 @@ void check_same_device(const std::string& op, const torch::jit::Stack& stack, si
   }
 }
 
+}  // namespace
+
 void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& schema = op.schema();
   const std::string name = schema.operator_name().name +
@@ -60,8 +63,6 @@ void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   note_cpu_fallback(name);
   at::native::cpu_fallback(op, stack);
 }
-
-}  // namespace
 
 void note_cpu_fallback(const std::string& name) {
   TORCH_CHECK_NOT_IMPLEMENTED(!fallback_disabled(), "The operator '", name,

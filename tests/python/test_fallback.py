@@ -48,6 +48,46 @@ def test_warns_once_per_op_in_torch_npu_wording():
     assert sum(n for op, n in ops.items() if op.startswith("aten::special_bessel_j0")) == 3
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_dtypes_without_a_kernel_fall_back(dtype):
+    # Native ops whose kernels lack complex run through the CPU fallback (warned and recorded like any
+    # fallback) instead of failing; the four arithmetic ops stay native.
+    g = torch.Generator().manual_seed(1)
+    a = torch.randn(4, 3, dtype=dtype, generator=g)
+    b = torch.randn(4, 3, dtype=dtype, generator=g)
+    na, nb = a.npu(), b.npu()
+    torch_npu_sim.reset_fallback_ops()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cases = {
+            "exp": (torch.exp(na), torch.exp(a)),
+            "abs": (torch.abs(na), torch.abs(a)),  # complex -> real output
+            "sgn": (torch.sgn(na), torch.sgn(a)),
+            "pow": (torch.pow(na, nb), torch.pow(a, b)),
+            "pow scalar": (torch.pow(na, 2.0), torch.pow(a, 2.0)),
+            "eq": (torch.eq(na, nb), torch.eq(a, b)),
+            "sum": (na.sum(dim=0), a.sum(dim=0)),
+            "mean": (na.mean(), a.mean()),
+            "cumsum": (na.cumsum(1), a.cumsum(1)),
+            "mul": (na * nb, a * b),
+        }
+        x = na.clone()
+        x.sqrt_()
+        cases["sqrt_"] = (x, a.sqrt())
+        out = torch.empty(0, device="npu", dtype=dtype)
+        torch.tanh(na, out=out)
+        cases["tanh out="] = (out, torch.tanh(a))
+    for name, (got, want) in cases.items():
+        assert got.is_npu and got.dtype == want.dtype, name
+        torch.testing.assert_close(got.cpu(), want, msg=name)
+    ops = torch_npu_sim.fallback_ops()
+    for op in ("aten::exp", "aten::abs.out", "aten::pow.Tensor_Tensor", "aten::sum.dim_IntList", "aten::sqrt_",
+               "aten::tanh.out", "aten::cumsum"):
+        assert ops.get(op, 0) >= 1, (op, ops)
+    assert not any(op.startswith("aten::mul") for op in ops), ops
+    assert any("aten::exp'" in str(w.message) and WORDING in str(w.message) for w in caught)
+
+
 def test_fallback_disabled_is_an_error_naming_the_op(fresh_python):
     r = fresh_python("""
         import torch, torch_npu_sim
@@ -57,9 +97,14 @@ def test_fallback_disabled_is_an_error_naming_the_op(fresh_python):
             torch.special.bessel_j0(x)
         except NotImplementedError as e:
             print("NotImplementedError:", str(e).splitlines()[0])
+        try:
+            torch.exp(torch.ones(3, device="npu", dtype=torch.complex64))  # native op, dtype without a kernel
+        except NotImplementedError as e:
+            print("NotImplementedError:", str(e).splitlines()[0])
     """, env={"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"})
     assert r.returncode == 0, r.stderr
     assert "NotImplementedError: The operator 'aten::special_bessel_j0" in r.stdout
+    assert "NotImplementedError: The operator 'aten::exp' is not currently implemented" in r.stdout
     assert "TORCH_NPU_FALLBACK_CPU_DISABLE=1" in r.stdout
 
 
