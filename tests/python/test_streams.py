@@ -140,6 +140,7 @@ def test_stream_worker_idle_policy_keeps_order(fresh_python, spin_us):
         import time, torch, torch_npu_sim
         s = torch.npu.Stream()
         x = torch.zeros(1000, device="npu"); y = torch.zeros(1000, device="npu")
+        s.wait_stream(torch.npu.current_stream())  # y is zero-filled on the default stream (a race before)
         for i in range(300):
             x.add_(1)
             with torch.npu.stream(s):
