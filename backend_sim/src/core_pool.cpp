@@ -17,7 +17,7 @@ namespace {
 // One launch. `next` hands out block indices; `mu` protects `done` and `error`.
 struct Job {
   std::uint32_t n = 0;
-  const BlockFn* fn = nullptr;  // owned by the caller of run_blocks, which outlives every call of it
+  const BlockFn* fn = nullptr;  // the caller's (run_blocks waits until no block can still call it)
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -112,21 +112,30 @@ void start_pool() {
 
 }  // namespace
 
-bool run_blocks(std::uint32_t n, const BlockFn& fn, std::string* error) {
+bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error) {
   if (n == 0) return true;
   UnifiedBuffer& ub = this_thread_ub(-1);
+  if (n == 1) {  // a single block runs on the caller: no job, no pool wake-up, no locks
+    try {
+      fn(BlockContext{0, 1, ub.core_id, ub.mem, kUbBytes});
+      return true;
+    } catch (const std::exception& e) {
+      if (error != nullptr) *error = e.what();
+    } catch (...) {
+      if (error != nullptr) *error = "unknown exception";
+    }
+    return false;
+  }
   auto job = std::make_shared<Job>();
   job->n = n;
   job->fn = &fn;
-  if (n > 1) {  // a single block runs on the caller without waking the pool
-    Pool& p = pool();
-    std::call_once(p.started, start_pool);
-    {
-      std::lock_guard<std::mutex> lk(p.mu);
-      p.jobs.push_back(job);
-    }
-    p.cv.notify_all();
+  Pool& p = pool();
+  std::call_once(p.started, start_pool);
+  {
+    std::lock_guard<std::mutex> lk(p.mu);
+    p.jobs.push_back(job);
   }
+  p.cv.notify_all();
   work_on(*job, ub);
   std::unique_lock<std::mutex> lk(job->mu);
   job->cv.wait(lk, [&] { return job->done == job->n; });

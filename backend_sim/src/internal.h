@@ -96,8 +96,9 @@ bool arena_free(int device, void* p, std::size_t len);
 // Core pool (core_pool.cpp). Runs `fn` for block indices [0, n) on the pool threads and the calling
 // thread together and returns when all blocks are done. A block that throws stops the remaining blocks
 // from starting; the first exception's what() is returned in *error (and false is returned).
-using BlockFn = std::function<void(const BlockContext&)>;
-bool run_blocks(std::uint32_t n, const BlockFn& fn, std::string* error);
+// `fn` is referenced, not copied (it outlives the call); a single block runs on the caller alone.
+using BlockFn = FunctionRef<void(const BlockContext&)>;
+bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error);
 // Copies (or sets) large ranges in parallel chunks over the pool; small ones on the calling thread.
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes);
 void parallel_memset(void* dst, int value, std::size_t bytes);
@@ -108,6 +109,19 @@ void parallel_memset(void* dst, int value, std::size_t bytes);
 // An op returns "" on success or an error message, which the worker records as the stream's pending
 // error (first error wins) and which is reported as kKernelError by the next sync point.
 using OpFn = std::function<std::string()>;
+
+// One queued op: a kernel launch (kernel_name set: body run over block_dim blocks) or a host op (fn).
+// Entries are recycled through their stream's free list, so a launch whose body fits KernelFn's inline
+// storage costs no heap allocation (allocations freed by another thread were a large part of the host
+// cost per op). `next` links the entry into its stream's queue or free list (guarded by that stream's mu).
+struct StreamOp {
+  std::uint64_t seq = 0;
+  const char* kernel_name = nullptr;  // not owned: launch_kernel's callers pass static strings
+  std::uint32_t block_dim = 0;
+  KernelFn body;
+  OpFn fn;
+  StreamOp* next = nullptr;
+};
 
 }  // namespace detail
 
@@ -122,11 +136,12 @@ struct StreamImpl {
   std::mutex mu;
   std::condition_variable work_cv;  // worker waits here for ops (or stop)
   std::condition_variable done_cv;  // waiters wait here for completed_seq to advance
-  struct Op {
-    std::uint64_t seq;
-    detail::OpFn fn;
-  };
-  std::deque<Op> queue;           // guarded by mu
+  // Queued ops, oldest first (an intrusive list owned by the stream; the worker unlinks the head under mu
+  // and owns that entry until it hands it back to the free list, also under mu).
+  detail::StreamOp* queue_head = nullptr;  // guarded by mu
+  detail::StreamOp* queue_tail = nullptr;  // guarded by mu
+  detail::StreamOp* free_ops = nullptr;    // guarded by mu: finished entries kept for reuse
+  int free_count = 0;                      // guarded by mu: length of free_ops (bounded)
   std::uint64_t enqueued_seq = 0;  // guarded by mu: seq of the last op enqueued
   // enqueued_seq mirrored for the worker's lock-free spin before it sleeps (written under mu)
   std::atomic<std::uint64_t> enqueued_hint{0};
@@ -137,6 +152,11 @@ struct StreamImpl {
   bool destroyed = false;         // guarded by mu: no more enqueues accepted
   bool stop = false;              // guarded by mu: worker exits once the queue is empty
   std::thread worker;             // started lazily by the first enqueue (guarded by mu)
+
+  StreamImpl() = default;
+  StreamImpl(const StreamImpl&) = delete;
+  StreamImpl& operator=(const StreamImpl&) = delete;
+  ~StreamImpl();  // frees queued (never run) and recycled entries; the worker has exited by then
 };
 
 // Ownership: EventImpl objects are owned by shared_ptrs in the event registry (event.cpp) and by
@@ -162,6 +182,12 @@ std::shared_ptr<StreamImpl> create_stream_impl(int device, bool is_default);
 std::shared_ptr<StreamImpl> default_stream(int device);
 // Appends an op; *seq (optional) receives its sequence number. Fails if the stream was destroyed.
 Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq = nullptr);
+// Appends a kernel launch (`name` must outlive the op; see launch_kernel).
+Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint32_t block_dim, KernelFn&& body);
+// resolve_stream for the launch path: the returned stream stays alive (owned by a per-thread cache)
+// until this thread's next call. A hit (same handle, no stream destroyed since) takes no lock and
+// copies no shared_ptr.
+StreamImpl* resolve_stream_cached(const char* fn, Stream s, Status* status);
 // Blocks until the stream completed `seq`. Refuses (kInvalidValue) a wait by the stream's own worker.
 Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq);
 // Waits with s.mu held (by lk) until s completed `target`; counts itself in s.done_waiters so the worker

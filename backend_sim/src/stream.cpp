@@ -23,6 +23,65 @@ StreamRegistry& registry() {
 
 thread_local const StreamImpl* t_worker_of = nullptr;
 
+// Bumped (after the registry erase) by every stream_destroy: a per-thread resolve cache entry taken at an
+// older epoch is looked up again, so a destroyed handle is never resolved from the cache.
+std::atomic<std::uint64_t> g_destroy_epoch{0};
+
+// The launch path's resolve cache (see resolve_stream_cached). Owned by its thread; its shared_ptr keeps
+// the cached stream alive, so the handle cannot be reused by a new stream while it is cached.
+struct ResolveCache {
+  Stream handle = nullptr;
+  std::uint64_t epoch = 0;
+  std::shared_ptr<StreamImpl> impl;
+};
+thread_local ResolveCache t_resolve_cache;
+
+// Entries kept on a stream's free list; more are freed (a burst of queued launches should not pin memory).
+constexpr int kMaxFreeOps = 64;
+
+// Takes a recycled entry (or a new one) for an op about to be queued. Caller holds s.mu.
+StreamOp* take_entry(StreamImpl& s) {
+  StreamOp* op = s.free_ops;
+  if (op == nullptr) return new StreamOp();
+  s.free_ops = op->next;
+  --s.free_count;
+  op->next = nullptr;
+  return op;
+}
+
+// Links a filled entry at the queue's tail and publishes its seq. Caller holds s.mu.
+std::uint64_t push_entry(StreamImpl& s, StreamOp* op) {
+  const std::uint64_t q = ++s.enqueued_seq;
+  op->seq = q;
+  if (s.queue_tail == nullptr) {
+    s.queue_head = op;
+  } else {
+    s.queue_tail->next = op;
+  }
+  s.queue_tail = op;
+  s.enqueued_hint.store(q, std::memory_order_release);
+  return q;
+}
+
+// Returns a finished (emptied) entry to the free list, or frees it. Caller holds s.mu.
+void recycle_entry(StreamImpl& s, StreamOp* op) {
+  if (s.free_count >= kMaxFreeOps) {
+    delete op;
+    return;
+  }
+  op->next = s.free_ops;
+  s.free_ops = op;
+  ++s.free_count;
+}
+
+void delete_list(StreamOp* op) {
+  while (op != nullptr) {
+    StreamOp* next = op->next;
+    delete op;
+    op = next;
+  }
+}
+
 // An idle worker polls for the next op for NPU_SIM_STREAM_SPIN_US before it sleeps on work_cv: ops issued
 // back to back (a chain of small kernels) then cost no wake-up (futex + context switch, ~5 us each here).
 void spin_for_work(StreamImpl* s, std::uint64_t seen) {
@@ -38,35 +97,50 @@ void spin_for_work(StreamImpl* s, std::uint64_t seen) {
   }
 }
 
+// Runs one queued op on the worker; "" or the error message to record.
+std::string run_op(const StreamOp& op) {
+  if (op.kernel_name == nullptr) return op.fn();
+  std::string what;
+  if (run_blocks(op.block_dim, op.body, &what)) return std::string();
+  counters().kernels_failed.fetch_add(1, std::memory_order_relaxed);
+  return std::string("kernel '") + op.kernel_name + "' failed: " + what;
+}
+
 void worker_loop(StreamImpl* s) {
   t_worker_of = s;
   std::unique_lock<std::mutex> lk(s->mu);
   for (;;) {
-    if (s->queue.empty() && !s->stop) {
+    if (s->queue_head == nullptr && !s->stop) {
       const std::uint64_t seen = s->enqueued_seq;
       lk.unlock();
       spin_for_work(s, seen);
       lk.lock();
       s->worker_sleeping = true;
-      s->work_cv.wait(lk, [s] { return !s->queue.empty() || s->stop; });
+      s->work_cv.wait(lk, [s] { return s->queue_head != nullptr || s->stop; });
       s->worker_sleeping = false;
     }
-    if (s->queue.empty()) return;  // stop requested and nothing left
-    StreamImpl::Op op = std::move(s->queue.front());
-    s->queue.pop_front();
+    StreamOp* op = s->queue_head;
+    if (op == nullptr) return;  // stop requested and nothing left
+    s->queue_head = op->next;
+    if (s->queue_head == nullptr) s->queue_tail = nullptr;
+    op->next = nullptr;
     lk.unlock();
     std::string err;
     try {
-      err = op.fn();
+      err = run_op(*op);
     } catch (const std::exception& e) {
       err = std::string("stream op failed: ") + e.what();
     } catch (...) {
       err = "stream op failed: unknown exception";
     }
-    op.fn = nullptr;  // release captured resources before the op counts as complete
+    // release captured resources before the op counts as complete
+    op->body.reset();
+    op->fn = nullptr;
+    const std::uint64_t seq = op->seq;
     lk.lock();
+    recycle_entry(*s, op);
     if (!err.empty() && s->pending_error.empty()) s->pending_error = std::move(err);
-    s->completed_seq = op.seq;
+    s->completed_seq = seq;
     if (s->done_waiters > 0) s->done_cv.notify_all();
   }
 }
@@ -102,6 +176,21 @@ std::shared_ptr<StreamImpl> resolve_stream(const char* fn, Stream s, Status* sta
   return nullptr;
 }
 
+StreamImpl* resolve_stream_cached(const char* fn, Stream s, Status* status) {
+  ResolveCache& c = t_resolve_cache;
+  const std::uint64_t epoch = g_destroy_epoch.load(std::memory_order_acquire);
+  if (s != nullptr && c.handle == s && c.epoch == epoch && c.impl) {
+    *status = Status::kSuccess;
+    return c.impl.get();
+  }
+  std::shared_ptr<StreamImpl> impl = resolve_stream(fn, s, status);
+  if (!impl) return nullptr;
+  c.handle = s;  // a null handle (current device's default stream) is never a hit: the device may change
+  c.epoch = epoch;
+  c.impl = std::move(impl);
+  return c.impl.get();
+}
+
 bool on_worker_of(const StreamImpl& s) { return t_worker_of == &s; }
 
 void wait_done(StreamImpl& s, std::unique_lock<std::mutex>& lk, std::uint64_t target) {
@@ -110,24 +199,50 @@ void wait_done(StreamImpl& s, std::unique_lock<std::mutex>& lk, std::uint64_t ta
   --s.done_waiters;
 }
 
+namespace {
+// Refuses a destroyed stream and starts the worker on first use. Caller holds s.mu.
+Status start_worker_locked(const char* fn, StreamImpl& s) {
+  NPU_SIM_CHECK(!s.destroyed, Status::kInvalidHandle, "%s: stream %p is being destroyed", fn,
+                static_cast<void*>(&s));
+  if (!s.worker.joinable()) {
+    try {
+      s.worker = std::thread(worker_loop, &s);
+    } catch (const std::system_error& e) {
+      return fail(Status::kInternal, "%s: cannot start the stream worker thread: %s", fn, e.what());
+    }
+  }
+  return Status::kSuccess;
+}
+}  // namespace
+
 Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq) {
   NPU_SIM_CHECK_NOT_FORKED(fn);
   bool wake = false;
   {
     std::lock_guard<std::mutex> lk(s.mu);
-    NPU_SIM_CHECK(!s.destroyed, Status::kInvalidHandle, "%s: stream %p is being destroyed", fn,
-                  static_cast<void*>(&s));
-    if (!s.worker.joinable()) {
-      try {
-        s.worker = std::thread(worker_loop, &s);
-      } catch (const std::system_error& e) {
-        return fail(Status::kInternal, "%s: cannot start the stream worker thread: %s", fn, e.what());
-      }
-    }
-    const std::uint64_t q = ++s.enqueued_seq;
-    s.queue.push_back(StreamImpl::Op{q, std::move(op)});
-    s.enqueued_hint.store(q, std::memory_order_release);
+    NPU_SIM_RETURN_IF_ERROR(start_worker_locked(fn, s));
+    StreamOp* entry = take_entry(s);
+    entry->kernel_name = nullptr;  // a host op (the entry may have held a kernel before)
+    entry->fn = std::move(op);
+    const std::uint64_t q = push_entry(s, entry);
     if (seq != nullptr) *seq = q;
+    wake = s.worker_sleeping;
+  }
+  if (wake) s.work_cv.notify_one();
+  return Status::kSuccess;
+}
+
+Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint32_t block_dim, KernelFn&& body) {
+  NPU_SIM_CHECK_NOT_FORKED(fn);
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    NPU_SIM_RETURN_IF_ERROR(start_worker_locked(fn, s));
+    StreamOp* entry = take_entry(s);
+    entry->kernel_name = name;
+    entry->block_dim = block_dim;
+    entry->body = std::move(body);
+    push_entry(s, entry);
     wake = s.worker_sleeping;
   }
   if (wake) s.work_cv.notify_one();
@@ -200,6 +315,11 @@ void wait_streams_idle(int device) {
 
 }  // namespace detail
 
+StreamImpl::~StreamImpl() {
+  detail::delete_list(queue_head);
+  detail::delete_list(free_ops);
+}
+
 using detail::fail;
 
 Status stream_create(int device, Stream* stream) {
@@ -225,6 +345,7 @@ Status stream_destroy(Stream stream) {
     std::unique_lock<std::shared_mutex> lk(r.mu);
     NPU_SIM_CHECK(r.streams.erase(stream) == 1, Status::kInvalidHandle,
                   "stream_destroy: stream %p was destroyed concurrently", static_cast<void*>(stream));
+    detail::g_destroy_epoch.fetch_add(1, std::memory_order_release);  // invalidates resolve caches
   }
   std::thread worker;
   {

@@ -38,6 +38,7 @@ def test_stream_context_sets_current_stream_per_thread():
 def test_work_on_side_stream_ordered_by_event():
     side = torch.npu.Stream()
     x = torch.zeros(2048, 1024, device="npu")
+    side.wait_stream(torch.npu.current_stream())  # the zero-fill runs on the default stream
     with torch.npu.stream(side):
         for i in range(8):
             x.fill_(float(i))
@@ -140,6 +141,7 @@ def test_stream_worker_idle_policy_keeps_order(fresh_python, spin_us):
         import time, torch, torch_npu_sim
         s = torch.npu.Stream()
         x = torch.zeros(1000, device="npu"); y = torch.zeros(1000, device="npu")
+        s.wait_stream(torch.npu.current_stream())  # y is zero-filled on the default stream (a race before)
         for i in range(300):
             x.add_(1)
             with torch.npu.stream(s):

@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "npu_sim/inline_fn.h"
+
 namespace npu_sim {
 
 // ---------------------------------------------------------------------------------------------------
@@ -144,7 +146,10 @@ struct BlockContext {
   void* ub;               // Unified Buffer scratch of this core
   std::size_t ub_bytes;
 };
-using KernelFn = std::function<void(const BlockContext&)>;
+// Inline storage of a queued kernel body: enough for the elementwise engine's iterator plus its functor,
+// so the common launch allocates nothing (larger bodies go to the heap).
+constexpr std::size_t kKernelInlineBytes = 1280;
+using KernelFn = InlineFn<void(const BlockContext&), kKernelInlineBytes>;
 
 struct KernelError : std::exception {
   explicit KernelError(std::string msg) : msg_(std::move(msg)) {}
@@ -152,8 +157,10 @@ struct KernelError : std::exception {
   std::string msg_;
 };
 
-// `name` is copied. `fn` is moved into the queue and must own (or outlive) everything it reads.
-Status launch_kernel(Stream stream, const char* name, std::uint32_t block_dim, KernelFn fn);
+// `name` is NOT copied: it must stay valid until the kernel has run (every caller passes a string literal
+// or a name from a static table). `fn` is moved into the queue and must own (or outlive) everything it
+// reads; it is invoked concurrently by several core threads.
+Status launch_kernel(Stream stream, const char* name, std::uint32_t block_dim, KernelFn&& fn);
 // Enqueues an arbitrary host function on the stream (runs on the stream worker, in order).
 Status launch_host_func(Stream stream, std::function<void()> fn);
 
