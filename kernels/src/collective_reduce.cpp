@@ -3,13 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 #include <type_traits>
 
 #include "gemm_tiling.h"  // half_bits_to_float / float_to_half_bits: no libgcc call per fp16 element
 #include "npu_kernels/reduce_ops.h"
+#include "npu_kernels/stream_store.h"
 
 namespace npu_kernels {
 
@@ -198,36 +196,9 @@ void divide_inplace(DType t, void* dst, std::size_t n, long long divisor) {
 }
 
 void copy_streaming(void* dst, const void* src, std::size_t bytes) {
-#if defined(__SSE2__)
-  constexpr std::size_t kMin = 256 << 10;
-  char* d = static_cast<char*>(dst);
-  const char* s = static_cast<const char*>(src);
-  if (bytes >= kMin) {
-    const std::size_t head = (64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64;  // align the stores
-    std::memcpy(d, s, head);
-    d += head;
-    s += head;
-    bytes -= head;
-    const std::size_t body = bytes & ~std::size_t{63};
-    for (std::size_t i = 0; i < body; i += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
-      const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
-    }
-    _mm_sfence();  // order the streaming stores before whatever publishes the data
-    d += body;
-    s += body;
-    bytes -= body;
-  }
-  std::memcpy(d, s, bytes);
-#else
-  std::memcpy(dst, src, bytes);
-#endif
+  if (bytes < (256 << 10)) return static_cast<void>(std::memcpy(dst, src, bytes));
+  stream_store_bytes(dst, src, bytes);
+  stream_fence();  // before whatever publishes the data
 }
 
 }  // namespace npu_kernels

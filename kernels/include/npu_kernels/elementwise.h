@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "npu_kernels/dtype.h"
+#include "npu_kernels/stream_store.h"
 #include "npu_kernels/tensor_desc.h"
 
 namespace npu_kernels {
@@ -86,11 +87,29 @@ inline compute_t<T> load(const char* p) {
   return static_cast<compute_t<T>>(*reinterpret_cast<const T*>(p));
 }
 
+// out[i] = g(i) for i < n; with `stream`, through an L1-resident tile and streaming stores.
+template <typename Out, typename G>
+inline void write_run(Out* out, int64_t n, bool stream, const G& g) {
+  if (!stream) {
+    for (int64_t i = 0; i < n; ++i) out[i] = g(i);
+    return;
+  }
+  constexpr int64_t kTile = 4096 / static_cast<int64_t>(sizeof(Out));
+  alignas(64) Out tile[kTile];
+  for (int64_t i0 = 0; i0 < n; i0 += kTile) {
+    const int64_t m = std::min(kTile, n - i0);
+    for (int64_t j = 0; j < m; ++j) tile[j] = g(i0 + j);
+    stream_store_bytes(out + i0, tile, static_cast<std::size_t>(m) * sizeof(Out));
+  }
+  stream_fence();
+}
+
 }  // namespace detail
 
 // out = f(in0, ..., in{N-1}) over [begin, end). Out/In are storage types; f works on compute types.
+// `stream`: contiguous runs write the output with streaming stores (see launch_elementwise).
 template <typename Out, typename In, int N, typename F>
-inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t end, const F& f) {
+inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t end, const F& f, bool stream = false) {
   using C = compute_t<In>;
   detail::for_each_run<N + 1>(it, begin, end, [&](char* const* ptrs, const int64_t* inner, int64_t n) {
     Out* out = reinterpret_cast<Out*>(ptrs[0]);
@@ -101,16 +120,12 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
       contiguous = contiguous && (inner[k + 1] == static_cast<int64_t>(sizeof(In)) || scalar_in[k]);
     }
     if constexpr (N == 0) {
-      if (contiguous) {
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f());
-        return;
-      }
+      if (contiguous) return detail::write_run(out, n, stream, [&](int64_t) { return static_cast<Out>(f()); });
       for (int64_t i = 0; i < n; ++i) *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(f());
     } else if constexpr (N == 1) {
       const In* a = reinterpret_cast<const In*>(ptrs[1]);
       if (contiguous && !scalar_in[0]) {
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<C>(a[i])));
-        return;
+        return detail::write_run(out, n, stream, [&](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]))); });
       }
       for (int64_t i = 0; i < n; ++i) {
         *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) =
@@ -120,18 +135,17 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
       const In* a = reinterpret_cast<const In*>(ptrs[1]);
       const In* b = reinterpret_cast<const In*>(ptrs[2]);
       if (contiguous && !scalar_in[0] && !scalar_in[1]) {
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
-        return;
+        return detail::write_run(out, n, stream, [&](int64_t i) {
+          return static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
+        });
       }
       if (contiguous && !scalar_in[0] && scalar_in[1]) {
         const C bv = static_cast<C>(b[0]);
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(static_cast<C>(a[i]), bv));
-        return;
+        return detail::write_run(out, n, stream, [&](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]), bv)); });
       }
       if (contiguous && scalar_in[0] && !scalar_in[1]) {
         const C av = static_cast<C>(a[0]);
-        for (int64_t i = 0; i < n; ++i) out[i] = static_cast<Out>(f(av, static_cast<C>(b[i])));
-        return;
+        return detail::write_run(out, n, stream, [&](int64_t i) { return static_cast<Out>(f(av, static_cast<C>(b[i]))); });
       }
       for (int64_t i = 0; i < n; ++i) {
         *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
@@ -154,13 +168,27 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
 
 namespace npu_kernels {
 
+// Output bytes from which contiguous runs use streaming stores: far beyond the caches, where a plain store
+// would first read every line it writes; below it, a consumer op may still find the output in cache.
+constexpr int64_t kStreamOutputBytes = int64_t{16} << 20;
+
+// True if the output should be streamed: large, and not an input as well (in place, its lines are in
+// cache already and streaming them would only evict them).
+inline bool stream_output(const ElementwiseIter& it, int64_t out_size) {
+  if (it.numel() * out_size < kStreamOutputBytes) return false;
+  for (int k = it.noutputs; k < it.noutputs + it.ninputs; ++k)
+    if (!it.is_scalar[k] && it.data[k] == it.data[0]) return false;
+  return true;
+}
+
 // Launches elementwise_range over the whole iterator on `stream`, split over AI-core blocks.
 template <typename Out, typename In, int N, typename F>
 inline npu_sim::Status launch_elementwise(npu_sim::Stream stream, const char* name, const ElementwiseIter& it, F f) {
   constexpr int64_t kGrain = 1 << 14;
+  const bool streamed = stream_output(it, sizeof(Out));
   return parallel_for(stream, name, it.numel(), kGrain,
-                      [it, f](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-                        elementwise_range<Out, In, N>(it, b, e, f);
+                      [it, f, streamed](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        elementwise_range<Out, In, N>(it, b, e, f, streamed);
                       });
 }
 
