@@ -39,48 +39,6 @@ bool dtype_supported(int raw) {
 namespace {
 constexpr int64_t kCopyGrain = 1 << 15;
 
-// Row-major offsets of a strided tensor visited in runs along its innermost dim.
-class RunWalker {
- public:
-  RunWalker(const TensorDesc& t, int64_t linear) : t_(t), last_(t.ndim - 1) {
-    for (int d = last_; d >= 0; --d) {
-      const int64_t sz = t.sizes[d] > 0 ? t.sizes[d] : 1;
-      idx_[d] = linear % sz;
-      linear /= sz;
-      offset_ += idx_[d] * t.strides[d];
-    }
-  }
-  int64_t offset() const { return offset_; }
-  int64_t inner_stride() const { return last_ >= 0 ? t_.strides[last_] : 0; }
-  // Elements left along the innermost dim from here (a 0-d tensor has one).
-  int64_t left() const { return last_ >= 0 ? t_.sizes[last_] - idx_[last_] : 1; }
-  // Moves k <= left() elements on, carrying into the outer dims when the innermost one is used up.
-  void skip(int64_t k) {
-    if (last_ < 0) return;
-    if (k < left()) {
-      idx_[last_] += k;
-      offset_ += k * t_.strides[last_];
-      return;
-    }
-    offset_ -= idx_[last_] * t_.strides[last_];
-    idx_[last_] = 0;
-    for (int d = last_ - 1; d >= 0; --d) {
-      if (++idx_[d] < t_.sizes[d]) {
-        offset_ += t_.strides[d];
-        return;
-      }
-      offset_ -= (idx_[d] - 1) * t_.strides[d];
-      idx_[d] = 0;
-    }
-  }
-
- private:
-  const TensorDesc& t_;
-  int last_;
-  int64_t idx_[kMaxDims] = {};
-  int64_t offset_ = 0;
-};
-
 template <typename D, typename S>
 void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int64_t end, bool dst_contig,
                 bool src_contig) {
@@ -96,7 +54,7 @@ void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int
   }
   // Strided: whole runs along both innermost dims at a time (a tight loop with fixed strides), not a
   // multi-dim index update per element (transposes made contiguous are ~10% of a GPT-mini step).
-  RunWalker wd(dst, begin), ws(src, begin);
+  StridedWalker wd(dst, begin), ws(src, begin);
   for (int64_t i = begin; i < end;) {
     const int64_t run = std::min(end - i, std::min(wd.left(), ws.left()));
     D* o = out + wd.offset();

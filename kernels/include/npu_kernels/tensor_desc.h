@@ -45,6 +45,17 @@ class StridedWalker {
     }
   }
   int64_t offset() const { return offset_; }
+  // Runs along the innermost dim: its stride, the elements left in the current run (a 0-d tensor has
+  // one), and skip(k) for k <= left(), which carries into the outer dims when the run is used up.
+  int64_t inner_stride() const { return t_.ndim > 0 ? t_.strides[t_.ndim - 1] : 0; }
+  int64_t left() const { return t_.ndim > 0 ? t_.sizes[t_.ndim - 1] - idx_[t_.ndim - 1] : 1; }
+  void skip(int64_t k) {
+    const int last = t_.ndim - 1;
+    if (last < 0 || k <= 0) return;
+    idx_[last] += k - 1;
+    offset_ += (k - 1) * t_.strides[last];
+    next();
+  }
   void next() {
     for (int d = t_.ndim - 1; d >= 0; --d) {
       if (++idx_[d] < t_.sizes[d]) {
