@@ -2,8 +2,7 @@
 // tanhf are scalar calls). exp: Cephes-style range reduction x = n*ln2 + r, |r| <= ln2/2, degree-6
 // polynomial, 2^n built in the exponent bits; max error ~2 ulp over the normal range (subnormal results
 // as libm's, 0 below -103.97), inf above ln(FLT_MAX), NaN passes through. tanh: an odd
-// polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (~2 ulp). erf and sigmoid below. Double
-// keeps libm.
+// polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (~2 ulp). erf below. Double keeps libm.
 // Files using these need -fno-trapping-math (kernels/CMakeLists.txt) so the selects if-convert.
 #pragma once
 
@@ -82,22 +81,6 @@ inline double fast_erf(double x) { return std::erf(x); }
 template <typename C>
 inline C fast_sigmoid(C x) {
   return C(1) / (C(1) + fast_exp(-x));
-}
-
-// float sigmoid without a division (a vector divide costs as much as the whole exp): e = exp(-|x|) in
-// (0, 1], s = 1 / (1 + e) by Newton's iteration from a linear start on [1, 2] (error 1/17, squared by
-// each of three steps), then s for x >= 0 and e * s below, which keeps the tiny (also subnormal) values
-// of large negative x that 1 / (1 + exp(-x)) flushes to 0. Within 4 ulp; NaN passes through.
-template <>
-inline float fast_sigmoid(float x) {
-  const float e = fast_exp(-std::fabs(x));
-  const float d = 1.0f + e;
-  float r = 1.41176471f - 0.470588235f * d;  // 24/17 - 8/17 d: the minimax line for 1/d on [1, 2]
-  r = r * (2.0f - d * r);
-  r = r * (2.0f - d * r);
-  r = r * (2.0f - d * r);
-  const float v = x >= 0.0f ? r : e * r;
-  return x != x ? x : v;
 }
 
 }  // namespace npu_kernels::detail
