@@ -213,17 +213,18 @@ Status start_worker_locked(const char* fn, StreamImpl& s) {
   }
   return Status::kSuccess;
 }
-}  // namespace
 
-Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq) {
+// The common half of enqueue and enqueue_kernel: under s.mu, refuses a destroyed stream, starts the worker,
+// lets `fill` set up a (recycled) entry and links it; wakes the worker if it sleeps.
+template <typename Fill>
+Status push_op(const char* fn, StreamImpl& s, const Fill& fill, std::uint64_t* seq) {
   NPU_SIM_CHECK_NOT_FORKED(fn);
   bool wake = false;
   {
     std::lock_guard<std::mutex> lk(s.mu);
     NPU_SIM_RETURN_IF_ERROR(start_worker_locked(fn, s));
     StreamOp* entry = take_entry(s);
-    entry->kernel_name = nullptr;  // a host op (the entry may have held a kernel before)
-    entry->fn = std::move(op);
+    fill(*entry);
     const std::uint64_t q = push_entry(s, entry);
     if (seq != nullptr) *seq = q;
     wake = s.worker_sleeping;
@@ -231,22 +232,21 @@ Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq) {
   if (wake) s.work_cv.notify_one();
   return Status::kSuccess;
 }
+}  // namespace
+
+Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq) {
+  return push_op(fn, s, [&](StreamOp& e) {
+    e.kernel_name = nullptr;  // a host op (the entry may have held a kernel before)
+    e.fn = std::move(op);
+  }, seq);
+}
 
 Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint32_t block_dim, KernelFn&& body) {
-  NPU_SIM_CHECK_NOT_FORKED(fn);
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> lk(s.mu);
-    NPU_SIM_RETURN_IF_ERROR(start_worker_locked(fn, s));
-    StreamOp* entry = take_entry(s);
-    entry->kernel_name = name;
-    entry->block_dim = block_dim;
-    entry->body = std::move(body);
-    push_entry(s, entry);
-    wake = s.worker_sleeping;
-  }
-  if (wake) s.work_cv.notify_one();
-  return Status::kSuccess;
+  return push_op(fn, s, [&](StreamOp& e) {
+    e.kernel_name = name;
+    e.block_dim = block_dim;
+    e.body = std::move(body);
+  }, nullptr);
 }
 
 Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq) {

@@ -1,5 +1,4 @@
 // TensorIteratorBase -> ElementwiseIter conversion and launch (see pointwise.h).
-#include "fallback/dtype_fallback.h"
 #include "aten/pointwise.h"
 
 #include <ATen/Dispatch.h>
@@ -13,6 +12,7 @@
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
+#include "fallback/dtype_fallback.h"
 
 namespace torch_npu_sim {
 

@@ -205,6 +205,11 @@ T& abs_out(const T& self, T& out) {
   return out;
 }
 
+T& sgn_out(const T& self, T& out) {  // real dtypes: sgn == sign; complex has no kernel
+  if (self.is_complex()) throw_no_kernel_for_dtype(c10::str("sgn: no npu kernel for dtype ", self.scalar_type()));
+  return at::sign_out(out, self);
+}
+
 T& logical_out(BinaryOp op, const T& a, const T& b, T& out) {
   auto iter = at::TensorIterator::comparison_op(out, a, b);
   binary_kernel(op)(iter);
@@ -318,11 +323,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("abs.out", [](const T& self, T& out) -> T& {
     return NPU_OR_CPU(T&(const T&, T&), "abs", "out", abs_out(self, out), self, out);
   });
-  m.impl("sgn.out", [](const T& self, T& out) -> T& {  // real dtypes: sgn == sign; complex: CPU fallback
-    return NPU_OR_CPU(T&(const T&, T&), "sgn", "out",
-                      self.is_complex() ? (throw_no_kernel_for_dtype("sgn: no npu kernel for complex dtypes"), out)
-                                        : at::sign_out(out, self),
-                      self, out);
+  m.impl("sgn.out", [](const T& self, T& out) -> T& {
+    return NPU_OR_CPU(T&(const T&, T&), "sgn", "out", sgn_out(self, out), self, out);
   });
   m.impl("logical_and.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalAnd, a, b, out); });
   m.impl("logical_or.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalOr, a, b, out); });

@@ -31,11 +31,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "fallback/dtype_fallback.h"
 #include "aten/npu_tensor.h"
 #include "aten/reduce_adapter.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
+#include "fallback/dtype_fallback.h"
 #include "npu_kernels/reduce.h"
 
 namespace torch_npu_sim {

@@ -25,11 +25,11 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "fallback/dtype_fallback.h"
 #include "aten/npu_tensor.h"
 #include "aten/structured.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
+#include "fallback/dtype_fallback.h"
 #include "npu_kernels/resample.h"
 
 namespace torch_npu_sim {

@@ -109,7 +109,8 @@ inline void write_run(Out* out, int64_t n, bool stream, const G& g) {
 // out = f(in0, ..., in{N-1}) over [begin, end). Out/In are storage types; f works on compute types.
 // `stream`: contiguous runs write the output with streaming stores (see launch_elementwise).
 template <typename Out, typename In, int N, typename F>
-inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t end, const F& f, bool stream = false) {
+inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t end, const F& f,
+                              bool stream = false) {
   using C = compute_t<In>;
   detail::for_each_run<N + 1>(it, begin, end, [&](char* const* ptrs, const int64_t* inner, int64_t n) {
     Out* out = reinterpret_cast<Out*>(ptrs[0]);
@@ -125,7 +126,8 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
     } else if constexpr (N == 1) {
       const In* a = reinterpret_cast<const In*>(ptrs[1]);
       if (contiguous && !scalar_in[0]) {
-        return detail::write_run(out, n, stream, [&](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]))); });
+        return detail::write_run(out, n, stream,
+                                 [&](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]))); });
       }
       for (int64_t i = 0; i < n; ++i) {
         *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) =
@@ -141,11 +143,13 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
       }
       if (contiguous && !scalar_in[0] && scalar_in[1]) {
         const C bv = static_cast<C>(b[0]);
-        return detail::write_run(out, n, stream, [&](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]), bv)); });
+        return detail::write_run(out, n, stream,
+                                 [&](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]), bv)); });
       }
       if (contiguous && scalar_in[0] && !scalar_in[1]) {
         const C av = static_cast<C>(a[0]);
-        return detail::write_run(out, n, stream, [&](int64_t i) { return static_cast<Out>(f(av, static_cast<C>(b[i]))); });
+        return detail::write_run(out, n, stream,
+                                 [&](int64_t i) { return static_cast<Out>(f(av, static_cast<C>(b[i]))); });
       }
       for (int64_t i = 0; i < n; ++i) {
         *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(

@@ -28,12 +28,14 @@ inline void stream_store_bytes(void* dst, const void* src, std::size_t bytes) {
 #if defined(__AVX512F__)
     _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
 #elif defined(__AVX__)
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i)));
-    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 32),
-                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 32)));
+    for (int k = 0; k < 64; k += 32) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + k),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + k)));
+    }
 #else
-    for (int k = 0; k < 64; k += 16)
+    for (int k = 0; k < 64; k += 16) {
       _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + k)));
+    }
 #endif
   }
   d += body;
