@@ -18,6 +18,9 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
+        # A torch_npu_sim installed earlier (say an editable install of this tree whose build/ was wiped)
+        # is a torch.backends entry point that `import torch` would load, and fail on, before we build it.
+        os.environ["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
         import torch  # the build uses the installed torch; never an isolated copy
 
         # CMake always writes the module next to the Python sources (so `ninja -C build/ext _C` keeps an
