@@ -18,6 +18,31 @@ def best_of(fn, repeat=5, number=1):
     return best / number
 
 
+def best_of_each(fns, repeat=5, number=1):
+    """Best wall time (seconds) of `number` calls of each fn over `repeat` tries, the tries interleaved
+    (a, b, a, b, ...): a slow phase of a shared machine then hits every contender alike."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            best[i] = min(best[i], time.perf_counter() - t0)
+    return [b / number for b in best]
+
+
+def synced(fn):
+    """fn followed by torch.npu.synchronize(), called once as a warm-up: for timing asynchronous launches."""
+    import torch
+
+    def once():
+        fn()
+        torch.npu.synchronize()
+
+    once()
+    return once
+
+
 def run_python(code, env=None, timeout=600):
     full = dict(os.environ)
     full.update(env or {})

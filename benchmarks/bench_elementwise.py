@@ -5,7 +5,7 @@ Run: python benchmarks/bench_elementwise.py"""
 import torch
 
 import torch_npu_sim  # noqa: F401
-from _common import best_of, print_table
+from _common import best_of, best_of_each, print_table
 
 
 def small_chain(device):
@@ -57,16 +57,14 @@ def main():
     print(f"threads: torch CPU {torch.get_num_threads()}, npu core threads "
           f"{torch.npu.get_device_properties(0).core_threads}")
     rows = []
-    cpu_t = best_of(small_chain("cpu"), repeat=5)
-    npu_t = best_of(small_chain("npu"), repeat=5)
+    cpu_t, npu_t = best_of_each([small_chain("cpu"), small_chain("npu")], repeat=9)
     rows.append(("1000 ops on 1k elements + sync", f"{cpu_t * 1e3:.2f}", f"{npu_t * 1e3:.2f}", f"{npu_t / cpu_t:.2f}", "-"))
     limit = stream_copy_gbps()
     for op in ["add (a+b)", "mul scalar (a*2)", "sigmoid(a)", "gelu(a)"]:
         cpu_run, nbytes = big("cpu", op)
         npu_run, _ = big("npu", op)
         cpu_run(), npu_run()
-        c = best_of(cpu_run, repeat=5)
-        n = best_of(npu_run, repeat=5)
+        c, n = best_of_each([cpu_run, npu_run], repeat=9)
         rows.append((f"{op}, 16M fp32", f"{c * 1e3:.2f}", f"{n * 1e3:.2f}", f"{n / c:.2f}",
                      f"{nbytes / n / 1e9:.1f} GB/s ({100 * nbytes / n / 1e9 / limit:.0f}% of copy {limit:.1f})"))
     print_table("Elementwise: npu vs CPU eager (ms; ratio = npu/cpu, lower is better)",

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_npu_sim  # noqa: F401
-from _common import best_of, print_table, run_python
+from _common import best_of, best_of_each, print_table, synced, run_python
 
 # REFERENCE.md section E: ~275 GFLOP/s fp32 FMA peak per core; the npu pool uses every core.
 PEAK_PER_CORE = 275.0
@@ -18,14 +18,12 @@ CORES = os.cpu_count() or 1
 
 
 def timed(fn, repeat):
-    fn()
-    torch.npu.synchronize()
+    return best_of(synced(fn), repeat=repeat)
 
-    def once():
-        fn()
-        torch.npu.synchronize()
 
-    return best_of(once, repeat=repeat)
+def timed_pair(cpu_fn, npu_fn, repeat):
+    """(cpu, npu) best times, the tries interleaved."""
+    return best_of_each([synced(cpu_fn), synced(npu_fn)], repeat=repeat)
 
 
 def gemm_rows(sizes, dtypes, repeat):
@@ -35,8 +33,7 @@ def gemm_rows(sizes, dtypes, repeat):
             a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
             an, bn = a.npu(), b.npu()
             reps = repeat if n <= 1024 else max(2, repeat // 2)
-            t_cpu = timed(lambda: torch.mm(a, b), reps)
-            t_npu = timed(lambda: torch.mm(an, bn), reps)
+            t_cpu, t_npu = timed_pair(lambda: torch.mm(a, b), lambda: torch.mm(an, bn), reps)
             flops = 2.0 * n ** 3
             peak = PEAK_PER_CORE * CORES
             rows.append((str(dtype).replace("torch.", ""), n, f"{t_cpu * 1e3:.2f}", f"{t_npu * 1e3:.2f}",
@@ -76,15 +73,15 @@ def conv_rows(repeat):
         x, w = torch.randn(n, c, hw, hw), torch.randn(o, c, k, k)
         xn, wn = x.npu(), w.npu()
         flops = 2.0 * n * o * hw * hw * c * k * k
-        t_cpu = timed(lambda: F.conv2d(x, w, padding=1), repeat)
-        t_npu = timed(lambda: F.conv2d(xn, wn, padding=1), repeat)
+        t_cpu, t_npu = timed_pair(lambda: F.conv2d(x, w, padding=1), lambda: F.conv2d(xn, wn, padding=1), repeat)
         # forward + backward (input and weight gradients) with a dense upstream gradient
         g = torch.randn(n, o, hw, hw)
         gn = g.npu()
         xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
         xnr, wnr = xn.clone().requires_grad_(), wn.clone().requires_grad_()
-        tb_cpu = timed(lambda: torch.autograd.grad(F.conv2d(xr, wr, padding=1), (xr, wr), g), max(2, repeat // 2))
-        tb_npu = timed(lambda: torch.autograd.grad(F.conv2d(xnr, wnr, padding=1), (xnr, wnr), gn), max(2, repeat // 2))
+        tb_cpu, tb_npu = timed_pair(lambda: torch.autograd.grad(F.conv2d(xr, wr, padding=1), (xr, wr), g),
+                                    lambda: torch.autograd.grad(F.conv2d(xnr, wnr, padding=1), (xnr, wnr), gn),
+                                    max(2, repeat // 2))
         rows.append((f"N={n} C={c} {hw}x{hw} O={o} {k}x{k}", f"{t_cpu * 1e3:.1f}", f"{t_npu * 1e3:.1f}",
                      f"{t_npu / t_cpu:.2f}", f"{flops / t_npu / 1e9:.0f}", f"{tb_cpu * 1e3:.1f}", f"{tb_npu * 1e3:.1f}",
                      f"{tb_npu / tb_cpu:.2f}"))

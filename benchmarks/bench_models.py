@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_npu_sim
-from _common import best_of, print_table
+from _common import best_of_each, print_table
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "python"))
 from test_models import GPTMini  # noqa: E402
@@ -46,8 +46,7 @@ def main():
         cpu_step, npu_step = step_fn("cpu", cpu_amp), step_fn("npu", npu_amp)
         cpu_step(), npu_step()  # warm-up
         torch_npu_sim.reset_fallback_ops()
-        c = best_of(cpu_step, repeat=3)
-        n = best_of(npu_step, repeat=3)
+        c, n = best_of_each([cpu_step, npu_step], repeat=8)
         fell_back = len(torch_npu_sim.fallback_ops())
         base32 = base32 or n
         rows.append((name, f"{c * 1e3:.1f}", f"{n * 1e3:.1f}", f"{n / c:.2f}", f"{n / base32:.2f}", fell_back))

@@ -10,23 +10,16 @@ import torch
 import torch.nn.functional as F
 
 import torch_npu_sim  # noqa: F401
-from _common import best_of, print_table
+from _common import best_of_each, print_table, synced
 
 
-def timed(fn, repeat):
-    fn()
-    torch.npu.synchronize()
-
-    def once():
-        fn()
-        torch.npu.synchronize()
-
-    return best_of(once, repeat=repeat)
+def timed_pair(cpu_fn, npu_fn, repeat):
+    """(cpu, npu) best times, the tries interleaved."""
+    return best_of_each([synced(cpu_fn), synced(npu_fn)], repeat=repeat)
 
 
 def row(name, cpu_fn, npu_fn, nbytes, repeat):
-    t_cpu = timed(cpu_fn, repeat)
-    t_npu = timed(npu_fn, repeat)
+    t_cpu, t_npu = timed_pair(cpu_fn, npu_fn, repeat)
     return (name, f"{t_cpu * 1e3:.2f}", f"{t_npu * 1e3:.2f}", f"{t_npu / t_cpu:.2f}",
             f"{nbytes / t_cpu / 1e9:.1f}", f"{nbytes / t_npu / 1e9:.1f}")
 

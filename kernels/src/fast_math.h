@@ -1,7 +1,7 @@
 // Branch-free float exp / tanh / erf / sigmoid the compiler can vectorise at baseline x86-64 (libm's expf and
 // tanhf are scalar calls). exp: Cephes-style range reduction x = n*ln2 + r, |r| <= ln2/2, degree-6
 // polynomial, 2^n built in the exponent bits; max error ~2 ulp over the normal range (subnormal results
-// as libm's, 0 below -103.97), inf above ln(FLT_MAX), NaN passes through. tanh: an odd
+// as libm's, 0 below -103.97), inf above ln(FLT_MAX), NaN passes through. sigmoid: one exp(-|x|). tanh: an odd
 // polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (~2 ulp). erf below. Double keeps libm.
 // Files using these need -fno-trapping-math (kernels/CMakeLists.txt) so the selects if-convert.
 #pragma once
@@ -12,14 +12,18 @@
 
 namespace npu_kernels::detail {
 
-inline float fast_exp(float x) {
-  constexpr float kLo = -103.97f, kHi = 88.7228394f;  // exp(kLo) < the smallest subnormal; ln(FLT_MAX)
-  const float xc = x < kLo ? kLo : (x > kHi ? kHi : (x != x ? 0.0f : x));  // NaN: any finite lane, fixed below
-  const float t = xc * 1.44269504088896341f;
-  // round to nearest with the 1.5 * 2^23 trick (branch-free, vectorises with or without SSE4.1's roundps)
-  const float fn = (t + 12582912.0f) - 12582912.0f;
-  const int32_t n = static_cast<int32_t>(fn);
-  float r = xc - fn * 0.693359375f;
+// exp(z) = 2^n * exp(r) with |r| <= ln2/2 (Cephes-style): returns exp(r) (~1 ulp) and n, read from the
+// low bits of the rounding shifter's sum instead of a float->int conversion. z in [-104, 88.8].
+struct ExpParts {
+  float y;
+  int32_t n;
+};
+
+inline ExpParts exp_parts(float z) {
+  constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer (branch-free, any ISA)
+  const float t = z * 1.44269504088896341f + kShifter;
+  const float fn = t - kShifter;
+  float r = z - fn * 0.693359375f;
   r = r - fn * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -27,14 +31,25 @@ inline float fast_exp(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  const float y = p * r * r + r + 1.0f;
+  int32_t tb, sb;
+  std::memcpy(&tb, &t, 4);
+  std::memcpy(&sb, &kShifter, 4);
+  return {p * r * r + r + 1.0f, tb - sb};
+}
+
+inline float bits_to_float(int32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+inline float fast_exp(float x) {
+  constexpr float kLo = -103.97f, kHi = 88.7228394f;  // exp(kLo) < the smallest subnormal; ln(FLT_MAX)
+  const float xc = x < kLo ? kLo : (x > kHi ? kHi : (x != x ? 0.0f : x));  // NaN: any finite lane, fixed below
+  const ExpParts e = exp_parts(xc);
   // 2^n as two normal factors, so n = 128 does not overflow and n < -126 gives subnormals as libm does
-  const int32_t n1 = n / 2, n2 = n - n1;
-  const int32_t b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  float s1, s2;
-  std::memcpy(&s1, &b1, 4);
-  std::memcpy(&s2, &b2, 4);
-  float v = y * s1 * s2;
+  const int32_t n1 = e.n / 2, n2 = e.n - n1;
+  float v = e.y * bits_to_float((n1 + 127) << 23) * bits_to_float((n2 + 127) << 23);
   v = x < kLo ? 0.0f : v;
   v = x > kHi ? HUGE_VALF : v;
   return x != x ? x : v;
@@ -78,9 +93,18 @@ inline float fast_erf(float x) {
 
 inline double fast_erf(double x) { return std::erf(x); }
 
-template <typename C>
-inline C fast_sigmoid(C x) {
-  return C(1) / (C(1) + fast_exp(-x));
+// sigmoid(x) = (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|) in [0, 1]: one exp that cannot overflow, so
+// no overflow lanes to fix up, and the subnormal results of x < -87.3 stay exact (1 + e rounds to 1).
+inline float fast_sigmoid(float x) {
+  constexpr float kLo = -104.0f;  // exp(kLo) < 2^-150: rounds to 0
+  const float z = -std::fabs(x);
+  const ExpParts p = exp_parts(z < kLo ? kLo : z);  // a NaN lane computes garbage, replaced below
+  // 2^n for n in [-150, 0] as 2^(n + 24) * 2^-24: the first factor is normal, the product rounds once.
+  const float e = p.y * bits_to_float((p.n + 127 + 24) << 23) * 5.9604644775390625e-8f;
+  const float v = (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+  return x != x ? x : v;
 }
+
+inline double fast_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
 }  // namespace npu_kernels::detail

@@ -12,6 +12,7 @@ namespace {
 
 using npu_kernels::detail::fast_erf;
 using npu_kernels::detail::fast_exp;
+using npu_kernels::detail::fast_sigmoid;
 using npu_kernels::detail::fast_tanh;
 
 // Distance in float ulps between a float result and the double reference rounded to float.
@@ -53,6 +54,25 @@ TEST(FastMath, ExpEdges) {
   EXPECT_LT(sub, std::numeric_limits<float>::min());
   EXPECT_LE(std::fabs(sub - static_cast<float>(std::exp(-100.0))), std::numeric_limits<float>::denorm_min());
   EXPECT_EQ(fast_exp(-110.0f), 0.0f);
+}
+
+TEST(FastMath, SigmoidWithinThreeUlpsIncludingTheSubnormalTail) {
+  const auto ref = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  EXPECT_LE(max_ulps([](float x) { return fast_sigmoid(x); }, ref, -87.f, 30.f, 2000000), 3.0);
+  EXPECT_LE(max_ulps([](float x) { return fast_sigmoid(x); }, ref, -1e-3f, 1e-3f, 20000), 3.0);
+  // x < -87.3: exp(-x) overflows float, the result is subnormal; it must still be correctly rounded-ish.
+  for (float x = -103.0f; x < -87.0f; x += 0.01f) {
+    const float want = static_cast<float>(ref(x));
+    EXPECT_LE(std::fabs(fast_sigmoid(x) - want), std::numeric_limits<float>::denorm_min()) << x;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(fast_sigmoid(-105.0f), 0.0f);
+  EXPECT_EQ(fast_sigmoid(-inf), 0.0f);
+  EXPECT_EQ(fast_sigmoid(inf), 1.0f);
+  EXPECT_EQ(fast_sigmoid(20.0f), 1.0f);
+  EXPECT_EQ(fast_sigmoid(0.0f), 0.5f);
+  EXPECT_EQ(fast_sigmoid(-0.0f), 0.5f);
+  EXPECT_TRUE(std::isnan(fast_sigmoid(std::nanf(""))));
 }
 
 TEST(FastMath, TanhWithinThreeUlps) {
