@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,85 @@ __attribute__((target("avx2,f16c"))) void float_row_to_half_f16c(uint16_t* dst, 
 
 namespace {
 
+// How BLAS addresses a rows x cols operand with element strides (rs, cs): row-major, transposed or not,
+// with leading dimension ld. False for what it cannot take: no unit stride, broadcasts, lds beyond int.
+struct BlasLayout {
+  bool trans = false;
+  int64_t ld = 0;
+};
+
+bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasLayout* l) {
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  if (cs == 1 && (rows == 1 || (rs >= std::max<int64_t>(cols, 1) && rs <= kMaxInt))) {
+    *l = {false, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+    return true;
+  }
+  if (rs == 1 && (cols == 1 || (cs >= std::max<int64_t>(rows, 1) && cs <= kMaxInt))) {
+    *l = {true, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+    return true;
+  }
+  return false;
+}
+
+// fp32/fp64 GEMM whose operands BLAS can address in place: no UB staging. Each unit is one BLAS call on a
+// (batch, M or N slice) of C, the slices cut so that every core thread gets one long call; OpenBLAS packs
+// its own panels (the Cube's L0 loads), so staging them in the UB first would only copy them twice.
+template <typename T>
+npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayout la, BlasLayout lb,
+                            BlasLayout lc) {
+  std::size_t ub_bytes = 0;
+  int ai_cores = 1, core_threads = 1;
+  if (!device_limits(stream, &ub_bytes, &ai_cores, &core_threads)) return npu_sim::Status::kInvalidHandle;
+  const bool split_m = g.m >= g.n;
+  const int64_t len = split_m ? g.m : g.n;
+  constexpr int64_t kMinSlice = 32;
+  const int64_t parts = std::max<int64_t>(
+      1, std::min((4 * core_threads + g.batch - 1) / g.batch, (len + kMinSlice - 1) / kMinSlice));
+  const int64_t units = g.batch * parts;
+  const uint32_t grid = static_cast<uint32_t>(std::min<int64_t>(units, std::max(ai_cores, 1)));
+  const T* a = static_cast<const T*>(g.a);
+  const T* b = static_cast<const T*>(g.b);
+  T* c = static_cast<T*>(g.c);
+  // The beta term: C itself (in place) goes to BLAS as is; another Cin is copied into C first.
+  const T* cin = g.beta == 0.0 || g.cin == nullptr || (g.cin == g.c && g.cin_batch_stride == g.c_batch_stride &&
+                                                      g.cin_row_stride == g.c_row_stride && g.cin_col_stride == 1)
+                     ? nullptr
+                     : static_cast<const T*>(g.cin);
+  return npu_sim::launch_kernel(stream, "gemm", grid, [=](const npu_sim::BlockContext& ctx) {
+    const int64_t begin = units * ctx.block_idx / ctx.block_dim, end = units * (ctx.block_idx + 1) / ctx.block_dim;
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t bi = u / parts, part = u % parts;
+      const int64_t lo = len * part / parts, hi = len * (part + 1) / parts;
+      const int64_t i0 = split_m ? lo : 0, mc = split_m ? hi - lo : g.m;
+      const int64_t j0 = split_m ? 0 : lo, nc = split_m ? g.n : hi - lo;
+      T* ct = c + bi * g.c_batch_stride + i0 * g.c_row_stride + j0;
+      if (cin != nullptr) {
+        for (int64_t i = 0; i < mc; ++i) {
+          const T* in = cin + bi * g.cin_batch_stride + (i0 + i) * g.cin_row_stride + j0 * g.cin_col_stride;
+          T* out = ct + i * lc.ld;
+          for (int64_t j = 0; j < nc; ++j) out[j] = in[j * g.cin_col_stride];
+        }
+      }
+      blas_gemm(la.trans, lb.trans, mc, nc, g.k, static_cast<T>(g.alpha),
+                a + bi * g.a_batch_stride + i0 * g.a_row_stride, la.ld,
+                b + bi * g.b_batch_stride + j0 * g.b_col_stride, lb.ld, static_cast<T>(g.beta), ct, lc.ld);
+    }
+  });
+}
+
 template <typename T>
 npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
   using Acc = acc_t<T>;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+    BlasLayout la, lb, lc;
+    if (g.k > 0 && g.m <= kMaxInt && g.n <= kMaxInt && g.k <= kMaxInt && blas_loaded() &&
+        blas_layout(g.m, g.k, g.a_row_stride, g.a_col_stride, &la) &&
+        blas_layout(g.k, g.n, g.b_row_stride, g.b_col_stride, &lb) &&
+        blas_layout(g.m, g.n, g.c_row_stride, g.c_col_stride, &lc) && !lc.trans) {
+      return gemm_direct<T>(stream, g, la, lb, lc);
+    }
+  }
   const T* a = static_cast<const T*>(g.a);
   const T* b = static_cast<const T*>(g.b);
   T* c = static_cast<T*>(g.c);

@@ -25,9 +25,10 @@ namespace npu_kernels {
 namespace detail {
 namespace {
 
-// CBLAS constants (cblas.h): row-major order, no transpose.
+// CBLAS constants (cblas.h): row-major order, (no) transpose.
 constexpr int kRowMajor = 101;
 constexpr int kNoTrans = 111;
+constexpr int kTrans = 112;
 using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float,
                          float*, int);
 using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*, int, double,
@@ -127,6 +128,49 @@ void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* 
     own_micro(m, n, k, a, b, c, accumulate);
   }
 }
+
+bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const Blas& lib = blas();
+  if (lib.sgemm == nullptr) return false;
+  lib.sgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, int(m), int(n), int(k), alpha, a,
+            int(lda), b, int(ldb), beta, c, int(ldc));
+  return true;
+}
+
+bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+               int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  const Blas& lib = blas();
+  if (lib.dgemm == nullptr) return false;
+  lib.dgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, int(m), int(n), int(k), alpha, a,
+            int(lda), b, int(ldb), beta, c, int(ldc));
+  return true;
+}
+
+bool blas_loaded() { return blas().sgemm != nullptr; }
+
+template <typename T>
+void gemm_rowmajor(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+                   const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+  for (int64_t i = 0; i < m; ++i) {
+    T* cr = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) cr[j] = beta == T(0) ? T(0) : beta * cr[j];
+    for (int64_t p = 0; p < k; ++p) {
+      const T av = alpha * (trans_a ? a[p * lda + i] : a[i * lda + p]);
+      if (trans_b) {
+        for (int64_t j = 0; j < n; ++j) cr[j] += av * b[j * ldb + p];
+      } else {
+        const T* br = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j) cr[j] += av * br[j];
+      }
+    }
+  }
+}
+template void gemm_rowmajor<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                                   int64_t, float, float*, int64_t);
+template void gemm_rowmajor<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                    const double*, int64_t, double, double*, int64_t);
 
 }  // namespace detail
 

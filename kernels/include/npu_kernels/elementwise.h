@@ -188,7 +188,7 @@ inline bool stream_output(const ElementwiseIter& it, int64_t out_size) {
 // Launches elementwise_range over the whole iterator on `stream`, split over AI-core blocks.
 template <typename Out, typename In, int N, typename F>
 inline npu_sim::Status launch_elementwise(npu_sim::Stream stream, const char* name, const ElementwiseIter& it, F f) {
-  constexpr int64_t kGrain = 1 << 14;
+  constexpr int64_t kGrain = 1 << 16;
   const bool streamed = stream_output(it, sizeof(Out));
   return parallel_for(stream, name, it.numel(), kGrain,
                       [it, f, streamed](int64_t b, int64_t e, const npu_sim::BlockContext&) {

@@ -1,0 +1,148 @@
+"""Fused scaled_dot_product_attention on npu: forward and gradients against CPU PyTorch, which calls go to
+the fused kernel and which stay on ATen's math path, the output layout, and bad direct calls."""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+FUSED = "aten::_scaled_dot_product_fused_attention_overrideable"
+FUSED_BWD = "aten::_scaled_dot_product_fused_attention_overrideable_backward"
+
+
+def run_both(q, k, v, **kw):
+    """SDPA forward + backward on CPU and npu; returns (cpu results, npu results, npu op names)."""
+    leaves = [t.detach().clone().requires_grad_(t.dtype.is_floating_point) for t in (q, k, v)]
+    mask = kw.pop("attn_mask", None)
+    out = F.scaled_dot_product_attention(*leaves, attn_mask=mask, **kw)
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    npu_leaves = [t.detach().to("npu").requires_grad_(t.dtype.is_floating_point) for t in (q, k, v)]
+    with torch.autograd.profiler.profile() as prof:
+        out_n = F.scaled_dot_product_attention(
+            *npu_leaves, attn_mask=None if mask is None else mask.to("npu"), **kw)
+        out_n.backward(grad.to("npu"))
+        torch.npu.synchronize()
+    names = {e.name for e in prof.function_events}
+    return [out] + [t.grad for t in leaves], [out_n] + [t.grad for t in npu_leaves], names
+
+
+def assert_close_all(cpu, npu, **tol):
+    for c, n, what in zip(cpu, npu, ["output", "grad query", "grad key", "grad value"]):
+        torch.testing.assert_close(n.cpu(), c, msg=lambda m, w=what: f"{w}: {m}", **tol)
+
+
+CASES = [  # B, H, L, S, E, Ev, causal
+    (2, 3, 17, 17, 8, 8, False),
+    (2, 3, 17, 17, 8, 8, True),
+    (1, 2, 10, 23, 16, 5, True),   # fewer queries than keys (top-left causal)
+    (1, 2, 23, 10, 16, 5, True),   # rows past the last key see every key
+    (1, 2, 300, 300, 32, 32, True),  # several query tiles per head
+    (3, 1, 1, 9, 4, 4, False),
+]
+
+
+@pytest.mark.parametrize("B,H,L,S,E,Ev,causal", CASES)
+def test_fused_matches_cpu(B, H, L, S, E, Ev, causal):
+    torch.manual_seed(0)
+    q, k, v = torch.randn(B, H, L, E), torch.randn(B, H, S, E), torch.randn(B, H, S, Ev)
+    cpu, npu, names = run_both(q, k, v, is_causal=causal)
+    assert FUSED in names and FUSED_BWD in names
+    assert_close_all(cpu, npu, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mask_kind", ["float", "bool", "bool_fully_masked_row", "float_broadcast_batch"])
+def test_fused_with_masks(mask_kind):
+    torch.manual_seed(1)
+    q, k, v = torch.randn(2, 2, 5, 4), torch.randn(2, 2, 7, 4), torch.randn(2, 2, 7, 4)
+    mask = {
+        "float": lambda: torch.randn(5, 7),
+        "bool": lambda: torch.rand(2, 1, 5, 7) > 0.3,
+        "bool_fully_masked_row": lambda: torch.ones(5, 7, dtype=torch.bool).index_fill_(0, torch.tensor([2]), False),
+        "float_broadcast_batch": lambda: torch.randn(1, 2, 5, 1),
+    }[mask_kind]()
+    cpu, npu, names = run_both(q, k, v, attn_mask=mask)
+    assert FUSED in names
+    assert_close_all(cpu, npu, rtol=1e-4, atol=1e-5)
+    if mask_kind == "bool_fully_masked_row":  # as CPU's math path: zeros, not NaN
+        assert torch.equal(npu[0][:, :, 2].cpu(), torch.zeros(2, 2, 4))
+
+
+def test_fused_float64_and_scale():
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(2, 2, 6, 5, dtype=torch.float64) for _ in range(3))
+    cpu, npu, names = run_both(q, k, v, scale=0.3, is_causal=True)
+    assert FUSED in names
+    assert_close_all(cpu, npu, rtol=1e-10, atol=1e-12)
+
+
+def test_the_gpt_block_layout_is_read_in_place_and_output_reshapes_without_copy():
+    torch.manual_seed(3)
+    qkv = torch.randn(4, 16, 3 * 32)
+    b, t, d, h = 4, 16, 32, 4
+
+    def attend(x):
+        q, k, v = x.split(d, dim=-1)
+        q, k, v = (z.view(b, t, h, d // h).transpose(1, 2) for z in (q, k, v))
+        att = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return att, att.transpose(1, 2).reshape(b, t, d)
+
+    att_n, y_n = attend(qkv.to("npu").requires_grad_())
+    assert att_n.transpose(1, 2).is_contiguous()  # the reshape after attention is a view
+    _, y = attend(qkv)
+    torch.testing.assert_close(y_n.cpu(), y, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["dropout", "float16", "bfloat16", "gqa", "mask_requires_grad", "forced_math"])
+def test_unfused_cases_take_the_math_path_and_stay_correct(case):
+    torch.manual_seed(4)
+    q, k, v = torch.randn(2, 4, 6, 8), torch.randn(2, 4, 9, 8), torch.randn(2, 4, 9, 8)
+    kw = {}
+    if case == "dropout":  # random: check the path and the shape only, and that no element is NaN
+        qn, kn, vn = (t.to("npu") for t in (q, k, v))
+        with torch.autograd.profiler.profile() as prof:
+            out = F.scaled_dot_product_attention(qn, kn, vn, dropout_p=0.5)
+        assert FUSED not in {e.name for e in prof.function_events}
+        assert out.shape == (2, 4, 6, 8) and not out.isnan().any()
+        return
+    if case in ("float16", "bfloat16"):
+        dt = getattr(torch, case)
+        q, k, v = (t.to(dt) for t in (q, k, v))
+    if case == "gqa":
+        k, v = k[:, :2].contiguous(), v[:, :2].contiguous()
+        kw["enable_gqa"] = True
+    if case == "mask_requires_grad":
+        mask = torch.randn(6, 9, requires_grad=True)
+        mask_n = mask.detach().to("npu").requires_grad_()
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+        with torch.autograd.profiler.profile() as prof:
+            F.scaled_dot_product_attention(q.to("npu"), k.to("npu"), v.to("npu"), attn_mask=mask_n).sum().backward()
+        assert FUSED not in {e.name for e in prof.function_events}
+        torch.testing.assert_close(mask_n.grad.cpu(), mask.grad, rtol=1e-4, atol=1e-5)
+        return
+    if case == "forced_math":
+        with sdpa_kernel([SDPBackend.MATH]):
+            cpu, npu, names = run_both(q, k, v)
+    else:
+        cpu, npu, names = run_both(q, k, v, **kw)
+    assert FUSED not in names
+    tol = dict(rtol=1e-4, atol=1e-5) if q.dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    assert_close_all(cpu, npu, **tol)
+
+
+def test_keys_beyond_the_unified_buffer_take_the_math_path():
+    torch.manual_seed(5)
+    q, k, v = torch.randn(1, 1, 2, 2), torch.randn(1, 1, 30000, 2), torch.randn(1, 1, 30000, 2)
+    cpu, npu, names = run_both(q, k, v)
+    assert FUSED not in names
+    assert_close_all(cpu, npu, rtol=1e-4, atol=1e-5)
+
+
+def test_direct_calls_with_unsupported_arguments_name_the_op():
+    q = torch.randn(1, 1, 3, 4, device="npu")
+    op = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    with pytest.raises(RuntimeError, match="_scaled_dot_product_fused_attention_overrideable: dropout_p must be 0"):
+        op(q, q, q, dropout_p=0.5)
+    with pytest.raises(RuntimeError, match="_scaled_dot_product_fused_attention_overrideable: expected 4-D"):
+        op(q, q, q.half())
+    with pytest.raises(RuntimeError, match="_scaled_dot_product_fused_attention_overrideable: expected 4-D"):
+        op(q, torch.randn(1, 2, 3, 4, device="npu"), q)
