@@ -34,7 +34,7 @@ inline ExpParts exp_parts(float z) {
   int32_t tb, sb;
   std::memcpy(&tb, &t, 4);
   std::memcpy(&sb, &kShifter, 4);
-  return {p * r * r + r + 1.0f, tb - sb};
+  return {p * r * r + r + 1.0f, static_cast<int32_t>(static_cast<uint32_t>(tb) - static_cast<uint32_t>(sb))};
 }
 
 inline float bits_to_float(int32_t b) {
@@ -43,13 +43,16 @@ inline float bits_to_float(int32_t b) {
   return f;
 }
 
+// 2^(e - 127) for a biased exponent e in [1, 254]; any e is defined behaviour (garbage lanes, e.g. NaN's).
+inline float pow2_biased(int32_t e) { return bits_to_float(static_cast<int32_t>(static_cast<uint32_t>(e) << 23)); }
+
 inline float fast_exp(float x) {
   constexpr float kLo = -103.97f, kHi = 88.7228394f;  // exp(kLo) < the smallest subnormal; ln(FLT_MAX)
   const float xc = x < kLo ? kLo : (x > kHi ? kHi : (x != x ? 0.0f : x));  // NaN: any finite lane, fixed below
   const ExpParts e = exp_parts(xc);
   // 2^n as two normal factors, so n = 128 does not overflow and n < -126 gives subnormals as libm does
   const int32_t n1 = e.n / 2, n2 = e.n - n1;
-  float v = e.y * bits_to_float((n1 + 127) << 23) * bits_to_float((n2 + 127) << 23);
+  float v = e.y * pow2_biased(n1 + 127) * pow2_biased(n2 + 127);
   v = x < kLo ? 0.0f : v;
   v = x > kHi ? HUGE_VALF : v;
   return x != x ? x : v;
@@ -100,7 +103,7 @@ inline float fast_sigmoid(float x) {
   const float z = -std::fabs(x);
   const ExpParts p = exp_parts(z < kLo ? kLo : z);  // a NaN lane computes garbage, replaced below
   // 2^n for n in [-150, 0] as 2^(n + 24) * 2^-24: the first factor is normal, the product rounds once.
-  const float e = p.y * bits_to_float((p.n + 127 + 24) << 23) * 5.9604644775390625e-8f;
+  const float e = p.y * pow2_biased(p.n + 127 + 24) * 5.9604644775390625e-8f;
   const float v = (x >= 0.0f ? 1.0f : e) / (1.0f + e);
   return x != x ? x : v;
 }
