@@ -661,11 +661,20 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("addcmul_", [](T& self, const T& a, const T& b, const S& value) -> T& {
     return structured_inplace<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), self, a, b, value);
   });
+  m.impl("addcmul.out", [](const T& self, const T& a, const T& b, const S& value, T& out) -> T& {
+    return structured_out<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), out, self, a, b, value);
+  });
   m.impl("addcdiv", [](const T& self, const T& a, const T& b, const S& value) {
     return structured_functional<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self, a, b, value);
   });
   m.impl("addcdiv_", [](T& self, const T& a, const T& b, const S& value) -> T& {
     return structured_inplace<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self, a, b, value);
+  });
+  m.impl("addcdiv.out", [](const T& self, const T& a, const T& b, const S& value, T& out) -> T& {
+    return structured_out<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), out, self, a, b, value);
+  });
+  m.impl("lerp.Tensor_out", [](const T& self, const T& end, const T& w, T& out) -> T& {
+    return structured_out<at::meta::structured_lerp_Tensor>(ternary_kernel(TernaryOp::kLerp), out, self, end, w);
   });
   // lerp with a Python-number weight: the iterator has two inputs, the weight travels as a parameter
   m.impl("lerp.Scalar", [](const T& self, const T& end, const S& w) {

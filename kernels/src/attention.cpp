@@ -21,6 +21,35 @@ inline T exp_of(T x) {
   return detail::fast_exp(x);
 }
 
+// Row reductions in kLanes independent accumulators, which the compiler turns into vector ops (a single
+// float accumulator is an ordered chain it may not reorder).
+constexpr int64_t kLanes = 16;
+
+template <typename T>
+T row_max(const T* x, int64_t n) {
+  T acc[kLanes];
+  std::fill(acc, acc + kLanes, -std::numeric_limits<T>::infinity());
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] = x[j + l] > acc[l] ? x[j + l] : acc[l];
+  for (; j < n; ++j) acc[0] = x[j] > acc[0] ? x[j] : acc[0];
+  return *std::max_element(acc, acc + kLanes);
+}
+
+// x = exp(x - m) in place; returns the sum.
+template <typename T>
+T exp_sum(T* x, int64_t n, T m) {
+  for (int64_t j = 0; j < n; ++j) x[j] = exp_of(x[j] - m);
+  T acc[kLanes] = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] += x[j + l];
+  for (; j < n; ++j) acc[0] += x[j];
+  T sum = 0;
+  for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
+  return sum;
+}
+
 template <typename T>
 struct Head {  // one (batch, head): base pointers of every operand
   const T *q, *k, *v, *bias;
@@ -91,18 +120,13 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
     scores(a, hd, i0, br, nk, s, S);
     for (int64_t r = 0; r < br; ++r) {
       T* row = s + r * S;
-      T m = neg_inf;
-      for (int64_t j = 0; j < nk; ++j) m = row[j] > m ? row[j] : m;
+      const T m = row_max(row, nk);
       if (m == neg_inf) {  // every key masked: probabilities 0, as torch's math path
         std::fill(row, row + nk, T(0));
         if (hd.lse != nullptr) hd.lse[i0 + r] = neg_inf;
         continue;
       }
-      T sum = 0;
-      for (int64_t j = 0; j < nk; ++j) {
-        row[j] = exp_of(row[j] - m);
-        sum += row[j];
-      }
+      const T sum = exp_sum(row, nk, m);
       const T inv = T(1) / sum;
       for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
       if (hd.lse != nullptr) hd.lse[i0 + r] = m + std::log(sum);

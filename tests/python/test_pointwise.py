@@ -149,6 +149,11 @@ def test_ternary_ops():
     check(lambda x, y, z: torch.addcdiv(x, y, z.abs() + 1, value=2), a, b, c)
     check(lambda x, y, z: torch.lerp(x, y, z.sigmoid()), a, b, c)
     check(lambda x, y, z: torch.where(x > 0, y, z), a, b, c)
+    # out= forms (fell back to CPU before), and a non-contiguous ternary operand
+    check(lambda x, y, z: torch.addcmul(x, y, z, value=0.5, out=torch.empty_like(x)), a, b, c)
+    check(lambda x, y, z: torch.addcdiv(x, y, z.abs() + 1, value=2, out=torch.empty_like(x)), a, b, c)
+    check(lambda x, y, z: torch.lerp(x, y, z.sigmoid(), out=torch.empty_like(x)), a, b, c)
+    check(lambda x, y, z: torch.addcmul(x.t(), y.t(), z.t()), a, b, c)
     check(lambda x, y: torch.where(x > 0, y, 0.0), a, b)
     check(lambda x, y: torch.where(x > 0, x.long(), y.int()), a, b, dtype=torch.int64)
 

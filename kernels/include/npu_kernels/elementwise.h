@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "npu_kernels/dtype.h"
 #include "npu_kernels/stream_store.h"
@@ -28,6 +30,11 @@ struct ElementwiseIter {
   // in_dtype; such an operand has stride 0 and reads its value from here.
   bool is_scalar[kMaxOperands] = {};
   alignas(16) unsigned char scalar_bytes[kMaxOperands][16] = {};
+  // A batch (the _foreach ops): when nparts > 0 this iterator only carries the dtypes, and the launch
+  // runs the same functor over every part, one after another in one linear range (multi-tensor apply).
+  // The parts are copied into the launch; they need not outlive the call.
+  const ElementwiseIter* parts = nullptr;
+  int nparts = 0;
 
   int64_t numel() const {
     int64_t n = 1;
@@ -157,6 +164,14 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
       }
     } else {
       static_assert(N == 3, "the engine handles nullary to ternary functors");
+      if (contiguous && !scalar_in[0] && !scalar_in[1] && !scalar_in[2]) {
+        const In* a = reinterpret_cast<const In*>(ptrs[1]);
+        const In* b = reinterpret_cast<const In*>(ptrs[2]);
+        const In* c = reinterpret_cast<const In*>(ptrs[3]);
+        return detail::write_run(out, n, stream, [&](int64_t i) {
+          return static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
+        });
+      }
       for (int64_t i = 0; i < n; ++i) {
         *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
             f(detail::load<In>(ptrs[1] + i * inner[1]), detail::load<In>(ptrs[2] + i * inner[2]),
@@ -185,10 +200,43 @@ inline bool stream_output(const ElementwiseIter& it, int64_t out_size) {
   return true;
 }
 
-// Launches elementwise_range over the whole iterator on `stream`, split over AI-core blocks.
+namespace detail {
+
+// The parts of a batch and where each starts in the launch's linear range (offsets.back() = total).
+struct ElementwiseBatch {
+  std::vector<ElementwiseIter> parts;
+  std::vector<int64_t> offsets;
+};
+
+template <typename Out, typename In, int N, typename F>
+npu_sim::Status launch_batch(npu_sim::Stream stream, const char* name, const ElementwiseIter& it, F f,
+                             int64_t grain) {
+  auto batch = std::make_shared<ElementwiseBatch>();
+  batch->offsets.push_back(0);
+  for (int k = 0; k < it.nparts; ++k) {
+    if (it.parts[k].numel() == 0) continue;
+    batch->parts.push_back(it.parts[k]);
+    batch->offsets.push_back(batch->offsets.back() + it.parts[k].numel());
+  }
+  return parallel_for(stream, name, batch->offsets.back(), grain,
+                      [batch, f](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        const auto& off = batch->offsets;
+                        std::size_t k = static_cast<std::size_t>(std::upper_bound(off.begin(), off.end(), b) - off.begin()) - 1;
+                        for (; b < e; ++k) {
+                          const int64_t stop = std::min(e, off[k + 1]);
+                          elementwise_range<Out, In, N>(batch->parts[k], b - off[k], stop - off[k], f);
+                          b = stop;
+                        }
+                      });
+}
+
+}  // namespace detail
+
+// Launches elementwise_range over the whole iterator (or batch) on `stream`, split over AI-core blocks.
 template <typename Out, typename In, int N, typename F>
 inline npu_sim::Status launch_elementwise(npu_sim::Stream stream, const char* name, const ElementwiseIter& it, F f) {
   constexpr int64_t kGrain = 1 << 16;
+  if (it.nparts > 0) return detail::launch_batch<Out, In, N>(stream, name, it, f, kGrain);
   const bool streamed = stream_output(it, sizeof(Out));
   return parallel_for(stream, name, it.numel(), kGrain,
                       [it, f, streamed](int64_t b, int64_t e, const npu_sim::BlockContext&) {
