@@ -151,7 +151,8 @@ std::tuple<T, T, T, T> fused_attention_backward(const T& grad_out, const T& quer
   npu_kernels::AttentionGradArgs g;
   g.fwd = args_of(op, q, k, v, bias, is_causal, scale);
   const T o = unit_cols(out), d = unit_cols(grad_out), lse = logsumexp.contiguous();
-  TORCH_CHECK(o.sizes() == grad_out.sizes() && o.size(3) == v.size(3) && lse.numel() == g.fwd.batch * g.fwd.heads * g.fwd.q_len &&
+  const int64_t rows = g.fwd.batch * g.fwd.heads * g.fwd.q_len;
+  TORCH_CHECK(o.sizes() == grad_out.sizes() && o.size(3) == v.size(3) && lse.numel() == rows &&
                   lse.scalar_type() == q.scalar_type() && d.scalar_type() == q.scalar_type(),
               op, ": out ", out.sizes(), ", grad_out ", grad_out.sizes(), " and logsumexp ", logsumexp.sizes(),
               " do not match the forward of query ", q.sizes());

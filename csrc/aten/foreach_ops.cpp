@@ -62,8 +62,9 @@ const std::map<std::string, Native>& native_table() {
       both(name, "Scalar", {Native::kTernary, static_cast<int>(op), 2, false, true});
       both(name, "ScalarList", {Native::kTernary, static_cast<int>(op), 2, false, true});
     }
-    for (auto [name, op] : {std::pair{"sqrt", UnaryOp::kSqrt}, {"neg", UnaryOp::kNeg}, {"reciprocal", UnaryOp::kReciprocal},
-                            {"exp", UnaryOp::kExp}, {"abs", UnaryOp::kAbs}, {"sign", UnaryOp::kSign}}) {
+    for (auto [name, op] : {std::pair{"sqrt", UnaryOp::kSqrt}, {"neg", UnaryOp::kNeg},
+                            {"reciprocal", UnaryOp::kReciprocal}, {"exp", UnaryOp::kExp}, {"abs", UnaryOp::kAbs},
+                            {"sign", UnaryOp::kSign}}) {
       both(name, "", {Native::kUnary, static_cast<int>(op), 0, false, false});
     }
     return t;

@@ -104,6 +104,11 @@ inline int64_t tile_rows(const AttentionArgs& a, std::size_t ub_bytes, std::size
 }
 
 template <typename T>
+void zero_rows(T* p, int64_t rows, int64_t cols, int64_t row_stride) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(p + r * row_stride, p + r * row_stride + cols, T(0));
+}
+
+template <typename T>
 void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockContext& ctx) {
   const Head<T> hd = head_of<T>(a, unit);
   const int64_t S = a.kv_len, br_max = tile_rows(a, ctx.ub_bytes, sizeof(T), S);
@@ -113,7 +118,7 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
     const int64_t br = std::min(br_max, a.q_len - i0), nk = visible_keys(a, i0, br);
     T* out = hd.out + i0 * a.out.row_stride;
     if (nk == 0) {  // no key at all: zero output rows
-      for (int64_t r = 0; r < br; ++r) std::fill(out + r * a.out.row_stride, out + r * a.out.row_stride + a.v_dim, T(0));
+      zero_rows(out, br, a.v_dim, a.out.row_stride);
       if (hd.lse != nullptr) std::fill(hd.lse + i0, hd.lse + i0 + br, neg_inf);
       continue;
     }
@@ -134,11 +139,6 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
     detail::gemm_rowmajor<T>(false, false, br, a.v_dim, nk, T(1), s, S, hd.v, a.v.row_stride, T(0), out,
                              a.out.row_stride);
   }
-}
-
-template <typename T>
-void zero_rows(T* p, int64_t rows, int64_t cols, int64_t row_stride) {
-  for (int64_t r = 0; r < rows; ++r) std::fill(p + r * row_stride, p + r * row_stride + cols, T(0));
 }
 
 template <typename T>

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "gemm_tiling.h"
 #include "npu_kernels/gemm.h"
@@ -129,23 +130,22 @@ void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* 
   }
 }
 
-bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+template <typename T>
+bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   const Blas& lib = blas();
-  if (lib.sgemm == nullptr) return false;
-  lib.sgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, int(m), int(n), int(k), alpha, a,
-            int(lda), b, int(ldb), beta, c, int(ldc));
+  const auto fn = [&] {
+    if constexpr (std::is_same_v<T, float>) return lib.sgemm; else return lib.dgemm;
+  }();
+  if (fn == nullptr) return false;
+  fn(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, int(m), int(n), int(k), alpha, a, int(lda),
+     b, int(ldb), beta, c, int(ldc));
   return true;
 }
-
-bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-               int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  const Blas& lib = blas();
-  if (lib.dgemm == nullptr) return false;
-  lib.dgemm(kRowMajor, trans_a ? kTrans : kNoTrans, trans_b ? kTrans : kNoTrans, int(m), int(n), int(k), alpha, a,
-            int(lda), b, int(ldb), beta, c, int(ldc));
-  return true;
-}
+template bool blas_gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*,
+                               int64_t, float, float*, int64_t);
+template bool blas_gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                                const double*, int64_t, double, double*, int64_t);
 
 bool blas_loaded() { return blas().sgemm != nullptr; }
 

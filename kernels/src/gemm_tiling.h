@@ -126,10 +126,9 @@ void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b,
 void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, bool accumulate);
 // c = alpha * op(a) @ op(b) + beta * c on row-major operands with leading dimensions (CBLAS semantics;
 // beta == 0 never reads c). False, doing nothing, when OpenBLAS is not loaded.
-bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-               int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-               int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
+template <typename T>  // float, double
+bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+               const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 bool blas_loaded();
 // The same, always done: BLAS when loaded, else a plain loop (for kernels whose panels are not packed).
 template <typename T>

@@ -42,7 +42,8 @@ Ref reference(const Case& c, const std::vector<T>& q, const std::vector<T>& k, c
       double m = -INFINITY;
       for (int64_t j = 0; j < c.S; ++j) {
         double s = 0;
-        for (int64_t e = 0; e < c.E; ++e) s += double(q[(bh * c.L + i) * c.E + e]) * double(k[(bh * c.S + j) * c.E + e]);
+        for (int64_t e = 0; e < c.E; ++e)
+          s += double(q[(bh * c.L + i) * c.E + e]) * double(k[(bh * c.S + j) * c.E + e]);
         s *= scale;
         if (c.bias) s += double(bias[i * c.S + j]);  // bias is [L, S], broadcast over batch and heads
         if (c.causal && j > i) s = -INFINITY;

@@ -34,7 +34,8 @@ inline void stream_store_bytes(void* dst, const void* src, std::size_t bytes) {
     }
 #else
     for (int k = 0; k < 64; k += 16) {
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + k), _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + k)));
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + k));
+      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + k), v);
     }
 #endif
   }
