@@ -6,13 +6,11 @@
 // CompositeExplicitAutograd kernel) on the npu tensors: a boxed kernel re-dispatches to it *without
 // moving data*, and each per-tensor op it issues dispatches to our native kernels. Registered once at
 // import for every aten::_foreach_* op that has a CPU kernel, and for the natively handled ones.
-#include <ATen/Dispatch.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +18,7 @@
 #include <vector>
 
 #include "aten/npu_tensor.h"
+#include "aten/pointwise.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/pointwise.h"
@@ -119,10 +118,7 @@ npu_kernels::ElementwiseIter part(const at::Tensor& out, const std::vector<const
   if (scalar_operand) {
     const int k = e.ninputs;
     e.is_scalar[k] = true;
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, type, "foreach_scalar", [&] {
-      const scalar_t x = static_cast<scalar_t>(*scalar_operand);
-      std::memcpy(e.scalar_bytes[k], &x, sizeof(x));
-    });
+    write_scalar(c10::Scalar(*scalar_operand), type, e.scalar_bytes[k]);
   }
   return e;
 }

@@ -38,14 +38,18 @@ void scalar_bytes(const at::TensorBase& t, at::ScalarType type, unsigned char* b
   c10::Scalar v;
   AT_DISPATCH_V2(t.scalar_type(), "scalar_bytes", AT_WRAP([&] { v = c10::Scalar(*t.const_data_ptr<scalar_t>()); }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
-  AT_DISPATCH_V2(type, "scalar_bytes", AT_WRAP([&] {
+  write_scalar(v, type, bytes);
+}
+
+}  // namespace
+
+void write_scalar(const c10::Scalar& v, at::ScalarType type, unsigned char* bytes) {
+  AT_DISPATCH_V2(type, "write_scalar", AT_WRAP([&] {
                    const scalar_t x = v.to<scalar_t>();
                    std::memcpy(bytes, &x, sizeof(x));
                  }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
 }
-
-}  // namespace
 
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,
                    std::optional<at::ScalarType> compute_dtype) {

@@ -20,6 +20,9 @@ using PointwiseLaunch = std::function<npu_sim::Status(npu_sim::Stream, const npu
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,
                    std::optional<at::ScalarType> compute_dtype = std::nullopt);
 
+// `v` converted to `type`, written as a kernel scalar operand (ElementwiseIter::scalar_bytes).
+void write_scalar(const c10::Scalar& v, at::ScalarType type, unsigned char* bytes);
+
 // Kernels as callables on the built iterator (what NpuStructured's callers pass as `kernel`).
 inline auto unary_kernel(npu_kernels::UnaryOp op, npu_kernels::PointwiseParams p = {}) {
   return [op, p](at::TensorIteratorBase& it) {

@@ -590,10 +590,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                       scan_out<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t, o), s, d, t, o);
   });
   m.impl("cumprod", [](const T& s, int64_t d, OptS t) {
-    return scan_fn<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t);
+    return NPU_OR_CPU(T(const T&, int64_t, OptS), "cumprod", "",
+                      scan_fn<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t), s, d, t);
   });
   m.impl("cumprod.out", [](const T& s, int64_t d, OptS t, T& o) -> T& {
-    return scan_out<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t, o);
+    return NPU_OR_CPU(T&(const T&, int64_t, OptS, T&), "cumprod", "out",
+                      scan_out<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t, o), s, d, t, o);
   });
 }
 

@@ -6,20 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <string>
 
 #include "fast_math.h"
 #include "gemm_tiling.h"
+#include "npu_kernels/launch.h"
 
 namespace npu_kernels {
 namespace {
-
-template <typename T>
-inline T exp_of(T x) {
-  return detail::fast_exp(x);
-}
 
 // Row reductions in kLanes independent accumulators, which the compiler turns into vector ops (a single
 // float accumulator is an ordered chain it may not reorder).
@@ -39,7 +33,7 @@ T row_max(const T* x, int64_t n) {
 // x = exp(x - m) in place; returns the sum.
 template <typename T>
 T exp_sum(T* x, int64_t n, T m) {
-  for (int64_t j = 0; j < n; ++j) x[j] = exp_of(x[j] - m);
+  for (int64_t j = 0; j < n; ++j) x[j] = detail::fast_exp(x[j] - m);
   T acc[kLanes] = {};
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
@@ -173,7 +167,7 @@ void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::Bloc
       if (lse == neg_inf) {
         std::fill(row, row + nk, T(0));
       } else {
-        for (int64_t j = 0; j < nk; ++j) row[j] = exp_of(row[j] - lse);
+        for (int64_t j = 0; j < nk; ++j) row[j] = detail::fast_exp(row[j] - lse);
       }
       const T* o = hd.out + (i0 + r) * a.out.row_stride;
       const T* d = do_t + r * g.dout.row_stride;
@@ -205,19 +199,15 @@ bool valid(npu_sim::Stream stream, const AttentionArgs& a) {
          a.kv_len <= attention_max_kv_len(stream, a.dtype);
 }
 
+// One (batch, head) per unit of work, contiguous runs of heads per block.
 template <typename Body>
 npu_sim::Status per_head(npu_sim::Stream stream, const char* name, const AttentionArgs& a, Body body) {
-  const int64_t units = a.batch * a.heads;
-  if (units == 0 || a.q_len == 0) return npu_sim::Status::kSuccess;
+  if (a.q_len == 0) return npu_sim::Status::kSuccess;
   detail::ensure_micro_kernel_loaded();
-  std::size_t ub = 0;
-  int ai_cores = 1, core_threads = 1;
-  if (!detail::device_limits(stream, &ub, &ai_cores, &core_threads)) return npu_sim::Status::kInvalidHandle;
-  const uint32_t grid = static_cast<uint32_t>(std::min<int64_t>(units, std::max(ai_cores, 1)));
-  return npu_sim::launch_kernel(stream, name, grid, [=](const npu_sim::BlockContext& ctx) {
-    const int64_t begin = units * ctx.block_idx / ctx.block_dim, end = units * (ctx.block_idx + 1) / ctx.block_dim;
-    for (int64_t u = begin; u < end; ++u) body(u, ctx);
-  });
+  return parallel_for(stream, name, a.batch * a.heads, 1,
+                      [body](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
+                        for (int64_t u = begin; u < end; ++u) body(u, ctx);
+                      });
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gemm_tiling.h"
+#include "npu_kernels/launch.h"
 
 namespace npu_kernels {
 namespace detail {
@@ -108,16 +109,12 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasLayout*
 template <typename T>
 npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayout la, BlasLayout lb,
                             BlasLayout lc) {
-  std::size_t ub_bytes = 0;
-  int ai_cores = 1, core_threads = 1;
-  if (!device_limits(stream, &ub_bytes, &ai_cores, &core_threads)) return npu_sim::Status::kInvalidHandle;
   const bool split_m = g.m >= g.n;
   const int64_t len = split_m ? g.m : g.n;
   constexpr int64_t kMinSlice = 32;
   const int64_t parts = std::max<int64_t>(
-      1, std::min((4 * core_threads + g.batch - 1) / g.batch, (len + kMinSlice - 1) / kMinSlice));
+      1, std::min((4 * int64_t{core_threads()} + g.batch - 1) / g.batch, (len + kMinSlice - 1) / kMinSlice));
   const int64_t units = g.batch * parts;
-  const uint32_t grid = static_cast<uint32_t>(std::min<int64_t>(units, std::max(ai_cores, 1)));
   const T* a = static_cast<const T*>(g.a);
   const T* b = static_cast<const T*>(g.b);
   T* c = static_cast<T*>(g.c);
@@ -126,8 +123,7 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
                                                       g.cin_row_stride == g.c_row_stride && g.cin_col_stride == 1)
                      ? nullptr
                      : static_cast<const T*>(g.cin);
-  return npu_sim::launch_kernel(stream, "gemm", grid, [=](const npu_sim::BlockContext& ctx) {
-    const int64_t begin = units * ctx.block_idx / ctx.block_dim, end = units * (ctx.block_idx + 1) / ctx.block_dim;
+  return parallel_for(stream, "gemm", units, 1, [=](int64_t begin, int64_t end, const npu_sim::BlockContext&) {
     for (int64_t u = begin; u < end; ++u) {
       const int64_t bi = u / parts, part = u % parts;
       const int64_t lo = len * part / parts, hi = len * (part + 1) / parts;

@@ -90,45 +90,9 @@ const Blas& blas() {
   return instance;
 }
 
-// Portable fallback: row-times-panel updates the compiler vectorises.
-template <typename Acc>
-void own_micro(int64_t m, int64_t n, int64_t k, const Acc* a, const Acc* b, Acc* c, bool accumulate) {
-  if (!accumulate) std::fill(c, c + m * n, Acc(0));
-  for (int64_t i = 0; i < m; ++i) {
-    Acc* cr = c + i * n;
-    for (int64_t p = 0; p < k; ++p) {
-      const Acc av = a[i * k + p];
-      const Acc* br = b + p * n;
-      for (int64_t j = 0; j < n; ++j) cr[j] += av * br[j];
-    }
-  }
-}
-
 }  // namespace
 
 void ensure_micro_kernel_loaded() { (void)blas(); }
-
-void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate) {
-  const Blas& lib = blas();
-  if (lib.sgemm != nullptr) {
-    if (!accumulate) std::fill(c, c + m * n, 0.0f);  // the UB holds stale data, possibly NaN
-    lib.sgemm(kRowMajor, kNoTrans, kNoTrans, int(m), int(n), int(k), 1.0f, a, int(k), b, int(n),
-              accumulate ? 1.0f : 0.0f, c, int(n));
-  } else {
-    own_micro(m, n, k, a, b, c, accumulate);
-  }
-}
-
-void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, bool accumulate) {
-  const Blas& lib = blas();
-  if (lib.dgemm != nullptr) {
-    if (!accumulate) std::fill(c, c + m * n, 0.0);
-    lib.dgemm(kRowMajor, kNoTrans, kNoTrans, int(m), int(n), int(k), 1.0, a, int(k), b, int(n),
-              accumulate ? 1.0 : 0.0, c, int(n));
-  } else {
-    own_micro(m, n, k, a, b, c, accumulate);
-  }
-}
 
 template <typename T>
 bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
@@ -153,9 +117,11 @@ template <typename T>
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                    const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (blas_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)) return;
+  // Portable: row-times-panel updates the compiler vectorises.
   for (int64_t i = 0; i < m; ++i) {
     T* cr = c + i * ldc;
-    for (int64_t j = 0; j < n; ++j) cr[j] = beta == T(0) ? T(0) : beta * cr[j];
+    if (beta != T(1))
+      for (int64_t j = 0; j < n; ++j) cr[j] = beta == T(0) ? T(0) : beta * cr[j];
     for (int64_t p = 0; p < k; ++p) {
       const T av = alpha * (trans_a ? a[p * lda + i] : a[i * lda + p]);
       if (trans_b) {
@@ -171,6 +137,21 @@ template void gemm_rowmajor<float>(bool, bool, int64_t, int64_t, int64_t, float,
                                    int64_t, float, float*, int64_t);
 template void gemm_rowmajor<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
                                     const double*, int64_t, double, double*, int64_t);
+
+// The packed panels: a is m x k, b is k x n, c is m x n, all dense.
+template <typename T>
+void micro_gemm_dense(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, bool accumulate) {
+  if (!accumulate) std::fill(c, c + m * n, T(0));  // the UB holds stale data, possibly NaN
+  gemm_rowmajor<T>(false, false, m, n, k, T(1), a, k, b, n, T(1), c, n);
+}
+
+void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  micro_gemm_dense(m, n, k, a, b, c, accumulate);
+}
+
+void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, bool accumulate) {
+  micro_gemm_dense(m, n, k, a, b, c, accumulate);
+}
 
 }  // namespace detail
 

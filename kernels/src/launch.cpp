@@ -5,7 +5,6 @@
 
 namespace npu_kernels {
 
-namespace {
 int core_threads() {
   static const int threads = [] {
     npu_sim::DeviceProperties props{};
@@ -16,7 +15,6 @@ int core_threads() {
   }();
   return threads;
 }
-}  // namespace
 
 uint32_t grid_for(int64_t n, int64_t grain) {
   if (n <= 0) return 0;

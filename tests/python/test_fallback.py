@@ -69,6 +69,7 @@ def test_dtypes_without_a_kernel_fall_back(dtype):
             "sum": (na.sum(dim=0), a.sum(dim=0)),
             "mean": (na.mean(), a.mean()),
             "cumsum": (na.cumsum(1), a.cumsum(1)),
+            "cumprod": (na.cumprod(1), a.cumprod(1)),
             "mul": (na * nb, a * b),
         }
         x = na.clone()
@@ -82,7 +83,7 @@ def test_dtypes_without_a_kernel_fall_back(dtype):
         torch.testing.assert_close(got.cpu(), want, msg=name)
     ops = torch_npu_sim.fallback_ops()
     for op in ("aten::exp", "aten::abs.out", "aten::pow.Tensor_Tensor", "aten::sum.dim_IntList", "aten::sqrt_",
-               "aten::tanh.out", "aten::cumsum"):
+               "aten::tanh.out", "aten::cumsum", "aten::cumprod"):
         assert ops.get(op, 0) >= 1, (op, ops)
     assert not any(op.startswith("aten::mul") for op in ops), ops
     assert any("aten::exp'" in str(w.message) and WORDING in str(w.message) for w in caught)

@@ -14,6 +14,9 @@ namespace npu_kernels {
 // for every core thread to take several (load balance), never more than the elements justify.
 uint32_t grid_for(int64_t n, int64_t grain);
 
+// Host threads that run AI-core blocks (the process-wide pool every device shares).
+int core_threads();
+
 // Launches fn(begin, end, ctx) over [0, n) on `stream`, split into contiguous chunks of whole blocks.
 // Returns the runtime's status (errors inside fn surface at the next sync, as for any kernel). `fn` is
 // captured by value straight into the launch's KernelFn (one object, inline storage when it fits: no
