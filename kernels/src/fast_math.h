@@ -2,7 +2,7 @@
 // tanhf are scalar calls). exp: Cephes-style range reduction x = n*ln2 + r, |r| <= ln2/2, degree-6
 // polynomial, 2^n built in the exponent bits; max error ~2 ulp over the normal range (subnormal results
 // as libm's, 0 below -103.97), inf above ln(FLT_MAX), NaN passes through. sigmoid: one exp(-|x|). tanh: an odd
-// polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (~2 ulp). erf below. Double keeps libm.
+// polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (~2 ulp). erf: polynomials only (below). Double keeps libm.
 // Files using these need -fno-trapping-math (kernels/CMakeLists.txt) so the selects if-convert.
 #pragma once
 
@@ -74,27 +74,42 @@ inline float fast_tanh(float x) {
 
 inline double fast_tanh(double x) { return std::tanh(x); }
 
-// erf: x * P(x^2) below |x| = 0.875; above, 1 - exp(-x^2) * R(1/|x|), and 1 from |x| = 3.92 (where
-// erf rounds to 1 in float). P and R are least-squares fits on Chebyshev nodes made for this file
-// (max error ~1.5 ulp, checked against double erf over [-6, 6]).
-inline float fast_erf(float x) {
-  constexpr float kP[] = {-6.218505441e-04f, 5.035124253e-03f, -2.679345571e-02f,
-                          1.128251031e-01f,  -3.761255443e-01f, 1.128379107e+00f};
-  constexpr float kR[] = {8.335854509e-04f,  -2.292278223e-02f, 1.335153133e-01f,
-                          -3.718700707e-01f, 5.902186036e-01f,  -5.130851269e-01f,
-                          5.312028155e-02f,  5.574011803e-01f,  3.725705610e-04f};
-  const float t = std::fabs(x), z = x * x;
+// erf: x * P(x^2) below |x| = 1; above, one polynomial Q(|x| - 2.46) of degree 12, clamped at |x| = 3.92
+// (where erf rounds to 1 in float). No exp and no divide: gelu, which is erf-bound, stays near memory
+// speed. P and Q come from tools/fit_erf.py (iteratively reweighted least squares on Chebyshev nodes);
+// max error ~2.4 ulp against double erf over [-6, 6]. Q's error is absolute (< 1e-7), which is under
+// 2 ulp because erf >= 0.84 there.
+// erf(t) for t >= 0 (NaN passes through): the two polynomials without sign handling.
+inline float erf_nonneg(float t) {
+  constexpr float kP[] = {-5.631577806e-04f, 4.917594604e-03f, -2.671135403e-02f,
+                          1.128018200e-01f,  -3.761232793e-01f, 1.128379107e+00f};
+  constexpr float kQ[] = {-9.124727512e-06f, 2.542049333e-05f,  5.166672781e-05f,  -3.016753471e-04f,
+                          3.911311796e-04f,  4.621666740e-04f,  -2.963509178e-03f, 6.797654089e-03f,
+                          -9.904826060e-03f, 9.832994081e-03f,  -6.535761990e-03f, 2.656192984e-03f,
+                          9.994966984e-01f};
+  const float z = t * t;
   float p = kP[0];
   for (int i = 1; i < 6; ++i) p = p * z + kP[i];
-  const float tb = t < 0.875f ? 0.875f : (t > 3.92f ? 3.92f : t), u = 1.0f / tb;
-  float r = kR[0];
-  for (int i = 1; i < 9; ++i) r = r * u + kR[i];
-  const float tail = 1.0f - fast_exp(-tb * tb) * r;
-  const float big = std::copysign(t >= 3.92f ? 1.0f : tail, x);
-  return t < 0.875f ? x * p : (x != x ? x : big);
+  // Q(3.92 - 2.46) rounds to exactly 1 and Q stays <= 1 below it, so clamping t is the whole saturation;
+  // a NaN t fails both comparisons and stays NaN.
+  const float s = (t > 3.92f ? 3.92f : t) - 2.46f;
+  float q = kQ[0];
+  for (int i = 1; i < 13; ++i) q = q * s + kQ[i];
+  return t < 1.0f ? t * p : q;
 }
 
+inline double erf_nonneg(double t) { return std::erf(t); }
+
+inline float fast_erf(float x) { return std::copysign(erf_nonneg(std::fabs(x)), x); }
+
 inline double fast_erf(double x) { return std::erf(x); }
+
+// gelu(x) = x/2 (1 + erf(x/sqrt2)) = (x + |x| erf(|x|/sqrt2)) / 2: no sign to restore, one fused multiply-add.
+template <typename C>
+inline C gelu_erf(C x) {
+  const C ax = std::fabs(x);
+  return C(0.5) * (x + ax * erf_nonneg(ax * C(0.70710678118654752440)));
+}
 
 // sigmoid(x) = (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|) in [0, 1]: one exp that cannot overflow, so
 // no overflow lanes to fix up, and the subnormal results of x < -87.3 stay exact (1 + e rounds to 1).

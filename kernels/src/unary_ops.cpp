@@ -141,7 +141,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
         return go([](C x) { return std::min(x, C(0)) - std::log1p(std::exp(-std::fabs(x))); });
       case UnaryOp::kErf: return go([](C x) { return detail::fast_erf(x); });
       case UnaryOp::kErfc: return go([](C x) { return std::erfc(x); });
-      case UnaryOp::kGelu: return go([](C x) { return C(0.5) * x * (C(1) + detail::fast_erf(x * C(M_SQRT1_2))); });
+      case UnaryOp::kGelu: return go([](C x) { return detail::gelu_erf(x); });
       case UnaryOp::kGeluTanh:
         return go([](C x) {
           const C k = C(M_2_SQRTPI * M_SQRT1_2);  // sqrt(2/pi)

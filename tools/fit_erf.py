@@ -1,0 +1,64 @@
+"""Fits the coefficients of fast_erf's two polynomials (kernels/src/fast_math.h, kP and kQ) and reports
+their error.
+
+erf(t) ~ t * P(t^2) on [0, SPLIT] (relative fit, degree 5) and erf(t) ~ Q(t - CENTER) on [SPLIT, 3.92]
+(absolute fit, degree 12; erf >= 0.84 there, so absolute error is ulp error). Both by iteratively
+reweighted least squares (Lawson) on Chebyshev nodes, which approaches the minimax fit; the coefficients
+are rounded to float and evaluated by float Horner with FMA (emulated in double, rounded each step)
+against double erf. Usage: python tools/fit_erf.py
+"""
+import math
+
+import numpy as np
+
+SPLIT, TOP, P_DEGREE, Q_DEGREE = 1.0, 3.92, 5, 12
+CENTER = float(np.float32((SPLIT + TOP) / 2))  # the kernel subtracts this float
+
+
+def chebyshev_nodes(lo, hi, n=6000):
+    k = np.arange(n)
+    return (lo + hi) / 2 + (hi - lo) / 2 * np.cos(np.pi * (k + 0.5) / n)
+
+
+def lawson(x, y, degree, scale, rounds=60):
+    vander = np.vander(x, degree + 1)
+    w = np.ones(len(x))
+    for _ in range(rounds):
+        sw = np.sqrt(w) * scale
+        coef, *_ = np.linalg.lstsq(vander * sw[:, None], y * sw, rcond=None)
+        w = w * np.abs(vander @ coef - y) * scale
+        w /= w.sum()
+    return coef.astype(np.float32)
+
+
+def float_horner(coef, s):
+    q = np.full_like(s, coef[0])
+    for c in coef[1:]:
+        q = (q.astype(np.float64) * s + float(c)).astype(np.float32)  # one rounding per FMA
+    return q
+
+
+def max_ulps(got, t):
+    ref = np.array([math.erf(float(v)) for v in t])
+    return float(np.max(np.abs(got - ref) / np.spacing(ref.astype(np.float32))))
+
+
+def main():
+    t = chebyshev_nodes(0, SPLIT)
+    y = np.array([math.erf(v) for v in t]) / t
+    kp = lawson(t * t, y, P_DEGREE, 1 / y)
+    t = chebyshev_nodes(SPLIT, TOP)
+    kq = lawson(t - CENTER, np.array([math.erf(v) for v in t]), Q_DEGREE, np.ones(len(t)))
+
+    tp = np.linspace(1e-3, SPLIT, 500_001).astype(np.float32)
+    p = (tp * float_horner(kp, (tp * tp).astype(np.float32))).astype(np.float32)
+    tq = np.linspace(SPLIT, TOP, 1_000_001).astype(np.float32)
+    q = float_horner(kq, (tq - np.float32(CENTER)).astype(np.float32))
+    print(f"P (t < {SPLIT}): degree {P_DEGREE}, {max_ulps(p, tp):.2f} ulp; "
+          f"Q (t - {CENTER}): degree {Q_DEGREE}, {max_ulps(q, tq):.2f} ulp, Q({TOP}) = {q[-1]!r}, max Q {q.max()!r}")
+    for name, coef in (("kP", kp), ("kQ", kq)):
+        print(name + " = {" + ", ".join(f"{c:.9e}f" for c in coef) + "}")
+
+
+if __name__ == "__main__":
+    main()
