@@ -33,7 +33,7 @@ template <typename C>
 constexpr bool is_fp_v = std::is_floating_point_v<C>;
 
 template <typename C>
-inline C sigmoid(C x) {
+NPU_VEC_INLINE C sigmoid(C x) {
   return fast_sigmoid(x);
 }
 

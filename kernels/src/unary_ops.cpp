@@ -53,21 +53,17 @@ npu_sim::Status general(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it
     case UnaryOp::kHardtanh: {
       const C lo = static_cast<C>(p.a), hi = static_cast<C>(p.b);
       const bool has_lo = op == UnaryOp::kHardtanh || p.has_a, has_hi = op == UnaryOp::kHardtanh || p.has_b;
-      if constexpr (detail::is_fp_v<C>) {
-        // NaN propagates, as in torch.clamp
-        return go([=](C x) {
-          if (x != x) return x;
-          if (has_lo && x < lo) x = lo;
-          if (has_hi && x > hi) x = hi;
-          return x;
-        });
-      } else {
-        return go([=](C x) {
-          if (has_lo && x < lo) x = lo;
-          if (has_hi && x > hi) x = hi;
-          return x;
-        });
-      }
+      // Branch-free (two selects a lane): an absent bound is the type's extreme. A NaN input fails both
+      // comparisons and passes through; a NaN bound gives NaN, as torch.clamp's min(max(x, lo), hi).
+      using L = std::numeric_limits<C>;
+      constexpr C kMin = [] { if constexpr (L::has_infinity) return -L::infinity(); else return L::lowest(); }();
+      constexpr C kMax = [] { if constexpr (L::has_infinity) return L::infinity(); else return L::max(); }();
+      const C lo_v = has_lo ? lo : kMin, hi_v = has_hi ? hi : kMax;
+      const bool lo_nan = lo_v != lo_v, hi_nan = hi_v != hi_v;
+      return go([=](C x) {
+        const C y = (x < lo_v) | lo_nan ? lo_v : x;
+        return (y > hi_v) | hi_nan ? hi_v : y;
+      });
     }
     case UnaryOp::kFloor:
       if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::floor(x); });
@@ -152,7 +148,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       case UnaryOp::kSoftplus: return go([=](C x) { return detail::softplus(x, a, b); });
       case UnaryOp::kLeakyRelu: return go([=](C x) { return x > C(0) ? x : x * a; });
       case UnaryOp::kElu:  // alpha, scale, input_scale
-        return go([=](C x) { return x > C(0) ? b * x : b * a * (std::exp(x * c) - C(1)); });
+        return go([=](C x) { return x > C(0) ? b * x : b * a * (detail::fast_exp(x * c) - C(1)); });
       case UnaryOp::kHardswish:
         return go([](C x) { return x * std::min(std::max(x + C(3), C(0)), C(6)) / C(6); });
       case UnaryOp::kHardsigmoid: return go([](C x) { return std::min(std::max(x + C(3), C(0)), C(6)) / C(6); });

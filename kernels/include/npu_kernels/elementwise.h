@@ -94,9 +94,14 @@ inline compute_t<T> load(const char* p) {
   return static_cast<compute_t<T>>(*reinterpret_cast<const T*>(p));
 }
 
-// out[i] = g(i) for i < n; with `stream`, through an L1-resident tile and streaming stores.
+// out[i] = g(i) for i < n; with `stream`, through an L1-resident tile and streaming stores. What lets the
+// loops vectorise: g (and the op functor it holds) are always inlined (flatten: left to GCC's inline
+// budget, the big pointwise TUs kept some functors, tanh-gelu and tanh, out of line and their loops
+// scalar, 10x slower), and g is a by-value copy that holds the functor by value, so an op's scalars
+// (leaky_relu's slope, clamp's bounds) are registers, not loads through a reference: a load under a
+// condition cannot be if-converted, which left such loops scalar with an unpredictable branch (20x slower).
 template <typename Out, typename G>
-inline void write_run(Out* out, int64_t n, bool stream, const G& g) {
+__attribute__((flatten)) inline void write_run(Out* out, int64_t n, bool stream, const G g) {
   if (!stream) {
     for (int64_t i = 0; i < n; ++i) out[i] = g(i);
     return;
@@ -128,13 +133,13 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
       contiguous = contiguous && (inner[k + 1] == static_cast<int64_t>(sizeof(In)) || scalar_in[k]);
     }
     if constexpr (N == 0) {
-      if (contiguous) return detail::write_run(out, n, stream, [&](int64_t) { return static_cast<Out>(f()); });
+      if (contiguous) return detail::write_run(out, n, stream, [=](int64_t) { return static_cast<Out>(f()); });
       for (int64_t i = 0; i < n; ++i) *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(f());
     } else if constexpr (N == 1) {
       const In* a = reinterpret_cast<const In*>(ptrs[1]);
       if (contiguous && !scalar_in[0]) {
         return detail::write_run(out, n, stream,
-                                 [&](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]))); });
+                                 [=](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]))); });
       }
       for (int64_t i = 0; i < n; ++i) {
         *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) =
@@ -144,19 +149,19 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
       const In* a = reinterpret_cast<const In*>(ptrs[1]);
       const In* b = reinterpret_cast<const In*>(ptrs[2]);
       if (contiguous && !scalar_in[0] && !scalar_in[1]) {
-        return detail::write_run(out, n, stream, [&](int64_t i) {
+        return detail::write_run(out, n, stream, [=](int64_t i) {
           return static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
         });
       }
       if (contiguous && !scalar_in[0] && scalar_in[1]) {
         const C bv = static_cast<C>(b[0]);
         return detail::write_run(out, n, stream,
-                                 [&](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]), bv)); });
+                                 [=](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]), bv)); });
       }
       if (contiguous && scalar_in[0] && !scalar_in[1]) {
         const C av = static_cast<C>(a[0]);
         return detail::write_run(out, n, stream,
-                                 [&](int64_t i) { return static_cast<Out>(f(av, static_cast<C>(b[i]))); });
+                                 [=](int64_t i) { return static_cast<Out>(f(av, static_cast<C>(b[i]))); });
       }
       for (int64_t i = 0; i < n; ++i) {
         *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
@@ -168,7 +173,7 @@ inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t 
         const In* a = reinterpret_cast<const In*>(ptrs[1]);
         const In* b = reinterpret_cast<const In*>(ptrs[2]);
         const In* c = reinterpret_cast<const In*>(ptrs[3]);
-        return detail::write_run(out, n, stream, [&](int64_t i) {
+        return detail::write_run(out, n, stream, [=](int64_t i) {
           return static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
         });
       }
