@@ -222,3 +222,25 @@ def test_large_outputs_use_streaming_stores_correctly():
         x = na.clone()
         x += nb
         assert torch.equal(x.cpu(), a + b), dtype
+
+
+@pytest.mark.parametrize("bounds", [dict(min=-1.0), dict(max=1.0), dict(min=-1.0, max=1.0), dict(min=2.0, max=1.0),
+                                    dict(min=float("nan")), dict(max=float("nan")), dict(min=-1.0, max=float("nan"))])
+def test_clamp_edges_match_cpu(bounds):
+    # NaN and infinite inputs, a bound missing (infinite), min > max (max wins), a NaN bound (NaN everywhere)
+    x = torch.tensor([float("nan"), -float("inf"), float("inf"), -2.0, 0.5, 3.0] * 50)  # > one vector
+    check(lambda t: t.clamp(**bounds), x)
+    int_bounds = {k: int(v) for k, v in bounds.items() if v == v}  # integers have no NaN
+    if int_bounds:
+        check(lambda t: t.clamp(**int_bounds), torch.tensor([-128, -5, 0, 7, 127] * 50, dtype=torch.int8),
+              dtype=torch.int8)
+
+
+def test_large_contiguous_activations_with_scalar_parameters():
+    # The engine's contiguous loops (vectorised, scalar captures held by value): long runs, both streaming
+    # (>= 16 MiB) and plain stores, against CPU.
+    for n in (1 << 16, (1 << 22) + 3):
+        x = sample((n,), torch.float32, seed=n)
+        for fn in (lambda t: F.leaky_relu(t, 0.03), lambda t: t.clamp(-1.5, 2.5), lambda t: F.elu(t, 0.7),
+                   lambda t: F.gelu(t, approximate="tanh"), lambda t: F.hardtanh(t, -0.5, 0.25)):
+            check(fn, x)
