@@ -18,12 +18,16 @@ def best_of(fn, repeat=5, number=1):
     return best / number
 
 
-def best_of_each(fns, repeat=5, number=1):
+def best_of_each(fns, repeat=5, number=1, settle=0.02):
     """Best wall time (seconds) of `number` calls of each fn over `repeat` tries, the tries interleaved
-    (a, b, a, b, ...): a slow phase of a shared machine then hits every contender alike."""
+    (a, b, a, b, ...): a slow phase of a shared machine then hits every contender alike. Each try starts
+    after a `settle` pause, so that the previous contender's idle workers have gone to sleep: CPU
+    PyTorch's OpenMP threads spin for a while after a parallel region, and on 2 cores that spinning
+    took ~13% off the npu try that followed (a GPT-mini step: 26.5 ms alone, 30 ms right after a CPU step)."""
     best = [float("inf")] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
+            time.sleep(settle)
             t0 = time.perf_counter()
             for _ in range(number):
                 fn()

@@ -103,8 +103,9 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasLayout*
 }
 
 // fp32/fp64 GEMM whose operands BLAS can address in place: no UB staging. Each unit is one BLAS call on a
-// (batch, M or N slice) of C, about four slices per core thread (so a thread that starts late still
-// finds work) and none narrower than 32; OpenBLAS packs its own panels (the Cube's L0 loads), so staging
+// (batch, M or N slice) of C, two slices per core thread (so a thread that starts late still finds
+// work; four made the GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms) and none
+// narrower than 32; OpenBLAS packs its own panels (the Cube's L0 loads), so staging
 // them in the UB first would only copy them twice.
 template <typename T>
 npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayout la, BlasLayout lb,
@@ -113,7 +114,7 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
   const int64_t len = split_m ? g.m : g.n;
   constexpr int64_t kMinSlice = 32;
   const int64_t parts = std::max<int64_t>(
-      1, std::min((4 * int64_t{core_threads()} + g.batch - 1) / g.batch, (len + kMinSlice - 1) / kMinSlice));
+      1, std::min((2 * int64_t{core_threads()} + g.batch - 1) / g.batch, (len + kMinSlice - 1) / kMinSlice));
   const int64_t units = g.batch * parts;
   const T* a = static_cast<const T*>(g.a);
   const T* b = static_cast<const T*>(g.b);
