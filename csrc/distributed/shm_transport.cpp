@@ -335,7 +335,7 @@ class ShmTransport final : public Transport {
     const Segment& peer = segs_[x.peer];
     const std::size_t len = std::min<std::size_t>(x.hdr.bytes - x.done, kPullPiece);
     const char* from = peer.hbm_view + (x.remote - peer.hbm_base) + x.done;
-    if (x.dst) npu_kernels::copy_streaming(static_cast<char*>(x.dst) + x.done, from, len);
+    if (x.dst) npu_kernels::copy_piece(static_cast<char*>(x.dst) + x.done, from, len, x.hdr.bytes);
     else x.sink(from, x.done, len);
     x.done += len;
     if (x.done == x.hdr.bytes) {

@@ -67,8 +67,8 @@ void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_cloc
       if (x->finished) continue;
       const std::size_t len = std::min<std::size_t>(x->hdr.bytes - x->done, kLocalPiece);
       if (len) {
-        npu_kernels::copy_streaming(static_cast<char*>(x->dst) + x->done, static_cast<const char*>(x->src) + x->done,
-                                    len);
+        npu_kernels::copy_piece(static_cast<char*>(x->dst) + x->done, static_cast<const char*>(x->src) + x->done, len,
+                                x->hdr.bytes);
       }
       x->done += len;
       x->finished = x->done == x->hdr.bytes;

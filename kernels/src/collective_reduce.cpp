@@ -195,8 +195,8 @@ void divide_inplace(DType t, void* dst, std::size_t n, long long divisor) {
   });
 }
 
-void copy_streaming(void* dst, const void* src, std::size_t bytes) {
-  if (bytes < (256 << 10)) return static_cast<void>(std::memcpy(dst, src, bytes));
+void copy_piece(void* dst, const void* src, std::size_t bytes, std::size_t message_bytes) {
+  if (message_bytes < kStreamMessageBytes) return static_cast<void>(std::memcpy(dst, src, bytes));
   stream_store_bytes(dst, src, bytes);
   stream_fence();  // before whatever publishes the data
 }

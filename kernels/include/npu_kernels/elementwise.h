@@ -97,11 +97,12 @@ inline compute_t<T> load(const char* p) {
 // out[i] = g(i) for i < n; with `stream`, through an L1-resident tile and streaming stores. What lets the
 // loops vectorise: g (and the op functor it holds) are always inlined (flatten: left to GCC's inline
 // budget, the big pointwise TUs kept some functors, tanh-gelu and tanh, out of line and their loops
-// scalar, 10x slower), and g is a by-value copy that holds the functor by value, so an op's scalars
+// scalar, 10x slower), and g is copied into a local that holds the functor by value, so an op's scalars
 // (leaky_relu's slope, clamp's bounds) are registers, not loads through a reference: a load under a
 // condition cannot be if-converted, which left such loops scalar with an unpredictable branch (20x slower).
 template <typename Out, typename G>
-__attribute__((flatten)) inline void write_run(Out* out, int64_t n, bool stream, const G g) {
+__attribute__((flatten)) inline void write_run(Out* out, int64_t n, bool stream, const G& g_in) {
+  const G g = g_in;
   if (!stream) {
     for (int64_t i = 0; i < n; ++i) out[i] = g(i);
     return;

@@ -20,8 +20,12 @@ void reduce_to(DType t, ReduceKind k, void* dst, const void* a, const void* src,
 // dst[i] = dst[i] * factor (floating types; integers: truncating division when `divide` is set).
 void scale_inplace(DType t, void* dst, std::size_t n, double factor);
 void divide_inplace(DType t, void* dst, std::size_t n, long long divisor);
-// memcpy for a destination that is not read again soon (a collective's output): from 256 KiB up the stores
-// bypass the cache (non-temporal), which saves the read-for-ownership of every destination line.
-void copy_streaming(void* dst, const void* src, std::size_t bytes);
+// Copies one piece of a collective's message of `message_bytes`. Messages from kStreamMessageBytes up are
+// written with non-temporal stores (no read-for-ownership of the destination lines, and they would only
+// evict the cache); smaller ones with plain stores, since their output fits the last-level cache and is
+// often read soon (a DDP bucket by the optimizer). Deciding per piece instead (from 256 KiB) made a 1 MiB
+// broadcast 161 us instead of 87 us and a 4 MiB one 340 instead of 233.
+constexpr std::size_t kStreamMessageBytes = std::size_t{8} << 20;
+void copy_piece(void* dst, const void* src, std::size_t bytes, std::size_t message_bytes);
 
 }  // namespace npu_kernels
