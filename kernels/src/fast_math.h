@@ -1,8 +1,9 @@
 // Branch-free float exp / tanh / erf / sigmoid the compiler can vectorise at baseline x86-64 (libm's expf and
 // tanhf are scalar calls). exp: Cephes-style range reduction x = n*ln2 + r, |r| <= ln2/2, degree-6
 // polynomial, 2^n built in the exponent bits; max error ~2 ulp over the normal range (subnormal results
-// as libm's, 0 below -103.97), inf above ln(FLT_MAX), NaN passes through. sigmoid: one exp(-|x|). tanh: an odd
-// polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (~2 ulp). erf: polynomials only (below). Double keeps libm.
+// as libm's, 0 below -103.97), inf above ln(FLT_MAX), NaN passes through. sigmoid: one exp(-|x|). tanh: an
+// odd polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above (~2 ulp). erf: polynomials only (below).
+// Double keeps libm.
 // Files using these need -fno-trapping-math (kernels/CMakeLists.txt) so the selects if-convert.
 #pragma once
 

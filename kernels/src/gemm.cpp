@@ -104,9 +104,9 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasLayout*
 
 // fp32/fp64 GEMM whose operands BLAS can address in place: no UB staging. Each unit is one BLAS call on a
 // (batch, M or N slice) of C, two slices per core thread (so a thread that starts late still finds
-// work; four made the GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms) and none
-// narrower than 32; OpenBLAS packs its own panels (the Cube's L0 loads), so staging
-// them in the UB first would only copy them twice.
+// work; four made the GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms) and
+// none narrower than 32; OpenBLAS packs its own panels (the Cube's L0 loads), so staging them in the UB
+// first would only copy them twice.
 template <typename T>
 npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayout la, BlasLayout lb,
                             BlasLayout lc) {
