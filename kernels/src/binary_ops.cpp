@@ -204,7 +204,7 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
       case BinaryOp::kLeakyReluBackward: return go([=](C x, C g) { return x > C(0) ? g : g * a; });
       case BinaryOp::kEluBackward:  // a alpha, b scale, c input_scale, p.i: 1 if the saved tensor is the result
         if (p.i) return go([=](C g, C y) { return y <= C(0) ? g * c * (y + a * b) : g * b; });
-        return go([=](C g, C x) { return x <= C(0) ? g * c * b * a * std::exp(x * c) : g * b; });
+        return go([=](C g, C x) { return x <= C(0) ? g * c * b * a * detail::fast_exp(x * c) : g * b; });
       case BinaryOp::kHardswishBackward:
         // open interval, as ATen: the gradient at exactly -3 is 0 and at 3 is grad
         return go([](C g, C x) { return x <= C(-3) ? C(0) : (x < C(3) ? g * (x / C(3) + C(0.5)) : g); });
@@ -212,13 +212,12 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
         return go([](C g, C x) { return (x > C(-3) && x < C(3)) ? g / C(6) : C(0); });
       case BinaryOp::kSoftplusBackward:  // a beta, b threshold
         return go([=](C g, C x) {
-          const C z = std::exp(x * a);
-          return (x * a) > b ? g : g * z / (z + C(1));
+          return (x * a) > b ? g : g * detail::sigmoid(x * a);
         });
       case BinaryOp::kHardtanhBackward: return go([=](C g, C x) { return (x <= a || x >= b) ? C(0) : g; });
       case BinaryOp::kMishBackward:
         return go([](C g, C x) {
-          const C sp = std::log1p(std::exp(x)), t = std::tanh(sp), sg = detail::sigmoid(x);
+          const C t = detail::fast_tanh(detail::softplus_exact(x)), sg = detail::sigmoid(x);
           return g * (t + x * sg * (C(1) - t * t));
         });
       case BinaryOp::kLogSigmoidBackward: return go([](C g, C x) { return g * detail::sigmoid(-x); });

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 // The pointwise translation units instantiate these in hundreds of loops; past GCC's inline-unit-growth
 // limit a call is left out of line, and a loop with a call stays scalar (tanh-gelu ran 10x slower in one
@@ -82,7 +83,7 @@ inline double fast_tanh(double x) { return std::tanh(x); }
 
 // erf: x * P(x^2) below |x| = 1; above, one polynomial Q(|x| - 2.46) of degree 12, clamped at |x| = 3.92
 // (where erf rounds to 1 in float). No exp and no divide: gelu, which is erf-bound, stays near memory
-// speed. P and Q come from tools/fit_erf.py (iteratively reweighted least squares on Chebyshev nodes);
+// speed. P and Q come from tools/fit_fast_math.py (iteratively reweighted least squares on Chebyshev nodes);
 // max error ~2.4 ulp against double erf over [-6, 6]. Q's error is absolute (< 1e-7), which is under
 // 2 ulp because erf >= 0.84 there.
 // erf(t) for t >= 0 (NaN passes through): the two polynomials without sign handling.
@@ -115,6 +116,49 @@ template <typename C>
 NPU_VEC_INLINE C gelu_erf(C x) {
   const C ax = std::fabs(x);
   return C(0.5) * (x + ax * erf_nonneg(ax * C(0.70710678118654752440)));
+}
+
+// log: x = 2^e * m with m in [sqrt(1/2), sqrt(2)), log(x) = e ln2 + log1p(f) with f = m - 1 in [-0.293, 0.415]
+// and log1p(f) = f - f^2/2 + f^3 R(f), R of degree 7 from tools/fit_fast_math.py (relative, ~1 ulp on the
+// mantissa part); ln2 split in two so e ln2 adds no rounding of its own. Subnormal inputs are scaled by
+// 2^23 first. 0 -> -inf, x < 0 -> NaN, +inf -> +inf, NaN passes through.
+NPU_VEC_INLINE float fast_log(float x) {
+  constexpr float kR[] = {-7.974110544e-02f, 1.265565157e-01f,  -1.298929155e-01f, 1.420995146e-01f,
+                          -1.664158106e-01f, 2.000120133e-01f,  -2.500030398e-01f, 3.333333135e-01f};
+  const bool sub = x < 1.17549435e-38f;  // subnormal, zero or negative: the last two are replaced below
+  const float xs = sub ? x * 8388608.0f : x;
+  uint32_t bits;
+  std::memcpy(&bits, &xs, 4);
+  int32_t e = static_cast<int32_t>((bits >> 23) & 0xffu) - (sub ? 150 : 127);
+  float m = bits_to_float(static_cast<int32_t>((bits & 0x007fffffu) | 0x3f800000u));  // [1, 2)
+  const bool halve = m > 1.41421356f;
+  m = halve ? m * 0.5f : m;
+  e = halve ? e + 1 : e;
+  const float f = m - 1.0f, z = f * f, fe = static_cast<float>(e);
+  float r = kR[0];
+  for (int i = 1; i < 8; ++i) r = r * f + kR[i];
+  const float y = f + (f * z * r + fe * -2.12194440e-4f - 0.5f * z) + fe * 0.693359375f;
+  const float special = x == 0.0f ? -HUGE_VALF : (x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : x);
+  return (x > 0.0f && x < HUGE_VALF) ? y : special;  // NaN and +inf come back as themselves
+}
+
+inline double fast_log(double x) { return std::log(x); }
+
+// log1p(u) = log(w) + (u - (w - 1)) / w with w = 1 + u rounded: the second term restores what the rounding
+// of w lost (exactly u when w rounds to 1). -1 -> -inf, below -1 -> NaN, +inf -> +inf.
+NPU_VEC_INLINE float fast_log1p(float u) {
+  const float w = 1.0f + u;
+  const float y = fast_log(w) + (u - (w - 1.0f)) / w;
+  return (u > -1.0f && u < HUGE_VALF) ? y : fast_log(w);
+}
+
+inline double fast_log1p(double u) { return std::log1p(u); }
+
+// softplus(z) = log(1 + e^z) = max(z, 0) + log1p(e^-|z|): the exp cannot overflow and the log1p argument is
+// in (0, 1].
+template <typename C>
+NPU_VEC_INLINE C softplus_exact(C z) {
+  return std::max(z, C(0)) + fast_log1p(fast_exp(-std::fabs(z)));
 }
 
 // sigmoid(x) = (x >= 0 ? 1 : e) / (1 + e) with e = exp(-|x|) in [0, 1]: one exp that cannot overflow, so

@@ -38,8 +38,8 @@ NPU_VEC_INLINE C sigmoid(C x) {
 }
 
 template <typename C>
-inline C softplus(C x, C beta, C threshold) {
-  return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+NPU_VEC_INLINE C softplus(C x, C beta, C threshold) {
+  return x * beta > threshold ? x : softplus_exact(x * beta) / beta;
 }
 
 // Bool-result kernels (predicate_ops.cpp).

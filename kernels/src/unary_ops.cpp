@@ -116,10 +116,10 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       case UnaryOp::kExp: return go([](C x) { return detail::fast_exp(x); });
       case UnaryOp::kExp2: return go([](C x) { return std::exp2(x); });
       case UnaryOp::kExpm1: return go([](C x) { return std::expm1(x); });
-      case UnaryOp::kLog: return go([](C x) { return std::log(x); });
+      case UnaryOp::kLog: return go([](C x) { return detail::fast_log(x); });
       case UnaryOp::kLog2: return go([](C x) { return std::log2(x); });
       case UnaryOp::kLog10: return go([](C x) { return std::log10(x); });
-      case UnaryOp::kLog1p: return go([](C x) { return std::log1p(x); });
+      case UnaryOp::kLog1p: return go([](C x) { return detail::fast_log1p(x); });
       case UnaryOp::kSin: return go([](C x) { return std::sin(x); });
       case UnaryOp::kCos: return go([](C x) { return std::cos(x); });
       case UnaryOp::kTan: return go([](C x) { return std::tan(x); });
@@ -134,7 +134,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       case UnaryOp::kAtanh: return go([](C x) { return std::atanh(x); });
       case UnaryOp::kSigmoid: return go([](C x) { return detail::sigmoid(x); });
       case UnaryOp::kLogSigmoid:
-        return go([](C x) { return std::min(x, C(0)) - std::log1p(std::exp(-std::fabs(x))); });
+        return go([](C x) { return std::min(x, C(0)) - detail::fast_log1p(detail::fast_exp(-std::fabs(x))); });
       case UnaryOp::kErf: return go([](C x) { return detail::fast_erf(x); });
       case UnaryOp::kErfc: return go([](C x) { return std::erfc(x); });
       case UnaryOp::kGelu: return go([](C x) { return detail::gelu_erf(x); });
@@ -144,7 +144,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
           return C(0.5) * x * (C(1) + detail::fast_tanh(k * (x + C(0.044715) * x * x * x)));
         });
       case UnaryOp::kSilu: return go([](C x) { return x * detail::sigmoid(x); });
-      case UnaryOp::kMish: return go([](C x) { return x * std::tanh(std::log1p(std::exp(x))); });
+      case UnaryOp::kMish: return go([](C x) { return x * detail::fast_tanh(detail::softplus_exact(x)); });
       case UnaryOp::kSoftplus: return go([=](C x) { return detail::softplus(x, a, b); });
       case UnaryOp::kLeakyRelu: return go([=](C x) { return x > C(0) ? x : x * a; });
       case UnaryOp::kElu:  // alpha, scale, input_scale

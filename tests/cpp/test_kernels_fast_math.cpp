@@ -12,9 +12,12 @@ namespace {
 
 using npu_kernels::detail::fast_erf;
 using npu_kernels::detail::fast_exp;
+using npu_kernels::detail::fast_log;
+using npu_kernels::detail::fast_log1p;
 using npu_kernels::detail::fast_sigmoid;
 using npu_kernels::detail::fast_tanh;
 using npu_kernels::detail::gelu_erf;
+using npu_kernels::detail::softplus_exact;
 
 // Distance in float ulps between a float result and the double reference rounded to float.
 double ulps(float got, double want) {
@@ -120,3 +123,46 @@ TEST(FastMath, GeluErfMatchesTheDoubleFormula) {
 }
 
 }  // namespace
+
+TEST(FastMath, LogWithinTwoUlpsIncludingSubnormalInputs) {
+  auto f = [](float x) { return fast_log(x); };
+  auto ref = [](double x) { return std::log(x); };
+  EXPECT_LE(max_ulps(f, ref, 1e-3f, 10.f, 2000000), 2.0);
+  EXPECT_LE(max_ulps(f, ref, 0.5f, 2.0f, 2000000), 2.0);  // around 1, where the result is small
+  EXPECT_LE(max_ulps(f, ref, 1e30f, 3e38f, 200000), 2.0);
+  double worst = 0;  // every binade from the smallest subnormal up
+  for (float x = std::numeric_limits<float>::denorm_min(); x < 1e38f;
+       x = std::max(x * 1.37f, std::nextafter(x, 1e38f)))  // (x * 1.37 rounds back to x at the bottom)
+    worst = std::max(worst, ulps(fast_log(x), std::log(static_cast<double>(x))));
+  EXPECT_LE(worst, 2.0);
+  EXPECT_EQ(fast_log(1.0f), 0.0f);
+  EXPECT_EQ(fast_log(0.0f), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(fast_log(-0.0f), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(fast_log(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(fast_log(-1.0f)));
+  EXPECT_TRUE(std::isnan(fast_log(-std::numeric_limits<float>::infinity())));
+  EXPECT_TRUE(std::isnan(fast_log(std::nanf(""))));
+}
+
+TEST(FastMath, Log1pWithinThreeUlps) {
+  auto f = [](float x) { return fast_log1p(x); };
+  auto ref = [](double x) { return std::log1p(x); };
+  EXPECT_LE(max_ulps(f, ref, -0.999f, 10.f, 2000000), 3.0);
+  EXPECT_LE(max_ulps(f, ref, -1e-4f, 1e-4f, 200000), 3.0);  // tiny arguments: log1p(u) ~ u
+  EXPECT_LE(max_ulps(f, ref, 1e10f, 1e38f, 200000), 3.0);
+  EXPECT_EQ(fast_log1p(1e-30f), 1e-30f);
+  EXPECT_EQ(fast_log1p(-1.0f), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(fast_log1p(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(fast_log1p(-2.0f)));
+  EXPECT_TRUE(std::isnan(fast_log1p(std::nanf(""))));
+}
+
+TEST(FastMath, SoftplusNeitherOverflowsNorLosesTheTail) {
+  auto f = [](float x) { return softplus_exact(x); };
+  auto ref = [](double x) { return std::log1p(std::exp(x)); };
+  EXPECT_LE(max_ulps(f, ref, -80.f, 80.f, 2000000), 4.0);
+  EXPECT_EQ(softplus_exact(200.0f), 200.0f);  // no exp overflow
+  EXPECT_GT(softplus_exact(-100.0f), 0.0f);    // e^-100 = 3.7e-44, subnormal, not 0
+  EXPECT_EQ(softplus_exact(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(softplus_exact(-std::numeric_limits<float>::infinity()), 0.0f);
+}

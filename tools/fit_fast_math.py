@@ -1,11 +1,14 @@
-"""Fits the coefficients of fast_erf's two polynomials (kernels/src/fast_math.h, kP and kQ) and reports
-their error.
+"""Fits the coefficients of the polynomials in kernels/src/fast_math.h and reports their error: fast_erf's
+kP and kQ, and fast_log's kR.
 
 erf(t) ~ t * P(t^2) on [0, SPLIT] (relative fit, degree 5) and erf(t) ~ Q(t - CENTER) on [SPLIT, 3.92]
 (absolute fit, degree 12; erf >= 0.84 there, so absolute error is ulp error). Both by iteratively
 reweighted least squares (Lawson) on Chebyshev nodes, which approaches the minimax fit; the coefficients
 are rounded to float and evaluated by float Horner with FMA (emulated in double, rounded each step)
-against double erf. Usage: python tools/fit_erf.py
+against double erf.
+
+log1p(f) ~ f - f^2/2 + f^3 R(f) on [sqrt(1/2) - 1, sqrt(2) - 1] (relative fit of R, degree 7), evaluated the
+way fast_log does. Usage: python tools/fit_fast_math.py
 """
 import math
 
@@ -43,6 +46,23 @@ def max_ulps(got, t):
     return float(np.max(np.abs(got - ref) / np.spacing(ref.astype(np.float32))))
 
 
+def fit_log(degree=7):
+    lo, hi = math.sqrt(0.5) - 1, math.sqrt(2) - 1
+    f = chebyshev_nodes(lo, hi)
+    f = f[np.abs(f) > 1e-3]  # R's own value near 0 is well determined by the neighbours
+    y = np.array([(math.log1p(v) - v + v * v / 2) / v**3 for v in f])
+    kr = lawson(f, y, degree, 1 / np.abs(y))
+    ff = np.linspace(lo, hi, 400_001).astype(np.float32)
+    z = (ff * ff).astype(np.float32)
+    tail = ((ff.astype(np.float64) * z * float_horner(kr, ff)).astype(np.float32) - np.float32(0.5) * z)
+    got = (ff + tail.astype(np.float32)).astype(np.float32)
+    ref = np.array([math.log1p(float(v)) for v in ff])
+    ok = ref != 0
+    err = float(np.max(np.abs(got[ok] - ref[ok]) / np.spacing(np.abs(ref[ok]).astype(np.float32))))
+    print(f"log1p(f) on the mantissa range: R degree {degree}, {err:.2f} ulp")
+    print("kR = {" + ", ".join(f"{c:.9e}f" for c in kr) + "}")
+
+
 def main():
     t = chebyshev_nodes(0, SPLIT)
     y = np.array([math.erf(v) for v in t]) / t
@@ -58,6 +78,7 @@ def main():
           f"Q (t - {CENTER}): degree {Q_DEGREE}, {max_ulps(q, tq):.2f} ulp, Q({TOP}) = {q[-1]!r}, max Q {q.max()!r}")
     for name, coef in (("kP", kp), ("kQ", kq)):
         print(name + " = {" + ", ".join(f"{c:.9e}f" for c in coef) + "}")
+    fit_log()
 
 
 if __name__ == "__main__":
