@@ -51,7 +51,9 @@ NPU_VEC_INLINE float bits_to_float(int32_t b) {
 }
 
 // 2^(e - 127) for a biased exponent e in [1, 254]; any e is defined behaviour (garbage lanes, e.g. NaN's).
-NPU_VEC_INLINE float pow2_biased(int32_t e) { return bits_to_float(static_cast<int32_t>(static_cast<uint32_t>(e) << 23)); }
+NPU_VEC_INLINE float pow2_biased(int32_t e) {
+  return bits_to_float(static_cast<int32_t>(static_cast<uint32_t>(e) << 23));
+}
 
 NPU_VEC_INLINE float fast_exp(float x) {
   constexpr float kLo = -103.97f, kHi = 88.7228394f;  // exp(kLo) < the smallest subnormal; ln(FLT_MAX)
@@ -83,9 +85,9 @@ inline double fast_tanh(double x) { return std::tanh(x); }
 
 // erf: x * P(x^2) below |x| = 1; above, one polynomial Q(|x| - 2.46) of degree 12, clamped at |x| = 3.92
 // (where erf rounds to 1 in float). No exp and no divide: gelu, which is erf-bound, stays near memory
-// speed. P and Q come from tools/fit_fast_math.py (iteratively reweighted least squares on Chebyshev nodes);
-// max error ~2.4 ulp against double erf over [-6, 6]. Q's error is absolute (< 1e-7), which is under
-// 2 ulp because erf >= 0.84 there.
+// speed. P and Q come from tools/fit_fast_math.py (iteratively reweighted least squares on Chebyshev
+// nodes); max error ~2.4 ulp against double erf over [-6, 6]. Q's error is absolute (< 1e-7), which is
+// under 2 ulp because erf >= 0.84 there.
 // erf(t) for t >= 0 (NaN passes through): the two polynomials without sign handling.
 NPU_VEC_INLINE float erf_nonneg(float t) {
   constexpr float kP[] = {-5.631577806e-04f, 4.917594604e-03f, -2.671135403e-02f,
@@ -118,10 +120,10 @@ NPU_VEC_INLINE C gelu_erf(C x) {
   return C(0.5) * (x + ax * erf_nonneg(ax * C(0.70710678118654752440)));
 }
 
-// log: x = 2^e * m with m in [sqrt(1/2), sqrt(2)), log(x) = e ln2 + log1p(f) with f = m - 1 in [-0.293, 0.415]
-// and log1p(f) = f - f^2/2 + f^3 R(f), R of degree 7 from tools/fit_fast_math.py (relative, ~1 ulp on the
-// mantissa part); ln2 split in two so e ln2 adds no rounding of its own. Subnormal inputs are scaled by
-// 2^23 first. 0 -> -inf, x < 0 -> NaN, +inf -> +inf, NaN passes through.
+// log: x = 2^e * m with m in [sqrt(1/2), sqrt(2)), log(x) = e ln2 + log1p(f) with f = m - 1 in
+// [-0.293, 0.415] and log1p(f) = f - f^2/2 + f^3 R(f), R of degree 7 from tools/fit_fast_math.py (relative,
+// ~1 ulp on the mantissa part); ln2 split in two so e ln2 adds no rounding of its own. Subnormal inputs are
+// scaled by 2^23 first. 0 -> -inf, x < 0 -> NaN, +inf -> +inf, NaN passes through.
 NPU_VEC_INLINE float fast_log(float x) {
   constexpr float kR[] = {-7.974110544e-02f, 1.265565157e-01f,  -1.298929155e-01f, 1.420995146e-01f,
                           -1.664158106e-01f, 2.000120133e-01f,  -2.500030398e-01f, 3.333333135e-01f};

@@ -134,7 +134,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       case UnaryOp::kAtanh: return go([](C x) { return std::atanh(x); });
       case UnaryOp::kSigmoid: return go([](C x) { return detail::sigmoid(x); });
       case UnaryOp::kLogSigmoid:
-        return go([](C x) { return std::min(x, C(0)) - detail::fast_log1p(detail::fast_exp(-std::fabs(x))); });
+        return go([](C x) { return -detail::softplus_exact(-x); });  // log(sigmoid(x)) = -softplus(-x)
       case UnaryOp::kErf: return go([](C x) { return detail::fast_erf(x); });
       case UnaryOp::kErfc: return go([](C x) { return std::erfc(x); });
       case UnaryOp::kGelu: return go([](C x) { return detail::gelu_erf(x); });
