@@ -52,8 +52,7 @@ RecordState snapshot(EventImpl& e) {
 }
 
 bool stream_reached(StreamImpl& s, std::uint64_t seq) {
-  std::lock_guard<std::mutex> lk(s.mu);
-  return s.completed_seq >= seq;
+  return s.completed_seq.load(std::memory_order_acquire) >= seq;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/unfold_native.h>
@@ -58,6 +60,22 @@ at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::op
   c10::DeviceGuard guard(dev);
   return at::detail::empty_strided_generic(size, stride, device_allocator(), kNPUKeys, type);
 }
+
+}  // namespace
+
+at::Tensor empty_npu(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options) {
+  if (options.device().type() != c10::DeviceType::PrivateUse1 || !options.device().has_index()) {
+    return strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+  }
+  c10::DeviceGuard guard(options.device());
+  const auto type = options.dtype().toScalarType();
+  if (strides.empty()) {
+    return at::detail::empty_generic(sizes, device_allocator(), kNPUKeys, type, options.memory_format_opt());
+  }
+  return at::detail::empty_strided_generic(sizes, strides, device_allocator(), kNPUKeys, type);
+}
+
+namespace {
 
 const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<c10::MemoryFormat> memory_format) {

@@ -25,6 +25,10 @@ void check_devices(const char* op, std::initializer_list<NamedTensor> args);
 // with cpu_allowed, a CPU tensor is accepted and the caller moves it). Names op and argument.
 void check_device_arg(const char* op, const char* arg, const at::Tensor& t, const at::Device& device,
                       bool cpu_allowed = false);
+// A new npu tensor on options.device() (contiguous when `strides` is empty), made directly, not through
+// the dispatcher: what structured ops allocate their outputs with (at::empty's dispatch cost was a
+// visible part of a small op's host time).
+at::Tensor empty_npu(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options);
 // A scalar argument in the kernels' widest-type-of-its-kind form (fill values, index fills, ...).
 npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s);
 

@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "aten/npu_tensor.h"
+
 namespace torch_npu_sim {
 
 enum class OutMode { kFunctional, kInplace, kOut };
@@ -45,7 +47,7 @@ struct NpuStructured final : public Meta {
   void prepare(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options) {
     switch (mode_) {
       case OutMode::kFunctional:
-        out_ = strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
+        out_ = empty_npu(sizes, strides, options);
         return;
       case OutMode::kInplace:
         TORCH_CHECK(out_.sizes() == sizes, "output with shape ", out_.sizes(), " doesn't match the broadcast shape ",
@@ -62,7 +64,7 @@ struct NpuStructured final : public Meta {
         break;
     }
     if (!strides.empty() && out_.strides() != strides) {
-      proxy_ = at::empty_strided(sizes, strides, options);
+      proxy_ = empty_npu(sizes, strides, options);
     }
   }
 

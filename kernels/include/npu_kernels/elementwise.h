@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -17,25 +19,46 @@ namespace npu_kernels {
 
 constexpr int kMaxOperands = 6;
 
+// Only the first ndim dims of the first noutputs + ninputs operands are meaningful, and only they are
+// copied: a launch copies its iterator into the stream's queue entry, and writing all ~1.1 KB made each
+// small launch miss on ~18 cache lines the stream worker had read last (the rest of a copy is unset).
 struct ElementwiseIter {
   int ndim = 0;
-  int64_t shape[kMaxDims] = {};  // dim 0 moves fastest (TensorIterator order)
+  int64_t shape[kMaxDims];  // dim 0 moves fastest (TensorIterator order)
   int noutputs = 1;
   int ninputs = 0;
-  void* data[kMaxOperands] = {};  // outputs first, then inputs
-  int64_t strides[kMaxOperands][kMaxDims] = {};  // bytes
+  void* data[kMaxOperands];  // outputs first, then inputs
+  int64_t strides[kMaxOperands][kMaxDims];  // bytes
   DType out_dtype = DType::kFloat32;  // every output
   DType in_dtype = DType::kFloat32;   // every input (the adapter promotes inputs to one dtype)
   // Host scalars (CPU zero-dim tensors, Python numbers) travel inside the iterator, converted to
   // in_dtype; such an operand has stride 0 and reads its value from here.
-  bool is_scalar[kMaxOperands] = {};
-  alignas(16) unsigned char scalar_bytes[kMaxOperands][16] = {};
+  bool is_scalar[kMaxOperands];
+  alignas(16) unsigned char scalar_bytes[kMaxOperands][16];
   // A batch (the _foreach ops): when nparts > 0 this iterator only carries the dtypes, and the launch
   // runs the same functor over every part, one after another in one linear range (multi-tensor apply).
   // The parts are copied into the launch; they need not outlive the call.
   const ElementwiseIter* parts = nullptr;
   int nparts = 0;
 
+  ElementwiseIter() : shape{}, data{}, strides{}, is_scalar{}, scalar_bytes{} {}
+  ElementwiseIter(const ElementwiseIter& o)
+      : ndim(o.ndim), noutputs(o.noutputs), ninputs(o.ninputs), out_dtype(o.out_dtype), in_dtype(o.in_dtype),
+        parts(o.parts), nparts(o.nparts) {
+    for (int d = 0; d < ndim; ++d) shape[d] = o.shape[d];
+    for (int k = 0; k < noperands(); ++k) {
+      data[k] = o.data[k];
+      for (int d = 0; d < ndim; ++d) strides[k][d] = o.strides[k][d];
+      is_scalar[k] = o.is_scalar[k];
+      if (is_scalar[k]) std::memcpy(scalar_bytes[k], o.scalar_bytes[k], sizeof(scalar_bytes[k]));
+    }
+  }
+  ElementwiseIter& operator=(const ElementwiseIter& o) {
+    if (this != &o) new (this) ElementwiseIter(o);  // trivially destructible: no destructor to run first
+    return *this;
+  }
+
+  int noperands() const { return noutputs + ninputs; }
   int64_t numel() const {
     int64_t n = 1;
     for (int d = 0; d < ndim; ++d) n *= shape[d];
@@ -246,6 +269,7 @@ inline npu_sim::Status launch_elementwise(npu_sim::Stream stream, const char* na
   // blocks to sleeping pool threads costs, so smaller ops run as one block on the stream worker.
   constexpr int64_t kGrain = 1 << 16;
   if (it.nparts > 0) return detail::launch_batch<Out, In, N>(stream, name, it, f, kGrain);
+  if (it.noperands() < N + 1 || it.noperands() > kMaxOperands) return npu_sim::Status::kInternal;
   const bool streamed = stream_output(it, sizeof(Out));
   return parallel_for(stream, name, it.numel(), kGrain,
                       [it, f, streamed](int64_t b, int64_t e, const npu_sim::BlockContext&) {
