@@ -42,7 +42,8 @@ struct ElementwiseIter {
   int nparts = 0;
 
   ElementwiseIter() : shape{}, data{}, strides{}, is_scalar{}, scalar_bytes{} {}
-  ElementwiseIter(const ElementwiseIter& o)
+  // noexcept: KernelFn keeps a callable inline only if it is nothrow-movable (else it goes to the heap).
+  ElementwiseIter(const ElementwiseIter& o) noexcept
       : ndim(o.ndim), noutputs(o.noutputs), ninputs(o.ninputs), out_dtype(o.out_dtype), in_dtype(o.in_dtype),
         parts(o.parts), nparts(o.nparts) {
     for (int d = 0; d < ndim; ++d) shape[d] = o.shape[d];
@@ -53,7 +54,7 @@ struct ElementwiseIter {
       if (is_scalar[k]) std::memcpy(scalar_bytes[k], o.scalar_bytes[k], sizeof(scalar_bytes[k]));
     }
   }
-  ElementwiseIter& operator=(const ElementwiseIter& o) {
+  ElementwiseIter& operator=(const ElementwiseIter& o) noexcept {
     if (this != &o) new (this) ElementwiseIter(o);  // trivially destructible: no destructor to run first
     return *this;
   }
@@ -65,6 +66,9 @@ struct ElementwiseIter {
     return n;
   }
 };
+
+static_assert(std::is_nothrow_move_constructible_v<ElementwiseIter>,
+              "a launch keeps its iterator in KernelFn's inline storage only if it is nothrow-movable");
 
 // The type arithmetic happens in: float for the 16-bit floating types, the type itself otherwise.
 template <typename T>
