@@ -38,8 +38,9 @@ def memcpy_gbps(nbytes=64 << 20):
     return best
 
 
-def timed(fn, iters, sync):
-    fn()
+def timed(fn, iters, sync, warmup=3):
+    for _ in range(warmup):
+        fn()
     sync()
     t = time.perf_counter()
     for _ in range(iters):
@@ -82,7 +83,7 @@ def run(rank, world, port, max_mib, q):
     size = 4 << 10
     while size <= max_mib << 20:
         n = size // 4
-        iters = max(3, min(200, (32 << 20) // size))
+        iters = max(3, min(200, (128 << 20) // size))
         for coll in ("all_reduce", "all_gather", "reduce_scatter", "broadcast"):
             cases = []
             for name, device, sync in (("gloo", "cpu", lambda: None), ("hccl", dev, sync_npu)):
