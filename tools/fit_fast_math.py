@@ -41,9 +41,13 @@ def float_horner(coef, s):
     return q
 
 
-def max_ulps(got, t):
-    ref = np.array([math.erf(float(v)) for v in t])
-    return float(np.max(np.abs(got - ref) / np.spacing(ref.astype(np.float32))))
+def max_ulps(got, ref):
+    """Largest error of float results `got` against double `ref`, in float ulps of ref (ref != 0)."""
+    return float(np.max(np.abs(got - ref) / np.spacing(np.abs(ref).astype(np.float32))))
+
+
+def erf_ref(t):
+    return np.array([math.erf(float(v)) for v in t])
 
 
 def fit_log(degree=7):
@@ -58,7 +62,7 @@ def fit_log(degree=7):
     got = (ff + tail.astype(np.float32)).astype(np.float32)
     ref = np.array([math.log1p(float(v)) for v in ff])
     ok = ref != 0
-    err = float(np.max(np.abs(got[ok] - ref[ok]) / np.spacing(np.abs(ref[ok]).astype(np.float32))))
+    err = max_ulps(got[ok], ref[ok])
     print(f"log1p(f) on the mantissa range: R degree {degree}, {err:.2f} ulp")
     print("kR = {" + ", ".join(f"{c:.9e}f" for c in kr) + "}")
 
@@ -74,8 +78,8 @@ def main():
     p = (tp * float_horner(kp, (tp * tp).astype(np.float32))).astype(np.float32)
     tq = np.linspace(SPLIT, TOP, 1_000_001).astype(np.float32)
     q = float_horner(kq, (tq - np.float32(CENTER)).astype(np.float32))
-    print(f"P (t < {SPLIT}): degree {P_DEGREE}, {max_ulps(p, tp):.2f} ulp; "
-          f"Q (t - {CENTER}): degree {Q_DEGREE}, {max_ulps(q, tq):.2f} ulp, Q({TOP}) = {q[-1]!r}, max Q {q.max()!r}")
+    print(f"P (t < {SPLIT}): degree {P_DEGREE}, {max_ulps(p, erf_ref(tp)):.2f} ulp; "
+          f"Q (t - {CENTER}): degree {Q_DEGREE}, {max_ulps(q, erf_ref(tq)):.2f} ulp, Q({TOP}) = {q[-1]!r}, max Q {q.max()!r}")
     for name, coef in (("kP", kp), ("kQ", kq)):
         print(name + " = {" + ", ".join(f"{c:.9e}f" for c in coef) + "}")
     fit_log()
