@@ -55,7 +55,7 @@ def best_rounds(cases, iters, rank, coll, rounds=3):
     best = {}
     for _ in range(rounds):
         for name, fn, sync in cases:
-            if best.get(name, 0.0) is None:
+            if name in best and best[name] is None:  # failed in an earlier round
                 continue
             dist.barrier()
             try:
