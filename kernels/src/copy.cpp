@@ -37,7 +37,7 @@ bool dtype_supported(int raw) {
 }
 
 namespace {
-constexpr int64_t kCopyGrain = 1 << 15;
+constexpr int64_t kCopyGrain = 1 << 16;  // as elementwise: a 256 KiB copy is not worth waking a second core
 
 template <typename D, typename S>
 void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int64_t end, bool dst_contig,
@@ -60,7 +60,15 @@ void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int
     D* o = out + wd.offset();
     const S* x = in + ws.offset();
     const int64_t so = wd.inner_stride(), si = ws.inner_stride();
-    for (int64_t j = 0; j < run; ++j) o[j * so] = convert<D>(x[j * si]);
+    if (so == 1 && si == 1) {  // unit-stride runs (e.g. heads merged back): vector copies, not a stride multiply
+      if constexpr (std::is_same_v<D, S>) {
+        std::memcpy(o, x, sizeof(D) * run);
+      } else {
+        for (int64_t j = 0; j < run; ++j) o[j] = convert<D>(x[j]);
+      }
+    } else {
+      for (int64_t j = 0; j < run; ++j) o[j * so] = convert<D>(x[j * si]);
+    }
     wd.skip(run);
     ws.skip(run);
     i += run;
