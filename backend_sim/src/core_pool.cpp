@@ -14,25 +14,30 @@ namespace npu_sim {
 namespace detail {
 namespace {
 
-// One launch. `next` hands out block indices; `mu` protects `done` and `error`.
+// One launch. `next` hands out block indices; `done` counts finished blocks (the thread that completes
+// the count notifies `cv` under `mu`); `mu` protects `error`, which is read once `done == n`.
 struct Job {
   std::uint32_t n = 0;
   const BlockFn* fn = nullptr;  // the caller's (run_blocks waits until no block can still call it)
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> failed{false};
+  std::atomic<std::uint32_t> done{0};  // blocks finished (or skipped after a failure)
   std::mutex mu;
   std::condition_variable cv;
-  std::uint32_t done = 0;  // guarded by mu: blocks finished (or skipped after a failure)
-  std::string error;       // guarded by mu: what() of the first failing block
+  std::string error;  // guarded by mu: what() of the first failing block
   bool exhausted() const { return next.load(std::memory_order_relaxed) >= n; }
 };
 
-// Process-lifetime pool (never destroyed; its threads idle forever at exit). `mu` protects `jobs`.
+// Process-lifetime pool (never destroyed; its threads idle forever at exit). `mu` protects `jobs` and
+// `sleepers`; `posted` (written under mu) lets idle threads poll for a new launch without the lock, and a
+// launch notifies `cv` only when a thread is asleep on it.
 struct Pool {
   std::once_flag started;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<std::shared_ptr<Job>> jobs;  // launches that may still have unclaimed blocks
+  std::atomic<std::uint64_t> posted{0};   // launches ever queued
+  int sleepers = 0;                       // pool threads waiting on cv
 };
 Pool& pool() {
   static Pool* p = new Pool();
@@ -82,23 +87,34 @@ void work_on(Job& job, UnifiedBuffer& ub) {
     }
     ++ran;
   }
-  if (ran == 0) return;
-  std::lock_guard<std::mutex> lk(job.mu);
-  job.done += ran;
-  if (job.done == job.n) job.cv.notify_all();
+  if (ran == 0 || job.done.fetch_add(ran) + ran != job.n) return;
+  std::lock_guard<std::mutex> lk(job.mu);  // the caller checks `done` under mu before it sleeps
+  job.cv.notify_all();
 }
 
 void pool_thread(int core_id) {
   UnifiedBuffer& ub = this_thread_ub(core_id);
   Pool& p = pool();
+  auto has_job = [&p] {  // under p.mu
+    while (!p.jobs.empty() && p.jobs.front()->exhausted()) p.jobs.pop_front();
+    return !p.jobs.empty();
+  };
+  std::uint64_t seen = 0;
   for (;;) {
+    // Poll for a launch (kernels come back to back; each wake-up cost ~5 us), then sleep.
+    const bool polled =
+        spin_until([&] { return p.posted.load(std::memory_order_acquire) != seen; }, config().stream_spin_us);
     std::shared_ptr<Job> job;
     {
       std::unique_lock<std::mutex> lk(p.mu);
-      p.cv.wait(lk, [&] {
-        while (!p.jobs.empty() && p.jobs.front()->exhausted()) p.jobs.pop_front();
-        return !p.jobs.empty();
-      });
+      seen = p.posted.load(std::memory_order_relaxed);
+      if (!has_job()) {
+        if (polled) continue;  // its blocks were all claimed already: poll again
+        ++p.sleepers;
+        p.cv.wait(lk, has_job);
+        --p.sleepers;
+        seen = p.posted.load(std::memory_order_relaxed);
+      }
       job = p.jobs.front();
     }
     work_on(*job, ub);
@@ -131,15 +147,22 @@ bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error) {
   job->fn = &fn;
   Pool& p = pool();
   std::call_once(p.started, start_pool);
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lk(p.mu);
     p.jobs.push_back(job);
+    p.posted.fetch_add(1, std::memory_order_release);
+    wake = p.sleepers > 0;
   }
-  p.cv.notify_all();
+  if (wake) p.cv.notify_all();
   work_on(*job, ub);
-  std::unique_lock<std::mutex> lk(job->mu);
-  job->cv.wait(lk, [&] { return job->done == job->n; });
+  auto finished = [&] { return job->done.load(std::memory_order_acquire) == job->n; };
+  if (!spin_until(finished, config().stream_spin_us)) {
+    std::unique_lock<std::mutex> lk(job->mu);
+    job->cv.wait(lk, finished);
+  }
   if (!job->failed.load()) return true;
+  std::lock_guard<std::mutex> lk(job->mu);
   if (error != nullptr) *error = job->error;
   return false;
 }

@@ -68,25 +68,13 @@ std::uint64_t push_entry(StreamImpl& s, StreamOp* op) {
   return q;
 }
 
-// The op after `cur` once one is queued: polls for NPU_SIM_STREAM_SPIN_US, then sleeps on work_cv (ops
-// issued back to back, a chain of small kernels, then cost no wake-up: futex + context switch, ~5 us
-// each here). The poll yields the core every 64 rounds: when the scheduler puts this worker on the
-// issuing thread's core, pure spinning halved that thread's share (a 1000-op chain ran 1.4-1.9x slower).
-// Null when the stream is stopping and nothing is left.
+// The op after `cur` once one is queued: polls for NPU_SIM_STREAM_SPIN_US (spin_until), then sleeps on
+// work_cv. Null when the stream is stopping and nothing is left.
 StreamOp* wait_for_work(StreamImpl* s, const StreamOp* cur) {
-  const int spin_us = config().stream_spin_us;
-  if (spin_us > 0) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
-    for (int i = 0;; ++i) {
-      if (StreamOp* op = cur->next.load(std::memory_order_acquire)) return op;
-      if ((i & 63) == 63) {
-        if (std::chrono::steady_clock::now() >= until) break;
-        std::this_thread::yield();
-      }
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
+  StreamOp* next = nullptr;
+  if (spin_until([&] { return (next = cur->next.load(std::memory_order_acquire)) != nullptr; },
+                 config().stream_spin_us)) {
+    return next;
   }
   std::unique_lock<std::mutex> lk(s->mu);
   for (;;) {  // producers link under mu, so a check under mu cannot miss a wake-up

@@ -437,3 +437,46 @@ TEST(BackendSimStress, ConcurrentProducersOnOneStream) {
   ASSERT_OK(stream_query(s));
   ASSERT_OK(stream_destroy(s));
 }
+
+// The AI-core pool (threads poll for a launch, then sleep; a launch wakes them only when one sleeps; the
+// launching worker polls for the last block, then sleeps): streams on several threads launch multi-block
+// kernels, some back to back (pool threads polling) and some after pauses longer than the poll (pool
+// threads asleep). Every block of every launch runs exactly once, and a failing block fails its launch.
+TEST(BackendSimStress, PoolRunsEveryBlockOnceWhetherPollingOrAsleep) {
+  const int kThreads = 3;
+  const int kLaunches = 300;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      Stream s = nullptr;
+      if (stream_create(0, &s) != Status::kSuccess) {
+        failures.fetch_add(1);
+        return;
+      }
+      for (int i = 0; i < kLaunches; ++i) {
+        const std::uint32_t grid = 2 + (i * 5 + t) % 23;
+        auto hits = std::make_shared<std::vector<std::atomic<int>>>(grid);
+        const bool fails = i % 50 == 49;
+        if (launch_kernel(s, "pool", grid, [hits, fails](const BlockContext& ctx) {
+              (*hits)[ctx.block_idx].fetch_add(1);
+              if (fails && ctx.block_idx == 1) throw KernelError("block 1 fails");
+            }) != Status::kSuccess) {
+          failures.fetch_add(1);
+        }
+        if (i % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));  // pool threads sleep
+        const Status st = stream_synchronize(s);
+        if (fails != (st != Status::kSuccess)) failures.fetch_add(1);
+        if (fails && !contains(last_error_message(), "block 1 fails")) failures.fetch_add(1);
+        for (std::uint32_t b = 0; b < grid; ++b) {
+          // after a failure the remaining blocks are skipped, never run twice
+          const int n = (*hits)[b].load();
+          if (n > 1 || (!fails && n != 1)) failures.fetch_add(1);
+        }
+      }
+      if (stream_destroy(s) != Status::kSuccess) failures.fetch_add(1);
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
