@@ -149,6 +149,10 @@ Status stream_wait_event(Stream stream, Event event) {
   std::shared_ptr<StreamImpl> src = r.stream;
   const std::uint64_t seq = r.seq;
   NPU_SIM_RETURN_IF_ERROR(detail::enqueue("stream_wait_event", *s, [src, seq]() -> std::string {
+    // Poll first: the other stream is usually a few microseconds from the event (a collective's end).
+    if (detail::spin_until([&] { return detail::stream_reached(*src, seq); }, detail::config().stream_spin_us)) {
+      return "";
+    }
     std::unique_lock<std::mutex> lk(src->mu);
     detail::wait_done(*src, lk, seq);
     return "";

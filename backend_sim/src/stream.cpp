@@ -232,7 +232,8 @@ Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint
 
 Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq) {
   NPU_SIM_CHECK_NOT_FORKED(fn);
-  if (s.completed_seq.load(std::memory_order_acquire) >= seq) return Status::kSuccess;
+  auto reached = [&] { return s.completed_seq.load(std::memory_order_acquire) >= seq; };
+  if (reached() || (!on_worker_of(s) && spin_until(reached, config().stream_spin_us))) return Status::kSuccess;
   std::unique_lock<std::mutex> lk(s.mu);
   NPU_SIM_CHECK(!on_worker_of(s), Status::kInvalidValue,
                 "%s: called from a function running on the same stream (it would wait for itself)", fn);
