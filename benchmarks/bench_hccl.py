@@ -38,6 +38,34 @@ def memcpy_gbps(nbytes=64 << 20):
     return best
 
 
+def concurrent_memcpy_gbps(nbytes=64 << 20):
+    """Each thread's memcpy bandwidth while two processes copy at once, as the two ranks of a collective do
+    on this host (both share the memory bus): the mean of the two, best of 5 simultaneous copies."""
+    ctx = mp.get_context("spawn")
+    q, bar = ctx.Queue(), ctx.Barrier(2)
+    procs = [ctx.Process(target=_copy_worker, args=(nbytes, q, bar)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    rates = [q.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    return sum(rates) / len(rates)
+
+
+def _copy_worker(nbytes, q, bar):
+    torch.set_num_threads(1)
+    a = torch.ones(nbytes, dtype=torch.uint8)
+    b = torch.empty_like(a)
+    b.copy_(a)
+    best = 0.0
+    for _ in range(5):
+        bar.wait()
+        t = time.perf_counter()
+        b.copy_(a)
+        best = max(best, nbytes / (time.perf_counter() - t) / 1e9)
+    q.put(best)
+
+
 def timed(fn, iters, sync, warmup=3):
     for _ in range(warmup):
         fn()
@@ -140,9 +168,11 @@ def main():
     for p in procs:
         p.join(timeout=60)
     mc = max(mc, memcpy_gbps())
+    mc2 = concurrent_memcpy_gbps()
     print(f"2 ranks on one host; gloo runs on CPU tensors (no npu support), hccl on npu tensors over shared memory.")
     print(f"plain memcpy bandwidth, one thread (the limit): {mc:.2f} GB/s; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
+    print(f"for context: 64 MiB memcpy per thread while two processes copy at once (as two ranks do): {mc2:.2f} GB/s")
     print(f"{'collective':<15}{'size':>9} {'gloo us':>10} {'hccl us':>10} {'lat h/g':>8} "
           f"{'gloo busbw':>11} {'hccl busbw':>11} {'bw h/g':>7} {'hccl/memcpy':>12}")
     for coll, size, g, h, f in rows:
