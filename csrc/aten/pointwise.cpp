@@ -5,6 +5,7 @@
 #include <ATen/Dispatch_v2.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/util/strides.h>
 
 #include <cstring>
 #include <vector>
@@ -49,6 +50,42 @@ void write_scalar(const c10::Scalar& v, at::ScalarType type, unsigned char* byte
                    std::memcpy(bytes, &x, sizeof(x));
                  }),
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
+}
+
+std::optional<at::Tensor> flat_pointwise(const char* op, bool predicate,
+                                         std::initializer_list<std::reference_wrapper<const at::Tensor>> ins,
+                                         const PointwiseLaunch& launch) {
+  const at::Tensor& a = ins.begin()->get();
+  if (!a.defined() || !is_npu(a) || !at::isFloatingType(a.scalar_type()) || !a.is_contiguous() ||
+      a.numel() == 0) {
+    return std::nullopt;
+  }
+  for (const at::Tensor& t : ins) {
+    if (!t.defined() || t.device() != a.device() || t.scalar_type() != a.scalar_type() || t.sizes() != a.sizes() ||
+        !t.is_contiguous()) {
+      return std::nullopt;
+    }
+  }
+  const at::ScalarType out_type = predicate ? at::kBool : a.scalar_type();
+  at::Tensor out = empty_npu(a.sizes(), c10::contiguous_strides(a.sizes()), a.options().dtype(out_type));
+  npu_kernels::ElementwiseIter e;
+  e.ndim = 1;
+  e.shape[0] = a.numel();
+  e.noutputs = 1;
+  e.ninputs = static_cast<int>(ins.size());
+  e.in_dtype = kernel_dtype(a.scalar_type(), op);
+  e.out_dtype = kernel_dtype(out_type, op);
+  e.data[0] = out.data_ptr();
+  e.strides[0][0] = static_cast<int64_t>(out.element_size());
+  int k = 1;
+  for (const at::Tensor& t : ins) {
+    e.data[k] = const_cast<void*>(t.const_data_ptr());
+    e.strides[k++][0] = static_cast<int64_t>(a.element_size());
+  }
+  const npu_sim::Status status = launch(current_native_stream(a.device().index()), e);
+  if (status == npu_sim::Status::kInvalidValue) return std::nullopt;  // no kernel for the dtype
+  NPU_CHECK(status);
+  return out;
 }
 
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,

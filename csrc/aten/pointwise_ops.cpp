@@ -120,6 +120,7 @@ using S = c10::Scalar;
 
 #define NPU_UNARY(name, META, OP)                                                                         \
   m.impl(#name, [](const T& self) {                                                                      \
+    if (auto flat = flat_unary(OP, self)) return *std::move(flat);                                       \
     return NPU_OR_CPU(T(const T&), #name, "",                                                            \
                       structured_functional<at::meta::structured_##META>(unary_kernel(OP), self), self);   \
   });                                                                                                     \
@@ -134,6 +135,7 @@ using S = c10::Scalar;
 
 #define NPU_BINARY(name, overload, META, OP)                                                              \
   m.impl(#name "." #overload, [](const T& a, const T& b) {                                               \
+    if (auto flat = flat_binary(OP, a, b)) return *std::move(flat);                                      \
     return NPU_OR_CPU(T(const T&, const T&), #name, #overload,                                           \
                       structured_functional<at::meta::structured_##META>(binary_kernel(OP), a, b), a, b);  \
   });                                                                                                     \
@@ -374,6 +376,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
   // arithmetic with alpha
   m.impl("add.Tensor", [](const T& a, const T& b, const S& alpha) {
+    if (!alpha.isComplex()) {  // a complex alpha is an error for real tensors: the structured path raises it
+      if (auto flat = flat_binary(BinaryOp::kAdd, a, b, with_a(alpha))) return *std::move(flat);
+    }
     return structured_functional<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), a, b, alpha);
   });
   m.impl("add_.Tensor", [](T& a, const T& b, const S& alpha) -> T& {
@@ -383,6 +388,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return structured_out<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), out, a, b, alpha);
   });
   m.impl("sub.Tensor", [](const T& a, const T& b, const S& alpha) {
+    if (!alpha.isComplex()) {  // a complex alpha is an error for real tensors: the structured path raises it
+      if (auto flat = flat_binary(BinaryOp::kSub, a, b, with_a(alpha))) return *std::move(flat);
+    }
     return structured_functional<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), a, b, alpha);
   });
   m.impl("sub_.Tensor", [](T& a, const T& b, const S& alpha) -> T& {

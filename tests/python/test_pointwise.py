@@ -91,6 +91,31 @@ def test_binary_float_broadcast(name, dtype):
     check(BINARY[name], sample((6, 1, 5), dtype, seed=1), sample((4, 5), dtype, seed=2), dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_float_same_shape(name, dtype):
+    # contiguous operands of one shape and dtype: add/sub/mul/div, comparisons, ... take the flat fast path
+    check(BINARY[name], sample((7, 33), dtype, seed=1), sample((7, 33), dtype, seed=2), dtype=dtype)
+
+
+def test_flat_fast_path_keeps_the_structured_checks():
+    a, b = torch.randn(4, 5, device="npu"), torch.randn(4, 5, device="npu")
+    out = a * b
+    assert out.is_contiguous() and out.shape == (4, 5) and out.dtype == torch.float32
+    torch.testing.assert_close((a - b).cpu(), a.cpu() - b.cpu())
+    with pytest.raises(RuntimeError, match="alpha must not be a complex number"):
+        torch.add(a, b, alpha=1j)
+    with pytest.raises(RuntimeError, match="bitwise_and"):
+        torch.bitwise_and(a, b)
+    with pytest.raises(RuntimeError, match="same device|npu:0|npu:1"):
+        torch.add(a, torch.randn(4, 5, device="npu:1"))
+    # a view that is not contiguous, and a 0-d npu tensor, still give CPU's values
+    t = torch.randn(5, 4, device="npu").t()
+    torch.testing.assert_close((t + b).cpu(), t.cpu() + b.cpu())
+    s = torch.tensor(2.5, device="npu")
+    torch.testing.assert_close((s * s).cpu(), torch.tensor(6.25))
+
+
 @pytest.mark.parametrize("dtype", INTS)
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum", "remainder", "div_floor",
                                   "div_trunc", "floor_divide", "eq", "lt", "ge", "pow_int", "bitwise_and",
