@@ -3,6 +3,7 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/Dispatch_v2.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/strides.h>
@@ -52,29 +53,33 @@ void write_scalar(const c10::Scalar& v, at::ScalarType type, unsigned char* byte
                  AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
 }
 
-std::optional<at::Tensor> flat_pointwise(const char* op, bool predicate,
-                                         std::initializer_list<std::reference_wrapper<const at::Tensor>> ins,
-                                         const PointwiseLaunch& launch) {
+namespace {
+
+// The operands flat_pointwise can take: contiguous npu tensors of `a`'s floating dtype, shape and device.
+bool flat_operands(std::initializer_list<std::reference_wrapper<const at::Tensor>> ins) {
   const at::Tensor& a = ins.begin()->get();
-  if (!a.defined() || !is_npu(a) || !at::isFloatingType(a.scalar_type()) || !a.is_contiguous() ||
-      a.numel() == 0) {
-    return std::nullopt;
-  }
+  if (!a.defined() || !is_npu(a) || !at::isFloatingType(a.scalar_type()) || a.numel() == 0) return false;
   for (const at::Tensor& t : ins) {
     if (!t.defined() || t.device() != a.device() || t.scalar_type() != a.scalar_type() || t.sizes() != a.sizes() ||
         !t.is_contiguous()) {
-      return std::nullopt;
+      return false;
     }
   }
-  const at::ScalarType out_type = predicate ? at::kBool : a.scalar_type();
-  at::Tensor out = empty_npu(a.sizes(), c10::contiguous_strides(a.sizes()), a.options().dtype(out_type));
+  return true;
+}
+
+// Launches the kernel over `out` and `ins` as one flat dimension; false when the kernel library has no
+// kernel for the dtype (nothing was enqueued).
+bool flat_launch(const char* op, const at::Tensor& out, std::initializer_list<std::reference_wrapper<const at::Tensor>> ins,
+                 const PointwiseLaunch& launch) {
+  const at::Tensor& a = ins.begin()->get();
   npu_kernels::ElementwiseIter e;
   e.ndim = 1;
   e.shape[0] = a.numel();
   e.noutputs = 1;
   e.ninputs = static_cast<int>(ins.size());
   e.in_dtype = kernel_dtype(a.scalar_type(), op);
-  e.out_dtype = kernel_dtype(out_type, op);
+  e.out_dtype = kernel_dtype(out.scalar_type(), op);
   e.data[0] = out.data_ptr();
   e.strides[0][0] = static_cast<int64_t>(out.element_size());
   int k = 1;
@@ -83,9 +88,34 @@ std::optional<at::Tensor> flat_pointwise(const char* op, bool predicate,
     e.strides[k++][0] = static_cast<int64_t>(a.element_size());
   }
   const npu_sim::Status status = launch(current_native_stream(a.device().index()), e);
-  if (status == npu_sim::Status::kInvalidValue) return std::nullopt;  // no kernel for the dtype
+  if (status == npu_sim::Status::kInvalidValue) return false;
   NPU_CHECK(status);
+  return true;
+}
+
+}  // namespace
+
+std::optional<at::Tensor> flat_pointwise(const char* op, bool predicate,
+                                         std::initializer_list<std::reference_wrapper<const at::Tensor>> ins,
+                                         const PointwiseLaunch& launch) {
+  if (!flat_operands(ins)) return std::nullopt;
+  const at::Tensor& a = ins.begin()->get();
+  at::Tensor out = empty_npu(a.sizes(), c10::contiguous_strides(a.sizes()), a.options().dtype(predicate ? at::kBool : a.scalar_type()));
+  if (!flat_launch(op, out, ins, launch)) return std::nullopt;
   return out;
+}
+
+bool flat_pointwise_inplace(const char* op, bool predicate,
+                            std::initializer_list<std::reference_wrapper<const at::Tensor>> ins,
+                            const PointwiseLaunch& launch) {
+  if (predicate || !flat_operands(ins)) return false;  // a predicate in place writes self's dtype, not bool
+  const at::Tensor& self = ins.begin()->get();
+  for (const at::Tensor& t : ins) {
+    // An input sharing some but not all of self's memory is an error the structured path raises.
+    const auto overlap = at::get_overlap_status(self, t);
+    if (overlap == at::MemOverlapStatus::Partial || overlap == at::MemOverlapStatus::TooHard) return false;
+  }
+  return flat_launch(op, self, ins, launch);
 }
 
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,

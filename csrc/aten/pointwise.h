@@ -32,6 +32,12 @@ std::optional<at::Tensor> flat_pointwise(const char* op, bool predicate,
                                          std::initializer_list<std::reference_wrapper<const at::Tensor>> ins,
                                          const PointwiseLaunch& launch);
 
+// The in-place flavour: writes the result into the first operand (self) under the same conditions, when no
+// input partially overlaps self. False (nothing done) otherwise.
+bool flat_pointwise_inplace(const char* op, bool predicate,
+                            std::initializer_list<std::reference_wrapper<const at::Tensor>> ins,
+                            const PointwiseLaunch& launch);
+
 // `v` converted to `type`, written as a kernel scalar operand (ElementwiseIter::scalar_bytes).
 void write_scalar(const c10::Scalar& v, at::ScalarType type, unsigned char* bytes);
 
@@ -48,7 +54,7 @@ inline auto binary_kernel(npu_kernels::BinaryOp op, npu_kernels::PointwiseParams
                   [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); });
   };
 }
-// flat_pointwise for a unary / binary op of the catalogue.
+// flat_pointwise / flat_pointwise_inplace for a unary / binary op of the catalogue.
 inline std::optional<at::Tensor> flat_unary(npu_kernels::UnaryOp op, const at::Tensor& a,
                                             npu_kernels::PointwiseParams p = {}) {
   return flat_pointwise(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {a},
@@ -58,6 +64,15 @@ inline std::optional<at::Tensor> flat_binary(npu_kernels::BinaryOp op, const at:
                                              npu_kernels::PointwiseParams p = {}) {
   return flat_pointwise(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {a, b},
                         [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); });
+}
+inline bool flat_unary_(npu_kernels::UnaryOp op, const at::Tensor& self) {
+  return flat_pointwise_inplace(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {self},
+                                [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::unary(s, op, e, {}); });
+}
+inline bool flat_binary_(npu_kernels::BinaryOp op, const at::Tensor& self, const at::Tensor& b,
+                         npu_kernels::PointwiseParams p = {}) {
+  return flat_pointwise_inplace(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {self, b},
+                                [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); });
 }
 inline auto ternary_kernel(npu_kernels::TernaryOp op, npu_kernels::PointwiseParams p = {}) {
   return [op, p](at::TensorIteratorBase& it) {

@@ -125,6 +125,7 @@ using S = c10::Scalar;
                       structured_functional<at::meta::structured_##META>(unary_kernel(OP), self), self);   \
   });                                                                                                     \
   m.impl(#name "_", [](T& self) -> T& {                                                                  \
+    if (flat_unary_(OP, self)) return self;                                                              \
     return NPU_OR_CPU(T&(T&), #name "_", "",                                                             \
                       structured_inplace<at::meta::structured_##META>(unary_kernel(OP), self), self);      \
   });                                                                                                     \
@@ -140,6 +141,7 @@ using S = c10::Scalar;
                       structured_functional<at::meta::structured_##META>(binary_kernel(OP), a, b), a, b);  \
   });                                                                                                     \
   m.impl(#name "_." #overload, [](T& a, const T& b) -> T& {                                              \
+    if (flat_binary_(OP, a, b)) return a;                                                                \
     return NPU_OR_CPU(T&(T&, const T&), #name "_", #overload,                                            \
                       structured_inplace<at::meta::structured_##META>(binary_kernel(OP), a, b), a, b);     \
   });                                                                                                     \
@@ -382,6 +384,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return structured_functional<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), a, b, alpha);
   });
   m.impl("add_.Tensor", [](T& a, const T& b, const S& alpha) -> T& {
+    if (!alpha.isComplex() && flat_binary_(BinaryOp::kAdd, a, b, with_a(alpha))) return a;
     return structured_inplace<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), a, b, alpha);
   });
   m.impl("add.out", [](const T& a, const T& b, const S& alpha, T& out) -> T& {
@@ -394,6 +397,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return structured_functional<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), a, b, alpha);
   });
   m.impl("sub_.Tensor", [](T& a, const T& b, const S& alpha) -> T& {
+    if (!alpha.isComplex() && flat_binary_(BinaryOp::kSub, a, b, with_a(alpha))) return a;
     return structured_inplace<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), a, b, alpha);
   });
   m.impl("sub.out", [](const T& a, const T& b, const S& alpha, T& out) -> T& {

@@ -116,6 +116,32 @@ def test_flat_fast_path_keeps_the_structured_checks():
     torch.testing.assert_close((s * s).cpu(), torch.tensor(6.25))
 
 
+INPLACE = {"add_": lambda a, b: a.add_(b), "add_alpha_": lambda a, b: a.add_(b, alpha=-2),
+           "sub_alpha_": lambda a, b: a.sub_(b, alpha=0.5), "mul_": lambda a, b: a.mul_(b),
+           "div_": lambda a, b: a.div_(b), "fmod_": lambda a, b: a.fmod_(b), "tanh_": lambda a, b: a.tanh_(),
+           "exp_": lambda a, b: a.exp_(), "eq_": lambda a, b: a.eq_(b.round()), "self_alias": lambda a, b: a.mul_(a)}
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("name", sorted(INPLACE))
+def test_inplace_same_shape(name, dtype):
+    # in place on contiguous same-shape operands (the flat fast path): values, dtype, and self returned
+    a, b = sample((7, 33), dtype, seed=5), sample((7, 33), dtype, seed=6) + 5
+    ref = INPLACE[name](a.clone(), b)
+    na = a.npu()
+    got = INPLACE[name](na, b.npu())
+    assert got is na and got.dtype == dtype
+    atol, rtol = tol(dtype)
+    torch.testing.assert_close(na.cpu(), ref, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def test_inplace_partial_overlap_is_refused_as_on_cpu():
+    for dev in ("cpu", "npu"):
+        base = torch.arange(10.0, device=dev)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            base[1:].add_(base[:-1])
+
+
 @pytest.mark.parametrize("dtype", INTS)
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum", "remainder", "div_floor",
                                   "div_trunc", "floor_divide", "eq", "lt", "ge", "pow_int", "bitwise_and",
