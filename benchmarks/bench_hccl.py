@@ -22,15 +22,18 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 
-def memcpy_gbps(nbytes=64 << 20):
-    """One core's memcpy bandwidth (each rank's communication runs on one thread): the best of 5 copies."""
+def memcpy_gbps(nbytes=64 << 20, barrier=None):
+    """One core's memcpy bandwidth (each rank's communication runs on one thread): the best of 5 copies,
+    each started after `barrier` when one is given (copies of several processes at once)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    a = torch.empty(nbytes, dtype=torch.uint8)
+    a = torch.ones(nbytes, dtype=torch.uint8)
     b = torch.empty_like(a)
     b.copy_(a)
     best = 0.0
     for _ in range(5):
+        if barrier is not None:
+            barrier.wait()
         t = time.perf_counter()
         b.copy_(a)
         best = max(best, nbytes / (time.perf_counter() - t) / 1e9)
@@ -53,17 +56,7 @@ def concurrent_memcpy_gbps(nbytes=64 << 20):
 
 
 def _copy_worker(nbytes, q, bar):
-    torch.set_num_threads(1)
-    a = torch.ones(nbytes, dtype=torch.uint8)
-    b = torch.empty_like(a)
-    b.copy_(a)
-    best = 0.0
-    for _ in range(5):
-        bar.wait()
-        t = time.perf_counter()
-        b.copy_(a)
-        best = max(best, nbytes / (time.perf_counter() - t) / 1e9)
-    q.put(best)
+    q.put(memcpy_gbps(nbytes, bar))
 
 
 def timed(fn, iters, sync, warmup=3):
