@@ -7,6 +7,7 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
 #include <c10/core/Scalar.h>
+#include <c10/util/FunctionRef.h>
 
 #include <functional>
 #include <initializer_list>
@@ -16,7 +17,8 @@
 
 namespace torch_npu_sim {
 
-using PointwiseLaunch = std::function<npu_sim::Status(npu_sim::Stream, const npu_kernels::ElementwiseIter&)>;
+// Called synchronously, never stored: a non-owning reference (no allocation for a capturing lambda).
+using PointwiseLaunch = c10::function_ref<npu_sim::Status(npu_sim::Stream, const npu_kernels::ElementwiseIter&)>;
 
 // `predicate`: the kernel writes bool. `compute_dtype` overrides the iterator's common dtype (e.g. an
 // integer input of a float-only op is computed in the default float type).
@@ -41,38 +43,39 @@ bool flat_pointwise_inplace(const char* op, bool predicate,
 // `v` converted to `type`, written as a kernel scalar operand (ElementwiseIter::scalar_bytes).
 void write_scalar(const c10::Scalar& v, at::ScalarType type, unsigned char* bytes);
 
+// The launch of a catalogue op on an ElementwiseIter.
+inline auto unary_launch(npu_kernels::UnaryOp op, npu_kernels::PointwiseParams p = {}) {
+  return [op, p](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::unary(s, op, e, p); };
+}
+inline auto binary_launch(npu_kernels::BinaryOp op, npu_kernels::PointwiseParams p = {}) {
+  return [op, p](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); };
+}
+
 // Kernels as callables on the built iterator (what NpuStructured's callers pass as `kernel`).
 inline auto unary_kernel(npu_kernels::UnaryOp op, npu_kernels::PointwiseParams p = {}) {
   return [op, p](at::TensorIteratorBase& it) {
-    run_pointwise(it, npu_kernels::op_name(op), npu_kernels::is_predicate(op),
-                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::unary(s, op, e, p); });
+    run_pointwise(it, npu_kernels::op_name(op), npu_kernels::is_predicate(op), unary_launch(op, p));
   };
 }
 inline auto binary_kernel(npu_kernels::BinaryOp op, npu_kernels::PointwiseParams p = {}) {
   return [op, p](at::TensorIteratorBase& it) {
-    run_pointwise(it, npu_kernels::op_name(op), npu_kernels::is_predicate(op),
-                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); });
+    run_pointwise(it, npu_kernels::op_name(op), npu_kernels::is_predicate(op), binary_launch(op, p));
   };
 }
 // flat_pointwise / flat_pointwise_inplace for a unary / binary op of the catalogue.
-inline std::optional<at::Tensor> flat_unary(npu_kernels::UnaryOp op, const at::Tensor& a,
-                                            npu_kernels::PointwiseParams p = {}) {
-  return flat_pointwise(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {a},
-                        [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::unary(s, op, e, p); });
+inline std::optional<at::Tensor> flat_unary(npu_kernels::UnaryOp op, const at::Tensor& a) {
+  return flat_pointwise(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {a}, unary_launch(op));
 }
 inline std::optional<at::Tensor> flat_binary(npu_kernels::BinaryOp op, const at::Tensor& a, const at::Tensor& b,
                                              npu_kernels::PointwiseParams p = {}) {
-  return flat_pointwise(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {a, b},
-                        [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); });
+  return flat_pointwise(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {a, b}, binary_launch(op, p));
 }
 inline bool flat_unary_(npu_kernels::UnaryOp op, const at::Tensor& self) {
-  return flat_pointwise_inplace(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {self},
-                                [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::unary(s, op, e, {}); });
+  return flat_pointwise_inplace(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {self}, unary_launch(op));
 }
 inline bool flat_binary_(npu_kernels::BinaryOp op, const at::Tensor& self, const at::Tensor& b,
                          npu_kernels::PointwiseParams p = {}) {
-  return flat_pointwise_inplace(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {self, b},
-                                [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::binary(s, op, e, p); });
+  return flat_pointwise_inplace(npu_kernels::op_name(op), npu_kernels::is_predicate(op), {self, b}, binary_launch(op, p));
 }
 inline auto ternary_kernel(npu_kernels::TernaryOp op, npu_kernels::PointwiseParams p = {}) {
   return [op, p](at::TensorIteratorBase& it) {
