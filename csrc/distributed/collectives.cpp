@@ -2,6 +2,8 @@
 // results are identical on every rank (mesh reduces in rank order; ring and H-D reduce each element on
 // one rank and then copy it), which the bit-exact tests rely on.
 #include "distributed/collectives.h"
+#include "distributed/direct_collectives.h"
+#include "distributed/xfer_steps.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,25 +13,9 @@ namespace hccl_sim {
 namespace {
 
 constexpr std::size_t kMeshBytes = 64 << 10;  // one-shot below this (latency-bound: 2 alpha)
-
-Xfer send_to(const CommContext& c, int peer, const void* p, std::size_t bytes) {
-  Xfer x;
-  x.peer = peer;
-  x.is_send = true;
-  x.hdr = c.base;
-  x.hdr.bytes = bytes;
-  x.src = p;
-  return x;
-}
-
-Xfer recv_copy(const CommContext& c, int peer, void* p, std::size_t bytes) {
-  Xfer x;
-  x.peer = peer;
-  x.hdr = c.base;
-  x.hdr.bytes = bytes;
-  x.dst = p;
-  return x;
-}
+// Below this a broadcast is one round trip (receivers pull from the root); from here on the copying is
+// shared among all ranks, which pays for the second round trip of the direct version.
+constexpr std::size_t kDirectBroadcastBytes = 8 << 20;
 
 Xfer recv_reduce(const CommContext& c, int peer, void* p, std::size_t bytes, DType dt, ReduceKind op) {
   Xfer x = recv_copy(c, peer, nullptr, bytes);
@@ -52,18 +38,6 @@ void add_local_copy(const CommContext& c, std::vector<Xfer>& xs, void* out, cons
   x.src = in;
   xs.push_back(std::move(x));
 }
-
-void run(CommContext& c, std::vector<Xfer>& xs) {
-  std::vector<Xfer*> ptrs;
-  ptrs.reserve(xs.size());
-  for (auto& x : xs) ptrs.push_back(&x);
-  run_xfers(c.t, ptrs, c.deadline, c.abort, c.what);
-}
-
-// Element range [begin, end) of chunk i when `count` is split into n nearly equal chunks.
-std::size_t chunk_begin(std::size_t count, int n, int i) { return count * static_cast<std::size_t>(i) / n; }
-
-int mod(int a, int n) { return ((a % n) + n) % n; }
 
 void allreduce_mesh(CommContext& c, char* buf, std::size_t count, DType dt, ReduceKind op) {
   const int n = c.t.size(), me = c.t.rank();
@@ -251,6 +225,8 @@ void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKin
   Ring local, cross;
   if (c.algo == Algo::kAuto && count * esz > kMeshBytes && two_level_rings(c, &local, &cross))
     return allreduce_two_level(c, local, cross, static_cast<char*>(buf), count, dt, op);
+  if (count * esz > kMeshBytes && direct_available(c) && direct_allreduce(c, static_cast<char*>(buf), count, dt, op))
+    return;
   switch (choose_allreduce_algo(c.algo, count * esz, c.t.size())) {
     case Algo::kMesh: return allreduce_mesh(c, static_cast<char*>(buf), count, dt, op);
     case Algo::kHalvingDoubling: return allreduce_hd(c, static_cast<char*>(buf), count, dt, op);
@@ -264,6 +240,7 @@ void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKin
 
 void broadcast(CommContext& c, void* buf, std::size_t bytes, int root) {
   const int n = c.t.size(), me = c.t.rank();
+  if (bytes >= kDirectBroadcastBytes && direct_available(c) && direct_broadcast(c, buf, bytes, root)) return;
   std::vector<Xfer> xs;
   if (me == root) {
     for (int r = 0; r < n; ++r) if (r != me) xs.push_back(send_to(c, r, buf, bytes));
@@ -279,6 +256,9 @@ void allgather(CommContext& c, const void* in, const std::vector<void*>& out, st
     if (out[me] != in && bytes) std::memmove(out[me], in, bytes);
     return;
   }
+  // Two ranks keep the ring below: its one step (pull the peer's input, copy our own) moves the same
+  // bytes as the direct version in one round trip instead of two. From three ranks on it saves steps.
+  if (n > 2 && bytes * n > kMeshBytes && direct_available(c) && direct_allgather(c, in, out, bytes)) return;
   if (c.algo == Algo::kMesh || (c.algo == Algo::kAuto && bytes * n <= kMeshBytes)) {
     std::vector<Xfer> xs;
     add_local_copy(c, xs, out[me], in, bytes);
@@ -309,6 +289,8 @@ void reduce_scatter(CommContext& c, const std::vector<const void*>& in, void* ou
   const std::size_t esz = npu_kernels::dtype_size(dt), bytes = count * esz;
   if (!bytes) return;
   if (n == 1) return static_cast<void>(std::memmove(out, in[me], bytes));
+  if (n > 2 && bytes * n > kMeshBytes && direct_available(c) && direct_reduce_scatter(c, in, out, count, dt, op))
+    return;  // as in allgather(): two ranks do better with the ring's single step
   if (c.algo == Algo::kMesh || (c.algo == Algo::kAuto && bytes * n <= kMeshBytes)) {
     char* staging = scratch(c, bytes * n);
     std::vector<Xfer> xs;

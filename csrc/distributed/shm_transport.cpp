@@ -4,10 +4,11 @@
 // piece handed to a reduction is made of whole elements. Waiting: spin in run_xfers, then sleep on this
 // rank's futex doorbell, which every peer bumps (and wakes when we sleep) after it moved bytes for us.
 // Peer reads: each rank maps its peers' device memory (the runtime's shareable HBM arena, opened through
-// /proc/<pid>/fd, read-only). A message of kPeerReadMin bytes or more whose payload lies in the sender's
+// /proc/<pid>/fd). A message of kPeerReadMin bytes or more whose payload lies in the sender's
 // HBM is sent as its header slot only, carrying the payload's address; the receiver copies (or reduces)
 // it straight out of its mapping of the sender's HBM, as NPUs of one server read each other's memory, and
 // then bumps the pair's ack counter, which is when the send completes. One copy instead of two.
+// The same mappings serve the direct collectives (direct_collectives.h), which also write into them.
 #include "distributed/shm_transport.h"
 
 #include <fcntl.h>
@@ -81,10 +82,10 @@ struct Segment {
   std::size_t bytes = 0;
   std::size_t ring = 0;
   pid_t pid = 0;
-  // The rank's device memory: its address range in the owner, and (for peers) our read-only mapping.
+  // The rank's device memory: its address range in the owner, and (for peers) our mapping of it.
   uintptr_t hbm_base = 0;
   std::size_t hbm_size = 0;
-  const char* hbm_view = nullptr;
+  char* hbm_view = nullptr;
   SegHeader* hdr() const { return static_cast<SegHeader*>(base); }
   RingCtl* ctl(int src) const {
     return reinterpret_cast<RingCtl*>(static_cast<char*>(base) + sizeof(SegHeader)) + src;
@@ -112,7 +113,7 @@ class ShmTransport final : public Transport {
     for (int r = 0; r < size_; ++r) {
       Segment& s = segs_[r];
       if (s.base) munmap(s.base, s.bytes);
-      if (r != rank_ && s.hbm_view) munmap(const_cast<char*>(s.hbm_view), s.hbm_size);
+      if (r != rank_ && s.hbm_view) munmap(s.hbm_view, s.hbm_size);
     }
     if (!own_name_.empty()) shm_unlink(own_name_.c_str());  // only if set-up failed before the unlink
   }
@@ -209,6 +210,22 @@ class ShmTransport final : public Transport {
   }
 
   bool peer_read() const { return peer_read_; }
+
+  // Direct access needs every rank on this host (set-up agreed on peer_read_ among exactly those).
+  bool maps_peer_memory() const override {
+    for (int r = 0; r < size_; ++r) if (r != rank_ && !local_[r]) return false;
+    return peer_read_;
+  }
+  uint64_t shareable_address(const void* p, std::size_t bytes) const override {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    return peer_read_ && in_hbm(segs_[rank_], a, bytes) ? a : 0;
+  }
+  char* peer_memory(int peer, uint64_t addr, std::size_t bytes) override {
+    if (!peer_read_ || peer < 0 || peer >= size_ || !local_[peer] || !in_hbm(segs_[peer], addr, bytes))
+      throw CommError("hccl: malformed address from rank " + std::to_string(peer) + " (" + std::to_string(bytes) +
+                      " bytes outside its device memory)");
+    return segs_[peer].hbm_view + (addr - segs_[peer].hbm_base);
+  }
 
   void check_peers() override {
     for (int r = 0; r < size_; ++r) {
@@ -350,21 +367,21 @@ class ShmTransport final : public Transport {
     return s.hbm_size != 0 && addr >= s.hbm_base && bytes <= s.hbm_size && addr - s.hbm_base <= s.hbm_size - bytes;
   }
 
-  // Maps rank `s`'s device memory read-only through its memfd (the runtime's HBM arena).
+  // Maps rank `s`'s device memory (read-write) through its memfd (the runtime's HBM arena).
   bool map_peer_hbm(Segment& s, int fd, uintptr_t base, std::size_t size) {
     if (fd < 0 || base == 0 || size == 0) return false;
     const std::string path = "/proc/" + std::to_string(s.pid) + "/fd/" + std::to_string(fd);
-    const int pfd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int pfd = open(path.c_str(), O_RDWR | O_CLOEXEC);
     if (pfd < 0) return false;
     struct stat st{};
     void* view = MAP_FAILED;
     if (fstat(pfd, &st) == 0 && static_cast<std::size_t>(st.st_size) == size)
-      view = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_NORESERVE, pfd, 0);
+      view = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, pfd, 0);
     close(pfd);
     if (view == MAP_FAILED) return false;
     s.hbm_base = base;
     s.hbm_size = size;
-    s.hbm_view = static_cast<const char*>(view);
+    s.hbm_view = static_cast<char*>(view);
     return true;
   }
 

@@ -23,6 +23,11 @@ std::string describe(const MsgHeader& h) {
   return os.str();
 }
 
+char* Transport::peer_memory(int peer, uint64_t, std::size_t) {
+  throw CommError("hccl: the " + std::string(name()) + " transport cannot reach rank " + std::to_string(peer) +
+                  "'s device memory");
+}
+
 void validate_header(const MsgHeader& got, const Xfer& x, int from) {
   if (got.magic != kMsgMagic) {
     throw CommError("hccl: malformed frame from rank " + std::to_string(from) + " (bad magic 0x" +

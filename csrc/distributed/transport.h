@@ -81,6 +81,19 @@ class Transport {
   // Throws CommError if a peer is known to be gone.
   virtual void check_peers() = 0;
 
+  // Direct access to the peers' device memory (shm with mapped HBM arenas): every rank of a communicator
+  // has it, or none has.
+  virtual bool maps_peer_memory() const { return false; }
+  // The address peers pass to peer_memory() for `bytes` at `p` in this rank's device memory, or 0 when
+  // they cannot reach that range.
+  virtual uint64_t shareable_address(const void* p, std::size_t bytes) const {
+    (void)p, (void)bytes;
+    return 0;
+  }
+  // This rank's read-write view of `bytes` at `addr` (the peer's shareable_address()) in `peer`'s device
+  // memory. Throws CommError when the range is not in that peer's device memory (a malformed address).
+  virtual char* peer_memory(int peer, uint64_t addr, std::size_t bytes);
+
  protected:
   Transport(int rank, int size) : rank_(rank), size_(size) {}
   int rank_;

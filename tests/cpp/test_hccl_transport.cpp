@@ -1,8 +1,8 @@
 // gtests of the hccl backend's torch-free layers: the collectives' reductions (in place, out of place,
 // fp16/bf16, concurrent callers), TCP framing (bad magic, truncated and oversized frames rejected), shm
-// header checks (incl. forged peer-read frames), and 4 ranks as threads running the ring collectives
-// over shm, shm with peer reads out of each other's device memory and the hybrid shm+tcp transport
-// (2 simulated hosts), checked exactly against reference values.
+// header checks (incl. forged peer-read frames), and 4 ranks as threads running the collectives over
+// shm, shm with peer reads out of each other's device memory, the fullmesh over mapped peer memory and
+// the hybrid shm+tcp transport (2 simulated hosts), checked exactly against reference values.
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
@@ -347,10 +347,11 @@ void run_collectives(Kind kind) {
   for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
 }
 
-// Forwards to a transport and counts the payload bytes this rank sent to ranks of other hosts.
-class CrossHostCounter final : public hccl_sim::Transport {
+// Forwards to a transport (peer memory included) and counts the payload bytes this rank sent: all of
+// them, and those to ranks of other hosts.
+class CountingTransport final : public hccl_sim::Transport {
  public:
-  CrossHostCounter(std::unique_ptr<hccl_sim::Transport> inner, std::vector<int> host_of)
+  CountingTransport(std::unique_ptr<hccl_sim::Transport> inner, std::vector<int> host_of)
       : Transport(inner->rank(), inner->size()), inner_(std::move(inner)), host_of_(std::move(host_of)) {}
   const char* name() const override { return inner_->name(); }
   bool progress(std::vector<Xfer*>& xfers) override {
@@ -359,7 +360,9 @@ class CrossHostCounter final : public hccl_sim::Transport {
     const bool moved = inner_->progress(xfers);
     for (std::size_t i = 0; i < xfers.size(); ++i) {
       const Xfer& x = *xfers[i];
-      if (!was[i] && x.finished && x.is_send && host_of_[x.peer] != host_of_[rank()]) cross_bytes += x.hdr.bytes;
+      if (was[i] || !x.finished || !x.is_send) continue;
+      sent_bytes += x.hdr.bytes;
+      if (host_of_[x.peer] != host_of_[rank()]) cross_bytes += x.hdr.bytes;
     }
     return moved;
   }
@@ -368,12 +371,112 @@ class CrossHostCounter final : public hccl_sim::Transport {
     inner_->idle_wait(token, xfers, max_wait);
   }
   void check_peers() override { inner_->check_peers(); }
-  std::size_t cross_bytes = 0;
+  bool maps_peer_memory() const override { return inner_->maps_peer_memory(); }
+  uint64_t shareable_address(const void* p, std::size_t bytes) const override {
+    return inner_->shareable_address(p, bytes);
+  }
+  char* peer_memory(int peer, uint64_t addr, std::size_t bytes) override {
+    return inner_->peer_memory(peer, addr, bytes);
+  }
+  std::size_t sent_bytes = 0, cross_bytes = 0;
 
  private:
   std::unique_ptr<hccl_sim::Transport> inner_;
   std::vector<int> host_of_;
 };
+
+// 4 ranks on one host with mapped peer memory: all_reduce, all_gather, reduce_scatter and broadcast (fp32
+// and bf16, sizes that do not split evenly) read and write the peers' buffers in place, so the only messages are
+// the address exchange and the closing barrier. When one rank's buffer is not in its device memory,
+// every rank falls back to the ring alike. Forcing the ring bypasses the direct path.
+TEST(HcclCollectives, FullmeshOverPeerMemorySendsOnlyAddresses) {
+  constexpr int n = 4;
+  MemRendezvous rv;
+  std::vector<std::string> log(n);
+  const auto err = on_ranks(n, [&](int r) {
+    CountingTransport t(hccl_sim::make_shm_transport(rv, "d", r, n, 1 << 20, {0, 1, 2, 3}, r), {0, 0, 0, 0});
+    ASSERT_TRUE(t.maps_peer_memory());
+    std::vector<char> scratch;
+    uint32_t seq = 0;
+    auto ctx = [&](std::size_t numel, DType dt, hccl_sim::Algo algo) {
+      MsgHeader h;
+      h.op = 1;
+      h.dtype = static_cast<int8_t>(dt);
+      h.seq = ++seq;
+      h.numel = numel;
+      return hccl_sim::CommContext{t, h, soon(30), nullptr, algo, "test", &scratch};
+    };
+    auto val = [](int rank, std::size_t i, int salt) { return float((i * 7 + rank * 3 + salt) % 11); };
+    constexpr std::size_t count = 100003;
+    for (auto algo : {hccl_sim::Algo::kAuto, hccl_sim::Algo::kMesh, hccl_sim::Algo::kRing}) {
+      for (bool host_buffer_on_rank2 : {false, true}) {
+        // all_reduce (bf16: chunks and pieces of 2-byte elements)
+        DeviceBuf<npu_kernels::BFloat16> dev(r, count);
+        std::vector<npu_kernels::BFloat16> host(count);
+        npu_kernels::BFloat16* buf = host_buffer_on_rank2 && r == 2 ? host.data() : dev.data;
+        for (std::size_t i = 0; i < count; ++i) buf[i] = npu_kernels::BFloat16(val(r, i, 0));
+        std::size_t before = t.sent_bytes;
+        auto c = ctx(count, DType::kBFloat16, algo);
+        hccl_sim::allreduce(c, buf, count, DType::kBFloat16, ReduceKind::kSum);
+        for (std::size_t i = 0; i < count; ++i) {
+          float want = 0;
+          for (int p = 0; p < n; ++p) want += val(p, i, 0);
+          ASSERT_EQ(float(buf[i]), want) << "all_reduce i=" << i;
+        }
+        const bool direct = algo != hccl_sim::Algo::kRing && !host_buffer_on_rank2;
+        if (direct) EXPECT_EQ(t.sent_bytes - before, (n - 1) * sizeof(uint64_t)) << "all_reduce";
+        else EXPECT_GT(t.sent_bytes - before, count * 2 / 2) << "all_reduce";
+        // reduce_scatter (fp32)
+        DeviceBuf<float> in(r, count * n), out(r, count);
+        std::vector<float> host_in(count * n);
+        float* inp = host_buffer_on_rank2 && r == 2 ? host_in.data() : in.data;
+        std::vector<const void*> blocks;
+        for (int p = 0; p < n; ++p) {
+          for (std::size_t i = 0; i < count; ++i) inp[p * count + i] = val(r, i, p);
+          blocks.push_back(inp + p * count);
+        }
+        before = t.sent_bytes;
+        auto c2 = ctx(count, DType::kFloat32, algo);
+        hccl_sim::reduce_scatter(c2, blocks, out.data, count, DType::kFloat32, ReduceKind::kSum);
+        for (std::size_t i = 0; i < count; ++i) {
+          float want = 0;
+          for (int p = 0; p < n; ++p) want += val(p, i, r);
+          ASSERT_EQ(out[i], want) << "reduce_scatter i=" << i;
+        }
+        if (direct) EXPECT_EQ(t.sent_bytes - before, (n - 1) * n * sizeof(uint64_t)) << "reduce_scatter";
+        else EXPECT_GT(t.sent_bytes - before, count * 4) << "reduce_scatter";
+        // all_gather (fp32), in place for rank 1 (its input is its own output slot)
+        DeviceBuf<float> mine(r, count), all(r, count * n);
+        std::vector<float> host_all(count * n);
+        float* allp = host_buffer_on_rank2 && r == 2 ? host_all.data() : all.data;
+        float* src = r == 1 ? allp + count : mine.data;
+        for (std::size_t i = 0; i < count; ++i) src[i] = val(r, i, 9);
+        std::vector<void*> outs;
+        for (int p = 0; p < n; ++p) outs.push_back(allp + p * count);
+        before = t.sent_bytes;
+        auto c3 = ctx(count, DType::kFloat32, algo);
+        hccl_sim::allgather(c3, src, outs, count * sizeof(float));
+        for (int p = 0; p < n; ++p)
+          for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(allp[p * count + i], val(p, i, 9)) << "all_gather";
+        if (direct) EXPECT_EQ(t.sent_bytes - before, (n - 1) * n * sizeof(uint64_t)) << "all_gather";
+        else EXPECT_GT(t.sent_bytes - before, count * 4) << "all_gather";
+        // broadcast from rank 1, large enough for the direct version (every rank copies a share)
+        constexpr std::size_t big = (8u << 20) / sizeof(float) + 5;
+        DeviceBuf<float> dev_b(r, big);
+        std::vector<float> host_b(big);
+        float* b = host_buffer_on_rank2 && r == 2 ? host_b.data() : dev_b.data;
+        for (std::size_t i = 0; i < big; ++i) b[i] = r == 1 ? val(1, i, 5) : -1.f;
+        before = t.sent_bytes;
+        auto c4 = ctx(big, DType::kFloat32, algo);
+        hccl_sim::broadcast(c4, b, big * sizeof(float), 1);
+        for (std::size_t i = 0; i < big; ++i) ASSERT_EQ(b[i], val(1, i, 5)) << "broadcast i=" << i;
+        if (direct) EXPECT_EQ(t.sent_bytes - before, (n - 1) * sizeof(uint64_t)) << "broadcast";
+        else EXPECT_GE(t.sent_bytes - before, r == 1 ? big * 4 : 0) << "broadcast";
+      }
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+}
 
 // 2 hosts x 2 ranks: the two-level all_reduce gives the exact sums and sends each rank's N/2 (not the
 // flat ring's 1.5 N on the two host-crossing links) between hosts: 2 N in all instead of 3 N.
@@ -392,7 +495,7 @@ TEST(HcclCollectives, TwoLevelAllReduceAcrossHosts) {
     }
     auto shm = hccl_sim::make_shm_transport(rv, "h", r, n, 1 << 20, local, r);
     auto tcp = hccl_sim::make_tcp_transport(rv, "h", r, n, std::chrono::seconds(10), remote);
-    CrossHostCounter t(hccl_sim::make_hybrid_transport(r, n, is_local, std::move(shm), std::move(tcp)), host_of);
+    CountingTransport t(hccl_sim::make_hybrid_transport(r, n, is_local, std::move(shm), std::move(tcp)), host_of);
     std::vector<char> scratch;
     uint32_t seq = 0;
     for (auto algo : {hccl_sim::Algo::kAuto, hccl_sim::Algo::kRing}) {
