@@ -45,10 +45,11 @@ struct RecordState {
   std::uint64_t seq = 0;
   bool has_time = false;
   std::chrono::steady_clock::time_point time;
+  WaitTrail trail;
 };
 RecordState snapshot(EventImpl& e) {
   std::lock_guard<std::mutex> lk(e.mu);
-  return RecordState{e.stream, e.seq, e.has_time, e.time};
+  return RecordState{e.stream, e.seq, e.has_time, e.time, e.trail};
 }
 
 bool stream_reached(StreamImpl& s, std::uint64_t seq) {
@@ -94,6 +95,7 @@ Status event_record(Event event, Stream stream) {
   const std::uint64_t gen = e->generation + 1;
   const bool timing = (e->flags & kEventEnableTiming) != 0;
   std::uint64_t seq = 0;
+  detail::WaitTrail trail;
   NPU_SIM_RETURN_IF_ERROR(detail::enqueue(
       "event_record", *s,
       [weak, gen, timing]() -> std::string {
@@ -108,10 +110,11 @@ Status event_record(Event event, Stream stream) {
         }
         return "";
       },
-      &seq));
+      &seq, {detail::OpRole::kRecord}, &trail));
   e->generation = gen;
   e->stream = s;
   e->seq = seq;
+  e->trail = trail;
   e->has_time = false;
   return Status::kSuccess;
 }
@@ -146,6 +149,11 @@ Status stream_wait_event(Stream stream, Event event) {
   const detail::RecordState r = detail::snapshot(*e);
   // Never recorded, recorded on the same (in-order) stream, or already complete: nothing to wait for.
   if (!r.stream || r.stream == s || detail::stream_reached(*r.stream, r.seq)) return Status::kSuccess;
+  // Nothing but records and waits for `s` itself left before the event: `s` runs in order, so those waits
+  // hold before anything enqueued on `s` from now on runs (see WaitTrail).
+  if (detail::stream_reached(*r.stream, r.trail.work_seq) && !r.trail.mixed &&
+      (r.trail.waits_on == nullptr || r.trail.waits_on == s.get()))
+    return Status::kSuccess;
   std::shared_ptr<StreamImpl> src = r.stream;
   const std::uint64_t seq = r.seq;
   NPU_SIM_RETURN_IF_ERROR(detail::enqueue("stream_wait_event", *s, [src, seq]() -> std::string {
@@ -156,7 +164,7 @@ Status stream_wait_event(Stream stream, Event event) {
     std::unique_lock<std::mutex> lk(src->mu);
     detail::wait_done(*src, lk, seq);
     return "";
-  }));
+  }, nullptr, {detail::OpRole::kWait, src.get()}));
   return detail::maybe_block("stream_wait_event", *s);
 }
 

@@ -147,6 +147,18 @@ struct StreamOp {
 
 }  // namespace detail
 
+namespace detail {
+// A stream's ops since its last real work: only event records and waits for other streams. When every
+// wait among them is for one stream B, a wait of B on an event recorded there needs nothing B's own order
+// does not already give (see stream_wait_event), so it is skipped: the collective after a Work.wait() then
+// starts without a hand-off between the two streams' workers.
+struct WaitTrail {
+  std::uint64_t work_seq = 0;             // seq of the last real op (anything but records and waits)
+  const StreamImpl* waits_on = nullptr;   // the stream the waits since then are for (null: none)
+  bool mixed = false;                     // waits for more than one stream since then
+};
+}  // namespace detail
+
 // Ownership: StreamImpl objects are owned by shared_ptrs in the stream registry (stream.cpp) and by any
 // in-flight user of the handle (lookups hand out shared_ptr copies), so a concurrent stream_destroy
 // never frees an object someone is still waiting on. The worker thread is the only one that runs ops.
@@ -173,10 +185,13 @@ struct StreamImpl {
   bool destroyed = false;          // guarded by mu: no more enqueues accepted
   bool stop = false;               // guarded by mu: worker exits once the queue is empty
   std::thread worker;              // started lazily by the first enqueue (guarded by mu)
+  detail::WaitTrail trail;         // guarded by mu: what the ops after the last real work are (see WaitTrail)
 
   // Worker side.
   alignas(64) std::atomic<std::uint64_t> completed_seq{0};  // written by the worker only: last op finished
-  std::atomic<int> done_waiters{0};  // changed under mu: threads on done_cv (the worker notifies only then)
+  // The lowest completed_seq a thread asleep on done_cv waits for (UINT64_MAX: none). Waiters lower it under
+  // mu; the worker, once completed_seq reaches it, resets it under mu and notifies (see wait_done).
+  std::atomic<std::uint64_t> wake_at{UINT64_MAX};
 
   StreamImpl() : front(new detail::StreamOp()), tail(front) {}
   StreamImpl(const StreamImpl&) = delete;
@@ -194,6 +209,7 @@ struct EventImpl {
   std::uint64_t generation = 0;        // guarded by mu: bumps on each record so stale markers are ignored
   bool has_time = false;               // guarded by mu: marker of the current generation has run
   std::chrono::steady_clock::time_point time;  // guarded by mu
+  detail::WaitTrail trail;             // guarded by mu: the recording stream's trail at the record
 };
 
 namespace detail {
@@ -205,8 +221,15 @@ std::shared_ptr<StreamImpl> resolve_stream(const char* fn, Stream s, Status* sta
 std::shared_ptr<StreamImpl> create_stream_impl(int device, bool is_default);
 // Default stream of a device (created with its state on first use). Device must be valid.
 std::shared_ptr<StreamImpl> default_stream(int device);
-// Appends an op; *seq (optional) receives its sequence number. Fails if the stream was destroyed.
-Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq = nullptr);
+// What a host op is, for the wait trail: real work, an event record, or a wait for stream `waits_for`.
+struct OpRole {
+  enum Kind { kWork, kRecord, kWait } kind = kWork;
+  const StreamImpl* waits_for = nullptr;
+};
+// Appends an op; *seq (optional) receives its sequence number, *trail (optional) the stream's wait trail
+// as of this op. Fails if the stream was destroyed.
+Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq = nullptr, OpRole role = {},
+               WaitTrail* trail = nullptr);
 // Appends a kernel launch (`name` must outlive the op; see launch_kernel).
 Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint32_t block_dim, KernelFn&& body);
 // resolve_stream for the launch path: the returned stream stays alive (owned by a per-thread cache)
@@ -215,8 +238,8 @@ Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint
 StreamImpl* resolve_stream_cached(const char* fn, Stream s, Status* status);
 // Blocks until the stream completed `seq`. Refuses (kInvalidValue) a wait by the stream's own worker.
 Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq);
-// Waits with s.mu held (by lk) until s completed `target`; counts itself in s.done_waiters so the worker
-// signals done_cv only when someone waits. Every wait on done_cv goes through here.
+// Waits with s.mu held (by lk) until s completed `target`, lowering s.wake_at to it so that the worker
+// signals done_cv only when some waiter's target is reached. Every wait on done_cv goes through here.
 void wait_done(StreamImpl& s, std::unique_lock<std::mutex>& lk, std::uint64_t target);
 // Takes (and clears) the stream's pending async error; kSuccess if none.
 Status take_pending_error(StreamImpl& s);

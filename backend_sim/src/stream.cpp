@@ -117,10 +117,15 @@ void worker_loop(StreamImpl* s, StreamOp* cur) {
       if (s->pending_error.empty()) s->pending_error = std::move(err);
     }
     cur = op;
-    // seq_cst pairs with wait_done's increment: either the waiter sees this seq or this sees the waiter.
+    // seq_cst pairs with wait_done's store of wake_at: either the waiter sees this seq or this sees its
+    // target. Only a reached target wakes anyone (a host synchronize waiting for the 200th queued
+    // collective is not woken by each of the 199 before it).
     s->completed_seq.store(op->seq, std::memory_order_seq_cst);
-    if (s->done_waiters.load(std::memory_order_seq_cst) > 0) {
-      { std::lock_guard<std::mutex> lk(s->mu); }  // a waiter is either before its check or asleep
+    if (s->wake_at.load(std::memory_order_seq_cst) <= op->seq) {
+      {  // under mu a waiter is either before its check or asleep; woken ones still short re-register
+        std::lock_guard<std::mutex> lk(s->mu);
+        s->wake_at.store(UINT64_MAX, std::memory_order_relaxed);
+      }
       s->done_cv.notify_all();
     }
   }
@@ -175,9 +180,11 @@ StreamImpl* resolve_stream_cached(const char* fn, Stream s, Status* status) {
 bool on_worker_of(const StreamImpl& s) { return t_worker_of == &s; }
 
 void wait_done(StreamImpl& s, std::unique_lock<std::mutex>& lk, std::uint64_t target) {
-  s.done_waiters.fetch_add(1, std::memory_order_seq_cst);
-  s.done_cv.wait(lk, [&] { return s.completed_seq.load(std::memory_order_seq_cst) >= target; });
-  s.done_waiters.fetch_sub(1, std::memory_order_relaxed);
+  for (;;) {
+    if (target < s.wake_at.load(std::memory_order_relaxed)) s.wake_at.store(target, std::memory_order_seq_cst);
+    if (s.completed_seq.load(std::memory_order_seq_cst) >= target) return;
+    s.done_cv.wait(lk);
+  }
 }
 
 namespace {
@@ -195,10 +202,22 @@ Status start_worker_locked(const char* fn, StreamImpl& s) {
   return Status::kSuccess;
 }
 
+// Updates s.trail (caller holds s.mu) for op `q` in `role`.
+void note_role(StreamImpl& s, std::uint64_t q, const OpRole& role) {
+  WaitTrail& t = s.trail;
+  if (role.kind == OpRole::kWork) {
+    t = WaitTrail{q, nullptr, false};
+  } else if (role.kind == OpRole::kWait) {
+    if (t.waits_on == nullptr) t.waits_on = role.waits_for;
+    else if (t.waits_on != role.waits_for) t.mixed = true;
+  }
+}
+
 // The common half of enqueue and enqueue_kernel: under s.mu, refuses a destroyed stream, starts the worker,
-// lets `fill` set up a (recycled) entry and links it; wakes the worker if it sleeps.
+// lets `fill` set up a (recycled) entry and links it, keeps the wait trail; wakes the worker if it sleeps.
 template <typename Fill>
-Status push_op(const char* fn, StreamImpl& s, const Fill& fill, std::uint64_t* seq) {
+Status push_op(const char* fn, StreamImpl& s, const Fill& fill, std::uint64_t* seq, const OpRole& role = {},
+               WaitTrail* trail = nullptr) {
   NPU_SIM_CHECK_NOT_FORKED(fn);
   bool wake = false;
   {
@@ -207,7 +226,9 @@ Status push_op(const char* fn, StreamImpl& s, const Fill& fill, std::uint64_t* s
     StreamOp* entry = take_entry(s);
     fill(*entry);
     const std::uint64_t q = push_entry(s, entry);
+    note_role(s, q, role);
     if (seq != nullptr) *seq = q;
+    if (trail != nullptr) *trail = s.trail;
     wake = s.worker_sleeping;
   }
   if (wake) s.work_cv.notify_one();
@@ -215,11 +236,11 @@ Status push_op(const char* fn, StreamImpl& s, const Fill& fill, std::uint64_t* s
 }
 }  // namespace
 
-Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq) {
+Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq, OpRole role, WaitTrail* trail) {
   return push_op(fn, s, [&](StreamOp& e) {
     e.kernel_name = nullptr;  // a host op (the entry may have held a kernel before)
     e.fn = std::move(op);
-  }, seq);
+  }, seq, role, trail);
 }
 
 Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint32_t block_dim, KernelFn&& body) {

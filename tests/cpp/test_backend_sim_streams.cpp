@@ -480,3 +480,66 @@ TEST(BackendSimStress, PoolRunsEveryBlockOnceWhetherPollingOrAsleep) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
 }
+
+// A caller stream and two "communication" streams hand a value back and forth with events, as the hccl
+// backend does (caller -> comm before a collective, comm -> caller at Work.wait()), with the caller
+// sometimes doing work of its own in between. Waits the runtime skips (the caller has only waits for the
+// comm stream pending) must not reorder anything: the value is folded with non-commuting steps and
+// compared with the program-order result, and TSan sees every access ordered.
+TEST(BackendSimStress, EventPingPongBetweenStreamsKeepsProgramOrder) {
+  Stream caller = nullptr, comm = nullptr, comm2 = nullptr;
+  ASSERT_OK(stream_create(0, &caller));
+  ASSERT_OK(stream_create(0, &comm));
+  ASSERT_OK(stream_create(0, &comm2));
+  Event ec = nullptr, em = nullptr, em2 = nullptr;
+  ASSERT_OK(event_create(&ec));
+  ASSERT_OK(event_create(&em));
+  ASSERT_OK(event_create(&em2));
+  std::uint64_t x = 1, want = 1;  // x is touched only by stream ops, ordered by the events alone
+  unsigned rng = 12345;
+  auto next = [&rng] { return (rng = rng * 1103515245u + 12345u) >> 16; };
+  auto step = [](std::uint64_t v, int k) { return v * 3 + k; };  // steps with different k do not commute
+  auto on = [&](Stream s, Stream dep_from, Event dep, Event done, int k, bool slow) {
+    ASSERT_OK(event_record(dep, dep_from));
+    ASSERT_OK(stream_wait_event(s, dep));
+    ASSERT_OK(launch_host_func(s, [&x, k, slow, step] {
+      if (slow) std::this_thread::sleep_for(50us);
+      x = step(x, k);
+    }));
+    ASSERT_OK(event_record(done, s));
+    ASSERT_OK(stream_wait_event(caller, done));
+  };
+  auto caller_work = [&](int k) {
+    ASSERT_OK(launch_host_func(caller, [&x, k, step] { x = step(x, k); }));
+    want = step(want, k);
+  };
+  auto collective = [&](Stream s, Event done, int k, bool slow) {
+    on(s, caller, ec, done, k, slow);
+    want = step(want, k);
+  };
+  for (int i = 0; i < 1500; ++i) {
+    const int k = static_cast<int>(next() % 5) + 1;
+    switch (next() % 5) {
+      case 0: caller_work(k); break;
+      case 1: collective(comm, em, k, next() % 16 == 0); break;
+      case 2: collective(comm2, em2, k + 5, next() % 4 == 0); break;
+      case 3:
+        // Once the caller has caught up, back-to-back collectives on comm skip the second wait.
+        ASSERT_OK(stream_synchronize(caller));
+        collective(comm, em, k, true);
+        collective(comm, em, k + 1, false);
+        break;
+      default:
+        // The caller's trail holds only a wait for comm2 here: comm must still wait for it.
+        caller_work(k);
+        ASSERT_OK(stream_synchronize(caller));
+        collective(comm2, em2, k + 5, true);
+        collective(comm, em, k + 2, false);
+    }
+    if (i % 500 == 499) ASSERT_OK(stream_synchronize(caller));
+  }
+  ASSERT_OK(stream_synchronize(caller));
+  EXPECT_EQ(x, want);
+  for (Event e : {ec, em, em2}) ASSERT_OK(event_destroy(e));
+  for (Stream s : {caller, comm, comm2}) ASSERT_OK(stream_destroy(s));
+}
