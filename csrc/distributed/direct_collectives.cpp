@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 
 #include "distributed/xfer_steps.h"
 
@@ -112,16 +111,9 @@ bool direct_reduce_scatter(CommContext& c, const std::vector<const void*>& in, v
   const auto table = exchange_addresses(c, mine);
   if (table.empty()) return false;
   const std::vector<char*> blocks = views(c, table, n, me, in[me], bytes);
-  // Large outputs are reduced into a piece in cache and then streamed out (no read-for-ownership).
-  const bool stream = bytes >= npu_kernels::kStreamMessageBytes;
-  std::unique_ptr<char[]> acc(stream ? new char[kPieceBytes] : nullptr);
   const std::size_t step = kPieceBytes / esz;
-  for (std::size_t i = 0; i < count; i += step) {
-    const std::size_t k = std::min(step, count - i);
-    char* dst = static_cast<char*>(out) + i * esz;
-    reduce_piece(blocks, me, i, stream ? acc.get() : dst, k, esz, dt, op);
-    if (stream) npu_kernels::copy_piece(dst, acc.get(), k * esz, bytes);
-  }
+  for (std::size_t i = 0; i < count; i += step)
+    reduce_piece(blocks, me, i, static_cast<char*>(out) + i * esz, std::min(step, count - i), esz, dt, op);
   barrier(c);
   return true;
 }
