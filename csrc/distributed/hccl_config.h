@@ -20,7 +20,7 @@ struct HcclConfig {
   int async_error_handling = 0;                       // TORCH_HCCL_ASYNC_ERROR_HANDLING (1: abort process)
   bool desync_debug = false;                          // TORCH_HCCL_DESYNC_DEBUG
   TransportKind transport = TransportKind::kAuto;     // NPU_SIM_HCCL_TRANSPORT
-  bool peer_read = true;                              // NPU_SIM_HCCL_PEER_READ (shm: large messages read in place)
+  bool peer_read = true;                              // NPU_SIM_HCCL_PEER_READ (shm: peers' HBM mapped: peer reads, fullmesh)
 
   static HcclConfig from_env();  // throws CommError for malformed values
 };

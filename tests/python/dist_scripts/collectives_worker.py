@@ -122,6 +122,12 @@ def main():
         t = (ins[rank] if rank == 0 else torch.zeros(n, dtype=dtype)).to(dev)
         dist.broadcast(t, src=0)
         c.eq(f"large broadcast {dtype}", t, ins[0])
+    # a broadcast of 8 MiB or more from the last rank: every rank copies a share of the root's buffer
+    n = (8 << 20) // 4 + 5
+    src = data(world - 1, n, torch.float32)
+    t = (src if rank == world - 1 else torch.zeros(n)).to(dev)
+    dist.broadcast(t, src=world - 1)
+    c.eq("8 MiB broadcast", t, src)
     # in place: the output is this rank's own block of the input (as FSDP calls it)
     n = 100003
     full = torch.cat([data(rank, n, torch.float32, salt=p) for p in ranks]).to(dev)
