@@ -317,8 +317,10 @@ void reduce_scatter(CommContext& c, const std::vector<const void*>& in, void* ou
     const char* mine = static_cast<const char*>(in[ri]);
     Xfer rx = recv_copy(c, left, nullptr, bytes);
     rx.elem = esz;
-    rx.sink = [dst, mine, esz, dt, op](const void* d, std::size_t off, std::size_t len) {
-      npu_kernels::reduce_to(dt, op, dst + off, mine + off, d, len / esz);
+    // The last step writes the output, which nothing reads soon: streaming stores for large messages.
+    const std::size_t stream_bytes = s == n - 2 ? bytes : 0;
+    rx.sink = [dst, mine, esz, dt, op, stream_bytes](const void* d, std::size_t off, std::size_t len) {
+      npu_kernels::reduce_to_piece(dt, op, dst + off, mine + off, d, len / esz, stream_bytes);
     };
     std::vector<Xfer> xs{send_to(c, right, src, bytes), std::move(rx)};
     run(c, xs);

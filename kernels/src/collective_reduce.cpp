@@ -88,28 +88,62 @@ void reduce_loop(void* dst_v, const void* a_v, const void* src_v, std::size_t n)
   }
 }
 
-template <typename T>
+// reduce_loop writing dst with streaming stores, one 64-byte line at a time computed in registers (a
+// separate pass through a buffer in cache was slower than plain stores): no read-for-ownership of dst,
+// ~1.4x faster than reduce_loop for fp32 when dst is not in cache. dst may equal a (each line is read
+// before it is written) but must not otherwise overlap a or s.
+template <typename T, ReduceKind K>
+void reduce_loop_stream(void* dst_v, const void* a_v, const void* src_v, std::size_t n) {
+  constexpr std::size_t sz = sizeof(T), lane = 64 / sz;
+  char* d = static_cast<char*>(dst_v);
+  const char* a = static_cast<const char*>(a_v);
+  const char* s = static_cast<const char*>(src_v);
+  const std::uintptr_t mis = reinterpret_cast<std::uintptr_t>(d) % 64;
+  if (64 % sz != 0 || mis % sz != 0) return reduce_loop<T, K>(d, a, s, n);  // lines would split elements
+  const std::size_t head = std::min(n, (64 - mis) % 64 / sz);
+  reduce_loop<T, K>(d, a, s, head);
+  std::size_t i = head;
+  for (; i + lane <= n; i += lane) {
+    alignas(64) unsigned char line[64];
+    reduce_loop<T, K>(line, a + i * sz, s + i * sz, lane);
+    stream_store_line(d + i * sz, line);
+  }
+  reduce_loop<T, K>(d + i * sz, a + i * sz, s + i * sz, n - i);
+  stream_fence();
+}
+
+// Runs Loop<T, K> for the runtime ReduceKind `k` (the combinations that exist for T).
+template <typename T, template <typename, ReduceKind> class Loop>
 void reduce_typed(ReduceKind k, void* d, const void* a, const void* s, std::size_t n) {
   switch (k) {
-    case ReduceKind::kSum: return reduce_loop<T, ReduceKind::kSum>(d, a, s, n);
-    case ReduceKind::kProd: return reduce_loop<T, ReduceKind::kProd>(d, a, s, n);
+    case ReduceKind::kSum: return Loop<T, ReduceKind::kSum>::run(d, a, s, n);
+    case ReduceKind::kProd: return Loop<T, ReduceKind::kProd>::run(d, a, s, n);
     case ReduceKind::kMin:
-      if constexpr (!is_complex_v<T>) return reduce_loop<T, ReduceKind::kMin>(d, a, s, n);
+      if constexpr (!is_complex_v<T>) return Loop<T, ReduceKind::kMin>::run(d, a, s, n);
       break;
     case ReduceKind::kMax:
-      if constexpr (!is_complex_v<T>) return reduce_loop<T, ReduceKind::kMax>(d, a, s, n);
+      if constexpr (!is_complex_v<T>) return Loop<T, ReduceKind::kMax>::run(d, a, s, n);
       break;
     case ReduceKind::kBand:
-      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBand>(d, a, s, n);
+      if constexpr (std::is_integral_v<T>) return Loop<T, ReduceKind::kBand>::run(d, a, s, n);
       break;
     case ReduceKind::kBor:
-      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBor>(d, a, s, n);
+      if constexpr (std::is_integral_v<T>) return Loop<T, ReduceKind::kBor>::run(d, a, s, n);
       break;
     case ReduceKind::kBxor:
-      if constexpr (std::is_integral_v<T>) return reduce_loop<T, ReduceKind::kBxor>(d, a, s, n);
+      if constexpr (std::is_integral_v<T>) return Loop<T, ReduceKind::kBxor>::run(d, a, s, n);
       break;
   }
 }
+
+template <typename T, ReduceKind K>
+struct PlainLoop {
+  static void run(void* d, const void* a, const void* s, std::size_t n) { reduce_loop<T, K>(d, a, s, n); }
+};
+template <typename T, ReduceKind K>
+struct StreamLoop {
+  static void run(void* d, const void* a, const void* s, std::size_t n) { reduce_loop_stream<T, K>(d, a, s, n); }
+};
 
 }  // namespace
 
@@ -136,11 +170,11 @@ bool reduce_supported(DType t, ReduceKind k) {
 }
 
 void reduce_into(DType t, ReduceKind k, void* dst, const void* src, std::size_t n) {
-  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag)>(k, dst, dst, src, n); });
+  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag), PlainLoop>(k, dst, dst, src, n); });
 }
 
 void reduce_to(DType t, ReduceKind k, void* dst, const void* a, const void* src, std::size_t n) {
-  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag)>(k, dst, a, src, n); });
+  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag), PlainLoop>(k, dst, a, src, n); });
 }
 
 void scale_inplace(DType t, void* dst, std::size_t n, double factor) {
@@ -199,6 +233,12 @@ void copy_piece(void* dst, const void* src, std::size_t bytes, std::size_t messa
   if (message_bytes < kStreamMessageBytes) return static_cast<void>(std::memcpy(dst, src, bytes));
   stream_store_bytes(dst, src, bytes);
   stream_fence();  // before whatever publishes the data
+}
+
+void reduce_to_piece(DType t, ReduceKind k, void* dst, const void* a, const void* src, std::size_t n,
+                     std::size_t message_bytes) {
+  if (message_bytes < kStreamMessageBytes) return reduce_to(t, k, dst, a, src, n);
+  dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag), StreamLoop>(k, dst, a, src, n); });
 }
 
 }  // namespace npu_kernels

@@ -68,6 +68,32 @@ TEST(HcclReduce, Fp32InPlaceAndOutOfPlaceAtOddOffsets) {
   }
 }
 
+// The streaming-store variant (large messages) gives exactly reduce_to's results: every dtype, a
+// destination that is not 64-byte aligned (head, whole lines, tail), and in place.
+TEST(HcclReduce, StreamingPieceMatchesPlainReduce) {
+  const std::size_t big = npu_kernels::kStreamMessageBytes;
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kInt64, DType::kInt8, DType::kBool,
+                  DType::kFloat64}) {
+    const std::size_t esz = npu_kernels::dtype_size(t), n = 1000, bytes = (n + 80) * esz;
+    std::vector<unsigned char> a(bytes), b(bytes), want(bytes), got(bytes), inplace;
+    for (std::size_t i = 0; i < bytes; ++i) {
+      a[i] = static_cast<unsigned char>((i * 37 + 11) % 7);  // small values: valid bools, no fp16 inf/nan
+      b[i] = static_cast<unsigned char>((i * 13 + 5) % 3);
+    }
+    for (std::size_t off : {std::size_t(0), std::size_t(1), std::size_t(5)}) {
+      const std::size_t o = off * esz;
+      for (ReduceKind k : {ReduceKind::kSum, ReduceKind::kMax}) {
+        npu_kernels::reduce_to(t, k, want.data() + o, a.data() + o, b.data(), n);
+        npu_kernels::reduce_to_piece(t, k, got.data() + o, a.data() + o, b.data(), n, big);
+        ASSERT_EQ(0, std::memcmp(want.data() + o, got.data() + o, n * esz)) << int(t) << " off " << off;
+        inplace = a;
+        npu_kernels::reduce_to_piece(t, k, inplace.data() + o, inplace.data() + o, b.data(), n, big);
+        ASSERT_EQ(0, std::memcmp(want.data() + o, inplace.data() + o, n * esz)) << int(t) << " in place";
+      }
+    }
+  }
+}
+
 TEST(HcclReduce, HalfAndBFloat16CombineInFloat) {
   const std::size_t n = 1000;
   std::vector<npu_kernels::Half> h(n), hs(n);

@@ -27,5 +27,9 @@ void divide_inplace(DType t, void* dst, std::size_t n, long long divisor);
 // broadcast 161 us instead of 87 us and a 4 MiB one 340 instead of 233.
 constexpr std::size_t kStreamMessageBytes = std::size_t{8} << 20;
 void copy_piece(void* dst, const void* src, std::size_t bytes, std::size_t message_bytes);
+// reduce_to for one piece of a collective's output of `message_bytes`, with streaming stores from
+// kStreamMessageBytes up, as copy_piece (dst may equal a, as for reduce_to).
+void reduce_to_piece(DType t, ReduceKind k, void* dst, const void* a, const void* src, std::size_t n,
+                     std::size_t message_bytes);
 
 }  // namespace npu_kernels

@@ -46,6 +46,25 @@ inline void stream_store_bytes(void* dst, const void* src, std::size_t bytes) {
   std::memcpy(d, s, bytes);
 }
 
+// One 64-byte line: dst (64-byte aligned) = src, with a streaming store.
+inline void stream_store_line(void* dst, const void* src) {
+#if defined(__AVX512F__)
+  _mm512_stream_si512(static_cast<__m512i*>(dst), _mm512_loadu_si512(src));
+#elif defined(__AVX__)
+  for (int k = 0; k < 64; k += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(static_cast<char*>(dst) + k),
+                        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const char*>(src) + k)));
+  }
+#elif defined(__SSE2__)
+  for (int k = 0; k < 64; k += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(static_cast<char*>(dst) + k),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const char*>(src) + k)));
+  }
+#else
+  std::memcpy(dst, src, 64);
+#endif
+}
+
 // Orders this thread's streaming stores before its later stores (e.g. publishing completion).
 inline void stream_fence() {
 #if defined(__SSE2__)
