@@ -12,40 +12,6 @@
 
 namespace npu_kernels {
 
-// dst[0, bytes) = src[0, bytes): the 64-byte-aligned body of dst with streaming stores, head and tail with
-// memcpy. Call stream_fence() before another thread may read dst.
-inline void stream_store_bytes(void* dst, const void* src, std::size_t bytes) {
-  char* d = static_cast<char*>(dst);
-  const char* s = static_cast<const char*>(src);
-#if defined(__SSE2__)
-  const std::size_t head = std::min<std::size_t>(bytes, (64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64);
-  std::memcpy(d, s, head);
-  d += head;
-  s += head;
-  bytes -= head;
-  const std::size_t body = bytes & ~std::size_t{63};
-  for (std::size_t i = 0; i < body; i += 64) {
-#if defined(__AVX512F__)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(s + i));
-#elif defined(__AVX__)
-    for (int k = 0; k < 64; k += 32) {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + k),
-                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + k)));
-    }
-#else
-    for (int k = 0; k < 64; k += 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + k));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + k), v);
-    }
-#endif
-  }
-  d += body;
-  s += body;
-  bytes -= body;
-#endif
-  std::memcpy(d, s, bytes);
-}
-
 // One 64-byte line: dst (64-byte aligned) = src, with a streaming store.
 inline void stream_store_line(void* dst, const void* src) {
 #if defined(__AVX512F__)
@@ -63,6 +29,27 @@ inline void stream_store_line(void* dst, const void* src) {
 #else
   std::memcpy(dst, src, 64);
 #endif
+}
+
+// dst[0, bytes) = src[0, bytes): the 64-byte-aligned body of dst with streaming stores, head and tail with
+// memcpy. Call stream_fence() before another thread may read dst. (Four lines per step, loads first, was
+// within 5% of this in interleaved runs: the copy is bound by memory, not by the loop.)
+inline void stream_store_bytes(void* dst, const void* src, std::size_t bytes) {
+  char* d = static_cast<char*>(dst);
+  const char* s = static_cast<const char*>(src);
+#if defined(__SSE2__)
+  const std::size_t head = std::min<std::size_t>(bytes, (64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, s, head);
+  d += head;
+  s += head;
+  bytes -= head;
+  const std::size_t body = bytes & ~std::size_t{63};
+  for (std::size_t i = 0; i < body; i += 64) stream_store_line(d + i, s + i);
+  d += body;
+  s += body;
+  bytes -= body;
+#endif
+  std::memcpy(d, s, bytes);
 }
 
 // Orders this thread's streaming stores before its later stores (e.g. publishing completion).
