@@ -230,14 +230,14 @@ void divide_inplace(DType t, void* dst, std::size_t n, long long divisor) {
 }
 
 void copy_piece(void* dst, const void* src, std::size_t bytes, std::size_t message_bytes) {
-  if (message_bytes < kStreamMessageBytes) return static_cast<void>(std::memcpy(dst, src, bytes));
+  if (message_bytes < kStreamCopyBytes) return static_cast<void>(std::memcpy(dst, src, bytes));
   stream_store_bytes(dst, src, bytes);
   stream_fence();  // before whatever publishes the data
 }
 
 void reduce_to_piece(DType t, ReduceKind k, void* dst, const void* a, const void* src, std::size_t n,
                      std::size_t message_bytes) {
-  if (message_bytes < kStreamMessageBytes) return reduce_to(t, k, dst, a, src, n);
+  if (message_bytes < kStreamReduceBytes) return reduce_to(t, k, dst, a, src, n);
   dispatch_dtype(t, [&](auto tag) { reduce_typed<decltype(tag), StreamLoop>(k, dst, a, src, n); });
 }
 

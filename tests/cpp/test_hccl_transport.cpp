@@ -71,7 +71,7 @@ TEST(HcclReduce, Fp32InPlaceAndOutOfPlaceAtOddOffsets) {
 // The streaming-store variant (large messages) gives exactly reduce_to's results: every dtype, a
 // destination that is not 64-byte aligned (head, whole lines, tail), and in place.
 TEST(HcclReduce, StreamingPieceMatchesPlainReduce) {
-  const std::size_t big = npu_kernels::kStreamMessageBytes;
+  const std::size_t big = npu_kernels::kStreamReduceBytes;
   for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kInt64, DType::kInt8, DType::kBool,
                   DType::kFloat64}) {
     const std::size_t esz = npu_kernels::dtype_size(t), n = 1000, bytes = (n + 80) * esz;
@@ -90,6 +90,21 @@ TEST(HcclReduce, StreamingPieceMatchesPlainReduce) {
         npu_kernels::reduce_to_piece(t, k, inplace.data() + o, inplace.data() + o, b.data(), n, big);
         ASSERT_EQ(0, std::memcmp(want.data() + o, inplace.data() + o, n * esz)) << int(t) << " in place";
       }
+    }
+  }
+}
+
+// copy_piece with streaming stores (large messages) copies exactly: unaligned heads, whole lines, tails.
+TEST(HcclReduce, StreamingCopyPieceIsExact) {
+  std::vector<unsigned char> src(5000), dst(5200);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 31 + 7);
+  for (std::size_t off : {0u, 1u, 63u}) {
+    for (std::size_t len : {0u, 1u, 64u, 200u, 4999u}) {
+      std::fill(dst.begin(), dst.end(), 0xAB);
+      npu_kernels::copy_piece(dst.data() + off, src.data() + 1, len, npu_kernels::kStreamCopyBytes);
+      ASSERT_EQ(0, std::memcmp(dst.data() + off, src.data() + 1, len)) << off << " " << len;
+      ASSERT_EQ(dst[off + len], 0xAB) << "wrote past the end: " << off << " " << len;
+      if (off) ASSERT_EQ(dst[off - 1], 0xAB) << "wrote before the start";
     }
   }
 }

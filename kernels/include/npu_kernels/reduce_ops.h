@@ -20,15 +20,20 @@ void reduce_to(DType t, ReduceKind k, void* dst, const void* a, const void* src,
 // dst[i] = dst[i] * factor (floating types; integers: truncating division when `divide` is set).
 void scale_inplace(DType t, void* dst, std::size_t n, double factor);
 void divide_inplace(DType t, void* dst, std::size_t n, long long divisor);
-// Copies one piece of a collective's message of `message_bytes`. Messages from kStreamMessageBytes up are
+// Copies one piece of a collective's message of `message_bytes`. Messages from kStreamCopyBytes up are
 // written with non-temporal stores (no read-for-ownership of the destination lines, and they would only
 // evict the cache); smaller ones with plain stores, since their output fits the last-level cache and is
 // often read soon (a DDP bucket by the optimizer). Deciding per piece instead (from 256 KiB) made a 1 MiB
-// broadcast 161 us instead of 87 us and a 4 MiB one 340 instead of 233.
-constexpr std::size_t kStreamMessageBytes = std::size_t{8} << 20;
+// broadcast 161 us instead of 87 us and a 4 MiB one 340 instead of 233; streaming from 8 MiB instead of
+// 16 made a 2-rank all_gather of 8 MiB per rank 1.28 ms instead of 1.08 and an 8 MiB broadcast 340 us
+// instead of 141 (their buffers still fit the L3), while from 16 MiB per rank streaming wins.
+constexpr std::size_t kStreamCopyBytes = std::size_t{16} << 20;
 void copy_piece(void* dst, const void* src, std::size_t bytes, std::size_t message_bytes);
 // reduce_to for one piece of a collective's output of `message_bytes`, with streaming stores from
-// kStreamMessageBytes up, as copy_piece (dst may equal a, as for reduce_to).
+// kStreamReduceBytes up (dst may equal a, as for reduce_to). A reduction reads two inputs per output
+// byte, so streaming its output pays off earlier than a copy's (2-rank reduce_scatter of 8 MiB per rank:
+// 0.54-0.65 ms instead of 1.0-1.1).
+constexpr std::size_t kStreamReduceBytes = std::size_t{8} << 20;
 void reduce_to_piece(DType t, ReduceKind k, void* dst, const void* a, const void* src, std::size_t n,
                      std::size_t message_bytes);
 
