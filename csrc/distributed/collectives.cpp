@@ -32,8 +32,7 @@ Xfer recv_reduce(const CommContext& c, int peer, void* p, std::size_t bytes, DTy
 // moved at once instead.
 void add_local_copy(const CommContext& c, std::vector<Xfer>& xs, void* out, const void* in, std::size_t bytes) {
   if (out == in || !bytes) return;
-  const char *o = static_cast<const char*>(out), *i = static_cast<const char*>(in);
-  if (o < i + bytes && i < o + bytes) return static_cast<void>(std::memmove(out, in, bytes));
+  if (ranges_overlap(out, in, bytes)) return static_cast<void>(std::memmove(out, in, bytes));
   Xfer x = recv_copy(c, c.t.rank(), out, bytes);
   x.src = in;
   xs.push_back(std::move(x));

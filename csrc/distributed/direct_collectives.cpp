@@ -53,11 +53,6 @@ void reduce_piece(const std::vector<char*>& src, int me, std::size_t at, char* d
   }
 }
 
-bool overlaps(const void* a, const void* b, std::size_t bytes) {
-  const char *x = static_cast<const char*>(a), *y = static_cast<const char*>(b);
-  return x < y + bytes && y < x + bytes;
-}
-
 }  // namespace
 
 bool direct_available(const CommContext& c) {
@@ -87,7 +82,7 @@ bool direct_allgather(CommContext& c, const void* in, const std::vector<void*>& 
   const int n = c.t.size(), me = c.t.rank();
   std::vector<uint64_t> mine(n);
   for (int q = 0; q < n; ++q) mine[q] = c.t.shareable_address(out[q], bytes);
-  if (out[me] != in && overlaps(out[me], in, bytes)) mine[me] = 0;  // partial overlap: the ring memmoves
+  if (out[me] != in && ranges_overlap(out[me], in, bytes)) mine[me] = 0;  // partial overlap: the ring memmoves
   const auto table = exchange_addresses(c, mine);
   if (table.empty()) return false;
   std::vector<char*> dst = views(c, table, n, me, out[me], bytes);

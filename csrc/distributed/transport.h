@@ -86,10 +86,7 @@ class Transport {
   virtual bool maps_peer_memory() const { return false; }
   // The address peers pass to peer_memory() for `bytes` at `p` in this rank's device memory, or 0 when
   // they cannot reach that range.
-  virtual uint64_t shareable_address(const void* p, std::size_t bytes) const {
-    (void)p, (void)bytes;
-    return 0;
-  }
+  virtual uint64_t shareable_address(const void* /*p*/, std::size_t /*bytes*/) const { return 0; }
   // This rank's read-write view of `bytes` at `addr` (the peer's shareable_address()) in `peer`'s device
   // memory. Throws CommError when the range is not in that peer's device memory (a malformed address).
   virtual char* peer_memory(int peer, uint64_t addr, std::size_t bytes);

@@ -1,5 +1,5 @@
 // The building blocks the collective algorithms share (torch-free): Xfer builders for the current
-// collective's messages, running one step of them, and the chunking of a buffer among ranks.
+// collective's messages, running one step of them, the chunking of a buffer among ranks, overlap checks.
 #pragma once
 
 #include <vector>
@@ -39,5 +39,11 @@ inline void run(CommContext& c, std::vector<Xfer>& xs) {
 inline std::size_t chunk_begin(std::size_t count, int n, int i) { return count * static_cast<std::size_t>(i) / n; }
 
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
+
+// True if the `bytes` at a and at b share any byte.
+inline bool ranges_overlap(const void* a, const void* b, std::size_t bytes) {
+  const char *x = static_cast<const char*>(a), *y = static_cast<const char*>(b);
+  return x < y + bytes && y < x + bytes;
+}
 
 }  // namespace hccl_sim
