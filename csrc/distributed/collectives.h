@@ -48,6 +48,9 @@ using npu_kernels::ReduceKind;
 void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKind op);
 void broadcast(CommContext& c, void* buf, std::size_t bytes, int root);
 // out[r] receives rank r's `bytes`; `in` may alias out[rank].
+// Two ranks on one host with peer memory switch from the ring to the direct all_gather (push our input
+// into both outputs) at this many bytes per rank, where what both ranks touch outgrows the L3.
+constexpr std::size_t kPairDirectAllgatherBytes = std::size_t{8} << 20;
 void allgather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes);
 // out = op over ranks r of rank r's in[rank()]; in[p] is this rank's block for rank p (`count` elements
 // each, left unchanged; out must not alias them).

@@ -43,12 +43,17 @@ std::vector<char*> views(CommContext& c, const std::vector<uint64_t>& table, std
 }
 
 // dst[0, k) = src[me] op (the others in rank order), each source at element `at`; dst may be src[me] + at.
+// The last fold writes through reduce_to_piece (streaming stores for a large `message_bytes`).
 void reduce_piece(const std::vector<char*>& src, int me, std::size_t at, char* dst, std::size_t k, std::size_t esz,
-                  DType dt, ReduceKind op) {
+                  DType dt, ReduceKind op, std::size_t message_bytes) {
+  const int last = me == static_cast<int>(src.size()) - 1 ? me - 1 : static_cast<int>(src.size()) - 1;
   const char* first = src[me] + at * esz;
   for (int p = 0; p < static_cast<int>(src.size()); ++p) {
     if (p == me) continue;
-    npu_kernels::reduce_to(dt, op, dst, first, src[p] + at * esz, k);
+    if (p == last)
+      npu_kernels::reduce_to_piece(dt, op, dst, first, src[p] + at * esz, k, message_bytes);
+    else
+      npu_kernels::reduce_to(dt, op, dst, first, src[p] + at * esz, k);
     first = dst;
   }
 }
@@ -70,7 +75,7 @@ bool direct_allreduce(CommContext& c, char* buf, std::size_t count, DType dt, Re
   for (std::size_t i = chunk_begin(count, n, me); i < end; i += step) {
     const std::size_t k = std::min(step, end - i);
     char* mine = buf + i * esz;
-    reduce_piece(bufs, me, i, mine, k, esz, dt, op);
+    reduce_piece(bufs, me, i, mine, k, esz, dt, op, 0);
     for (int p = 0; p < n; ++p)
       if (p != me) std::memcpy(bufs[p] + i * esz, mine, k * esz);
   }
@@ -108,7 +113,7 @@ bool direct_reduce_scatter(CommContext& c, const std::vector<const void*>& in, v
   const std::vector<char*> blocks = views(c, table, n, me, in[me], bytes);
   const std::size_t step = kPieceBytes / esz;
   for (std::size_t i = 0; i < count; i += step)
-    reduce_piece(blocks, me, i, static_cast<char*>(out) + i * esz, std::min(step, count - i), esz, dt, op);
+    reduce_piece(blocks, me, i, static_cast<char*>(out) + i * esz, std::min(step, count - i), esz, dt, op, bytes);
   barrier(c);
   return true;
 }

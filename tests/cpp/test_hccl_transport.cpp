@@ -574,3 +574,54 @@ TEST(HcclCollectives, FourRanksOverShmWithPeerReads) { run_collectives(Kind::kSh
 TEST(HcclCollectives, TwoHostsOfTwoRanksOverShmAndTcp) { run_collectives(Kind::kHybrid); }
 
 }  // namespace
+
+// 2 ranks with mapped peer memory: all_gather keeps the ring's single step below kPairDirectAllgatherBytes
+// per rank and pushes into both outputs from there on; reduce_scatter keeps the ring unless fullmesh is asked
+// for, whose output then streams (kStreamReduceBytes) on both ranks. Values exact, uneven sizes.
+TEST(HcclCollectives, TwoRanksPickRingOrFullmeshBySize) {
+  constexpr int n = 2;
+  MemRendezvous rv;
+  const auto err = on_ranks(n, [&](int r) {
+    CountingTransport t(hccl_sim::make_shm_transport(rv, "p", r, n, 1 << 20, {0, 1}, r), {0, 0});
+    ASSERT_TRUE(t.maps_peer_memory());
+    std::vector<char> scratch;
+    uint32_t seq = 0;
+    auto ctx = [&](std::size_t numel, hccl_sim::Algo algo) {
+      MsgHeader h;
+      h.op = 1;
+      h.dtype = static_cast<int8_t>(DType::kFloat32);
+      h.seq = ++seq;
+      h.numel = numel;
+      return hccl_sim::CommContext{t, h, soon(30), nullptr, algo, "test", &scratch};
+    };
+    auto val = [](int rank, std::size_t i, int salt) { return float((i * 5 + rank * 3 + salt) % 13); };
+    const std::size_t small = (1u << 20) / sizeof(float) + 3;
+    const std::size_t large = hccl_sim::kPairDirectAllgatherBytes / sizeof(float) + 3;
+    for (std::size_t count : {small, large}) {
+      DeviceBuf<float> mine(r, count), all(r, count * n);
+      for (std::size_t i = 0; i < count; ++i) mine[i] = val(r, i, 1);
+      std::vector<void*> outs{all.data, all.data + count};
+      const std::size_t before = t.sent_bytes;
+      auto c = ctx(count, hccl_sim::Algo::kAuto);
+      hccl_sim::allgather(c, mine.data, outs, count * sizeof(float));
+      for (int p = 0; p < n; ++p)
+        for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(all[p * count + i], val(p, i, 1)) << "all_gather";
+      if (count == large) EXPECT_EQ(t.sent_bytes - before, n * sizeof(uint64_t)) << "all_gather pushes";
+      else EXPECT_EQ(t.sent_bytes - before, count * sizeof(float)) << "all_gather rings";
+    }
+    const std::size_t count = npu_kernels::kStreamReduceBytes / sizeof(float) + 7;
+    for (auto algo : {hccl_sim::Algo::kAuto, hccl_sim::Algo::kMesh}) {
+      DeviceBuf<float> in(r, count * n), out(r, count);
+      for (int p = 0; p < n; ++p)
+        for (std::size_t i = 0; i < count; ++i) in[p * count + i] = val(r, i, p);
+      const std::size_t before = t.sent_bytes;
+      auto c = ctx(count, algo);
+      hccl_sim::reduce_scatter(c, {in.data, in.data + count}, out.data, count, DType::kFloat32, ReduceKind::kSum);
+      for (std::size_t i = 0; i < count; ++i)
+        ASSERT_EQ(out[i], val(0, i, r) + val(1, i, r)) << "reduce_scatter i=" << i;
+      if (algo == hccl_sim::Algo::kMesh) EXPECT_EQ(t.sent_bytes - before, n * sizeof(uint64_t)) << "reduce_scatter";
+      else EXPECT_EQ(t.sent_bytes - before, count * sizeof(float)) << "reduce_scatter";
+    }
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
+}
