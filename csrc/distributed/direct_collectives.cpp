@@ -58,6 +58,16 @@ void reduce_piece(const std::vector<char*>& src, int me, std::size_t at, char* d
   }
 }
 
+// dst[j][0, bytes) = src[0, bytes) for every j, in pieces of kPieceBytes (copy_piece_to: one read of each
+// source line for all destinations when the message streams).
+void copy_to_all(const std::vector<char*>& dst, const char* src, std::size_t bytes, std::size_t message_bytes) {
+  std::vector<void*> at(dst.size());
+  for (std::size_t off = 0; off < bytes; off += kPieceBytes) {
+    for (std::size_t j = 0; j < dst.size(); ++j) at[j] = dst[j] + off;
+    npu_kernels::copy_piece_to(at.data(), at.size(), src + off, std::min(kPieceBytes, bytes - off), message_bytes);
+  }
+}
+
 }  // namespace
 
 bool direct_available(const CommContext& c) {
@@ -91,13 +101,11 @@ bool direct_allgather(CommContext& c, const void* in, const std::vector<void*>& 
   const auto table = exchange_addresses(c, mine);
   if (table.empty()) return false;
   std::vector<char*> dst = views(c, table, n, me, out[me], bytes);
-  std::rotate(dst.begin(), dst.begin() + me, dst.end());  // ours first: it brings the piece into cache
   const char* src = static_cast<const char*>(in);
-  for (std::size_t off = 0; off < bytes; off += kPieceBytes) {
-    const std::size_t len = std::min(kPieceBytes, bytes - off);
-    for (char* d : dst)
-      if (d != src) npu_kernels::copy_piece(d + off, src + off, len, bytes);
-  }
+  dst.erase(std::remove(dst.begin(), dst.end(), src), dst.end());  // in place: our slot holds it already
+  // Streams by the output every rank receives (n x bytes): at 2 ranks of 8 MiB each, 1.29-1.31 ms
+  // instead of 1.37-1.54 with plain stores.
+  copy_to_all(dst, src, bytes, bytes * n);
   barrier(c);
   return true;
 }
@@ -122,13 +130,12 @@ bool direct_broadcast(CommContext& c, void* buf, std::size_t bytes, int root) {
   const int n = c.t.size(), me = c.t.rank();
   const auto table = exchange_addresses(c, {c.t.shareable_address(buf, bytes)});
   if (table.empty()) return false;
-  const std::vector<char*> bufs = views(c, table, 1, 0, buf, bytes);
+  std::vector<char*> bufs = views(c, table, 1, 0, buf, bytes);
   const std::size_t begin = chunk_begin(bytes, n, me), end = chunk_begin(bytes, n, me + 1);
-  for (std::size_t off = begin; off < end; off += kPieceBytes) {
-    const std::size_t len = std::min(kPieceBytes, end - off);
-    for (int p = 0; p < n; ++p)
-      if (p != root) npu_kernels::copy_piece(bufs[p] + off, bufs[root] + off, len, bytes);
-  }
+  const char* src = bufs[root] + begin;
+  bufs.erase(bufs.begin() + root);
+  for (char*& b : bufs) b += begin;
+  copy_to_all(bufs, src, end - begin, bytes);
   barrier(c);
   return true;
 }

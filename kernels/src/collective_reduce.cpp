@@ -230,8 +230,22 @@ void divide_inplace(DType t, void* dst, std::size_t n, long long divisor) {
 }
 
 void copy_piece(void* dst, const void* src, std::size_t bytes, std::size_t message_bytes) {
-  if (message_bytes < kStreamCopyBytes) return static_cast<void>(std::memcpy(dst, src, bytes));
-  stream_store_bytes(dst, src, bytes);
+  copy_piece_to(&dst, 1, src, bytes, message_bytes);
+}
+
+void copy_piece_to(void* const* dst, std::size_t k, const void* src, std::size_t bytes, std::size_t message_bytes) {
+  if (message_bytes < kStreamCopyBytes) {
+    for (std::size_t j = 0; j < k; ++j) std::memcpy(dst[j], src, bytes);
+    return;
+  }
+  const auto line_offset = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 64; };
+  const bool same_offset =
+      std::all_of(dst, dst + k, [&](const void* d) { return line_offset(d) == line_offset(dst[0]); });
+  if (same_offset) {
+    stream_store_bytes_to(dst, k, src, bytes);
+  } else {
+    for (std::size_t j = 0; j < k; ++j) stream_store_bytes(dst[j], src, bytes);
+  }
   stream_fence();  // before whatever publishes the data
 }
 

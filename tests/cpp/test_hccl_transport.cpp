@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -105,6 +106,34 @@ TEST(HcclReduce, StreamingCopyPieceIsExact) {
       ASSERT_EQ(0, std::memcmp(dst.data() + off, src.data() + 1, len)) << off << " " << len;
       ASSERT_EQ(dst[off + len], 0xAB) << "wrote past the end: " << off << " " << len;
       if (off) ASSERT_EQ(dst[off - 1], 0xAB) << "wrote before the start";
+    }
+  }
+}
+
+// copy_piece_to: three destinations at the same offset within a line (one streaming pass) and at
+// different ones (a pass each), every length class; nothing written outside [off, off + len).
+TEST(HcclReduce, StreamingCopyToSeveralDestinationsIsExact) {
+  constexpr std::size_t kSpan = 5248;
+  std::vector<unsigned char> src(5000), mem(3 * kSpan + 64);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 29 + 3);
+  unsigned char* base = mem.data() + (64 - reinterpret_cast<std::uintptr_t>(mem.data()) % 64) % 64;
+  for (bool same : {true, false}) {
+    for (std::size_t off : {0u, 5u, 63u}) {
+      for (std::size_t len : {0u, 1u, 64u, 130u, 4999u}) {
+        std::fill(mem.begin(), mem.end(), 0xCD);
+        std::size_t at[3];
+        void* dst[3];
+        for (std::size_t j = 0; j < 3; ++j) {
+          at[j] = j * kSpan + off + (same ? 0 : j * 7);
+          dst[j] = base + at[j];
+        }
+        npu_kernels::copy_piece_to(dst, 3, src.data() + 1, len, npu_kernels::kStreamCopyBytes);
+        for (std::size_t j = 0; j < 3; ++j) {
+          ASSERT_EQ(0, std::memcmp(dst[j], src.data() + 1, len)) << same << " " << off << " " << len << " " << j;
+          ASSERT_EQ(base[at[j] + len], 0xCD) << "wrote past the end of destination " << j;
+          if (at[j]) ASSERT_EQ(base[at[j] - 1], 0xCD) << "wrote before destination " << j;
+        }
+      }
     }
   }
 }

@@ -29,6 +29,9 @@ void divide_inplace(DType t, void* dst, std::size_t n, long long divisor);
 // instead of 141 (their buffers still fit the L3), while from 16 MiB per rank streaming wins.
 constexpr std::size_t kStreamCopyBytes = std::size_t{16} << 20;
 void copy_piece(void* dst, const void* src, std::size_t bytes, std::size_t message_bytes);
+// copy_piece into each of dst[0, k); when streaming, in one pass that loads each source line once (a
+// 2-rank all_gather pushing 128 MiB into both outputs: 6-9% faster than two passes over 64 KiB pieces).
+void copy_piece_to(void* const* dst, std::size_t k, const void* src, std::size_t bytes, std::size_t message_bytes);
 // reduce_to for one piece of a collective's output of `message_bytes`, with streaming stores from
 // kStreamReduceBytes up (dst may equal a, as for reduce_to). A reduction reads two inputs per output
 // byte, so streaming its output pays off earlier than a copy's (2-rank reduce_scatter of 8 MiB per rank:
