@@ -57,6 +57,18 @@ def run_python(code, env=None, timeout=600):
     return out.stdout
 
 
+def cpp_bench(name):
+    """Path of the torch-free benchmark `name` (benchmarks/cpp), configured and built in build/cpp-release
+    if it is not there yet."""
+    build = os.path.join(ROOT, "build", "cpp-release")
+    exe = os.path.join(build, "benchmarks", "cpp", name)
+    if not os.path.exists(exe):
+        subprocess.run(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DNPU_SIM_BUILD_TORCH=OFF"], check=True,
+                       capture_output=True)
+        subprocess.run(["cmake", "--build", build, "--target", name], check=True, capture_output=True)
+    return exe
+
+
 def print_table(title, header, rows):
     print(f"\n## {title}\n")
     print("| " + " | ".join(header) + " |")

@@ -1,10 +1,9 @@
 """Allocator benchmark: cached allocate+free pairs vs PYTORCH_NO_NPU_MEMORY_CACHING=1, in C++ (the allocator
 core alone) and from Python (torch.empty on npu, dispatcher included). Prints ratios; asserts nothing.
 Run: python benchmarks/bench_allocator.py"""
-import os
 import subprocess
 
-from _common import ROOT, print_table, run_python
+from _common import cpp_bench, print_table, run_python
 
 PY_CODE = """
 import time, torch, torch_npu_sim
@@ -36,12 +35,7 @@ def python_level():
 
 
 def cpp_level():
-    exe = os.path.join(ROOT, "build", "cpp-release", "benchmarks", "cpp", "bench_allocator")
-    if not os.path.exists(exe):
-        subprocess.run(["cmake", "-S", ROOT, "-B", os.path.dirname(os.path.dirname(os.path.dirname(exe))), "-G",
-                        "Ninja", "-DNPU_SIM_BUILD_TORCH=OFF"], check=True, capture_output=True)
-        subprocess.run(["cmake", "--build", os.path.dirname(os.path.dirname(os.path.dirname(exe))), "--target",
-                        "bench_allocator"], check=True, capture_output=True)
+    exe = cpp_bench("bench_allocator")
     print("\n## Allocator core alone (C++, ns per allocate+free pair)\n")
     print(subprocess.run([exe], check=True, capture_output=True, text=True).stdout)
 

@@ -4,11 +4,15 @@
 gloo has no npu support: it runs on CPU tensors of the same size (that is what a user without hccl would
 get). hccl runs on npu tensors; its time is measured to completion (torch.npu.synchronize()).
 busbw (nccl-tests): all_reduce algbw*2(n-1)/n, all_gather/reduce_scatter algbw*(n-1)/n, broadcast algbw.
-Prints only; never asserts.  Usage: python benchmarks/bench_hccl.py [--max-mib 256]
+From 1 MiB the table also shows the bound the shared memory bus puts on these sizes: the same kernels doing
+the same memory work as the 2-rank direct collective on two threads at once, with nothing communicated
+(benchmarks/cpp/bench_pair_traffic.cpp, run after the ranks have finished), as % of memcpy and what hccl
+reaches of it.  Prints only; never asserts.  Usage: python benchmarks/bench_hccl.py [--max-mib 256]
 """
 import argparse
 import os
 import socket
+import subprocess
 import sys
 import time
 import warnings
@@ -20,6 +24,8 @@ import torch.multiprocessing as mp
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from _common import cpp_bench  # noqa: E402
 
 
 def memcpy_gbps(nbytes=64 << 20, barrier=None):
@@ -162,19 +168,28 @@ def main():
         p.join(timeout=60)
     mc = max(mc, memcpy_gbps())
     mc2 = concurrent_memcpy_gbps()
+    bound = {}  # (collective, size) -> seconds of the memory work alone
+    for line in subprocess.run([cpp_bench("bench_pair_traffic")], check=True, capture_output=True,
+                               text=True).stdout.split("\n"):
+        if line.strip():
+            coll, size, secs = line.split()
+            bound[(coll, int(size))] = float(secs)
     print(f"2 ranks on one host; gloo runs on CPU tensors (no npu support), hccl on npu tensors over shared memory.")
     print(f"plain memcpy bandwidth, one thread (the limit): {mc:.2f} GB/s; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}")
     print(f"for context: 64 MiB memcpy per thread while two processes copy at once (as two ranks do): {mc2:.2f} GB/s")
     print(f"{'collective':<15}{'size':>9} {'gloo us':>10} {'hccl us':>10} {'lat h/g':>8} "
-          f"{'gloo busbw':>11} {'hccl busbw':>11} {'bw h/g':>7} {'hccl/memcpy':>12}")
+          f"{'gloo busbw':>11} {'hccl busbw':>11} {'bw h/g':>7} {'hccl/memcpy':>12} {'bound/memcpy':>13} "
+          f"{'hccl/bound':>11}")
     for coll, size, g, h, f in rows:
         def bw(t):
             return size / t * f / 1e9 if t else float("nan")
         label = f"{size >> 10} KiB" if size < (1 << 20) else f"{size >> 20} MiB"
+        b = bound.get((coll, size))
+        tail = f" {bw(b) / mc:>12.0%} {b / h:>10.0%}" if b and h else ""
         print(f"{coll:<15}{label:>9} {g * 1e6 if g else float('nan'):>10.1f} {h * 1e6 if h else float('nan'):>10.1f} "
               f"{(h / g) if g and h else float('nan'):>8.2f} {bw(g):>9.2f}GB {bw(h):>9.2f}GB "
-              f"{(bw(h) / bw(g)) if g and h else float('nan'):>7.1f} {bw(h) / mc:>11.0%}")
+              f"{(bw(h) / bw(g)) if g and h else float('nan'):>7.1f} {bw(h) / mc:>11.0%}{tail}")
     print(f"DDP step (demo model, 2 ranks): gloo/cpu {ddp['gloo'] * 1e3:.2f} ms, hccl/npu {ddp['hccl'] * 1e3:.2f} ms, "
           f"ratio hccl/gloo {ddp['hccl'] / ddp['gloo']:.2f}")
 
