@@ -58,15 +58,14 @@ def run_python(code, env=None, timeout=600):
 
 
 def cpp_bench(name):
-    """Path of the torch-free benchmark `name` (benchmarks/cpp), configured and built in build/cpp-release
-    if it is not there yet."""
+    """Path of the torch-free benchmark `name` (benchmarks/cpp), brought up to date in build/cpp-release
+    (configured there first if that build does not exist yet)."""
     build = os.path.join(ROOT, "build", "cpp-release")
-    exe = os.path.join(build, "benchmarks", "cpp", name)
-    if not os.path.exists(exe):
+    if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
         subprocess.run(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DNPU_SIM_BUILD_TORCH=OFF"], check=True,
                        capture_output=True)
-        subprocess.run(["cmake", "--build", build, "--target", name], check=True, capture_output=True)
-    return exe
+    subprocess.run(["cmake", "--build", build, "--target", name], check=True, capture_output=True)
+    return os.path.join(build, "benchmarks", "cpp", name)
 
 
 def print_table(title, header, rows):

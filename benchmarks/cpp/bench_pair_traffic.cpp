@@ -2,7 +2,8 @@
 // ranks, run the kernels the direct (fullmesh) collectives run on each other's buffers, with no address
 // exchange and no messages, only a spin barrier after each call. What it reaches is the bound
 // the shared memory bus puts on hccl's 2-rank collectives on this machine. Prints
-// "<collective> <size bytes> <best seconds>" per line (size as bench_hccl.py counts it); asserts nothing.
+// "<collective> <size bytes> <best seconds>" per line (size as bench_hccl.py counts it) for 1 MiB up to
+// argv[1] MiB (default 256); asserts nothing.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -73,9 +74,10 @@ void pieces(std::size_t begin, std::size_t end, F fn) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   const float f = sizeof(float);
-  for (std::size_t size = std::size_t{1} << 20; size <= (std::size_t{256} << 20); size *= 4) {
+  const std::size_t max_mib = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256;
+  for (std::size_t size = std::size_t{1} << 20; size <= (max_mib << 20); size *= 4) {
     const std::size_t half = size / 2;
     const int iters = static_cast<int>(std::max<std::size_t>(3, std::min<std::size_t>(200, (128 << 20) / size)));
     {  // all_reduce of `size` per rank: rank r reduces chunk r of both buffers into its own, copies it over
