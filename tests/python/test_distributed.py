@@ -14,7 +14,8 @@ from dist_launch import ROOT, SCRIPTS, assert_ok, free_port, launch, shm_leftove
 def test_collectives_shm(world):
     # default: every rank maps its peers' HBM arenas; messages of 128 KiB or more are read by the receiver
     # straight out of the sender's device memory, and the large collectives run as fullmesh (ranks read
-    # and write each other's buffers in place; broadcasts of 8 MiB and more too, see collectives_worker)
+    # and write each other's buffers in place; broadcasts and 2-rank all_gathers of 8 MiB and more too, see
+    # collectives_worker)
     res = launch("collectives_worker.py", world, env={"NPU_SIM_HCCL_TRANSPORT": "shm"}, timeout=150)
     assert_ok(res)
     assert "0 failures" in res[0][1]

@@ -128,6 +128,17 @@ def main():
     t = (src if rank == world - 1 else torch.zeros(n)).to(dev)
     dist.broadcast(t, src=world - 1)
     c.eq("8 MiB broadcast", t, src)
+    # an all_gather of 8 MiB or more per rank: the direct version at any world size (every rank pushes its
+    # input into slot r of every output), out of place and in place (the input is this rank's own slot)
+    n = (8 << 20) // 4 + 3
+    ins = [data(r, n, torch.float32, salt=7) for r in ranks]
+    out = torch.zeros(world * n, device=dev)
+    dist.all_gather_into_tensor(out, ins[rank].to(dev))
+    c.eq("8 MiB all_gather_into_tensor", out, torch.cat(ins))
+    out = torch.zeros(world * n, device=dev)
+    out[rank * n:(rank + 1) * n] = ins[rank].to(dev)
+    dist.all_gather_into_tensor(out, out[rank * n:(rank + 1) * n])
+    c.eq("8 MiB all_gather_into_tensor in place", out, torch.cat(ins))
     # in place: the output is this rank's own block of the input (as FSDP calls it)
     n = 100003
     full = torch.cat([data(rank, n, torch.float32, salt=p) for p in ranks]).to(dev)
