@@ -602,7 +602,6 @@ TEST(HcclCollectives, FourRanksOverShm) { run_collectives(Kind::kShm); }
 TEST(HcclCollectives, FourRanksOverShmWithPeerReads) { run_collectives(Kind::kShmPeerRead); }
 TEST(HcclCollectives, TwoHostsOfTwoRanksOverShmAndTcp) { run_collectives(Kind::kHybrid); }
 
-}  // namespace
 
 // 2 ranks with mapped peer memory: all_gather keeps the ring's single step below kPairDirectAllgatherBytes
 // per rank and pushes into both outputs from there on; reduce_scatter keeps the ring unless fullmesh is asked
@@ -654,3 +653,5 @@ TEST(HcclCollectives, TwoRanksPickRingOrFullmeshBySize) {
   });
   for (int r = 0; r < n; ++r) EXPECT_EQ(err[r], "") << "rank " << r;
 }
+
+}  // namespace
