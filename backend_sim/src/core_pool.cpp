@@ -15,7 +15,8 @@ namespace detail {
 namespace {
 
 // One launch. `next` hands out block indices; `done` counts finished blocks (the thread that completes
-// the count notifies `cv` under `mu`); `mu` protects `error`, which is read once `done == n`.
+// the count notifies `cv` under `mu`). `mu` guards `error` and `status` (read once `done == n`); under it
+// only the launching caller's wait on `cv`, nothing else blocks.
 struct Job {
   std::uint32_t n = 0;
   const BlockFn* fn = nullptr;  // the caller's (run_blocks waits until no block can still call it)
@@ -25,12 +26,14 @@ struct Job {
   std::mutex mu;
   std::condition_variable cv;
   std::string error;  // guarded by mu: what() of the first failing block
+  Status status = Status::kKernelError;  // guarded by mu: its status (AsyncError's, else kKernelError)
   bool exhausted() const { return next.load(std::memory_order_relaxed) >= n; }
 };
 
 // Process-lifetime pool (never destroyed; its threads idle forever at exit). `mu` protects `jobs` and
 // `sleepers`; `posted` (written under mu) lets idle threads poll for a new launch without the lock, and a
-// launch notifies `cv` only when a thread is asleep on it.
+// launch notifies `cv` only when a thread is asleep on it. Held only to push/pop jobs; pool threads sleep
+// on `cv` under it and nothing else blocks under it (blocks run with no pool lock held).
 struct Pool {
   std::once_flag started;
   std::mutex mu;
@@ -64,10 +67,11 @@ UnifiedBuffer& this_thread_ub(int pool_core_id) {
   return t_ub;
 }
 
-void record_failure(Job& job, const char* what) {
+void record_failure(Job& job, const char* what, Status status) {
   if (job.failed.exchange(true)) return;  // first error wins
   std::lock_guard<std::mutex> lk(job.mu);
   job.error = what;
+  job.status = status;
 }
 
 // Claims and runs blocks of `job` until none is left; then adds the count to job.done.
@@ -79,10 +83,12 @@ void work_on(Job& job, UnifiedBuffer& ub) {
     if (!job.failed.load(std::memory_order_relaxed)) {
       try {
         (*job.fn)(BlockContext{static_cast<std::uint32_t>(i), job.n, ub.core_id, ub.mem, kUbBytes});
+      } catch (const AsyncError& e) {
+        record_failure(job, e.what(), async_status(e.status));
       } catch (const std::exception& e) {
-        record_failure(job, e.what());
+        record_failure(job, e.what(), Status::kKernelError);
       } catch (...) {
-        record_failure(job, "unknown exception");
+        record_failure(job, "unknown exception", Status::kKernelError);
       }
     }
     ++ran;
@@ -128,13 +134,17 @@ void start_pool() {
 
 }  // namespace
 
-bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error) {
+bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error, Status* status) {
   if (n == 0) return true;
   UnifiedBuffer& ub = this_thread_ub(-1);
+  if (status != nullptr) *status = Status::kKernelError;
   if (n == 1) {  // a single block runs on the caller: no job, no pool wake-up, no locks
     try {
       fn(BlockContext{0, 1, ub.core_id, ub.mem, kUbBytes});
       return true;
+    } catch (const AsyncError& e) {
+      if (error != nullptr) *error = e.what();
+      if (status != nullptr) *status = async_status(e.status);
     } catch (const std::exception& e) {
       if (error != nullptr) *error = e.what();
     } catch (...) {
@@ -164,6 +174,7 @@ bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error) {
   if (!job->failed.load()) return true;
   std::lock_guard<std::mutex> lk(job->mu);
   if (error != nullptr) *error = job->error;
+  if (status != nullptr) *status = job->status;
   return false;
 }
 

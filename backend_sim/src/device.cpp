@@ -1,5 +1,6 @@
 // Environment configuration, the device table (visible ordinal -> physical id), lazy per-device state
-// (the default stream), device properties, the per-thread current device and device_synchronize.
+// (the default stream, the sticky error), device properties, the per-thread current device,
+// device_synchronize and device_restart.
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -140,11 +141,47 @@ Config* load_config() {
   return c;
 }
 
+// One failed op, as its stream's worker recorded it.
+struct Failure {
+  Status status = Status::kKernelError;
+  std::string message;     // the original message (callers match on its start)
+  std::uint64_t seq = 0;   // the op's seq on its stream
+  std::uint64_t order = 0; // DeviceErrors::recorded when it was recorded (device-wide order)
+};
+// The failures of one stream: its first, and its latest after that (kept so that a restart whose wait
+// covers the first but not a later one leaves an error standing).
+struct ErrorRecord {
+  std::uint64_t stream_id = 0;        // StreamImpl::id of the stream
+  std::weak_ptr<StreamImpl> stream;   // that stream (expired: destroyed and drained)
+  Failure first;
+  Failure latest;
+  bool has_latest = false;
+};
+
+// Note [Sticky device errors]
+// As on CUDA, the first asynchronous failure makes the whole device failed: a second failed kernel must
+// not drop out of sight, and no result of the device may be read back as if nothing had happened, until
+// the user acknowledges it (torch_npu.npu.restart_device). `errors` keeps the first failure of each
+// stream, oldest first; errors.front() is the sticky error. device_restart waits for the work queued
+// before it and removes only the records of that work: a failure of work another thread queues during the
+// restart is not acknowledged by it and becomes the sticky error.
+//
+// `mu` guards `errors`. It is a leaf: held to push, copy or erase records, with no other lock taken and
+// nothing waited for (stream workers take it to record a failure). `failed` mirrors !errors.empty()
+// (written under mu), so a healthy device's sync calls read one atomic and take no lock.
+struct DeviceErrors {
+  std::mutex mu;
+  std::vector<ErrorRecord> errors;   // guarded by mu: ordered by first.order
+  std::uint64_t recorded = 0;        // guarded by mu: failures recorded so far
+  std::atomic<bool> failed{false};   // written under mu
+};
+
 // Lazy per-device state. The array is sized once (device count is fixed) and never destroyed, so
 // worker threads can outlive static destruction. Each slot is initialised under its own once_flag.
 struct DeviceState {
   std::once_flag once;
   std::shared_ptr<StreamImpl> default_stream;  // written once under `once`, read-only afterwards
+  DeviceErrors errors;                         // see Note [Sticky device errors]
 };
 
 DeviceState* device_states() {
@@ -183,6 +220,45 @@ std::shared_ptr<StreamImpl> default_stream(int device) {
   DeviceState& st = device_states()[device];
   std::call_once(st.once, [&] { st.default_stream = create_stream_impl(device, /*is_default=*/true); });
   return st.default_stream;
+}
+
+void record_async_error(StreamImpl& s, std::uint64_t seq, Status status, std::string message) {
+  DeviceErrors& d = device_states()[s.device].errors;
+  std::lock_guard<std::mutex> lk(d.mu);
+  Failure f{async_status(status), std::move(message), seq, ++d.recorded};
+  for (ErrorRecord& r : d.errors) {
+    if (r.stream_id == s.id) {  // the stream's first failure is kept already
+      r.latest = std::move(f);
+      r.has_latest = true;
+      return;
+    }
+  }
+  ErrorRecord r;
+  r.stream_id = s.id;
+  r.stream = s.weak_from_this();
+  r.first = std::move(f);
+  d.errors.push_back(std::move(r));
+  d.failed.store(true, std::memory_order_release);
+}
+
+namespace {
+// The sticky error as last_error_message() shows it.
+Status report(int device, const Failure& r) {
+  return fail_msg(r.status, r.message + " (sticky: the device stays failed until torch.npu.restart_device(" +
+                                std::to_string(device) + "))");
+}
+}  // namespace
+
+Status device_error(int device) {
+  DeviceErrors& d = device_states()[device].errors;
+  if (!d.failed.load(std::memory_order_acquire)) return Status::kSuccess;
+  Failure f;
+  {
+    std::lock_guard<std::mutex> lk(d.mu);
+    if (d.errors.empty()) return Status::kSuccess;
+    f = d.errors.front().first;
+  }
+  return report(device, f);
 }
 
 }  // namespace detail
@@ -224,16 +300,75 @@ Status get_device(int* device) {
 Status device_synchronize(int device) {
   NPU_SIM_RETURN_IF_ERROR(detail::check_device("device_synchronize", device));
   detail::default_stream(device);  // makes sure the device exists before listing its streams
-  Status first = Status::kSuccess;
-  std::string first_msg;
   for (const auto& s : detail::live_streams(device)) {
-    const Status st = detail::sync_stream("device_synchronize", *s);
-    if (st != Status::kSuccess && first == Status::kSuccess) {
-      first = st;
-      first_msg = last_error_message();
-    }
+    NPU_SIM_RETURN_IF_ERROR(detail::wait_stream_idle("device_synchronize", *s));
   }
-  if (first != Status::kSuccess) return detail::fail_msg(first, first_msg);
+  return detail::device_error(device);
+}
+
+Status device_get_error(int device) {
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device("device_get_error", device));
+  return detail::device_error(device);
+}
+
+Status device_restart(int device) {
+  constexpr const char* fn = "device_restart";
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device(fn, device));
+  NPU_SIM_CHECK_NOT_FORKED(fn);
+  detail::default_stream(device);
+  detail::DeviceErrors& d = detail::device_states()[device].errors;
+  // The streams whose queued work the restart covers: the live ones, and the sources of recorded errors
+  // that are no longer live (being destroyed: they drain; gone: they ran everything). Sources are taken
+  // first, so one missing from the later live list was destroyed, not created meanwhile.
+  std::vector<std::pair<std::uint64_t, std::weak_ptr<StreamImpl>>> sources;
+  {
+    std::lock_guard<std::mutex> lk(d.mu);
+    for (const detail::ErrorRecord& r : d.errors) sources.emplace_back(r.stream_id, r.stream);
+  }
+  std::vector<std::shared_ptr<StreamImpl>> streams = detail::live_streams(device);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> covered;  // stream id -> seq waited for
+  for (const auto& src : sources) {
+    bool live = false;
+    for (const auto& s : streams) live = live || s->id == src.first;
+    if (live) continue;
+    if (auto s = src.second.lock()) streams.push_back(std::move(s));
+    else covered.emplace_back(src.first, UINT64_MAX);
+  }
+  for (const auto& s : streams) {
+    NPU_SIM_CHECK(!detail::on_worker_of(*s), Status::kInvalidValue,
+                  "%s: called from a function running on a stream of device %d (it would wait for itself)", fn,
+                  device);
+  }
+  // Waits with no lock held but each stream's own mu during its done_cv wait (workers need the others).
+  for (const auto& s : streams) {
+    std::uint64_t target = 0;
+    {
+      std::lock_guard<std::mutex> lk(s->mu);
+      target = s->enqueued_seq;
+    }
+    NPU_SIM_RETURN_IF_ERROR(detail::wait_for_seq(fn, *s, target));
+    covered.emplace_back(s->id, target);
+  }
+  std::lock_guard<std::mutex> lk(d.mu);
+  // A record whose first failure the wait covered goes, unless the stream failed again after the covered
+  // work: that failure then stands (and takes its place in the device-wide order).
+  std::vector<detail::ErrorRecord> kept;
+  for (detail::ErrorRecord& r : d.errors) {
+    std::uint64_t cut = 0;
+    for (const auto& c : covered) {
+      if (c.first == r.stream_id) cut = c.second;
+    }
+    if (r.first.seq <= cut) {
+      if (!r.has_latest || r.latest.seq <= cut) continue;
+      r.first = std::move(r.latest);
+      r.has_latest = false;
+    }
+    kept.push_back(std::move(r));
+  }
+  d.errors.swap(kept);
+  std::stable_sort(d.errors.begin(), d.errors.end(),
+                   [](const detail::ErrorRecord& a, const detail::ErrorRecord& b) { return a.first.order < b.first.order; });
+  d.failed.store(!d.errors.empty(), std::memory_order_release);
   return Status::kSuccess;
 }
 

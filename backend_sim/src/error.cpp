@@ -1,6 +1,7 @@
 // Status names, the thread-local last-error detail and the fail() helpers behind the check macros.
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 
 #include "internal.h"
 
@@ -21,6 +22,7 @@ const char* status_name(Status s) {
     case Status::kInvalidHandle: return "kInvalidHandle";
     case Status::kInternal: return "kInternal";
     case Status::kNotSupported: return "kNotSupported";
+    case Status::kCommError: return "kCommError";
   }
   return "kUnknownStatus";
 }
@@ -42,6 +44,11 @@ Status fail(Status s, const char* fmt, ...) {
 Status fail_msg(Status s, std::string msg) {
   t_last_error = std::move(msg);
   return s;
+}
+
+Status async_status(Status s) {
+  const bool known = std::strcmp(status_name(s), "kUnknownStatus") != 0;
+  return (!known || s == Status::kSuccess || s == Status::kNotReady) ? Status::kKernelError : s;
 }
 
 }  // namespace detail

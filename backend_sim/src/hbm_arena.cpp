@@ -24,7 +24,8 @@ namespace {
 // ranges cannot make an allocation fail while capacity is left; capacity itself is enforced by the caller.
 constexpr std::size_t kArenaSlack = 2;
 
-// One device's arena. `base`, `size` and `fd` are fixed once created; `mu` guards the free lists.
+// One device's arena. `base`, `size` and `fd` are fixed once created; `mu_` guards the free lists. It is a
+// leaf held for the list updates only (hole punching runs before it is taken); nothing waits under it.
 class Arena {
  public:
   bool create(int device, std::size_t capacity) {

@@ -1,5 +1,19 @@
 // Private interfaces shared by the runtime's translation units: configuration, error helpers, the
-// stream/event objects, the pointer registry query, the core pool and the process-wide counters.
+// devices' sticky errors, the stream/event objects, the pointer registry query, the core pool and the
+// process-wide counters.
+//
+// Note [Locks of the runtime]
+// Every mutex below says at its declaration what it guards. The rules common to all of them:
+//  - Nothing waits for a stream, an event, a worker or another thread while holding a runtime mutex,
+//    except a condition-variable wait on that same mutex (StreamImpl::done_cv/work_cv under
+//    StreamImpl::mu, the core pool's cv under Pool::mu, Job::cv under Job::mu), which releases it.
+//  - The only nesting is registry lock -> nothing (registries hand out shared_ptrs and release), and
+//    StreamImpl::mu / EventImpl::mu / DeviceErrors::mu are leaves: no other runtime lock is taken while
+//    one of them is held (thread creation in start_worker_locked is the one slow call under
+//    StreamImpl::mu; it waits for no stream).
+//  - A stream worker takes its own StreamImpl::mu (to sleep, to wake waiters), the EventImpl::mu of
+//    timing markers, DeviceErrors::mu (to record a failure), another stream's mu inside a wait op, and the
+//    core pool's locks. So an API call may block (wait for streams) only with none of these held.
 #pragma once
 
 #include <atomic>
@@ -22,8 +36,11 @@ namespace detail {
 // ---------------------------------------------------------------------------------------------------
 // Errors (error.cpp). fail() stores the formatted detail as this thread's last error and returns `s`.
 Status fail(Status s, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-// Stores an already formatted message (used when re-reporting a stream's recorded async error).
+// Stores an already formatted message (used when re-reporting a recorded async error).
 Status fail_msg(Status s, std::string msg);
+// The status a stream records for a failure that reported `s`: `s` if it is an error, kKernelError for
+// kSuccess / kNotReady / unknown values (an AsyncError must never make a failure look like success).
+Status async_status(Status s);
 
 #define NPU_SIM_CHECK(cond, status, ...)                    \
   do {                                                      \
@@ -119,16 +136,29 @@ bool arena_free(int device, void* p, std::size_t len);
 // from starting; the first exception's what() is returned in *error (and false is returned).
 // `fn` is referenced, not copied (it outlives the call); a single block runs on the caller alone.
 using BlockFn = FunctionRef<void(const BlockContext&)>;
-bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error);
+// *status (optional) receives the failure's status: AsyncError::status, else kKernelError.
+bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error, Status* status = nullptr);
 // Copies (or sets) large ranges in parallel chunks over the pool; small ones on the calling thread.
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes);
 void parallel_memset(void* dst, int value, std::size_t bytes);
 
 // ---------------------------------------------------------------------------------------------------
+// Sticky device errors (device.cpp). A stream worker records each failed op here; per device, the first
+// failure of each stream is kept in record order, and the oldest one is the device's sticky error that
+// every synchronizing call reports until device_restart clears what its wait covered.
+//
+// Records an op's failure: stream `s`, its op `seq`. Called by s's worker before the op counts as
+// complete (so a waiter that sees the op complete sees the error). Takes only DeviceErrors::mu.
+void record_async_error(StreamImpl& s, std::uint64_t seq, Status status, std::string message);
+// kSuccess if `device` has no sticky error, else the error (message + the sticky note in the thread's
+// last error). Never waits; one atomic load when the device is healthy.
+Status device_error(int device);
+
+// ---------------------------------------------------------------------------------------------------
 // Streams (stream.cpp).
 //
-// An op returns "" on success or an error message, which the worker records as the stream's pending
-// error (first error wins) and which is reported as kKernelError by the next sync point.
+// An op returns "" on success or an error message, which the worker records (record_async_error) as
+// kKernelError; an op may also throw (AsyncError carries its own status).
 using OpFn = std::function<std::string()>;
 
 // One queued op: a kernel launch (kernel_name set: body run over block_dim blocks) or a host op (fn).
@@ -151,10 +181,15 @@ namespace detail {
 // A stream's ops since its last real work: only event records and waits for other streams. When every
 // wait among them is for one stream B, a wait of B on an event recorded there needs nothing B's own order
 // does not already give (see stream_wait_event), so it is skipped: the collective after a Work.wait() then
-// starts without a hand-off between the two streams' workers.
+// starts without a hand-off between the two streams' workers. For the same reason an event recorded there
+// is complete once B has reached the highest seq waited for (event_complete in event.cpp), even if the
+// recording stream's worker has not passed the marker yet.
 struct WaitTrail {
   std::uint64_t work_seq = 0;             // seq of the last real op (anything but records and waits)
-  const StreamImpl* waits_on = nullptr;   // the stream the waits since then are for (null: none)
+  bool waits = false;                     // some wait since then
+  std::weak_ptr<StreamImpl> waits_on;     // the stream they are all for (if !mixed); expired: it is gone,
+                                          // which means it ran everything (stream_destroy drains first)
+  std::uint64_t max_waited_seq = 0;       // the highest seq of waits_on waited for since then
   bool mixed = false;                     // waits for more than one stream since then
 };
 }  // namespace detail
@@ -168,11 +203,17 @@ struct WaitTrail {
 // publishes each finished op in completed_seq. Entries before that one (seq < completed_seq) are
 // finished: producers reuse them or free them. So a launch takes one lock the worker never contends
 // (a contended std::mutex sleeps in the kernel: ~0.8 us per launch when the worker locked per op).
-struct StreamImpl {
+struct StreamImpl : std::enable_shared_from_this<StreamImpl> {
   int device = 0;
   bool is_default = false;
+  std::uint64_t id = 0;  // unique for the process (a freed stream's address may be reused; its id is not)
 
   // Producer side (one cache line apart from the worker's fields below, which change per op).
+  //
+  // `mu` guards the fields marked below. Held only briefly: to link an op, to read enqueued_seq, by the
+  // worker to sleep on work_cv or to wake done_cv's waiters. The only blocking under it is a
+  // condition-variable wait on work_cv/done_cv (which releases it); no other runtime lock is taken under
+  // it. Anything that waits for another stream or event runs outside it.
   std::mutex mu;
   std::condition_variable work_cv;  // the worker sleeps here for ops (or stop)
   std::condition_variable done_cv;  // waiters sleep here for completed_seq to advance
@@ -181,7 +222,6 @@ struct StreamImpl {
   std::uint64_t enqueued_seq = 0;  // guarded by mu: seq of the last op enqueued
   std::uint64_t known_done = 0;    // guarded by mu: completed_seq as last read by a producer
   bool worker_sleeping = false;    // guarded by mu: the worker waits on work_cv (enqueue must notify)
-  std::string pending_error;       // guarded by mu: first unreported async error ("" = none)
   bool destroyed = false;          // guarded by mu: no more enqueues accepted
   bool stop = false;               // guarded by mu: worker exits once the queue is empty
   std::thread worker;              // started lazily by the first enqueue (guarded by mu)
@@ -200,16 +240,21 @@ struct StreamImpl {
 };
 
 // Ownership: EventImpl objects are owned by shared_ptrs in the event registry (event.cpp) and by
-// marker ops in flight. `mu` protects the record state.
+// marker ops in flight (weakly: a marker of a destroyed event does nothing).
+//
+// `mu` guards the record state below. It is a leaf held for a few assignments: event_record takes it
+// to reserve a generation and again to publish the record, never while enqueuing the marker (the
+// stream's worker takes it in timing markers); nothing blocks under it.
 struct EventImpl {
   unsigned flags = 0;
   std::mutex mu;
-  std::shared_ptr<StreamImpl> stream;  // guarded by mu: stream of the last record (null = never recorded)
-  std::uint64_t seq = 0;               // guarded by mu: op seq of the marker of the last record
-  std::uint64_t generation = 0;        // guarded by mu: bumps on each record so stale markers are ignored
-  bool has_time = false;               // guarded by mu: marker of the current generation has run
-  std::chrono::steady_clock::time_point time;  // guarded by mu
+  std::uint64_t reserved_gen = 0;      // guarded by mu: the last generation handed to an event_record
+  std::uint64_t generation = 0;        // guarded by mu: generation of the published (latest) record
+  std::shared_ptr<StreamImpl> stream;  // guarded by mu: stream of that record (null = never recorded)
+  std::uint64_t seq = 0;               // guarded by mu: op seq of its marker
   detail::WaitTrail trail;             // guarded by mu: the recording stream's trail at the record
+  std::uint64_t time_gen = 0;          // guarded by mu: generation of the newest marker that ran (timing)
+  std::chrono::steady_clock::time_point time;  // guarded by mu: when that marker ran
 };
 
 namespace detail {
@@ -221,10 +266,12 @@ std::shared_ptr<StreamImpl> resolve_stream(const char* fn, Stream s, Status* sta
 std::shared_ptr<StreamImpl> create_stream_impl(int device, bool is_default);
 // Default stream of a device (created with its state on first use). Device must be valid.
 std::shared_ptr<StreamImpl> default_stream(int device);
-// What a host op is, for the wait trail: real work, an event record, or a wait for stream `waits_for`.
+// What a host op is, for the wait trail: real work, an event record, or a wait for stream `waits_for`
+// to reach `waited_seq`.
 struct OpRole {
   enum Kind { kWork, kRecord, kWait } kind = kWork;
-  const StreamImpl* waits_for = nullptr;
+  StreamImpl* waits_for = nullptr;
+  std::uint64_t waited_seq = 0;
 };
 // Appends an op; *seq (optional) receives its sequence number, *trail (optional) the stream's wait trail
 // as of this op. Fails if the stream was destroyed.
@@ -241,12 +288,9 @@ Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq);
 // Waits with s.mu held (by lk) until s completed `target`, lowering s.wake_at to it so that the worker
 // signals done_cv only when some waiter's target is reached. Every wait on done_cv goes through here.
 void wait_done(StreamImpl& s, std::unique_lock<std::mutex>& lk, std::uint64_t target);
-// Takes (and clears) the stream's pending async error; kSuccess if none.
-Status take_pending_error(StreamImpl& s);
-// Reports the stream's pending async error without clearing it (event waits: the error stays for the
-// stream's owner, who sees it at the next stream or device synchronize).
-Status peek_pending_error(StreamImpl& s);
-// Waits for everything enqueued so far, then reports and clears the pending error.
+// Waits for everything enqueued on `s` so far; reports no async error. Call with no runtime lock held.
+Status wait_stream_idle(const char* fn, StreamImpl& s);
+// wait_stream_idle, then the sticky error of s's device (not cleared).
 Status sync_stream(const char* fn, StreamImpl& s);
 // In ASCEND_LAUNCH_BLOCKING mode: synchronizes the stream after an enqueue; otherwise kSuccess.
 Status maybe_block(const char* fn, StreamImpl& s);
@@ -254,8 +298,9 @@ Status maybe_block(const char* fn, StreamImpl& s);
 std::vector<std::shared_ptr<StreamImpl>> live_streams(int device);
 // True if the calling thread is the worker of `s`.
 bool on_worker_of(const StreamImpl& s);
-// Waits until every live stream of `device` (-1 = all) is idle, without consuming errors; skips the
-// stream whose worker is the caller. Used by free_device/free_host (as cudaFree synchronizes).
+// Waits until every live stream of `device` (-1 = all) is idle, without reporting errors; skips the
+// stream whose worker is the caller. Used by free_device/free_host (as cudaFree synchronizes). Holds
+// no lock but each stream's own mu during its done_cv wait; call it with no runtime lock held.
 void wait_streams_idle(int device);
 
 }  // namespace detail

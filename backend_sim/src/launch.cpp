@@ -37,6 +37,8 @@ Status launch_host_func(Stream stream, std::function<void()> fn) {
   NPU_SIM_RETURN_IF_ERROR(detail::enqueue("launch_host_func", *s, [fn = std::move(fn)]() -> std::string {
     try {
       fn();
+    } catch (const AsyncError&) {
+      throw;  // the worker records its status and message as they are
     } catch (const std::exception& e) {
       return std::string("host function failed: ") + e.what();
     } catch (...) {

@@ -1,5 +1,6 @@
 // memcpy / memcpy_async / memset / memset_async: argument and direction checks from the pointer
-// registry, staging of pageable sources, waiting for pageable destinations, byte counters.
+// registry, staging of pageable sources, waiting for pageable destinations, the sticky-error checks of
+// the calls that wait, byte counters.
 #include <cstring>
 
 #include "internal.h"
@@ -111,6 +112,8 @@ Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind ki
   // Large pageable sources are not staged: like CUDA's driver, the call then synchronizes with the
   // stream (staging hundreds of MiB into fresh pages costs more than the copy itself).
   if (dst_pageable || (src_pageable && bytes > kMaxStagedBytes)) {
+    // A failed device's bytes are not handed to the host as if they were good.
+    if (dst_pageable) NPU_SIM_RETURN_IF_ERROR(detail::device_error(s->device));
     // The call returns once the copy is done, so the source stays valid: no staging needed.
     NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, detail::copy_op(dst, src, bytes, plan.kind)));
     return detail::sync_stream(fn, *s);
@@ -137,10 +140,6 @@ Status memcpy(void* dst, const void* src, std::size_t bytes, MemcpyKind kind) {
   detail::CopyPlan plan;
   NPU_SIM_RETURN_IF_ERROR(detail::plan_copy(fn, dst, src, bytes, kind, &plan));
   std::shared_ptr<StreamImpl> s;
-  if (plan.kind == MemcpyKind::kDeviceToDevice && plan.src.device != plan.dst.device) {
-    // Peer copy: the source device's queued work must have produced the bytes first.
-    NPU_SIM_RETURN_IF_ERROR(detail::sync_stream(fn, *detail::default_stream(plan.src.device)));
-  }
   if (plan.dst.type == MemoryType::kDevice) {
     s = detail::default_stream(plan.dst.device);
   } else if (plan.src.type == MemoryType::kDevice) {
@@ -148,8 +147,17 @@ Status memcpy(void* dst, const void* src, std::size_t bytes, MemcpyKind kind) {
   } else {
     NPU_SIM_RETURN_IF_ERROR(detail::sync_stream_for(fn, plan.dst, &s));
   }
+  // The devices involved: the copying stream's, and the source's of a peer copy.
+  const int peer = plan.kind == MemcpyKind::kDeviceToDevice && plan.src.device != plan.dst.device
+                       ? plan.src.device : -1;
+  // A device already failed: copy nothing (its bytes are not good, and nothing is written to a failed one).
+  if (peer >= 0) NPU_SIM_RETURN_IF_ERROR(detail::device_error(peer));
+  NPU_SIM_RETURN_IF_ERROR(detail::device_error(s->device));
+  // Peer copy: the source device's queued work must have produced the bytes first.
+  if (peer >= 0) NPU_SIM_RETURN_IF_ERROR(detail::sync_stream(fn, *detail::default_stream(peer)));
   NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, detail::copy_op(dst, src, bytes, plan.kind)));
-  return detail::sync_stream(fn, *s);
+  NPU_SIM_RETURN_IF_ERROR(detail::sync_stream(fn, *s));
+  return peer >= 0 ? detail::device_error(peer) : Status::kSuccess;
 }
 
 namespace {
@@ -187,6 +195,7 @@ Status memset(void* dst, int value, std::size_t bytes) {
   NPU_SIM_RETURN_IF_ERROR(plan_memset(fn, dst, bytes, &info));
   std::shared_ptr<StreamImpl> s;
   NPU_SIM_RETURN_IF_ERROR(detail::sync_stream_for(fn, info, &s));
+  NPU_SIM_RETURN_IF_ERROR(detail::device_error(s->device));  // a failed device: write nothing
   NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, memset_op(dst, value, bytes)));
   return detail::sync_stream(fn, *s);
 }

@@ -28,10 +28,12 @@ struct Allocation {
 };
 
 // Process-lifetime memory state (never destroyed).
-//  - `mu` protects `allocs` (shared for lookups, exclusive for insert/erase).
+//  - `mu` protects `allocs` (shared for lookups, exclusive for insert/erase). A leaf held for one map
+//    operation: host allocation, unmapping and free_device's wait for the streams all run outside it
+//    (stream workers look pointers up under it, e.g. through memcpy_async's checks).
 //  - `used[d]` is atomic: reserved with a CAS loop before the host allocation, so the capacity check
 //    needs no lock.
-//  - `fault_mu` protects the injected-failure counts.
+//  - `fault_mu` protects the injected-failure counts (a leaf; nothing else happens under it).
 struct MemoryState {
   std::shared_mutex mu;
   std::map<std::uintptr_t, Allocation> allocs;  // keyed by base address

@@ -1,5 +1,7 @@
 // Streams: in-order op queues each run by its own lazily started worker thread, the stream registry
-// (handle validation), per-stream pending async errors and the stream_* entry points.
+// (handle validation), the wait trail, recording failed ops (device.cpp keeps them) and the stream_* entry
+// points.
+#include <algorithm>
 #include <shared_mutex>
 #include <system_error>
 #include <thread>
@@ -12,7 +14,9 @@ namespace detail {
 namespace {
 
 // The registry owns one shared_ptr per live stream; `mu` (shared for lookups, exclusive for
-// create/destroy) protects the map only, never a stream's own state.
+// create/destroy) protects the map only, never a stream's own state. Held only to look up, copy
+// shared_ptrs, insert or erase: no other lock is taken and nothing waits under it (stream_destroy drains
+// the worker after releasing it).
 struct StreamRegistry {
   std::shared_mutex mu;
   std::unordered_map<const StreamImpl*, std::shared_ptr<StreamImpl>> streams;
@@ -86,11 +90,12 @@ StreamOp* wait_for_work(StreamImpl* s, const StreamOp* cur) {
   }
 }
 
-// Runs one queued op on the worker; "" or the error message to record.
-std::string run_op(const StreamOp& op) {
+// Runs one queued op on the worker; "" or the error message to record with *status.
+std::string run_op(const StreamOp& op, Status* status) {
+  *status = Status::kKernelError;
   if (op.kernel_name == nullptr) return op.fn();
   std::string what;
-  if (run_blocks(op.block_dim, op.body, &what)) return std::string();
+  if (run_blocks(op.block_dim, op.body, &what, status)) return std::string();
   counters().kernels_failed.fetch_add(1, std::memory_order_relaxed);
   return std::string("kernel '") + op.kernel_name + "' failed: " + what;
 }
@@ -102,20 +107,25 @@ void worker_loop(StreamImpl* s, StreamOp* cur) {
     StreamOp* op = cur->next.load(std::memory_order_acquire);
     if (op == nullptr && (op = wait_for_work(s, cur)) == nullptr) return;
     std::string err;
+    Status status = Status::kKernelError;
     try {
-      err = run_op(*op);
+      err = run_op(*op, &status);
+    } catch (const AsyncError& e) {  // a host function's own status and message (launch_host_func)
+      status = async_status(e.status);
+      err = e.what();
+      if (err.empty()) err = "stream op failed: " + std::string(status_name(status));
     } catch (const std::exception& e) {
+      status = Status::kKernelError;
       err = std::string("stream op failed: ") + e.what();
     } catch (...) {
+      status = Status::kKernelError;
       err = "stream op failed: unknown exception";
     }
     // release captured resources before the op counts as complete
     op->body.reset();
     op->fn = nullptr;
-    if (!err.empty()) {
-      std::lock_guard<std::mutex> lk(s->mu);
-      if (s->pending_error.empty()) s->pending_error = std::move(err);
-    }
+    // Before completed_seq: whoever sees this op complete sees its error (no stream lock held here).
+    if (!err.empty()) record_async_error(*s, op->seq, status, std::move(err));
     cur = op;
     // seq_cst pairs with wait_done's store of wake_at: either the waiter sees this seq or this sees its
     // target. Only a reached target wakes anyone (a host synchronize waiting for the 200th queued
@@ -134,9 +144,11 @@ void worker_loop(StreamImpl* s, StreamOp* cur) {
 }  // namespace
 
 std::shared_ptr<StreamImpl> create_stream_impl(int device, bool is_default) {
+  static std::atomic<std::uint64_t> next_id{0};
   auto s = std::make_shared<StreamImpl>();
   s->device = device;
   s->is_default = is_default;
+  s->id = next_id.fetch_add(1, std::memory_order_relaxed) + 1;
   StreamRegistry& r = registry();
   std::unique_lock<std::shared_mutex> lk(r.mu);
   r.streams.emplace(s.get(), s);
@@ -205,11 +217,22 @@ Status start_worker_locked(const char* fn, StreamImpl& s) {
 // Updates s.trail (caller holds s.mu) for op `q` in `role`.
 void note_role(StreamImpl& s, std::uint64_t q, const OpRole& role) {
   WaitTrail& t = s.trail;
-  if (role.kind == OpRole::kWork) {
-    t = WaitTrail{q, nullptr, false};
-  } else if (role.kind == OpRole::kWait) {
-    if (t.waits_on == nullptr) t.waits_on = role.waits_for;
-    else if (t.waits_on != role.waits_for) t.mixed = true;
+  if (role.kind == OpRole::kWork) {  // every launch: no weak_ptr traffic unless there were waits
+    if (t.waits) t = WaitTrail{};
+    t.work_seq = q;
+  } else if (role.kind == OpRole::kWait && !t.mixed) {
+    // The same stream again (weak_ptrs compare by owner: no address reuse while we hold one), or the first
+    // wait, or the previous target is gone (it ran everything, so its waits are satisfied): still one.
+    std::shared_ptr<StreamImpl> prev = t.waits ? t.waits_on.lock() : nullptr;
+    if (prev.get() == role.waits_for && prev != nullptr) {
+      t.max_waited_seq = std::max(t.max_waited_seq, role.waited_seq);
+    } else if (prev == nullptr) {
+      t.waits = true;
+      t.waits_on = role.waits_for->weak_from_this();
+      t.max_waited_seq = role.waited_seq;
+    } else {
+      t.mixed = true;
+    }
   }
 }
 
@@ -262,34 +285,18 @@ Status wait_for_seq(const char* fn, StreamImpl& s, std::uint64_t seq) {
   return Status::kSuccess;
 }
 
-Status take_pending_error(StreamImpl& s) {
-  std::string err;
-  {
-    std::lock_guard<std::mutex> lk(s.mu);
-    err.swap(s.pending_error);
-  }
-  if (err.empty()) return Status::kSuccess;
-  return fail_msg(Status::kKernelError, std::move(err));
-}
-
-Status peek_pending_error(StreamImpl& s) {
-  std::string err;
-  {
-    std::lock_guard<std::mutex> lk(s.mu);
-    err = s.pending_error;
-  }
-  if (err.empty()) return Status::kSuccess;
-  return fail_msg(Status::kKernelError, std::move(err));
-}
-
-Status sync_stream(const char* fn, StreamImpl& s) {
+Status wait_stream_idle(const char* fn, StreamImpl& s) {
   std::uint64_t target = 0;
   {
     std::lock_guard<std::mutex> lk(s.mu);
     target = s.enqueued_seq;
   }
-  NPU_SIM_RETURN_IF_ERROR(wait_for_seq(fn, s, target));
-  return take_pending_error(s);
+  return wait_for_seq(fn, s, target);
+}
+
+Status sync_stream(const char* fn, StreamImpl& s) {
+  NPU_SIM_RETURN_IF_ERROR(wait_stream_idle(fn, s));
+  return device_error(s.device);
 }
 
 Status maybe_block(const char* fn, StreamImpl& s) {
@@ -393,11 +400,14 @@ Status stream_query(Stream stream) {
   Status st;
   auto s = detail::resolve_stream("stream_query", stream, &st);
   if (!s) return st;
-  std::lock_guard<std::mutex> lk(s->mu);
-  const std::uint64_t done = s->completed_seq.load(std::memory_order_acquire);
-  NPU_SIM_CHECK(done == s->enqueued_seq, Status::kNotReady, "stream_query: stream %p still has %llu pending op(s)",
-                static_cast<void*>(s.get()), static_cast<unsigned long long>(s->enqueued_seq - done));
-  return Status::kSuccess;
+  {
+    std::lock_guard<std::mutex> lk(s->mu);
+    const std::uint64_t done = s->completed_seq.load(std::memory_order_acquire);
+    NPU_SIM_CHECK(done == s->enqueued_seq, Status::kNotReady,
+                  "stream_query: stream %p still has %llu pending op(s)", static_cast<void*>(s.get()),
+                  static_cast<unsigned long long>(s->enqueued_seq - done));
+  }
+  return detail::device_error(s->device);
 }
 
 }  // namespace npu_sim

@@ -10,9 +10,13 @@
 namespace npu_alloc {
 
 struct CachingAllocator::Impl {
-  std::vector<std::unique_ptr<DeviceCachingAllocator>> devices;
-  std::mutex map_mutex;                             // guards `blocks` only; never held with a device mutex
-  std::unordered_map<void*, Block*> blocks;         // allocated pointer -> its block
+  std::vector<std::unique_ptr<DeviceCachingAllocator>> devices;  // fixed after construction: read unlocked
+  // Lock rules for map_mutex: it guards `blocks` only. It is held just for one lookup, insert or erase:
+  // never while calling a device allocator (whose malloc/empty_cache may wait, and whose mutex is never
+  // taken inside this one or the reverse) nor the runtime, so it can never wait on a stream, and stream
+  // workers (which free through this map) only ever wait on it for a map operation.
+  std::mutex map_mutex;
+  std::unordered_map<void*, Block*> blocks;  // allocated pointer -> its block (guarded by map_mutex)
 };
 
 namespace {
@@ -117,7 +121,8 @@ void CachingAllocator::record_stream(void* ptr, npu_sim::Stream stream) {
     throw AllocatorError("record_stream: pointer " + hex_ptr(ptr) +
                          " was not allocated by the NPU caching allocator");
   }
-  // block->device is immutable after creation; the block itself stays alive while allocated.
+  // Used after map_mutex is dropped: the block stays allocated (and its device fixed) until its owner
+  // frees it, and a record_stream racing the free of the same pointer is the caller's bug, as on CUDA.
   const int device = block->device;
   device_allocator(device).record_stream(block, resolve_stream(device, stream));
 }

@@ -82,8 +82,11 @@ struct AllocatorError : std::runtime_error {
 
 class DeviceCachingAllocator;
 
-// Process-wide allocator over all visible devices. Thread-safe: per-device recursive mutex, plus a
-// mutex for the pointer->block map. Never calls into Python.
+// Process-wide allocator over all visible devices. Never calls into Python. Thread-safe, and safe to call
+// from stream workers (an op's captures are freed there): one mutex per device guards its pools and stats
+// and is never held while waiting on a stream or an event; one mutex guards the pointer -> block map and
+// is never held while calling into a device allocator or the runtime (Note [Lock rules] in
+// device_caching_allocator.cpp). Which calls may block is said at each one below.
 class CachingAllocator {
  public:
   explicit CachingAllocator(AllocConfig config);
@@ -91,10 +94,13 @@ class CachingAllocator {
 
   // Memory for `bytes` on `device`, owned by `stream` (reused only by later work on that stream unless
   // record_stream is used). bytes == 0 returns nullptr. Throws OutOfMemoryError / AllocatorError.
+  // May block when memory runs short (the OOM retry waits for events and streams, no lock held).
   void* allocate(int device, std::size_t bytes, npu_sim::Stream stream);
-  // Returns the block to its pool (or defers until recorded streams pass an event).
+  // Returns the block to its pool (or defers until recorded streams pass an event). Never waits on a
+  // stream (with caching disabled it waits for the device's streams, no lock held).
   void free(void* ptr);
-  // The block containing ptr will not be reused until all work now queued on `stream` completes.
+  // The block containing ptr will not be reused until all work now queued on `stream` completes. Never
+  // waits. Must not race with the free of the same pointer (as on CUDA).
   void record_stream(void* ptr, npu_sim::Stream stream);
 
   // The same three without the pointer -> block map (the fast path the torch adapter uses): allocate
@@ -104,7 +110,8 @@ class CachingAllocator {
   void free_ctx(void* ctx);
   void record_stream_ctx(void* ctx, npu_sim::Stream stream);
 
-  // Releases every cached, unused segment back to the device (after waiting for pending events).
+  // Releases every cached, unused segment back to the device (after waiting for pending events). Blocks:
+  // each release waits for the device's streams, with no allocator lock held.
   void empty_cache();
   DeviceStats get_stats(int device);
   void reset_accumulated_stats(int device);

@@ -1,4 +1,5 @@
 // Owns the per-device bookkeeping: record_stream events, empty_cache, stats, snapshot, fraction, OOM text.
+// Which functions may hold, release or must not hold mutex_: Note [Lock rules] in device_caching_allocator.cpp.
 #include <algorithm>
 #include <map>
 
@@ -55,12 +56,25 @@ void DeviceCachingAllocator::process_events() {
   }
 }
 
-void DeviceCachingAllocator::synchronize_and_free_events() {
+void DeviceCachingAllocator::synchronize_and_free_events(Lock& lock) {
   stats_.num_sync_all_streams++;
+  if (pending_events_.empty()) return;
+  // Taken out of pending_events_ before the unlock: only this thread waits on and accounts them. Their
+  // blocks keep event_count > 0, so meanwhile they are in no pool and no neighbour merges them.
   std::vector<std::pair<npu_sim::Event, Block*>> pending;
   pending.swap(pending_events_);
+  lock.unlock();
+  // Each wait is for a stream whose worker may need mutex_ to free what its op held (Note [Lock rules]).
+  // event_synchronize does not consume a kernel error: that stays for the stream's user.
+  for (const auto& entry : pending) npu_sim::event_synchronize(entry.first);
+  lock.lock();
   for (auto& [ev, block] : pending) {
-    npu_sim::event_synchronize(ev);  // does not consume a kernel error: that stays for the stream's user
+    // Still not reached: it could not be waited for (an event on the calling worker's own stream, behind
+    // the op running now). The block stays deferred, as process_events would keep it.
+    if (npu_sim::event_query(ev) == npu_sim::Status::kNotReady) {
+      pending_events_.emplace_back(ev, block);
+      continue;
+    }
     put_event(ev);
     if (--block->event_count == 0) free_block(block);
   }
@@ -68,16 +82,16 @@ void DeviceCachingAllocator::synchronize_and_free_events() {
 
 void DeviceCachingAllocator::empty_cache() {
   Lock lock(mutex_);
-  release_cached_blocks();
+  release_cached_blocks(lock);
 }
 
 DeviceStats DeviceCachingAllocator::get_stats() {
-  Lock lock(mutex_);
+  Guard lock(mutex_);
   return stats_;
 }
 
 void DeviceCachingAllocator::reset_accumulated_stats() {
-  Lock lock(mutex_);
+  Guard lock(mutex_);
   for (StatArray* arr : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
                          &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
                          &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
@@ -92,7 +106,7 @@ void DeviceCachingAllocator::reset_accumulated_stats() {
 }
 
 void DeviceCachingAllocator::reset_peak_stats() {
-  Lock lock(mutex_);
+  Guard lock(mutex_);
   for (StatArray* arr : {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
                          &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
                          &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
@@ -102,7 +116,7 @@ void DeviceCachingAllocator::reset_peak_stats() {
 }
 
 void DeviceCachingAllocator::snapshot(std::vector<SegmentInfo>* out) {
-  Lock lock(mutex_);
+  Guard lock(mutex_);
   std::map<uintptr_t, Block*> heads;  // by address
   auto add_head = [&](Block* b) {
     while (b->prev != nullptr) b = b->prev;
@@ -157,14 +171,14 @@ void DeviceCachingAllocator::set_memory_fraction(double fraction) {
     throw AllocatorError("set_memory_fraction: fraction must be in (0, 1], got " + std::to_string(fraction) +
                          " for NPU " + std::to_string(device_));
   }
-  Lock lock(mutex_);
+  Guard lock(mutex_);
   total_capacity();  // validate the device now rather than at the next allocation
   fraction_ = fraction;
   set_fraction_ = true;
 }
 
 double DeviceCachingAllocator::get_memory_fraction() {
-  Lock lock(mutex_);
+  Guard lock(mutex_);
   return fraction_;
 }
 

@@ -1,4 +1,85 @@
 // Owns the per-device allocation and free paths: rounding, pool lookup, split/merge, retry, uncached mode.
+//
+// The design is CUDA's caching allocator (c10/cuda/CUDACachingAllocator.cpp), as torch_npu mirrors it;
+// csrc/core/npu_allocator.cpp adapts it to torch. One DeviceCachingAllocator per device:
+//
+// - Segments. Device memory is taken from npu_sim::malloc_device in segments and given back only by
+//   empty_cache, the OOM retry, garbage collection and the destructor, and only as whole free segments.
+//   A segment is cut into blocks (a doubly linked list in address order).
+// - Stream ownership. A block belongs to the stream it was allocated for (a segment's blocks share its
+//   stream). A freed block is reused only by later requests on that stream: stream order then makes the
+//   old work finish before new work touches the memory, with no host synchronisation.
+// - record_stream(block, s) says the block is also used on s. On free, an event is recorded on each such
+//   s and the block stays out of its pool (Block::event_count > 0, still "active") until all its events
+//   have passed: process_events() polls them at each malloc, synchronize_and_free_events() waits for them.
+//   A stream that no longer exists has nothing pending, so it records no event.
+// - Rounding. Requests round up to 512 B (kMinBlockSize); with roundup_power2_divisions:N, sizes above
+//   512*N round up to one of N equal steps between the surrounding powers of two.
+// - Pools and segment sizes. Requests of <= 1 MiB (kSmallSize) use the small pool, whose segments are
+//   2 MiB (kSmallBuffer). Larger ones use the large pool: 20 MiB segments (kLargeBuffer) below 10 MiB
+//   (kMinLargeAlloc), from there one segment per request rounded up to 2 MiB (kRoundLarge).
+// - Split and merge. A request takes the best fit (smallest free block >= size on its stream; BlockLess
+//   orders by stream, size, address) and splits off the rest when it is worth keeping: >= 512 B in the
+//   small pool, > 1 MiB in the large pool. Blocks of max_split_size or more are never split and serve
+//   only requests that waste less than max_non_split_rounding of them. A freed block merges with free
+//   neighbours; when the whole segment is one free block, it can be released.
+// - Out of memory: malloc tries, in this order,
+//     1. free-able events: process_events() returns the blocks whose events have passed (polls, never
+//        waits); then the best fit on the stream;
+//        (with garbage_collection_threshold: release the least recently used whole cached segments while
+//        reserved memory is above threshold * allowed, then the best fit again;)
+//     2. a new segment (malloc_device; also refused past set_memory_fraction);
+//     3. cached blocks of the right size: release the smallest whole cached segment of the request's pool
+//        (any stream) that is at least the segment size (release_available_cached_blocks), then 2;
+//     4. all cached blocks: wait for all pending events, release every whole cached segment, large pool
+//        first (release_cached_blocks), count num_alloc_retries, then 2;
+//     5. error: OutOfMemoryError with CUDA's text (throw_oom), counted in num_ooms.
+//   Releasing one fitting segment before flushing keeps the rest of the cache; waiting for the events
+//   before the flush lets deferred blocks merge back into whole, releasable segments, so the flush leaves
+//   no stranded fragments. After each step that released mutex_, the best fit is looked up again: another
+//   thread may have freed one meanwhile.
+//
+// Note [Lock rules]
+// ~~~~~~~~~~~~~~~~~
+// mutex_ (per device, not recursive) guards all mutable state of the device allocator: both pools and the
+// Blocks in them, the active list, pending_events_, event_pool_, spare_blocks_, stats_, use_clock_, the
+// memory fraction and the cached capacity. CachingAllocator's pointer-map mutex (caching_allocator.cpp)
+// is separate and never held together with mutex_.
+//
+// Stream workers call free(). An op's captures (a collective's host function holding a contiguous
+// temporary, a tensor kept alive for an async copy) are released on the stream's worker thread *before*
+// the op counts as complete, and dropping the last reference to a block frees it here. So a thread
+// holding mutex_ must never wait for a stream of the device to make progress: the worker may itself be
+// waiting for mutex_, and neither would ever continue (e.g. dist.all_reduce on a non-contiguous tensor
+// followed by torch.npu.empty_cache()). Hence:
+//   - Calls that may wait, made only with mutex_ released: npu_sim::free_device (waits for every stream
+//     of the device to go idle, like cudaFree), event_synchronize, and any stream/device synchronize or
+//     stream_destroy (the allocator makes none of the last ones).
+//   - Calls that never wait, fine under mutex_: malloc_device, event_create/record/query/destroy,
+//     mem_get_info, get_default_stream.
+//   - free() and record_stream() never wait (with caching disabled free() waits for the device's streams,
+//     with mutex_ released), so they are safe on a stream worker. malloc() and empty_cache() may wait,
+//     with mutex_ released. Called from a host function they wait for the device's other streams, never
+//     for the worker's own (free_device and event_synchronize skip it; an event that cannot be waited for
+//     stays pending); two host functions waiting for each other's streams is the caller's deadlock.
+//   - Functions that wait take the caller's hold as `Lock& lock`, drop it around the wait and return with
+//     it held; the header marks every function as "with mutex_ held" (never releases it), "with mutex_
+//     held through `lock`" (may release it) or "without mutex_".
+// Before it drops the lock, such a function puts what it will wait on out of every other thread's reach,
+// so nothing is handed out twice and concurrent malloc/free/record_stream stay safe in the window:
+//   - A segment to release is erased from its pool first (release_segment): it is in no list, has no
+//     neighbours, and no other thread can find it. Its stats (segment, reserved_bytes, num_device_free,
+//     oversize_segments) change only after free_device has returned: until then the device still holds
+//     the memory (mem_get_info agrees). A snapshot taken meanwhile does not list it.
+//   - Events to wait for are swapped out of pending_events_ (synchronize_and_free_events): their blocks
+//     keep event_count > 0, so they are in no pool and no neighbour merges them (is_free() is false)
+//     until the events are accounted under the lock again.
+//   - A Block* remembered across a window may meanwhile have been split, merged into a neighbour and
+//     recycled, or reused: the release loops re-check each one (is_cached_segment) under the lock. Block
+//     objects are never deleted before the allocator, so the check itself is always safe.
+// One release is in flight per releasing thread at a time; the other cached segments stay usable. A
+// malloc that finds no memory while another thread is still giving a segment back does not wait for it
+// (it might be a worker of a stream that the other thread is waiting for): it raises OutOfMemoryError.
 #include "allocator/device_caching_allocator.h"
 
 #include <algorithm>
@@ -31,7 +112,7 @@ DeviceCachingAllocator::~DeviceCachingAllocator() {
   // (their owners may free them through a dead allocator otherwise).
   try {
     Lock lock(mutex_);
-    release_cached_blocks();
+    release_cached_blocks(lock);
     for (npu_sim::Event ev : event_pool_) npu_sim::event_destroy(ev);
     event_pool_.clear();
     for (Block* b : spare_blocks_) delete b;
@@ -69,26 +150,32 @@ Block* DeviceCachingAllocator::malloc(std::size_t bytes, npu_sim::Stream stream)
   }
   if (!config_.caching_enabled) return malloc_uncached(bytes, stream);
 
+  // The retry order is the design note's (top of this file). Steps that release mutex_ are followed by a
+  // fresh best-fit lookup: a block may have been freed in the window.
   process_events();
   const std::size_t size = round(bytes);
   BlockPool& pool = pool_for(size);
   const std::size_t alloc_size = allocation_size(size);
 
   Block* block = get_free_block(pool, stream, size);
+  if (block == nullptr && config_.garbage_collection_threshold > 0.0) {
+    garbage_collect(lock);
+    block = get_free_block(pool, stream, size);
+  }
+  if (block == nullptr) block = alloc_block(pool, stream, alloc_size);
+  if (block == nullptr && release_available_cached_blocks(lock, pool, alloc_size)) {
+    block = get_free_block(pool, stream, size);
+    if (block == nullptr) block = alloc_block(pool, stream, alloc_size);
+  }
   if (block == nullptr) {
-    if (config_.garbage_collection_threshold > 0.0) garbage_collect();
-    block = alloc_block(pool, stream, alloc_size, false);
-    if (block == nullptr && release_available_cached_blocks(pool, alloc_size)) {
-      block = alloc_block(pool, stream, alloc_size, false);
-    }
-    if (block == nullptr) {
-      release_cached_blocks();
-      block = alloc_block(pool, stream, alloc_size, true);
-    }
-    if (block == nullptr) {
-      stats_.num_ooms++;
-      throw_oom(alloc_size);
-    }
+    stats_.num_alloc_retries++;
+    release_cached_blocks(lock);
+    block = get_free_block(pool, stream, size);
+    if (block == nullptr) block = alloc_block(pool, stream, alloc_size);
+  }
+  if (block == nullptr) {
+    stats_.num_ooms++;
+    throw_oom(alloc_size);
   }
   return finish_allocation(block, size, bytes);
 }
@@ -110,9 +197,7 @@ Block* DeviceCachingAllocator::get_free_block(BlockPool& pool, npu_sim::Stream s
   return b;
 }
 
-Block* DeviceCachingAllocator::alloc_block(BlockPool& pool, npu_sim::Stream stream, std::size_t alloc_size,
-                                           bool is_retry) {
-  if (is_retry) stats_.num_alloc_retries++;
+Block* DeviceCachingAllocator::alloc_block(BlockPool& pool, npu_sim::Stream stream, std::size_t alloc_size) {
   if (set_fraction_ &&
       static_cast<std::size_t>(stats_.reserved_bytes[kAggregate].current) + alloc_size > allowed_max()) {
     return nullptr;
@@ -137,36 +222,28 @@ Block* DeviceCachingAllocator::alloc_block(BlockPool& pool, npu_sim::Stream stre
   return b;
 }
 
-bool DeviceCachingAllocator::release_available_cached_blocks(BlockPool& pool, std::size_t alloc_size) {
-  // Smallest cached whole segment (any stream) that frees at least alloc_size.
-  Block* best = nullptr;
-  for (Block* b : pool.blocks) {
-    if (!b->is_split() && b->size >= alloc_size && (best == nullptr || b->size < best->size)) best = b;
-  }
-  if (best == nullptr) return false;
-  release_block(best);
-  return true;
+bool DeviceCachingAllocator::is_cached_segment(const Block* block) const {
+  if (block->pool == nullptr || block->allocated || block->event_count != 0 || block->is_split()) return false;
+  auto it = block->pool->blocks.find(const_cast<Block*>(block));
+  return it != block->pool->blocks.end() && *it == block;
 }
 
-void DeviceCachingAllocator::release_cached_blocks() {
-  synchronize_and_free_events();
-  release_pool(large_pool_);
-  release_pool(small_pool_);
-}
-
-void DeviceCachingAllocator::release_pool(BlockPool& pool) {
-  std::vector<Block*> whole;
-  for (Block* b : pool.blocks) {
-    if (!b->is_split()) whole.push_back(b);
-  }
-  for (Block* b : whole) release_block(b);
-}
-
-void DeviceCachingAllocator::release_block(Block* block) {
+// Gives one whole cached segment back to the device; false (nothing done) if `block` is no longer one.
+bool DeviceCachingAllocator::release_segment(Lock& lock, Block* block) {
+  if (!is_cached_segment(block)) return false;
+  // Out of the pool before the unlock: no other thread can hand it out or merge with it (a whole segment
+  // has no neighbours). Only this thread knows it until it is recycled below.
   block->pool->blocks.erase(block);
-  npu_sim::Status st = npu_sim::free_device(block->ptr);
+  void* const ptr = block->ptr;
+  lock.unlock();
+  // Waits for the device's streams to go idle, whose workers may need mutex_ to free what their ops held.
+  const npu_sim::Status st = npu_sim::free_device(ptr);
+  const std::string detail = st == npu_sim::Status::kSuccess ? std::string() : npu_sim::last_error_message();
+  lock.lock();
   if (st != npu_sim::Status::kSuccess) {
-    throw_runtime_error("NPU caching allocator: free_device failed with " + std::string(npu_sim::status_name(st)));
+    // The segment is lost to the cache (still counted as reserved): the runtime refused the pointer.
+    throw AllocatorError("NPU caching allocator: free_device failed with " + std::string(npu_sim::status_name(st)) +
+                         ": " + detail);
   }
   const bool small = block->pool->is_small;
   stats_.num_device_free++;
@@ -174,9 +251,37 @@ void DeviceCachingAllocator::release_block(Block* block) {
   update_stat_array(stats_.reserved_bytes, -static_cast<int64_t>(block->size), small);
   if (block->size >= config_.max_split_size) update_stat(stats_.oversize_segments, -1);
   recycle_block(block);
+  return true;
 }
 
-void DeviceCachingAllocator::garbage_collect() {
+bool DeviceCachingAllocator::release_available_cached_blocks(Lock& lock, BlockPool& pool, std::size_t alloc_size) {
+  // Smallest cached whole segment (any stream) that frees at least alloc_size.
+  Block* best = nullptr;
+  for (Block* b : pool.blocks) {
+    if (!b->is_split() && b->size >= alloc_size && (best == nullptr || b->size < best->size)) best = b;
+  }
+  if (best == nullptr) return false;
+  return release_segment(lock, best);
+}
+
+void DeviceCachingAllocator::release_cached_blocks(Lock& lock) {
+  // Events first: their blocks then merge back into whole segments that the pools' release can take.
+  synchronize_and_free_events(lock);
+  release_pool(lock, large_pool_);
+  release_pool(lock, small_pool_);
+}
+
+void DeviceCachingAllocator::release_pool(Lock& lock, BlockPool& pool) {
+  // The segments cached now, released one by one (each may have changed during an earlier one's wait);
+  // segments cached later are left to the next flush, so a busy allocator cannot keep this looping.
+  std::vector<Block*> whole;
+  for (Block* b : pool.blocks) {
+    if (!b->is_split()) whole.push_back(b);
+  }
+  for (Block* b : whole) release_segment(lock, b);
+}
+
+void DeviceCachingAllocator::garbage_collect(Lock& lock) {
   const double threshold = config_.garbage_collection_threshold * static_cast<double>(allowed_max());
   auto reserved = [&] { return static_cast<double>(stats_.reserved_bytes[kAggregate].current); };
   if (reserved() <= threshold) return;
@@ -190,7 +295,7 @@ void DeviceCachingAllocator::garbage_collect() {
             [](const Block* a, const Block* b) { return a->last_use < b->last_use; });
   for (Block* b : candidates) {
     if (reserved() <= threshold) break;
-    release_block(b);
+    release_segment(lock, b);
   }
 }
 
@@ -238,7 +343,7 @@ void DeviceCachingAllocator::free(Block* block) {
     free_uncached(block);
     return;
   }
-  Lock lock(mutex_);
+  Guard lock(mutex_);
   const bool small = block->pool->is_small;
   block->allocated = false;
   update_stat_array(stats_.allocation, -1, small);
@@ -288,7 +393,7 @@ void DeviceCachingAllocator::merge_into(Block* dst, Block* src) {
 
 void DeviceCachingAllocator::record_stream(Block* block, npu_sim::Stream stream) {
   if (!config_.caching_enabled) return;  // uncached frees synchronize the device anyway
-  Lock lock(mutex_);
+  Guard lock(mutex_);
   if (stream == block->stream) return;
   block->stream_uses.insert(stream);
 }
@@ -299,7 +404,7 @@ void DeviceCachingAllocator::record_stream(Block* block, npu_sim::Stream stream)
 Block* DeviceCachingAllocator::malloc_uncached(std::size_t bytes, npu_sim::Stream stream) {
   const std::size_t size = (bytes + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
   BlockPool& pool = pool_for(size);
-  Block* block = alloc_block(pool, stream, size, false);
+  Block* block = alloc_block(pool, stream, size);
   if (block == nullptr) {
     stats_.num_ooms++;
     throw_oom(size);
@@ -308,26 +413,27 @@ Block* DeviceCachingAllocator::malloc_uncached(std::size_t bytes, npu_sim::Strea
 }
 
 void DeviceCachingAllocator::free_uncached(Block* block) {
-  {
-    Lock lock(mutex_);
-    const bool small = block->pool->is_small;
-    block->allocated = false;
-    update_stat_array(stats_.allocation, -1, small);
-    update_stat_array(stats_.allocated_bytes, -static_cast<int64_t>(block->size), small);
-    update_stat_array(stats_.requested_bytes, -static_cast<int64_t>(block->requested_size), small);
-    update_stat_array(stats_.active, -1, small);
-    update_stat_array(stats_.active_bytes, -static_cast<int64_t>(block->size), small);
-    if (block->size >= config_.max_split_size) update_stat(stats_.oversize_allocations, -1);
-    unlink_active(block);
-  }
-  // Work queued on any stream may still use the memory: npu_sim::free_device waits for the device's
-  // streams to go idle (as cudaFree does) without consuming their errors, which stay for the user. The
-  // wait happens outside our mutex (a stream host function may allocate on this device).
-  npu_sim::Status st = npu_sim::free_device(block->ptr);
   Lock lock(mutex_);
   const bool small = block->pool->is_small;
+  block->allocated = false;
+  update_stat_array(stats_.allocation, -1, small);
+  update_stat_array(stats_.allocated_bytes, -static_cast<int64_t>(block->size), small);
+  update_stat_array(stats_.requested_bytes, -static_cast<int64_t>(block->requested_size), small);
+  update_stat_array(stats_.active, -1, small);
+  update_stat_array(stats_.active_bytes, -static_cast<int64_t>(block->size), small);
+  if (block->size >= config_.max_split_size) update_stat(stats_.oversize_allocations, -1);
+  unlink_active(block);  // now in no list: only this thread knows the block until it is recycled
+  void* const ptr = block->ptr;
+  lock.unlock();
+  // Work queued on any stream may still use the memory: npu_sim::free_device waits for the device's
+  // streams to go idle (as cudaFree does) without consuming their errors, which stay for the user. The
+  // wait happens outside mutex_ (Note [Lock rules]: a stream worker may be freeing a block right now).
+  const npu_sim::Status st = npu_sim::free_device(ptr);
+  const std::string detail = st == npu_sim::Status::kSuccess ? std::string() : npu_sim::last_error_message();
+  lock.lock();
   if (st != npu_sim::Status::kSuccess) {
-    throw_runtime_error("NPU caching allocator: free_device failed with " + std::string(npu_sim::status_name(st)));
+    throw AllocatorError("NPU caching allocator: free_device failed with " + std::string(npu_sim::status_name(st)) +
+                         ": " + detail);
   }
   stats_.num_device_free++;
   update_stat_array(stats_.segment, -1, small);

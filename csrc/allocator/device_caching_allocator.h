@@ -24,6 +24,9 @@ constexpr std::size_t kRoundLarge = 2u << 20;          // ... rounded up to this
 struct BlockPool;
 
 // A contiguous piece of one segment. Segments are doubly linked lists of blocks in address order.
+// Every field is read and written under the device allocator's mutex_, except by the thread that owns
+// the block outside all lists (an allocated block's caller reads device/ptr; a segment being released
+// is read by its releaser). Block objects are recycled, never deleted before the allocator.
 struct Block {
   int device = 0;
   npu_sim::Stream stream = nullptr;  // owning stream: only reused for work on this stream
@@ -55,7 +58,7 @@ struct BlockLess {
 };
 
 // Recycled tree nodes for a pool's std::set: the hot path (free -> insert, malloc -> erase) then never
-// touches the heap. Used only under the owning device allocator's mutex.
+// touches the heap. Used only under the owning device allocator's mutex_.
 struct NodeFreeList {
   std::vector<void*> free;
   std::size_t node_size = 0;
@@ -105,19 +108,31 @@ struct BlockPool {
   const bool is_small;
 };
 
+// The design and Note [Lock rules] are at the top of device_caching_allocator.cpp. In short: mutex_
+// guards all mutable state; stream workers call free(), so nothing may wait on a stream or an event
+// while holding mutex_. Each declaration says how it stands to mutex_.
 class DeviceCachingAllocator {
  public:
   DeviceCachingAllocator(int device, const AllocConfig& config);
-  ~DeviceCachingAllocator();
+  ~DeviceCachingAllocator();  // releases the cache like empty_cache(): call without mutex_
   DeviceCachingAllocator(const DeviceCachingAllocator&) = delete;
   DeviceCachingAllocator& operator=(const DeviceCachingAllocator&) = delete;
 
-  // `stream` must be resolved (non-null). Never returns nullptr (bytes > 0).
+  // --- Public calls: all must be called without mutex_ (they take it). ---
+
+  // `stream` must be resolved (non-null). Never returns nullptr (bytes > 0). May block: the OOM retry
+  // and garbage collection wait for events and for the device's streams, with mutex_ released.
   Block* malloc(std::size_t bytes, npu_sim::Stream stream);
+  // Never blocks on a stream or an event (stream workers call it). With caching disabled it waits for
+  // the device's streams, outside mutex_.
   void free(Block* block);
+  // Never blocks.
   void record_stream(Block* block, npu_sim::Stream stream);
 
+  // Blocks: waits for pending events, then for the device's streams per released segment, with mutex_
+  // released for each wait.
   void empty_cache();
+  // The rest never block.
   DeviceStats get_stats();
   void reset_accumulated_stats();
   void reset_peak_stats();
@@ -125,28 +140,25 @@ class DeviceCachingAllocator {
   void set_memory_fraction(double fraction);
   double get_memory_fraction();
 
-  // Size after the configured rounding (512 B, or power-of-two divisions).
+  // Size after the configured rounding (512 B, or power-of-two divisions). Needs no lock (config only).
   std::size_t round(std::size_t bytes) const;
 
  private:
-  using Lock = std::lock_guard<std::recursive_mutex>;
+  // Lock is the caller's hold on mutex_; functions taking `Lock& lock` may release and re-take it.
+  using Lock = std::unique_lock<std::mutex>;
+  using Guard = std::lock_guard<std::mutex>;
 
-  // All private methods expect mutex_ held.
+  // --- Must be called with mutex_ held; they never release it and never wait. ---
   BlockPool& pool_for(std::size_t size) { return size <= kSmallSize ? small_pool_ : large_pool_; }
-  static std::size_t allocation_size(std::size_t size);
+  static std::size_t allocation_size(std::size_t size);  // (pure: no lock needed)
   Block* get_free_block(BlockPool& pool, npu_sim::Stream stream, std::size_t size);
-  Block* alloc_block(BlockPool& pool, npu_sim::Stream stream, std::size_t alloc_size, bool is_retry);
-  bool release_available_cached_blocks(BlockPool& pool, std::size_t alloc_size);
-  void release_cached_blocks();
-  void release_pool(BlockPool& pool);
-  void release_block(Block* block);
-  void garbage_collect();
+  Block* alloc_block(BlockPool& pool, npu_sim::Stream stream, std::size_t alloc_size);  // malloc_device
+  bool is_cached_segment(const Block* block) const;
   Block* finish_allocation(Block* block, std::size_t size, std::size_t requested);
   void free_block(Block* block);
   void merge_into(Block* dst, Block* src);
-  void insert_events(Block* block);
-  void process_events();
-  void synchronize_and_free_events();
+  void insert_events(Block* block);  // event_record only
+  void process_events();             // event_query only
   npu_sim::Event get_event();
   void put_event(npu_sim::Event ev);
   std::size_t total_capacity();
@@ -157,11 +169,24 @@ class DeviceCachingAllocator {
   void link_active(Block* block);
   void unlink_active(Block* block);
   Block* malloc_uncached(std::size_t bytes, npu_sim::Stream stream);
+
+  // --- Must be called with mutex_ held through `lock`; they release it while they wait (free_device,
+  // event_synchronize) and return with it held again. State read before the call may be stale after. ---
+  bool release_segment(Lock& lock, Block* block);
+  bool release_available_cached_blocks(Lock& lock, BlockPool& pool, std::size_t alloc_size);
+  void release_cached_blocks(Lock& lock);
+  void release_pool(Lock& lock, BlockPool& pool);
+  void garbage_collect(Lock& lock);
+  void synchronize_and_free_events(Lock& lock);
+
+  // --- Must be called without mutex_ (it waits for the device's streams between two holds). ---
   void free_uncached(Block* block);
 
   const int device_;
   const AllocConfig config_;
-  std::recursive_mutex mutex_;
+  // Guards every member below and every Block reachable from them (see Note [Lock rules]). Not
+  // recursive: a function that releases it must own the only hold.
+  std::mutex mutex_;
   BlockPool small_pool_{true};
   BlockPool large_pool_{false};
   Block* active_list_ = nullptr;       // allocated, or freed and waiting for events (intrusive list)

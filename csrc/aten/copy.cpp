@@ -12,6 +12,7 @@
 #include "aten/npu_tensor.h"
 #include "core/npu_allocator.h"
 #include "core/npu_error.h"
+#include "core/npu_event.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/copy.h"
 
@@ -55,11 +56,8 @@ void copy_npu_to_npu(const at::Tensor& dst, const at::Tensor& src) {
   }
   const auto src_stream = current_stream(src_dev);
   const auto dst_stream = current_stream(dst_dev);
-  npu_sim::Event ready = nullptr;
-  NPU_CHECK(npu_sim::event_create(&ready));
-  NPU_CHECK(npu_sim::event_record(ready, native_stream(src_stream)));
-  NPU_CHECK(npu_sim::stream_wait_event(native_stream(dst_stream), ready));
-  NPU_CHECK(npu_sim::event_destroy(ready));
+  const NpuEvent ready = NpuEvent::recorded_on(native_stream(src_stream));
+  NPU_CHECK(npu_sim::stream_wait_event(native_stream(dst_stream), ready.get()));
   c10::DeviceGuard guard(dst.device());
   at::Tensor landing = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
   NPU_CHECK(npu_sim::memcpy_async(landing.data_ptr(), staged.const_data_ptr(), landing.nbytes(),
@@ -162,8 +160,15 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   return dst;
 }
 
+// The CPU fallback's write-back of an out= argument: when the kernel resized it, dst takes the layout the CPU kernel
+// gave it (a TensorIterator restrides an empty output like its inputs), as the out= tensor would have on CPU or CUDA.
 at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  const bool resized = dst.sizes() != self.sizes();
   dst.resize_(self.sizes());
+  if (resized && self.numel() > 1 && self.is_non_overlapping_and_dense() &&
+      dst.strides() != self.strides()) {
+    dst.as_strided_(self.sizes(), self.strides());
+  }
   return copy_from(self, dst, false);
 }
 

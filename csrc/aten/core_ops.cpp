@@ -15,6 +15,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <typeinfo>
+
 #include "aten/npu_resize.h"
 #include "aten/npu_tensor.h"
 #include "core/npu_allocator.h"
@@ -150,7 +152,22 @@ void record_stream_op(at::Tensor& self, c10::Stream stream) {
   record_stream(self.storage().data_ptr(), stream);
 }
 
+// CPU and npu tensors are plain dense TensorImpls, shallow-copy compatible as CPU and CUDA are (the
+// TensorImpl's own check knows only the built-in backends). This is what lets Module._apply move a
+// Parameter in place (module.to("npu") keeps Parameter identity, so tied weights stay tied) and lets
+// `p.data = npu_tensor` work.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  auto dense_cpu_or_npu = [](const at::Tensor& t) {
+    // exactly c10::TensorImpl: no wrapper, quantized, nested or sparse subclass
+    return typeid(*t.unsafeGetTensorImpl()) == typeid(c10::TensorImpl) && t.layout() == c10::kStrided &&
+           (t.device().type() == c10::DeviceType::CPU || t.device().type() == c10::DeviceType::PrivateUse1);
+  };
+  if (dense_cpu_or_npu(self) && dense_cpu_or_npu(from)) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
   m.impl("empty.memory_format", empty_memory_format);
   m.impl("empty_strided", empty_strided);
   m.impl("as_strided", at::native::as_strided_tensorimpl);

@@ -5,6 +5,7 @@
 #include <c10/core/Allocator.h>
 
 #include "core/npu_error.h"
+#include "core/npu_event.h"
 #include "core/npu_stream.h"
 
 namespace torch_npu_sim {
@@ -110,40 +111,15 @@ void raw_delete(void* block) {
 
 // ---- pinned host memory ----------------------------------------------------------------------------
 
-// Event type for libtorch's host caching allocator: owns one runtime event.
-struct HostEvent {
-  npu_sim::Event event = nullptr;
-  HostEvent() = default;
-  explicit HostEvent(npu_sim::Event e) : event(e) {}
-  HostEvent(HostEvent&& other) noexcept : event(std::exchange(other.event, nullptr)) {}
-  HostEvent& operator=(HostEvent&& other) noexcept {
-    std::swap(event, other.event);
-    return *this;
-  }
-  HostEvent(const HostEvent&) = delete;
-  HostEvent& operator=(const HostEvent&) = delete;
-  ~HostEvent() {
-    if (event != nullptr) (void)npu_sim::event_destroy(event);
-  }
-};
-
-struct NPUHostAllocatorImpl final : public at::CachingHostAllocatorImpl<c10::Stream, HostEvent> {
+struct NPUHostAllocatorImpl final : public at::CachingHostAllocatorImpl<c10::Stream, NpuEvent> {
  private:
   void allocate_host_memory(size_t size, void** ptr) override { NPU_CHECK(npu_sim::malloc_host(ptr, size)); }
   void free_block(at::HostBlock<c10::Stream>* block) override { (void)npu_sim::free_host(block->ptr_); }
-  void record_stream(std::optional<std::vector<HostEvent>>& events, c10::Stream stream) override {
-    npu_sim::Event ev = nullptr;
-    NPU_CHECK(npu_sim::event_create(&ev));
-    HostEvent owned(ev);
-    NPU_CHECK(npu_sim::event_record(ev, native_stream(stream)));
-    events->push_back(std::move(owned));
+  void record_stream(std::optional<std::vector<NpuEvent>>& events, c10::Stream stream) override {
+    events->push_back(NpuEvent::recorded_on(native_stream(stream)));
   }
-  bool query_event(HostEvent& event) override {
-    const auto st = npu_sim::event_query(event.event);
-    if (st == npu_sim::Status::kNotReady) return false;
-    NPU_CHECK(st);
-    return true;
-  }
+  // An error (the device's sticky one) still means the recorded work is over: the block may be reused.
+  bool query_event(NpuEvent& event) override { return npu_sim::event_query(event.get()) != npu_sim::Status::kNotReady; }
   c10::Stream get_current_stream() const override { return current_stream(); }
   bool stream_is_capturing(c10::Stream /*s*/) const override { return false; }
 };

@@ -28,6 +28,16 @@ Xfer recv_reduce(const CommContext& c, int peer, void* p, std::size_t bytes, DTy
   return x;
 }
 
+// Rooted collectives move data one way: ranks that disagree on the root could each finish (or each wait)
+// without ever reading the other's frames. A zero-byte exchange around the ring first carries every rank's
+// root in the header tag, so a disagreement anywhere fails validate_header as a desync on both sides of it.
+void agree_on_root(CommContext& c) {
+  const int n = c.t.size(), me = c.t.rank();
+  if (n == 1) return;
+  std::vector<Xfer> xs{send_to(c, mod(me + 1, n), nullptr, 0), recv_copy(c, mod(me - 1, n), nullptr, 0)};
+  run(c, xs);
+}
+
 // in -> out on this rank, overlapped with the step's transfers (see run_xfers); overlapping ranges are
 // moved at once instead.
 void add_local_copy(const CommContext& c, std::vector<Xfer>& xs, void* out, const void* in, std::size_t bytes) {
@@ -239,6 +249,7 @@ void allreduce(CommContext& c, void* buf, std::size_t count, DType dt, ReduceKin
 
 void broadcast(CommContext& c, void* buf, std::size_t bytes, int root) {
   const int n = c.t.size(), me = c.t.rank();
+  agree_on_root(c);
   if (bytes >= kDirectBroadcastBytes && direct_available(c) && direct_broadcast(c, buf, bytes, root)) return;
   std::vector<Xfer> xs;
   if (me == root) {
@@ -350,6 +361,7 @@ void alltoallv(CommContext& c, const std::vector<const void*>& send, const std::
 
 void gather(CommContext& c, const void* in, const std::vector<void*>& out, std::size_t bytes, int root) {
   const int n = c.t.size(), me = c.t.rank();
+  agree_on_root(c);
   std::vector<Xfer> xs;
   if (me == root) {
     if (bytes && out[me] != in) std::memmove(out[me], in, bytes);
@@ -362,6 +374,7 @@ void gather(CommContext& c, const void* in, const std::vector<void*>& out, std::
 
 void scatter(CommContext& c, const std::vector<const void*>& in, void* out, std::size_t bytes, int root) {
   const int n = c.t.size(), me = c.t.rank();
+  agree_on_root(c);
   std::vector<Xfer> xs;
   if (me == root) {
     if (bytes && out != in[me]) std::memmove(out, in[me], bytes);

@@ -39,6 +39,16 @@ class StoreRendezvous final : public hccl_sim::Rendezvous {
     const std::vector<uint8_t> v = store_->get("hccl/" + key);
     return std::string(v.begin(), v.end());
   }
+  bool try_get(const std::string& key, std::string* value) override {
+    try {
+      if (!store_->check({"hccl/" + key})) return false;
+      const std::vector<uint8_t> v = store_->get("hccl/" + key);
+      value->assign(v.begin(), v.end());
+      return true;
+    } catch (const std::exception&) {  // the store itself is gone: nothing more to learn
+      return false;
+    }
+  }
 
  private:
   c10::intrusive_ptr<c10d::Store> store_;
@@ -64,6 +74,26 @@ std::string CommShared::broken_reason() {
   return broken;
 }
 
+std::exception_ptr CommShared::fail(const std::string& msg, hccl_sim::CommErrorKind kind) {
+  set_broken(msg);
+  const int mode = cfg.async_error_handling;
+  if (mode == hccl_sim::kAbortComm || mode == hccl_sim::kTearDown) abort.store(true);  // pending ops end now
+  if (mode == hccl_sim::kTearDown || mode == hccl_sim::kSkipCleanUp) {
+    std::fprintf(stderr, "[hccl] rank %d: %s\n[hccl] HCCL_ASYNC_ERROR_HANDLING=%d: tearing down the process "
+                 "(set it to 0 or 2 to handle the error in the program instead)\n", rank, msg.c_str(), mode);
+    std::fflush(stderr);
+    _exit(1);
+  }
+  return make_dist_error(msg, kind);
+}
+
+namespace {
+// "hccl: allreduce #3 on rank 0" — how every failure of an operation starts.
+std::string op_label(const char* name, uint32_t seq, int rank) {
+  return std::string("hccl: ") + name + " #" + std::to_string(seq) + " on rank " + std::to_string(rank);
+}
+}  // namespace
+
 HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                          std::chrono::milliseconds timeout, int device_index)
     : c10d::Backend(rank, size), comm_(std::make_shared<CommShared>()), device_index_(device_index) {
@@ -75,13 +105,27 @@ HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
     StoreRendezvous rv(store, comm_->cfg.connect_timeout);
     // Host identity decides the transport: shared memory between the ranks of one host, TCP between
     // hosts (both at once, hierarchically, when the job spans hosts with several ranks on some).
+    // The transport setting travels with it: ranks that disagree would wait for each other on different
+    // transports until the connect timeout, so they fail at once naming the setting instead.
     const std::string me = hccl_sim::host_identity();
-    rv.set("host/" + std::to_string(rank), me);
+    const char* my_transport = hccl_sim::transport_kind_name(comm_->cfg.transport);
+    rv.set("host/" + std::to_string(rank), std::string(my_transport) + " " + me);
     std::vector<int> local, remote, all, host_of;
     std::vector<char> is_local(size, 0);
     std::map<std::string, int> hosts;  // identity -> index, in order of each host's lowest rank
     for (int r = 0; r < size; ++r) {
-      const std::string h = r == rank ? me : rv.get("host/" + std::to_string(r));
+      std::string h = me;
+      if (r != rank) {
+        const std::string v = rv.get("host/" + std::to_string(r));
+        const std::size_t sp = v.find(' ');
+        const std::string theirs = v.substr(0, sp);
+        if (theirs != my_transport) {
+          throw hccl_sim::CommError("transport mismatch: rank " + std::to_string(rank) + " has NPU_SIM_HCCL_TRANSPORT=" +
+                                    my_transport + " but rank " + std::to_string(r) + " has " + theirs +
+                                    "; every rank must use the same setting");
+        }
+        h = sp == std::string::npos ? std::string() : v.substr(sp + 1);
+      }
       host_of.push_back(hosts.emplace(h, static_cast<int>(hosts.size())).first->second);
       all.push_back(r);
       is_local[r] = h == me;
@@ -116,21 +160,28 @@ HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank,
     C10_THROW_ERROR(DistBackendError, std::string("hccl: cannot create the communicator: ") + e.what());
   }
   p2p_engine_ = std::make_unique<P2PEngine>(comm_);
+  completions_ = std::make_shared<CompletionThread>();
 }
 
 HcclBackend::~HcclBackend() { shutdown_impl(); }
 
+// Waits on the streams outside streams_mu_ (it guards the maps only; a future callback on the completion
+// thread may start a collective and need it while this waits).
 void HcclBackend::shutdown_impl() {
   if (shut_down_) return;
   shut_down_ = true;
-  {
+  auto streams_of = [this](const std::map<c10::DeviceIndex, c10::Stream>& m) {
     std::lock_guard<std::mutex> lk(streams_mu_);
-    // Pending collectives finish (or time out) before the transports they use go away.
-    for (auto& [dev, s] : comm_streams_) npu_sim::stream_synchronize(native_stream(s));
-  }
+    std::vector<npu_sim::Stream> out;
+    for (const auto& [dev, s] : m) out.push_back(native_stream(s));
+    return out;
+  };
+  // Pending collectives finish (or time out) before the transports they use go away. Their errors stay
+  // on the device (sticky) for its user; nothing is consumed here.
+  for (npu_sim::Stream s : streams_of(comm_streams_)) npu_sim::stream_synchronize(s);
   p2p_engine_.reset();  // fails pending p2p operations, which releases the p2p streams' host functions
-  std::lock_guard<std::mutex> lk(streams_mu_);
-  for (auto& [dev, s] : p2p_streams_) npu_sim::stream_synchronize(native_stream(s));
+  for (npu_sim::Stream s : streams_of(p2p_streams_)) npu_sim::stream_synchronize(s);
+  completions_.reset();  // completes the futures still queued, then joins (host functions hold no more)
 }
 
 void HcclBackend::shutdown() { shutdown_impl(); }
@@ -214,40 +265,47 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
   // a marker on its worker and a hand-off between the two workers per collective).
   npu_sim::Stream caller = current_native_stream(device.index());
   if (npu_sim::stream_query(caller) != npu_sim::Status::kSuccess) {
-    npu_sim::Event ready = nullptr;
-    NPU_CHECK(npu_sim::event_create(&ready));
-    NPU_CHECK(npu_sim::event_record(ready, caller));
-    NPU_CHECK(npu_sim::stream_wait_event(cs, ready));
-    NPU_CHECK(npu_sim::event_destroy(ready));
+    const NpuEvent ready = NpuEvent::recorded_on(caller);
+    NPU_CHECK(npu_sim::stream_wait_event(cs, ready.get()));
   }
 
   auto state = std::make_shared<WorkState>();
   auto shared = comm_;
   const hccl_sim::MsgHeader hdr = l.hdr;
   const char* name = l.name;
-  NPU_CHECK(npu_sim::launch_host_func(cs, [shared, state, body = std::move(body), hdr, name,
+  std::chrono::milliseconds timeout = comm_->timeout;
+  if (l.timeout.count() >= 0) {  // c10d's per-call timeout, still bounded by HCCL_EXEC_TIMEOUT
+    timeout = l.timeout;
+    if (comm_->cfg.exec_timeout.count() > 0) timeout = std::min(timeout, comm_->cfg.exec_timeout);
+  }
+  // A failure fails the Work (state), the future (by complete_after) and this stream: the host function
+  // throws, so the device's error is sticky and every later synchronize or copy to the host raises.
+  NPU_CHECK(npu_sim::launch_host_func(cs, [shared, state, body = std::move(body), hdr, name, timeout,
                                            keep = l.keep_alive]() {
+    const std::string label = op_label(name, hdr.seq, shared->rank);
     const std::string broken = shared->broken_reason();
     if (!broken.empty()) {
-      state->finish(make_dist_error(std::string("hccl: ") + name + ": communicator unusable after an earlier failure: " + broken));
-      return;
+      const std::string msg = label + ": communicator unusable after an earlier failure: " + broken;
+      state->finish(make_dist_error(msg));
+      throw npu_sim::AsyncError(npu_sim::Status::kCommError, msg);
     }
+    std::string msg;
+    hccl_sim::CommErrorKind kind = hccl_sim::CommErrorKind::kOther;
     try {
-      hccl_sim::CommContext ctx{*shared->coll, hdr, std::chrono::steady_clock::now() + shared->timeout,
+      hccl_sim::CommContext ctx{*shared->coll, hdr, std::chrono::steady_clock::now() + timeout,
                                 &shared->abort, shared->cfg.algo, name, &shared->scratch,
                                 shared->host_of.empty() ? nullptr : &shared->host_of};
       body(ctx);
       state->finish(nullptr);
+      return;
+    } catch (const hccl_sim::CommError& e) {
+      msg = label + " failed (" + hccl_sim::comm_error_kind_name(e.kind) + "): " + e.what();
+      kind = e.kind;
     } catch (const std::exception& e) {
-      const std::string msg = std::string("hccl: ") + name + " failed on rank " + std::to_string(shared->rank) + ": " + e.what();
-      shared->set_broken(msg);
-      state->finish(make_dist_error(msg));
-      if (shared->cfg.async_error_handling == 1) {  // as NCCL's mode 1: abort and tear down the process
-        std::fprintf(stderr, "[hccl] %s\n[hccl] TORCH_HCCL_ASYNC_ERROR_HANDLING=1: tearing down the process\n", msg.c_str());
-        std::fflush(stderr);
-        _exit(1);
-      }
+      msg = label + " failed: " + e.what();
     }
+    state->finish(shared->fail(msg, kind));
+    throw npu_sim::AsyncError(npu_sim::Status::kCommError, msg);
   }));
   if (!l.copy_back.empty()) {
     StreamSwap swap(comm);
@@ -256,19 +314,31 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
     // read them, or the caching allocator could hand their blocks out again too early.
     NPU_CHECK(npu_sim::launch_host_func(cs, [hold = std::move(l.copy_back)] {}));
   }
-  npu_sim::Event done = nullptr;
-  NPU_CHECK(npu_sim::event_create(&done));
-  NPU_CHECK(npu_sim::event_record(done, cs));
-  // As NCCL: the future is complete from the host's view; its events order consumers after the
-  // communication stream (DDP's reducer and comm hooks rely on a Tensor-list value).
+  // DDP's reducer and comm hooks need a Tensor-list value; unlike NCCL's, the future completes when the
+  // collective has ended, with its error if it failed (a failed all_reduce must not look like a success).
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                          std::vector<c10::Device>{device});
-  {
-    StreamSwap swap(comm);
-    future->markCompleted(c10::IValue(l.outputs));
-  }
-  return track(c10::make_intrusive<HcclWork>(getRank(), l.op, device, state, done, l.outputs, !l.host_blocking,
-                                             comm_->cfg.blocking_wait, comm_->timeout, future));
+  complete_after(cs, comm, state, future, l.outputs);
+  NpuEvent done = NpuEvent::recorded_on(cs);
+  return track(c10::make_intrusive<HcclWork>(getRank(), l.op, device, state, std::move(done), l.outputs, !l.host_blocking,
+                                             comm_->cfg.blocking_wait, timeout, future));
+}
+
+void HcclBackend::complete_after(npu_sim::Stream stream, const c10::Stream& cstream, std::shared_ptr<WorkState> state,
+                                 c10::intrusive_ptr<c10::ivalue::Future> future, std::vector<at::Tensor> outputs) {
+  NPU_CHECK(npu_sim::launch_host_func(stream, [completions = completions_, cstream, state = std::move(state),
+                                               future = std::move(future), outputs = std::move(outputs)]() {
+    completions->post([cstream, state, future, outputs] {
+      std::exception_ptr error;
+      {
+        std::lock_guard<std::mutex> lk(state->mu);
+        error = state->error;
+      }
+      if (error) return future->setError(error);
+      StreamSwap swap(cstream);  // consumers of the value are ordered after this stream
+      future->markCompleted(c10::IValue(outputs));
+    });
+  }));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag, bool is_send, c10d::OpType op) {
@@ -281,8 +351,7 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag
   at::Tensor buf = t.is_contiguous() ? t : (is_send ? t.contiguous() : at::empty_like(t, at::MemoryFormat::Contiguous));
   npu_sim::Stream caller = current_native_stream(device.index());
   if (npu_sim::stream_query(caller) != npu_sim::Status::kSuccess) {  // else the tensor is ready now
-    NPU_CHECK(npu_sim::event_create(&op_->ready));
-    NPU_CHECK(npu_sim::event_record(op_->ready, caller));
+    op_->ready = NpuEvent::recorded_on(caller);
   }
   op_->state = std::make_shared<WorkState>();
   op_->keep_alive = buf;
@@ -298,8 +367,6 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag
   if (is_send) x.src = buf.const_data_ptr();
   else x.dst = buf.data_ptr();
   auto state = op_->state;
-  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  future->markCompleted(c10::IValue(std::vector<at::Tensor>{t}));
   p2p_engine_->post(std::move(op_));
   // As NCCL: wait() orders the caller's stream after the operation instead of blocking the host. The
   // device's p2p stream (never the collectives' stream: a pending receive must not hold up a collective)
@@ -309,16 +376,27 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag
   const c10::Stream ps = p2p_stream(device.index());
   npu_sim::Stream pns = native_stream(ps);
   const auto limit = comm_->timeout + std::chrono::seconds(5);  // the engine fails the op before that
-  NPU_CHECK(npu_sim::launch_host_func(pns, [state, limit] { state->wait_for(limit); }));
+  const std::string label = std::string("hccl: ") + name + " on rank " + std::to_string(getRank()) + " with peer " +
+                            (peer < 0 ? std::string("any") : std::to_string(peer));
+  NPU_CHECK(npu_sim::launch_host_func(pns, [state, limit, label] {
+    if (!state->wait_for(limit)) state->finish(make_dist_error(label + ": no completion within the timeout"));
+    std::lock_guard<std::mutex> lk(state->mu);
+    if (state->error) {  // fail the stream too: the receive buffer must not be read as if it had arrived
+      try {
+        std::rethrow_exception(state->error);
+      } catch (const std::exception& e) {
+        throw npu_sim::AsyncError(npu_sim::Status::kCommError, e.what());
+      }
+    }
+  }));
   if (!is_send && !t.is_contiguous()) {
     StreamSwap swap(ps);
     t.copy_(buf);
     NPU_CHECK(npu_sim::launch_host_func(pns, [hold = buf] {}));  // as in launch(): buf outlives the copy
   }
-  npu_sim::Event done = nullptr;
-  NPU_CHECK(npu_sim::event_create(&done));
-  NPU_CHECK(npu_sim::event_record(done, pns));
-  auto work = c10::make_intrusive<HcclWork>(getRank(), op, device, state, done, std::vector<at::Tensor>{t},
+  auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  complete_after(pns, ps, state, future, {t});
+  auto work = c10::make_intrusive<HcclWork>(getRank(), op, device, state, NpuEvent::recorded_on(pns), std::vector<at::Tensor>{t},
                                             /*stream_ordered=*/op != c10d::OpType::RECVANYSOURCE,
                                             comm_->cfg.blocking_wait, comm_->timeout, future);
   return track(work);
@@ -342,6 +420,7 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::recvAnysource(std::vector<at::Tensor
 c10::intrusive_ptr<c10d::Work> HcclBackend::barrier(const c10d::BarrierOptions& opts) {
   Launch l{c10d::OpType::BARRIER, "barrier", {}, {}, {}, {}, true};
   l.hdr.op = static_cast<uint16_t>(c10d::OpType::BARRIER);
+  l.timeout = opts.timeout;
   return launch(std::move(l), [](hccl_sim::CommContext& c) { hccl_sim::barrier(c); });
 }
 

@@ -25,13 +25,16 @@ struct CommShared {
   std::unique_ptr<hccl_sim::Transport> p2p;   // send/recv (separate rings/sockets: no interleaving)
   std::chrono::milliseconds timeout{0};       // effective per-operation timeout
   std::atomic<bool> abort{false};
-  std::mutex mu;
+  std::mutex mu;       // guards `broken` only; never held across a wait or a call out
   std::string broken;  // first failure; every later operation fails fast with it
   int rank = 0;
   std::vector<char> scratch;  // only touched by collectives on the communication stream, one at a time
   std::vector<int> host_of;   // host index per rank when the ranks span hosts (two-level all_reduce), else empty
   void set_broken(const std::string& msg);
   std::string broken_reason();
+  // A failed operation: marks the communicator broken, applies HCCL_ASYNC_ERROR_HANDLING (abort, or
+  // print and end the process) and returns the typed error for its Work and future.
+  std::exception_ptr fail(const std::string& msg, hccl_sim::CommErrorKind kind);
 };
 
 class HcclBackend : public c10d::Backend {
@@ -97,6 +100,7 @@ class HcclBackend : public c10d::Backend {
     std::vector<at::Tensor> outputs;     // the future's value
     std::vector<std::pair<at::Tensor, at::Tensor>> copy_back;  // (user tensor, contiguous temp)
     bool host_blocking = false;          // barrier: wait() blocks the host
+    std::chrono::milliseconds timeout = c10d::kUnsetTimeout;  // c10d's per-call timeout (opts.timeout)
   };
   c10::intrusive_ptr<c10d::Work> launch(Launch l, Body body);
   c10::intrusive_ptr<c10d::Work> p2p(at::Tensor& t, int peer, int tag, bool is_send, c10d::OpType op);
@@ -107,13 +111,19 @@ class HcclBackend : public c10d::Backend {
   c10::Stream comm_stream(c10::DeviceIndex device);
   c10::Stream p2p_stream(c10::DeviceIndex device);  // where p2p Works' completion events are recorded
   void shutdown_impl();
+  // Enqueues on `stream` (after the operation and its copies back) the hand-over of `state`'s outcome to
+  // the completion thread, which completes `future` with `outputs` or the error.
+  void complete_after(npu_sim::Stream stream, const c10::Stream& cstream, std::shared_ptr<WorkState> state,
+                      c10::intrusive_ptr<c10::ivalue::Future> future, std::vector<at::Tensor> outputs);
 
   std::shared_ptr<CommShared> comm_;
+  std::shared_ptr<CompletionThread> completions_;
   int device_index_;
   uint32_t seq_ = 0;
+  // Guards the two stream maps only: never held across a wait (shutdown copies them out first).
   std::mutex streams_mu_;
-  std::map<c10::DeviceIndex, c10::Stream> comm_streams_;
-  std::map<c10::DeviceIndex, c10::Stream> p2p_streams_;
+  std::map<c10::DeviceIndex, c10::Stream> comm_streams_;  // guarded by streams_mu_
+  std::map<c10::DeviceIndex, c10::Stream> p2p_streams_;   // guarded by streams_mu_
   std::unique_ptr<P2PEngine> p2p_engine_;
   bool shut_down_ = false;
   bool coalescing_ = false;

@@ -81,11 +81,13 @@ void reduce_scatter_with(CommContext& c, std::vector<const void*> blocks, void* 
   if (s.average) npu_kernels::divide_inplace(dt, out, count, c.t.size());
 }
 
-hccl_sim::MsgHeader header(c10d::OpType op, const at::Tensor& t, uint64_t numel) {
+// The frames' header: op, dtype and size, and in the tag the reduce op and root, which every rank must agree on.
+hccl_sim::MsgHeader header(c10d::OpType op, const at::Tensor& t, uint64_t numel, int reduce_op = -1, int root = -1) {
   hccl_sim::MsgHeader h;
   h.op = static_cast<uint16_t>(op);
   h.dtype = static_cast<int8_t>(t.scalar_type());
   h.numel = numel;
+  h.tag = hccl_sim::collective_tag(reduce_op, root);
   return h;
 }
 
@@ -104,7 +106,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::allreduce(std::vector<at::Tensor>& t
   check_one(tensors, "allreduce");
   device_for(tensors[0], "allreduce");
   const ReduceSpec spec = reduce_spec(opts.reduceOp, tensors[0].scalar_type(), "allreduce");
-  Launch l{c10d::OpType::ALLREDUCE, "allreduce", header(c10d::OpType::ALLREDUCE, tensors[0], tensors[0].numel()), {}, tensors};
+  Launch l{c10d::OpType::ALLREDUCE, "allreduce", header(c10d::OpType::ALLREDUCE, tensors[0], tensors[0].numel(), opts.reduceOp.op_), {}, tensors};
+  l.timeout = opts.timeout;
   at::Tensor t = contiguous_for(l, tensors[0], true);
   void* p = t.data_ptr();
   const std::size_t n = t.numel();
@@ -116,7 +119,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::allreduce_coalesced(std::vector<at::
                                                                 const c10d::AllreduceCoalescedOptions& opts) {
   TORCH_CHECK(!tensors.empty(), "hccl: allreduce_coalesced: no tensors");
   Launch l{c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced",
-           header(c10d::OpType::ALLREDUCE_COALESCED, tensors[0], tensors.size()), {}, tensors};
+           header(c10d::OpType::ALLREDUCE_COALESCED, tensors[0], tensors.size(), opts.reduceOp.op_), {}, tensors};
+  l.timeout = opts.timeout;
   struct Item { void* p; std::size_t n; DType dt; ReduceSpec spec; };
   std::vector<Item> items;
   for (auto& t : tensors) {
@@ -139,7 +143,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::broadcast(std::vector<at::Tensor>& t
   device_for(tensors[0], "broadcast");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "hccl: broadcast: invalid root rank ", root);
-  Launch l{c10d::OpType::BROADCAST, "broadcast", header(c10d::OpType::BROADCAST, tensors[0], tensors[0].numel()), {}, tensors};
+  Launch l{c10d::OpType::BROADCAST, "broadcast", header(c10d::OpType::BROADCAST, tensors[0], tensors[0].numel(), -1, root), {}, tensors};
+  l.timeout = opts.timeout;
   at::Tensor t = contiguous_for(l, tensors[0], getRank() != root);
   void* p = t.data_ptr();
   const std::size_t bytes = t.nbytes();
@@ -152,7 +157,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce(std::vector<at::Tensor>& tens
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "hccl: reduce: invalid root rank ", root);
   const ReduceSpec spec = reduce_spec(opts.reduceOp, tensors[0].scalar_type(), "reduce");
-  Launch l{c10d::OpType::REDUCE, "reduce", header(c10d::OpType::REDUCE, tensors[0], tensors[0].numel()), {}, tensors};
+  Launch l{c10d::OpType::REDUCE, "reduce", header(c10d::OpType::REDUCE, tensors[0], tensors[0].numel(), opts.reduceOp.op_, root), {}, tensors};
+  l.timeout = opts.timeout;
   const bool is_root = getRank() == root;
   at::Tensor t = contiguous_for(l, tensors[0], is_root);
   void* p = t.data_ptr();
@@ -178,6 +184,7 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::allgather_coalesced(std::vector<std:
   TORCH_CHECK(!inputs.empty() && outputs.size() == inputs.size(), "hccl: allgather: expected one output list per input, got ",
               outputs.size(), " lists for ", inputs.size(), " inputs");
   Launch l{c10d::OpType::ALLGATHER, "allgather", header(c10d::OpType::ALLGATHER, inputs[0], inputs[0].numel()), {}, {}};
+  l.timeout = opts.timeout;
   struct Item { const void* in; std::vector<void*> out; std::size_t bytes; int8_t dt; uint64_t numel; };
   std::vector<Item> items;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -221,6 +228,7 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::allgather_into_tensor_coalesced(std:
               " outputs for ", inputs.size(), " inputs");
   Launch l{c10d::OpType::_ALLGATHER_BASE, "allgather_into_tensor",
            header(c10d::OpType::ALLGATHER, inputs[0], inputs[0].numel()), {}, outputs};
+  l.timeout = opts.timeout;
   struct Item { const void* in; std::vector<void*> out; std::size_t bytes; int8_t dt; uint64_t numel; };
   std::vector<Item> items;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -250,7 +258,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::gather(std::vector<std::vector<at::T
   device_for(inputs[0], "gather");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "hccl: gather: invalid root rank ", root);
-  Launch l{c10d::OpType::GATHER, "gather", header(c10d::OpType::GATHER, inputs[0], inputs[0].numel()), {}, {}};
+  Launch l{c10d::OpType::GATHER, "gather", header(c10d::OpType::GATHER, inputs[0], inputs[0].numel(), -1, root), {}, {}};
+  l.timeout = opts.timeout;
   at::Tensor in = contiguous_for(l, inputs[0], false);
   std::vector<void*> out;
   if (getRank() == root) {
@@ -277,7 +286,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::scatter(std::vector<at::Tensor>& out
   device_for(outputs[0], "scatter");
   const int root = static_cast<int>(opts.rootRank);
   TORCH_CHECK(root >= 0 && root < getSize(), "hccl: scatter: invalid root rank ", root);
-  Launch l{c10d::OpType::SCATTER, "scatter", header(c10d::OpType::SCATTER, outputs[0], outputs[0].numel()), {}, outputs};
+  Launch l{c10d::OpType::SCATTER, "scatter", header(c10d::OpType::SCATTER, outputs[0], outputs[0].numel(), -1, root), {}, outputs};
+  l.timeout = opts.timeout;
   at::Tensor out = contiguous_for(l, outputs[0], true);
   std::vector<const void*> in;
   if (getRank() == root) {
@@ -303,7 +313,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter(std::vector<at::Tenso
               getSize(), " input tensors");
   device_for(outputs[0], "reduce_scatter");
   const ReduceSpec spec = reduce_spec(opts.reduceOp, outputs[0].scalar_type(), "reduce_scatter");
-  Launch l{c10d::OpType::REDUCE_SCATTER, "reduce_scatter", header(c10d::OpType::REDUCE_SCATTER, outputs[0], outputs[0].numel()), {}, outputs};
+  Launch l{c10d::OpType::REDUCE_SCATTER, "reduce_scatter", header(c10d::OpType::REDUCE_SCATTER, outputs[0], outputs[0].numel(), opts.reduceOp.op_), {}, outputs};
+  l.timeout = opts.timeout;
   at::Tensor out = contiguous_for(l, outputs[0], true);
   std::vector<const void*> in;
   for (auto& t : inputs[0]) {
@@ -330,7 +341,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter_tensor_coalesced(std:
   TORCH_CHECK(!inputs.empty() && outputs.size() == inputs.size(), "hccl: reduce_scatter_tensor: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
   Launch l{c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor",
-           header(c10d::OpType::REDUCE_SCATTER, outputs[0], outputs[0].numel()), {}, outputs};
+           header(c10d::OpType::REDUCE_SCATTER, outputs[0], outputs[0].numel(), opts.reduceOp.op_), {}, outputs};
+  l.timeout = opts.timeout;
   struct Item { const void* in; void* out; std::size_t n; DType dt; ReduceSpec spec; };
   std::vector<Item> items;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -366,6 +378,7 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::alltoall_base(at::Tensor& output, at
   check_same(input, output, "alltoall_base", "output");
   const int n = getSize();
   Launch l{c10d::OpType::ALLTOALL_BASE, "alltoall_base", header(c10d::OpType::ALLTOALL_BASE, input, 0), {}, {output}};
+  l.timeout = opts.timeout;
   at::Tensor in = contiguous_for(l, input, false);
   at::Tensor out = contiguous_for(l, output, true);
   auto offsets = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* which) {
@@ -411,6 +424,7 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::alltoall(std::vector<at::Tensor>& ou
   TORCH_CHECK(static_cast<int>(outputs.size()) == n && static_cast<int>(inputs.size()) == n,
               "hccl: alltoall: expected ", n, " input and ", n, " output tensors");
   Launch l{c10d::OpType::ALLTOALL, "alltoall", header(c10d::OpType::ALLTOALL, inputs[0], 0), {}, outputs};
+  l.timeout = opts.timeout;
   std::vector<const void*> sp(n);
   std::vector<void*> rp(n);
   std::vector<std::size_t> sb(n), rb(n);

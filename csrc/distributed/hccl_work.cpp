@@ -4,6 +4,8 @@
 
 #include <c10/util/Exception.h>
 
+#include <cstdio>
+
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 
@@ -12,6 +14,7 @@ namespace torch_npu_sim {
 void WorkState::finish(std::exception_ptr e) {
   {
     std::lock_guard<std::mutex> lk(mu);
+    if (done) return;  // the first outcome stands (a late success must not clear a timeout's error)
     error = std::move(e);
     done = true;
   }
@@ -27,31 +30,65 @@ bool WorkState::wait_for(std::chrono::milliseconds timeout) {
   return cv.wait_for(lk, timeout, [this] { return done; });
 }
 
-std::exception_ptr make_dist_error(const std::string& msg) {
+std::exception_ptr make_dist_error(const std::string& msg, hccl_sim::CommErrorKind kind) {
   try {
+    if (kind == hccl_sim::CommErrorKind::kPeerGone) C10_THROW_ERROR(DistNetworkError, msg);
     C10_THROW_ERROR(DistBackendError, msg);
   } catch (...) {
     return std::current_exception();
   }
 }
 
+CompletionThread::CompletionThread() : thread_([this] { loop(); }) {}
+
+CompletionThread::~CompletionThread() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();  // tasks never own the CompletionThread, so this never runs on its own thread
+}
+
+void CompletionThread::post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    queue_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+void CompletionThread::loop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and nothing left
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    try {
+      task();
+    } catch (const std::exception& e) {  // a user callback of the future threw: the future keeps it
+      std::fprintf(stderr, "[hccl] a future callback raised: %s\n", e.what());
+    }
+  }
+}
+
 HcclWork::HcclWork(int rank, c10d::OpType op, c10::Device device, std::shared_ptr<WorkState> state,
-                   npu_sim::Event done_event, std::vector<at::Tensor> outputs, bool stream_ordered,
+                   NpuEvent done_event, std::vector<at::Tensor> outputs, bool stream_ordered,
                    bool blocking_wait, std::chrono::milliseconds timeout,
                    c10::intrusive_ptr<c10::ivalue::Future> future)
     : c10d::Work(rank, op),
       device_(device),
       state_(std::move(state)),
-      done_event_(done_event),
+      done_event_(std::move(done_event)),
       outputs_(std::move(outputs)),
       stream_ordered_(stream_ordered),
       blocking_wait_(blocking_wait),
       timeout_(timeout),
       future_(std::move(future)) {}
-
-HcclWork::~HcclWork() {
-  if (done_event_) npu_sim::event_destroy(done_event_);
-}
 
 bool HcclWork::isCompleted() {
   std::lock_guard<std::mutex> lk(state_->mu);
@@ -90,12 +127,12 @@ bool HcclWork::wait(std::chrono::milliseconds timeout) {
   if (!stream_ordered_ || blocking_wait_) {
     host_wait(timeout);
     // What the communication side enqueued after the operation (copies back) is done too.
-    if (done_event_) NPU_CHECK(npu_sim::event_synchronize(done_event_));
+    if (done_event_) NPU_CHECK(npu_sim::event_synchronize(done_event_.get()));
     return true;
   }
   if (std::exception_ptr e = exception()) std::rethrow_exception(e);
   // Order the caller's stream after the collective; the host goes on.
-  NPU_CHECK(npu_sim::stream_wait_event(current_native_stream(device_.index()), done_event_));
+  NPU_CHECK(npu_sim::stream_wait_event(current_native_stream(device_.index()), done_event_.get()));
   return true;
 }
 

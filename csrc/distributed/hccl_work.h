@@ -6,9 +6,14 @@
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <condition_variable>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
+#include <thread>
 
+#include "core/npu_event.h"
+#include "distributed/transport.h"
 #include "npu_sim/runtime.h"
 
 namespace torch_npu_sim {
@@ -20,22 +25,43 @@ struct WorkState {
   bool done = false;
   std::exception_ptr error;
   int source = -1;  // p2p receives: the rank the message came from
-  void finish(std::exception_ptr e);
+  void finish(std::exception_ptr e);  // the first call decides the outcome
   // False on timeout.
   bool wait_for(std::chrono::milliseconds timeout);
 };
 
-// A DistBackendError as an exception_ptr (what the Work stores and rethrows).
-std::exception_ptr make_dist_error(const std::string& msg);
+// The typed error a Work stores and rethrows: DistNetworkError when a peer is gone, DistBackendError
+// for everything else (timeout, desync, abort, an earlier failure).
+std::exception_ptr make_dist_error(const std::string& msg,
+                                   hccl_sim::CommErrorKind kind = hccl_sim::CommErrorKind::kOther);
+
+// Completes the Works' futures off the streams, in order, on one thread per communicator (NCCL's
+// watchdog plays this part). A future must complete only once its operation has ended, with its value
+// or its error; completing it on a stream worker would run user callbacks there (a Python callback
+// would need the GIL a synchronizing host thread may hold). Lock rule: `mu_` guards the queue only;
+// tasks run without it.
+class CompletionThread {
+ public:
+  CompletionThread();
+  ~CompletionThread();  // runs what is queued, then joins
+  void post(std::function<void()> task);
+
+ private:
+  void loop();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stop_ = false;                        // guarded by mu_
+  std::thread thread_;
+};
 
 class HcclWork : public c10d::Work {
  public:
   // stream_ordered: wait() orders the caller's stream after `done_event` (host not blocked) unless
   // blocking_wait; otherwise (receive from any source, barrier) wait() blocks the host until the state is done.
   HcclWork(int rank, c10d::OpType op, c10::Device device, std::shared_ptr<WorkState> state,
-           npu_sim::Event done_event, std::vector<at::Tensor> outputs, bool stream_ordered, bool blocking_wait,
+           NpuEvent done_event, std::vector<at::Tensor> outputs, bool stream_ordered, bool blocking_wait,
            std::chrono::milliseconds timeout, c10::intrusive_ptr<c10::ivalue::Future> future);
-  ~HcclWork() override;
 
   bool isCompleted() override;
   bool isSuccess() const override;
@@ -51,7 +77,7 @@ class HcclWork : public c10d::Work {
 
   c10::Device device_;
   std::shared_ptr<WorkState> state_;
-  npu_sim::Event done_event_;
+  NpuEvent done_event_;  // recorded after the operation (and its copies back) on its stream
   std::vector<at::Tensor> outputs_;
   bool stream_ordered_;
   bool blocking_wait_;

@@ -25,11 +25,11 @@ void P2PEngine::post(std::unique_ptr<P2POp> op) {
   cv_.notify_all();
 }
 
-void P2PEngine::fail_all(std::deque<std::unique_ptr<P2POp>>& active, const std::string& msg) {
+void P2PEngine::fail_all(std::deque<std::unique_ptr<P2POp>>& active, const std::string& msg, std::exception_ptr error) {
   comm_->set_broken(msg);
+  if (!error) error = make_dist_error(msg);
   for (auto& op : active) {
-    if (op->ready) npu_sim::event_destroy(op->ready);
-    op->state->finish(make_dist_error(msg));
+    op->state->finish(error);
   }
   active.clear();
 }
@@ -60,13 +60,23 @@ void P2PEngine::loop() {
       continue;
     }
     std::vector<hccl_sim::Xfer*> xs;
+    std::string device_error;
     for (auto& op : active) {
       if (op->ready) {
-        if (npu_sim::event_query(op->ready) != npu_sim::Status::kSuccess) break;  // keep posting order
-        npu_sim::event_destroy(op->ready);
-        op->ready = nullptr;
+        const npu_sim::Status st = npu_sim::event_query(op->ready.get());
+        if (st == npu_sim::Status::kNotReady) break;  // keep posting order
+        if (st != npu_sim::Status::kSuccess) {  // the device failed: the buffer holds nothing valid to send
+          device_error = npu_sim::last_error_message();
+          break;
+        }
+        op->ready.reset();
       }
       xs.push_back(&op->xfer);
+    }
+    if (!device_error.empty()) {
+      fail_all(active, "hccl: p2p operation on rank " + std::to_string(comm_->rank) +
+                           " not started: the device failed before its buffer was ready: " + device_error);
+      continue;
     }
     const uint32_t token = comm_->p2p->wait_token();
     bool moved = false;
@@ -76,11 +86,17 @@ void P2PEngine::loop() {
         comm_->p2p->check_peers();
         if (std::chrono::steady_clock::now() - last_progress > comm_->timeout) {
           throw hccl_sim::CommError("hccl: p2p operation timed out on rank " + std::to_string(comm_->rank) +
-                                    " (peer dead, hung or never posted the matching send/recv)");
+                                    " (peer dead, hung or never posted the matching send/recv)",
+                                    hccl_sim::CommErrorKind::kTimeout);
         }
       }
+    } catch (const hccl_sim::CommError& e) {
+      const std::string msg = std::string("hccl: p2p on rank ") + std::to_string(comm_->rank) + " failed (" +
+                              hccl_sim::comm_error_kind_name(e.kind) + "): " + e.what();
+      fail_all(active, msg, comm_->fail(msg, e.kind));
+      continue;
     } catch (const std::exception& e) {
-      fail_all(active, e.what());
+      fail_all(active, e.what(), comm_->fail(e.what(), hccl_sim::CommErrorKind::kOther));
       continue;
     }
     if (moved || xs.empty()) {

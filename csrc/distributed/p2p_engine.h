@@ -10,13 +10,14 @@
 #include <mutex>
 #include <thread>
 
+#include "core/npu_event.h"
 #include "distributed/hccl_backend.h"
 
 namespace torch_npu_sim {
 
 struct P2POp {
   hccl_sim::Xfer xfer;
-  npu_sim::Event ready = nullptr;  // recorded on the caller's stream: the tensor is ready to read/write
+  NpuEvent ready;  // recorded on the caller's stream: the tensor is ready to read/write (empty: it was idle)
   std::shared_ptr<WorkState> state;
   at::Tensor keep_alive;
 };
@@ -29,7 +30,8 @@ class P2PEngine {
 
  private:
   void loop();
-  void fail_all(std::deque<std::unique_ptr<P2POp>>& active, const std::string& msg);
+  // Fails every op of `active` with `error` (a DistBackendError of `msg` when null) and breaks the communicator.
+  void fail_all(std::deque<std::unique_ptr<P2POp>>& active, const std::string& msg, std::exception_ptr error = nullptr);
 
   std::shared_ptr<CommShared> comm_;
   std::mutex mu_;

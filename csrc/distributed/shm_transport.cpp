@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <climits>
 #include <cstdio>
 #include <cstring>
@@ -119,8 +120,27 @@ class ShmTransport final : public Transport {
   }
   const char* name() const override { return peer_read_ ? "shm+peer-read" : "shm"; }
 
+  // Creates this rank's segment and maps every local peer's. If that fails (a peer died or never came),
+  // the segments of peers that died before unlinking theirs are unlinked here, so nothing stays in
+  // /dev/shm: every rank publishes its segment's name before creating it.
   void setup(Rendezvous& rv, const std::string& prefix, std::size_t ring) {
+    try {
+      setup_segments(rv, prefix, ring);
+    } catch (const CommError&) {
+      for (int r = 0; r < size_; ++r) {
+        std::string name;
+        if (local_[r] && rv.try_get(prefix + "/shmname/" + std::to_string(r), &name) &&
+            name.rfind("/npusim-hccl-", 0) == 0) {
+          shm_unlink(name.c_str());  // ENOENT when its owner unlinked it already
+        }
+      }
+      throw;
+    }
+  }
+
+  void setup_segments(Rendezvous& rv, const std::string& prefix, std::size_t ring) {
     own_name_ = "/npusim-hccl-" + random_hex(16);
+    rv.set(prefix + "/shmname/" + std::to_string(rank_), own_name_);
     const std::size_t bytes = segment_bytes(size_, ring);
     int fd = shm_open(own_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0) throw CommError("hccl: shm_open(" + own_name_ + ") failed: " + std::strerror(errno));
@@ -132,6 +152,8 @@ class ShmTransport final : public Transport {
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (p == MAP_FAILED) throw CommError("hccl: mmap of the shared segment failed: " + std::string(std::strerror(errno)));
+    // Fault injection for the clean-up test: die with the segment created and not yet unlinked.
+    if (const char* f = std::getenv("NPU_SIM_FAULT_HCCL_SETUP"); f && std::string(f) == "kill") raise(SIGKILL);
     Segment& me = segs_[rank_];
     me.base = p;
     me.bytes = bytes;
@@ -232,7 +254,7 @@ class ShmTransport final : public Transport {
       if (!local_[r]) continue;
       if (!process_alive(segs_[r].pid)) {
         throw CommError("hccl: rank " + std::to_string(r) + " (pid " + std::to_string(segs_[r].pid) +
-                        ") has exited; the collective cannot complete");
+                        ") has exited; the collective cannot complete", CommErrorKind::kPeerGone);
       }
     }
   }

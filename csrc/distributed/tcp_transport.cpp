@@ -205,7 +205,7 @@ class TcpTransport final : public Transport {
  private:
   [[noreturn]] void lost(int r, const char* what) {
     throw CommError(std::string("hccl(tcp): connection to rank ") + std::to_string(r) + " " + what +
-                    " (peer exited or crashed?)");
+                    " (peer exited or crashed?)", CommErrorKind::kPeerGone);
   }
 
   // Returns bytes moved, 0 if the socket would block; throws on EOF/errors.

@@ -16,10 +16,26 @@
 
 namespace hccl_sim {
 
+const char* comm_error_kind_name(CommErrorKind k) {
+  switch (k) {
+    case CommErrorKind::kOther: return "error";
+    case CommErrorKind::kTimeout: return "timeout";
+    case CommErrorKind::kPeerGone: return "peer gone";
+    case CommErrorKind::kDesync: return "desync";
+    case CommErrorKind::kAborted: return "aborted";
+  }
+  return "?";
+}
+
 std::string describe(const MsgHeader& h) {
   std::ostringstream os;
-  os << "op=" << h.op << " dtype=" << int(h.dtype) << " numel=" << h.numel << " seq=" << h.seq
-     << " tag=" << h.tag << " bytes=" << h.bytes;
+  os << "op=" << h.op << " dtype=" << int(h.dtype) << " numel=" << h.numel << " seq=" << h.seq;
+  if (h.seq != 0) {  // a collective: the tag holds its reduce op and root
+    os << " reduce_op=" << ((h.tag >> 24) - 1) << " root=" << ((h.tag & 0xffffff) - 1);
+  } else {
+    os << " tag=" << h.tag;
+  }
+  os << " bytes=" << h.bytes;
   return os.str();
 }
 
@@ -35,11 +51,11 @@ void validate_header(const MsgHeader& got, const Xfer& x, int from) {
   }
   const MsgHeader& want = x.hdr;
   if (x.check_desync && (got.op != want.op || got.dtype != want.dtype || got.numel != want.numel ||
-                         got.seq != want.seq)) {
+                         got.seq != want.seq || got.tag != want.tag)) {
     throw CommError("hccl: collective mismatch between ranks (desync): this rank expects {" + describe(want) +
                     "} but rank " + std::to_string(from) + " sent {" + describe(got) +
                     "}; every rank must call the same collectives in the same order with the same "
-                    "dtypes and sizes");
+                    "dtypes, sizes, reduce ops and roots", CommErrorKind::kDesync);
   }
   if (!x.check_desync && got.tag != want.tag) {
     throw CommError("hccl: p2p tag mismatch: expected tag " + std::to_string(want.tag) + " from rank " +
@@ -48,7 +64,7 @@ void validate_header(const MsgHeader& got, const Xfer& x, int from) {
   if (got.bytes != want.bytes) {
     throw CommError("hccl: size mismatch: expected a message of " + std::to_string(want.bytes) +
                     " bytes from rank " + std::to_string(from) + ", its frame says " +
-                    std::to_string(got.bytes) + " bytes {" + describe(got) + "}");
+                    std::to_string(got.bytes) + " bytes {" + describe(got) + "}", CommErrorKind::kDesync);
   }
 }
 
@@ -98,12 +114,20 @@ void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_cloc
       else cpu_relax();
       continue;
     }
-    if (abort && abort->load(std::memory_order_relaxed)) throw CommError(std::string("hccl: ") + what + " aborted");
+    if (abort && abort->load(std::memory_order_relaxed)) {
+      throw CommError(std::string("hccl: ") + what + " aborted", CommErrorKind::kAborted);
+    }
     t.check_peers();
     if (std::chrono::steady_clock::now() > deadline) {
+      std::string waiting;  // the peers whose messages are still unfinished
+      for (Xfer* x : remote) {
+        if (x->finished) continue;
+        const std::string r = x->peer < 0 ? "any rank" : "rank " + std::to_string(x->peer);
+        if (waiting.find(r) == std::string::npos) waiting += (waiting.empty() ? "" : ", ") + r;
+      }
       throw CommError(std::string("hccl: ") + what + " timed out on rank " + std::to_string(t.rank()) +
-                      " (a peer is not participating: dead, hung or desynchronised; see HCCL_EXEC_TIMEOUT "
-                      "and the process group timeout)");
+                      " waiting for " + waiting + " (a peer is not participating: dead, hung or desynchronised; "
+                      "see HCCL_EXEC_TIMEOUT and the process group timeout)", CommErrorKind::kTimeout);
     }
     t.idle_wait(token, remote, std::chrono::microseconds(idle < kSpins + 200 ? 50 : 2000));
   }

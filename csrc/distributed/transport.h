@@ -15,10 +15,16 @@
 
 namespace hccl_sim {
 
-// A communication failure (dead peer, timeout, malformed frame, collective mismatch). The torch layer
-// turns it into torch.distributed.DistBackendError.
+// What went wrong, so the torch layer can raise a typed error: a peer gone is a network failure
+// (DistNetworkError); a timeout, a desync or an abort are backend failures (DistBackendError).
+enum class CommErrorKind { kOther, kTimeout, kPeerGone, kDesync, kAborted };
+const char* comm_error_kind_name(CommErrorKind k);
+
+// A communication failure (dead peer, timeout, malformed frame, collective mismatch).
 struct CommError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit CommError(const std::string& msg, CommErrorKind k = CommErrorKind::kOther)
+      : std::runtime_error(msg), kind(k) {}
+  CommErrorKind kind;
 };
 
 constexpr uint32_t kMsgMagic = 0x4843434cu;  // "HCCL"
@@ -34,11 +40,15 @@ struct MsgHeader {
   int8_t dtype = -1;     // element type (c10::ScalarType value), -1 for raw bytes
   uint8_t flags = 0;
   uint32_t seq = 0;      // collective sequence number in the communicator (0 for p2p)
-  int32_t tag = 0;       // p2p tag
+  int32_t tag = 0;       // p2p: the tag; collectives: collective_tag() of the reduce op and root (desync check)
   uint64_t bytes = 0;    // payload bytes that follow
   uint64_t numel = 0;    // elements of the whole collective (desync check)
 };
 static_assert(sizeof(MsgHeader) == 32, "MsgHeader is a wire format");
+
+// The tag a collective's frames carry: its reduce op (-1: none) and root rank (-1: none), so ranks that
+// disagree on either fail with a desync error instead of computing different results.
+constexpr int32_t collective_tag(int reduce_op, int root) { return ((reduce_op + 1) << 24) | ((root + 1) & 0xffffff); }
 
 // Consumes a received payload piece [offset, offset + len) of the message; pieces arrive in order and are
 // whole elements (multiples of Xfer::elem) except possibly the last.
@@ -104,6 +114,8 @@ class Rendezvous {
   virtual void set(const std::string& key, const std::string& value) = 0;
   // Blocks until the key exists (bounded by the connect timeout); throws CommError on timeout.
   virtual std::string get(const std::string& key) = 0;
+  // The key's value if it exists now, without waiting (clean-up after a failed set-up).
+  virtual bool try_get(const std::string& /*key*/, std::string* /*value*/) { return false; }
 };
 
 // Runs xfers to completion: spin, then sleep in the transport's wait; throws CommError when `deadline`

@@ -5,6 +5,8 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <optional>
+
 #include "core/npu_allocator.h"
 #include "distributed/bindings.h"
 #include "core/npu_error.h"
@@ -122,6 +124,21 @@ void synchronize(c10::DeviceIndex device) {
   NPU_CHECK(npu_sim::device_synchronize(device));
 }
 
+// The device's sticky error (see npu_sim::device_get_error), or None.
+std::optional<std::string> device_error(c10::DeviceIndex device) {
+  if (device < 0) device = current_device();
+  check_device(device, "device_error");
+  if (npu_sim::device_get_error(device) == npu_sim::Status::kSuccess) return std::nullopt;
+  return npu_sim::last_error_message();
+}
+
+void restart_device(c10::DeviceIndex device) {
+  if (device < 0) device = current_device();
+  check_device(device, "restart_device");
+  py::gil_scoped_release no_gil;
+  NPU_CHECK(npu_sim::device_restart(device));
+}
+
 }  // namespace
 }  // namespace torch_npu_sim
 
@@ -155,6 +172,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_get_device_properties", &device_properties);
   m.def("_synchronize", &synchronize);
+  m.def("_device_error", &device_error);
+  m.def("_restart_device", &restart_device);
   // torch.Event.elapsed_time only accepts the exact torch.Event type; torch.npu.Event goes through here.
   m.def("_event_elapsed_time", [](uintptr_t start, uintptr_t end) {
     TORCH_CHECK(start != 0 && end != 0,

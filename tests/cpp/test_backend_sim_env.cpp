@@ -63,9 +63,13 @@ void launch_blocking_returns_errors_from_the_launch() {
               if (c.block_idx == 1) throw KernelError("boom");
             }),
             Status::kKernelError);
-  EXPECT_EQ(last_error_message(), "kernel 'blocking_bad' failed: boom");
-  EXPECT_OK(stream_synchronize(s));  // already reported
+  EXPECT_EQ(last_error_message().rfind("kernel 'blocking_bad' failed: boom (sticky:", 0), 0u) << last_error_message();
+  EXPECT_EQ(stream_synchronize(s), Status::kKernelError);  // sticky until acknowledged
+  ASSERT_OK(device_restart(0));
+  EXPECT_OK(stream_synchronize(s));
   EXPECT_EQ(launch_host_func(s, [] { throw std::runtime_error("hf"); }), Status::kKernelError);
+  EXPECT_EQ(last_error_message().rfind("host function failed: hf", 0), 0u) << last_error_message();
+  ASSERT_OK(device_restart(0));
   ASSERT_OK(stream_destroy(s));
 }
 

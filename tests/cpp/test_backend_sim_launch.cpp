@@ -74,6 +74,7 @@ TEST(BackendSimLaunch, KernelsAndHostOpsShareRecycledEntriesInOrder) {
   ASSERT_OK(launch_kernel(s, "fails_here", 1, [](const BlockContext&) { throw KernelError("boom"); }));
   EXPECT_EQ(stream_synchronize(s), Status::kKernelError);
   EXPECT_TRUE(npu_sim_test::contains(last_error_message(), "kernel 'fails_here' failed: boom"));
+  ASSERT_OK(device_restart(0));
   ASSERT_OK(stream_destroy(s));
 }
 

@@ -1,9 +1,11 @@
 // backend_sim: streams (order, overlap, lifetime), events (query/sync/wait/elapsed), kernel launch over
-// a grid, async error propagation, device_synchronize, and a concurrent multi-stream stress test.
+// a grid, async error propagation, device_synchronize, and concurrent multi-stream stress tests (events
+// complete once what they stand for is done). Sticky device errors in detail: test_backend_sim_errors.cpp.
 #include <algorithm>
 #include <cstring>
 #include <atomic>
 #include <map>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -255,12 +257,16 @@ TEST(BackendSimKernels, ErrorSurfacesAtNextSyncThenStreamIsUsable) {
   ASSERT_OK(launch_kernel(s, "second_bad", 1, [](const BlockContext&) { throw std::runtime_error("later"); }));
   ASSERT_OK(launch_host_func(s, [&] { after.store(1); }));  // the stream keeps running after an error
   EXPECT_EQ(stream_synchronize(s), Status::kKernelError);
-  EXPECT_EQ(last_error_message(), "kernel 'bad_kernel' failed: index 99 out of bounds");  // first error wins
+  const std::string first = "kernel 'bad_kernel' failed: index 99 out of bounds (sticky:";  // first error wins
+  EXPECT_EQ(last_error_message().rfind(first, 0), 0u) << last_error_message();
   EXPECT_EQ(after.load(), 1);
   const Counters c1 = get_counters();
   EXPECT_GE(c1.kernels_failed - c0.kernels_failed, 2u);
   EXPECT_GE(c1.kernels_launched - c0.kernels_launched, 2u);
-  EXPECT_OK(stream_synchronize(s));  // reported once, then cleared
+  EXPECT_EQ(stream_synchronize(s), Status::kKernelError);  // sticky: reported again
+  EXPECT_EQ(last_error_message().rfind(first, 0), 0u) << last_error_message();
+  ASSERT_OK(device_restart(0));  // acknowledged: the stream and device are usable again
+  EXPECT_OK(stream_synchronize(s));
   std::atomic<int> ran{0};
   ASSERT_OK(launch_kernel(s, "good", 8, [&](const BlockContext&) { ran.fetch_add(1); }));
   ASSERT_OK(stream_synchronize(s));
@@ -276,13 +282,15 @@ TEST(BackendSimKernels, ErrorSurfacesAtNextSyncThenStreamIsUsable) {
   // ... without consuming it: the stream's owner still sees it at the next stream synchronize.
   EXPECT_EQ(stream_synchronize(s), Status::kKernelError);
   EXPECT_TRUE(contains(last_error_message(), "kernel 'ev_kernel' failed: nan"));
+  ASSERT_OK(device_restart(0));
   EXPECT_OK(stream_synchronize(s));
   ASSERT_OK(event_destroy(e));
 
   // A host function's exception is recorded the same way.
   ASSERT_OK(launch_host_func(s, [] { throw std::runtime_error("host oops"); }));
   EXPECT_EQ(stream_synchronize(s), Status::kKernelError);
-  EXPECT_TRUE(contains(last_error_message(), "host oops"));
+  EXPECT_TRUE(contains(last_error_message(), "host function failed: host oops"));
+  ASSERT_OK(device_restart(0));
   ASSERT_OK(stream_destroy(s));
 }
 
@@ -306,6 +314,9 @@ TEST(BackendSimKernels, DeviceSynchronizeWaitsForAllStreamsAndReportsErrors) {
   ASSERT_OK(launch_kernel(streams[1], "dev_sync_bad", 2, [](const BlockContext&) { throw KernelError("x"); }));
   EXPECT_EQ(device_synchronize(4), Status::kKernelError);
   EXPECT_TRUE(contains(last_error_message(), "kernel 'dev_sync_bad' failed: x"));
+  EXPECT_EQ(device_synchronize(4), Status::kKernelError);  // sticky until acknowledged
+  EXPECT_OK(device_synchronize(0));                        // only device 4 failed
+  ASSERT_OK(device_restart(4));
   EXPECT_OK(device_synchronize(4));
   for (auto s : streams) ASSERT_OK(stream_destroy(s));
   ASSERT_OK(device_synchronize(0));
@@ -442,6 +453,7 @@ TEST(BackendSimStress, ConcurrentProducersOnOneStream) {
 // launching worker polls for the last block, then sleeps): streams on several threads launch multi-block
 // kernels, some back to back (pool threads polling) and some after pauses longer than the poll (pool
 // threads asleep). Every block of every launch runs exactly once, and a failing block fails its launch.
+// Each thread has a device of its own, as a failure makes the whole device fail until it is restarted.
 TEST(BackendSimStress, PoolRunsEveryBlockOnceWhetherPollingOrAsleep) {
   const int kThreads = 3;
   const int kLaunches = 300;
@@ -450,7 +462,8 @@ TEST(BackendSimStress, PoolRunsEveryBlockOnceWhetherPollingOrAsleep) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       Stream s = nullptr;
-      if (stream_create(0, &s) != Status::kSuccess) {
+      const int dev = t;
+      if (stream_create(dev, &s) != Status::kSuccess) {
         failures.fetch_add(1);
         return;
       }
@@ -468,6 +481,7 @@ TEST(BackendSimStress, PoolRunsEveryBlockOnceWhetherPollingOrAsleep) {
         const Status st = stream_synchronize(s);
         if (fails != (st != Status::kSuccess)) failures.fetch_add(1);
         if (fails && !contains(last_error_message(), "block 1 fails")) failures.fetch_add(1);
+        if (fails && device_restart(dev) != Status::kSuccess) failures.fetch_add(1);
         for (std::uint32_t b = 0; b < grid; ++b) {
           // after a failure the remaining blocks are skipped, never run twice
           const int n = (*hits)[b].load();
@@ -542,4 +556,92 @@ TEST(BackendSimStress, EventPingPongBetweenStreamsKeepsProgramOrder) {
   EXPECT_EQ(x, want);
   for (Event e : {ec, em, em2}) ASSERT_OK(event_destroy(e));
   for (Stream s : {caller, comm, comm2}) ASSERT_OK(stream_destroy(s));
+}
+
+// An event counts as complete once everything it stands for is done, even while its stream's worker has
+// not passed the marker (nothing but records and satisfied waits left before it): after a stream that
+// waited for an event is synchronized, that event and every event recorded before it on its stream report
+// complete. Rounds of work, records and cross waits over four streams. Each round also builds the shape
+// that used to lag on purpose: A waits for an event of B (behind slow work), records e, B waits for e
+// (skipped: A has only a wait for B left), B is synchronized, and e is queried while A's worker may still
+// be on its way out of the wait.
+TEST(BackendSimStress, EventsWaitedForBySynchronizedStreamsAreComplete) {
+  constexpr int kStreams = 4, kPerStream = 16, kRounds = 3000;
+  std::vector<Stream> streams(kStreams);
+  std::vector<std::vector<Event>> events(kStreams, std::vector<Event>(kPerStream));
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_OK(stream_create(0, &streams[i]));
+    for (auto& e : events[i]) ASSERT_OK(event_create(&e));
+  }
+  std::mt19937 rng(2024);
+  std::vector<std::atomic<long>> done(kStreams);  // each written by its stream's ops only
+  int incomplete = 0;
+  std::string first_incomplete;
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::vector<Event>> rec(kStreams);     // events recorded this round, in record order
+    std::vector<std::vector<Event>> waited(kStreams);  // events each stream waited for this round
+    auto record = [&](int i) -> Event {
+      if (rec[i].size() == kPerStream) return rec[i].back();
+      Event e = events[i][rec[i].size()];
+      EXPECT_OK(event_record(e, streams[i]));
+      rec[i].push_back(e);
+      return e;
+    };
+    auto work = [&](int i, int spin_us) {
+      std::atomic<long>* d = &done[i];
+      EXPECT_OK(launch_host_func(streams[i], [d, spin_us] {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+        d->fetch_add(1, std::memory_order_relaxed);
+      }));
+    };
+    auto wait_for = [&](int i, Event e) {
+      EXPECT_OK(stream_wait_event(streams[i], e));
+      waited[i].push_back(e);
+    };
+    const int a = static_cast<int>(rng() % kStreams);
+    const int b = (a + 1 + static_cast<int>(rng() % (kStreams - 1))) % kStreams;
+    work(b, static_cast<int>(rng() % 30));
+    if (rng() % 2) work(a, 0);
+    wait_for(a, record(b));
+    const Event e = record(a);
+    wait_for(b, e);
+    for (int n = static_cast<int>(rng() % 8); n > 0; --n) {
+      const int i = static_cast<int>(rng() % kStreams);
+      const int j = (i + 1 + static_cast<int>(rng() % (kStreams - 1))) % kStreams;
+      switch (rng() % 3) {
+        case 0: work(i, static_cast<int>(rng() % 5)); break;
+        case 1: record(i); break;
+        default: wait_for(i, rec[j].empty() ? record(j) : rec[j][rng() % rec[j].size()]);
+      }
+    }
+    std::vector<int> synced = {b};
+    const int y = static_cast<int>(rng() % kStreams);
+    if (y != b && !waited[y].empty()) synced.push_back(y);
+    for (int x : synced) {
+      ASSERT_OK(stream_synchronize(streams[x]));
+      for (Event w : waited[x]) {
+        for (int j = 0; j < kStreams; ++j) {
+          auto it = std::find(rec[j].begin(), rec[j].end(), w);
+          if (it == rec[j].end()) continue;
+          for (auto p = rec[j].begin(); p <= it; ++p) {  // the waited event and every one before it
+            const Status st = event_query(*p);
+            if (st != Status::kSuccess && incomplete++ == 0) {
+              first_incomplete = "round " + std::to_string(round) + ": stream " + std::to_string(x) +
+                                 " synchronized, event #" + std::to_string(p - rec[j].begin()) + " of stream " +
+                                 std::to_string(j) + " -> " + status_name(st);
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(incomplete, 0) << first_incomplete;
+  for (int i = 0; i < kStreams; ++i) {
+    ASSERT_OK(stream_synchronize(streams[i]));
+    for (Event e : events[i]) EXPECT_OK(event_query(e));
+    for (Event e : events[i]) ASSERT_OK(event_destroy(e));
+    ASSERT_OK(stream_destroy(streams[i]));
+  }
 }

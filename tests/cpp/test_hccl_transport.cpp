@@ -6,10 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
@@ -192,15 +195,25 @@ class MemRendezvous final : public hccl_sim::Rendezvous {
   }
   std::string get(const std::string& k) override {
     std::unique_lock<std::mutex> lk(mu_);
-    if (!cv_.wait_for(lk, std::chrono::seconds(20), [&] { return kv_.count(k) > 0; })) throw CommError("rendezvous timeout: " + k);
+    if (!cv_.wait_for(lk, std::chrono::seconds(wait_s), [&] { return kv_.count(k) > 0; })) throw CommError("rendezvous timeout: " + k);
     return kv_[k];
   }
+  bool try_get(const std::string& k, std::string* v) override {
+    std::lock_guard<std::mutex> lk(mu_);
+    auto it = kv_.find(k);
+    if (it == kv_.end()) return false;
+    *v = it->second;
+    return true;
+  }
+  int wait_s = 20;
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::string> kv_;
 };
+
+const char* reduce_or_root_word(const std::string& what) { return what == "allreduce" ? "reduce_op=" : "root="; }
 
 std::chrono::steady_clock::time_point soon(int s = 10) { return std::chrono::steady_clock::now() + std::chrono::seconds(s); }
 
@@ -321,6 +334,54 @@ TEST(HcclShm, BadMagicAndDesyncAreRejected) {
     });
     EXPECT_NE(err[0].find(magic == hccl_sim::kMsgMagic ? "desync" : "malformed frame"), std::string::npos) << err[0];
   }
+}
+
+// Ranks that disagree on a broadcast's root, or on an all_reduce's reduce op, fail with a typed desync
+// error on every rank instead of finishing with different data (a one-way broadcast with two "roots"
+// would otherwise complete on both).
+TEST(HcclShm, RootAndReduceOpDisagreementIsADesyncOnEveryRank) {
+  for (const char* what : {"broadcast", "gather", "scatter", "allreduce"}) {
+    MemRendezvous rv;
+    std::vector<hccl_sim::CommErrorKind> kinds(2, hccl_sim::CommErrorKind::kOther);
+    const auto err = on_ranks(2, [&](int r) {
+      auto t = hccl_sim::make_shm_transport(rv, "s", r, 2, 1 << 20, {0, 1}, -1);
+      std::vector<char> scratch;
+      std::vector<float> buf(16, float(r + 1)), other(16);
+      MsgHeader h = hdr(0, 16);
+      const bool reduce = std::string(what) == "allreduce";
+      h.tag = hccl_sim::collective_tag(reduce ? r : -1, reduce ? -1 : r);  // each rank its own root / op
+      hccl_sim::CommContext c{*t, h, soon(5), nullptr, hccl_sim::Algo::kAuto, "test", &scratch};
+      try {
+        if (std::string(what) == "broadcast") hccl_sim::broadcast(c, buf.data(), 64, r);
+        if (std::string(what) == "gather") hccl_sim::gather(c, buf.data(), {buf.data(), other.data()}, 64, r);
+        if (std::string(what) == "scatter") hccl_sim::scatter(c, {buf.data(), other.data()}, buf.data(), 64, r);
+        if (reduce) hccl_sim::allreduce(c, buf.data(), 16, npu_kernels::DType::kFloat32, npu_kernels::ReduceKind::kSum);
+      } catch (const CommError& e) {
+        kinds[r] = e.kind;
+        throw;
+      }
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_NE(err[r].find("desync"), std::string::npos) << what << " rank " << r << ": " << err[r];
+      EXPECT_NE(err[r].find(reduce_or_root_word(what)), std::string::npos) << err[r];
+      EXPECT_EQ(kinds[r], hccl_sim::CommErrorKind::kDesync) << what;
+    }
+  }
+}
+
+// A rank that dies with its segment created and not yet unlinked leaves nothing in /dev/shm once the
+// others' set-up fails (they unlink the names every rank publishes before creating its segment).
+TEST(HcclShm, FailedSetupUnlinksAPeersPublishedSegment) {
+  MemRendezvous rv;
+  rv.wait_s = 1;  // rank 1 never publishes its descriptor
+  const std::string name = "/npusim-hccl-" + hccl_sim::random_hex(16);
+  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);  // what the dead rank 1 left
+  ASSERT_GE(fd, 0);
+  close(fd);
+  rv.set("s/shmname/1", name);
+  EXPECT_THROW(hccl_sim::make_shm_transport(rv, "s", 0, 2, 1 << 20, {0, 1}, -1), CommError);
+  EXPECT_EQ(shm_open(name.c_str(), O_RDWR, 0), -1) << name << " is still in /dev/shm";
+  EXPECT_EQ(errno, ENOENT);
 }
 
 TEST(HcclShm, ForgedPeerReadFrameIsRejected) {

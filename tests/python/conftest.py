@@ -35,7 +35,19 @@ def fresh_python():
     return run_python
 
 
+def acknowledge_device_error(device=None):
+    """For tests that provoke an asynchronous device error on purpose: the error is sticky (every later
+    synchronize and copy to the host raises it) until restart_device acknowledges it."""
+    assert torch.npu._device_error(device) is not None, "expected a sticky device error"
+    torch.npu.restart_device(device)
+
+
 @pytest.fixture(autouse=True)
 def _sync_after_test():
     yield
+    left = {d: torch.npu._device_error(d) for d in range(torch.npu.device_count())}
+    left = {d: e for d, e in left.items() if e is not None}
+    for d in left:
+        torch.npu.restart_device(d)  # so the next test starts clean
+    assert not left, f"the test left sticky device errors (acknowledge them with restart_device): {left}"
     torch.npu.synchronize()

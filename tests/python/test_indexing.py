@@ -3,6 +3,7 @@ negative dims, empty tensors, device-checked indices and CPU indices with npu te
 import pytest
 import torch
 
+from conftest import acknowledge_device_error
 import torch_npu_sim
 
 DEV = "npu"
@@ -239,7 +240,9 @@ def test_out_of_range_index_raises_at_sync(call, op):
     with pytest.raises(RuntimeError, match=op):
         call(x)
         torch.npu.synchronize()
-    # the device stays usable
+    with pytest.raises(RuntimeError, match=op):  # sticky until acknowledged
+        x.cpu()
+    acknowledge_device_error()
     assert float(torch.ones(2, device=DEV).cpu().sum()) == 2.0
 
 
@@ -247,6 +250,7 @@ def test_out_of_range_message_names_index_and_size():
     x = torch.zeros(5, device=DEV)
     with pytest.raises(RuntimeError, match=r"index_select\(\): index 7 is out of bounds for dimension 0 with size 5"):
         x.index_select(0, torch.tensor([7], device=DEV)).cpu()
+    acknowledge_device_error()
 
 
 def test_host_side_errors_match_cpu():
@@ -284,6 +288,7 @@ def test_bincount_searchsorted_bucketize():
     with pytest.raises(RuntimeError, match="bincount"):
         torch.bincount(torch.tensor([1, -1], device=DEV))
         torch.npu.synchronize()
+    acknowledge_device_error()
     bd = torch.sort(torch.randn(3, 6))[0]
     v = torch.randn(3, 4)
     v[0, 0] = bd[0, 2]  # ties: left/right differ
@@ -327,6 +332,7 @@ def test_index_fill_copy_take_put_kthvalue(dtype):
     with pytest.raises(RuntimeError, match="take"):
         xn.take(torch.tensor([20], device=DEV))
         torch.npu.synchronize()
+    acknowledge_device_error()
     assert_native("aten::index_fill_.int_Scalar", "aten::index_fill_.int_Tensor", "aten::index_copy.out",
                   "aten::take", "aten::put_", "aten::kthvalue.values")
 
@@ -383,6 +389,7 @@ def test_index_reduce_and_masked_scatter(reduce, include_self, dtype):
     with pytest.raises(RuntimeError, match="masked_scatter"):
         x.to(DEV).masked_scatter(torch.ones(5, 3, dtype=torch.bool, device=DEV), source[:3].to(DEV))
         torch.npu.synchronize()
+    acknowledge_device_error()
     assert_native("aten::index_reduce", "aten::masked_scatter_")
 
 
@@ -402,3 +409,4 @@ def test_advanced_indexing_wide_rows():
     same(yn, y)
     with pytest.raises(RuntimeError, match="index"):
         xn[torch.tensor([0, 40], device=DEV)].cpu()
+    acknowledge_device_error()

@@ -20,7 +20,7 @@ __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device", "set_device", "device",
     "device_of", "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
     "can_device_access_peer", "Stream", "Event", "stream", "set_stream", "current_stream", "default_stream",
-    "get_amp_supported_dtype", "is_bf16_supported", "amp",
+    "get_amp_supported_dtype", "is_bf16_supported", "amp", "restart_device",
 ] + _memory_all + _random_all
 
 
@@ -111,10 +111,28 @@ class device_of(device):
 
 
 def synchronize(device: Any = None) -> None:
-    """Wait for all work on every stream of ``device`` (default: the current device); raises the first
-    error a kernel reported asynchronously."""
+    """Wait for all work on every stream of ``device`` (default: the current device); raises the device's
+    error if a kernel, copy or collective failed asynchronously. Device errors are sticky: every later
+    synchronize and copy to the host raises too, until ``restart_device`` acknowledges it."""
     _lazy_init()
     _C._synchronize(_device_index(device, optional=True))
+
+
+def restart_device(device_id: Any = None, rebuild_all_resource: bool = False) -> None:
+    """torch_npu.npu.restart_device: after an asynchronous error (a failed kernel, copy or collective) the
+    device stays failed, and every synchronize and copy to the host raises that error, so nothing computed
+    from the failed work is read back by mistake. This acknowledges it: waits for the device's streams,
+    then clears the error. Tensors written by the failed work hold undefined values; recompute them.
+    ``rebuild_all_resource`` is accepted for torch_npu compatibility and has no effect."""
+    del rebuild_all_resource
+    _lazy_init()
+    _C._restart_device(_device_index(device_id, optional=True))
+
+
+def _device_error(device: Any = None) -> Optional[str]:
+    """The device's sticky error message, or None (does not wait and does not clear it)."""
+    _lazy_init()
+    return _C._device_error(_device_index(device, optional=True))
 
 
 class _DeviceProperties:

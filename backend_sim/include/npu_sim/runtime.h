@@ -14,16 +14,24 @@ namespace npu_sim {
 // ---------------------------------------------------------------------------------------------------
 // Errors. Every entry point returns a Status; on failure a human-readable detail is kept per thread and
 // returned by last_error_message() (names the entry point, the argument and what was expected).
+//
+// Asynchronous errors are sticky, as on CUDA: the first failed kernel, host function or async copy on any
+// stream of a device makes that device failed. From then on every call that waits for or reads back the
+// device's work (the synchronizes, the queries once the work is done, synchronous copies/memsets, copies
+// to pageable host memory) returns that error with its original message, followed by
+// " (sticky: the device stays failed until torch.npu.restart_device(N))". Nothing clears it but
+// device_restart. Launches and other enqueues keep working; only their results cannot be read back.
 enum class Status : int {
   kSuccess = 0,
   kInvalidValue = 1,    // bad argument (null pointer, negative size, unknown kind, ...)
   kInvalidDevice = 2,   // device ordinal out of range
   kOutOfMemory = 3,     // device (HBM) capacity or host allocation exhausted
   kNotReady = 4,        // event/stream query: work still pending (not an error)
-  kKernelError = 5,     // an asynchronous kernel or copy failed; reported at the next sync point
+  kKernelError = 5,     // an asynchronous kernel or copy failed; sticky: every later sync point reports it
   kInvalidHandle = 6,   // unknown/destroyed stream or event, pointer not from this runtime
   kInternal = 7,
   kNotSupported = 8,    // the feature is off or the host does not provide it
+  kCommError = 9,       // a collective or peer communication failed (asynchronous, like kKernelError)
 };
 
 const char* status_name(Status s);
@@ -47,17 +55,29 @@ Status get_device_properties(int device, DeviceProperties* props);
 // Current device of the calling thread (default 0).
 Status set_device(int device);
 Status get_device(int* device);
-// Waits for every stream of `device`; returns the first pending asynchronous error, if any.
+// Waits for every stream of `device`; then returns the device's sticky error, if any (not cleared).
 Status device_synchronize(int device);
+// The device's sticky error (status, with the message in last_error_message()) or kSuccess. Neither waits
+// nor clears (torch.npu introspection, test fixtures).
+Status device_get_error(int device);
+// torch_npu.npu.restart_device(device): acknowledges the sticky error so later work can continue. Waits
+// until every stream of the device has run what was queued before the call (consuming nothing), then
+// clears the errors of that work: the sticky error and each stream's own. An error of work queued by
+// another thread while the restart waits survives it (it becomes the sticky error). kSuccess, or
+// kInvalidValue when called from a function running on a stream of `device` (it would wait for itself).
+// Must not be called while holding a lock that work queued on the device needs.
+Status device_restart(int device);
 
 // ---------------------------------------------------------------------------------------------------
 // Memory. Device memory is host memory reserved lazily (untouched pages cost nothing) and accounted
 // against the device's HBM capacity; exceeding it returns kOutOfMemory.
 Status malloc_device(int device, void** ptr, std::size_t bytes);
+// As cudaFree: waits until the device's streams are idle (consuming nothing, reporting no async error),
+// then frees. Never call it holding a lock that queued work needs (a host function, another stream).
 Status free_device(void* ptr);
 // Page-locked ("pinned") host memory, usable for truly asynchronous copies.
 Status malloc_host(void** ptr, std::size_t bytes);
-Status free_host(void* ptr);
+Status free_host(void* ptr);  // as free_device, but waits for the streams of every device
 // Free and total HBM bytes of the device (free = capacity - bytes held by malloc_device).
 Status mem_get_info(int device, std::size_t* free_bytes, std::size_t* total_bytes);
 
@@ -91,23 +111,29 @@ using Stream = StreamImpl*;
 using Event = EventImpl*;
 
 Status stream_create(int device, Stream* stream);
-Status stream_destroy(Stream stream);  // waits for its pending work first
+Status stream_destroy(Stream stream);  // waits for its pending work first; reports no async error
 Status get_default_stream(int device, Stream* stream);
 Status stream_get_device(Stream stream, int* device);
-Status stream_synchronize(Stream stream);  // returns the stream's pending async error, if any
-Status stream_query(Stream stream);        // kSuccess if idle, kNotReady otherwise
-Status stream_wait_event(Stream stream, Event event);  // later work on `stream` waits for `event`
+// Waits for the stream; then returns its device's sticky error, if any (not cleared).
+Status stream_synchronize(Stream stream);
+// kNotReady while work is pending; once idle, the device's sticky error if any, else kSuccess. (Pending
+// work is reported first so that a caller such as the caching allocator never takes an error for "done".)
+Status stream_query(Stream stream);
+// Later work on `stream` waits for `event`. Reports no async error (it waits for nothing on the host).
+Status stream_wait_event(Stream stream, Event event);
 
 enum EventFlags : unsigned { kEventDefault = 0, kEventEnableTiming = 1 };
 Status event_create(Event* event, unsigned flags = kEventDefault);
 Status event_destroy(Event event);
 // Captures the current tail of `stream`; the event completes when that work is done. An event never
-// recorded counts as complete (as in CUDA).
+// recorded counts as complete (as in CUDA). An event counts as complete as soon as everything it stands
+// for is done, even if its stream's worker has not passed the marker yet (only records and satisfied
+// waits left before it): an event that a synchronized stream waited for is complete, and so is every
+// event recorded before it on its stream.
 Status event_record(Event event, Stream stream);
-Status event_query(Event event);        // kSuccess or kNotReady
-// Blocks until complete; reports that stream's pending async error without clearing it (only
-// stream_synchronize / device_synchronize / sync copies consume errors, so an internal event wait such
-// as the allocator's never hides an error from the stream's user).
+// kNotReady while incomplete; once complete, the recording device's sticky error if any, else kSuccess.
+Status event_query(Event event);
+// Blocks until complete; then returns the recording device's sticky error, if any (not cleared).
 Status event_synchronize(Event event);
 // Milliseconds between two completed events created with kEventEnableTiming.
 Status event_elapsed_time(float* ms, Event start, Event end);
@@ -122,23 +148,28 @@ enum class MemcpyKind : int {
   kDefault = 4,
 };
 // Synchronous: ordered after all work already queued on the default stream of the device(s) involved,
-// returns when the bytes have landed.
+// returns when the bytes have landed. If a device involved (either side of a peer copy; for host-to-host
+// the current device, whose default stream orders it) already has a sticky error, returns it and copies
+// nothing; an error that appears while the call waits is returned after the copy.
 Status memcpy(void* dst, const void* src, std::size_t bytes, MemcpyKind kind);
 // Asynchronous on `stream`. As in CUDA: from pageable host memory the source is staged at call time (the
 // caller may reuse it on return) up to 1 MiB, larger pageable sources make the call wait for the stream;
 // to pageable host memory the call returns once the copy is done; pinned<->device copies are fully
-// asynchronous.
+// asynchronous. The calls that wait return the stream's device's sticky error like a synchronize (a
+// copy to pageable host memory from a failed device copies nothing); the others report none.
 Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind kind, Stream stream);
+// Synchronous, with memcpy's error rule (the device owning dst, or the current device for pinned memory).
 Status memset(void* dst, int value, std::size_t bytes);
-Status memset_async(void* dst, int value, std::size_t bytes, Stream stream);
+Status memset_async(void* dst, int value, std::size_t bytes, Stream stream);  // reports no async error
 
 // ---------------------------------------------------------------------------------------------------
 // Kernel launch. A kernel is a function run once per block of a 1-D grid; blocks are spread over the
 // shared pool of AI-core threads. Each block gets the executing core's Unified Buffer as scratch
 // (ub_bytes, valid only during the block). A block reports failure by throwing npu_sim::KernelError
-// (or any std::exception); the stream records "kernel '<name>' failed: <what>" and the error surfaces as
-// kKernelError at the next sync point on that stream/device. With ASCEND_LAUNCH_BLOCKING=1 every
-// launch and async copy completes before the call returns and errors are returned by the launch itself.
+// (or any std::exception); the stream records "kernel '<name>' failed: <what>" as kKernelError (or as
+// AsyncError::status), which becomes the device's sticky error (see Errors) if it is the first. Launches
+// report no async error. With ASCEND_LAUNCH_BLOCKING=1 every launch and async copy completes before the
+// call returns and synchronizes its stream: the launch itself then returns the sticky error.
 struct BlockContext {
   std::uint32_t block_idx;
   std::uint32_t block_dim;
@@ -156,12 +187,22 @@ struct KernelError : std::exception {
   const char* what() const noexcept override { return msg_.c_str(); }
   std::string msg_;
 };
+// A failure with its own status: thrown by a kernel block or host function, the stream records `status`
+// instead of kKernelError (the collective library throws it with kCommError from its host functions). A
+// host function's AsyncError message is recorded as is, without the "host function failed: " prefix.
+// A status that is not an error (kSuccess, kNotReady) is recorded as kKernelError.
+struct AsyncError : KernelError {
+  AsyncError(Status s, std::string msg) : KernelError(std::move(msg)), status(s) {}
+  Status status;
+};
 
 // `name` is NOT copied: it must stay valid until the kernel has run (every caller passes a string literal
 // or a name from a static table). `fn` is moved into the queue and must own (or outlive) everything it
 // reads; it is invoked concurrently by several core threads.
 Status launch_kernel(Stream stream, const char* name, std::uint32_t block_dim, KernelFn&& fn);
-// Enqueues an arbitrary host function on the stream (runs on the stream worker, in order).
+// Enqueues an arbitrary host function on the stream (runs on the stream worker, in order). An exception
+// it throws is recorded as "host function failed: <what>" (kKernelError), or as an AsyncError says.
+// It must not wait for later work of its own stream, nor for work that waits for it.
 Status launch_host_func(Stream stream, std::function<void()> fn);
 
 bool launch_blocking();  // ASCEND_LAUNCH_BLOCKING=1
