@@ -114,7 +114,9 @@ TEST(IndexAlongDim, OutOfRangeIndexIsAKernelErrorAtSync) {
   EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kKernelError);
   const std::string msg = npu_sim::last_error_message();
   EXPECT_NE(msg.find("index_select(): index 7 is out of bounds for dimension 0 with size 5"), std::string::npos) << msg;
-  ASSERT_OK(npu_sim::device_synchronize(0));  // reported once; the device stays usable
+  EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kKernelError);  // sticky until acknowledged
+  ASSERT_OK(npu_sim::device_restart(0));
+  ASSERT_OK(npu_sim::device_synchronize(0));
 }
 
 }  // namespace
