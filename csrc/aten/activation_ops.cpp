@@ -22,6 +22,7 @@
 #include <torch/library.h>
 
 #include "aten/pointwise.h"
+#include "fallback/dtype_fallback.h"
 #include "aten/structured.h"
 
 namespace torch_npu_sim {
@@ -131,12 +132,15 @@ T npu_glu_backward(const T& grad, const T& self, int64_t dim) {
     return structured_out<at::meta::structured_##META>(binary_kernel(OP, with_a(v)), out, g, self, v);  \
   });
 
+// (complex operands, which have no kernel, run on the CPU fallback: NPU_OR_CPU)
 #define NPU_STRUCTURED_BINARY(name, META, OP)                                                           \
   m.impl(#name, [](const T& a, const T& b) {                                                            \
-    return structured_functional<at::meta::structured_##META>(binary_kernel(OP), a, b);                 \
+    return NPU_OR_CPU(T(const T&, const T&), #name, "",                                                 \
+                      structured_functional<at::meta::structured_##META>(binary_kernel(OP), a, b), a, b); \
   });                                                                                                   \
   m.impl(#name ".out", [](const T& a, const T& b, T& out) -> T& {                                       \
-    return structured_out<at::meta::structured_##META>(binary_kernel(OP), out, a, b);                   \
+    return NPU_OR_CPU(T&(const T&, const T&, T&), #name, "out",                                         \
+                      structured_out<at::meta::structured_##META>(binary_kernel(OP), out, a, b), a, b, out); \
   });
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

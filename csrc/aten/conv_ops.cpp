@@ -168,6 +168,9 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
                        p.output_padding[0] + 1;
     const int64_t ow = (x.size(3) - 1) * p.stride[1] - 2 * p.padding[1] + p.dilation[1] * (w.size(3) - 1) +
                        p.output_padding[1] + 1;
+    // ATen's slow_conv_transpose shape check (CPU and CUDA): an empty output plane is an error, not an empty result
+    TORCH_CHECK(oh >= 1 && ow >= 1, "Given input size per channel: (", x.size(2), " x ", x.size(3),
+                "). Calculated output size per channel: (", oh, " x ", ow, "). Output size is too small");
     out = at::empty({n, w.size(1) * groups, oh, ow}, x.options());
     if (out.numel() > 0) {
       // The transposed conv's output is the forward-sense input; its input is the forward-sense output.

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -134,6 +135,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   TORCH_CHECK(shape == dst.sizes(), "copy_: output with shape ", dst.sizes(),
               " doesn't match the broadcast shape ", shape);
   if (dst.numel() == 0) return dst;
+  if (self.scalar_type() == at::kComplexHalf || dst.scalar_type() == at::kComplexHalf) {
+    // complex32 has no kernel dtype: it moves as pairs of float16 (view_as_real), to or from any complex
+    // dtype; what CUDA's view_as_complex of a float16 tensor, read back, needs
+    TORCH_CHECK(self.is_complex() && dst.is_complex(), "copy_: between complex32 and ", self.is_complex() ?
+                dst.scalar_type() : self.scalar_type(), " is not supported on npu");
+    copy_from(at::view_as_real(self.expand(dst.sizes())), at::view_as_real(dst), non_blocking);
+    return dst;
+  }
   at::assert_no_internal_overlap(dst);
   at::Tensor src = self.expand(dst.sizes());
   // Only a source sharing dst's storage can overlap it (get_overlap_status also answers TooHard for any

@@ -83,7 +83,9 @@ const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
                           std::optional<c10::MemoryFormat> memory_format) {
   for (const auto s : size) TORCH_CHECK(s >= 0, "resize_: negative dimension ", s, " in requested size ", size);
   auto* impl = self.unsafeGetTensorImpl();
-  if (self.sizes() != size || !self.is_contiguous()) impl->set_sizes_contiguous(size);
+  // same sizes: untouched, strides included, as ATen's resize_impl_ (the CPU fallback writes an in-place result
+  // back through _copy_from_and_resize, which resizes: restriding there scrambled every view of a strided input)
+  if (self.sizes() != size) impl->set_sizes_contiguous(size);
   if (memory_format.has_value()) {
     TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "resize_: unsupported memory format ", *memory_format);
     impl->empty_tensor_restride(*memory_format);

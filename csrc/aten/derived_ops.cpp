@@ -1,10 +1,12 @@
 // Registration of small ops that are compositions of native npu ops, with CPU's checks and messages:
 // equal (eq + all), trace (diagonal + sum), isin (sort + searchsorted + gather), repeat_interleave with
-// a repeats tensor (cumsum + searchsorted). No math of their own.
+// a repeats tensor (cumsum + searchsorted), histc on integers (CUDA's integer bins: sub/mul/div + bincount). No
+// math of their own.
 #include <ATen/core/Tensor.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/bincount.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
@@ -16,9 +18,11 @@
 #include <ATen/ops/searchsorted.h>
 #include <ATen/ops/sort.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include "aten/npu_tensor.h"
+#include "fallback/dtype_fallback.h"
 
 namespace torch_npu_sim {
 namespace {
@@ -34,9 +38,9 @@ bool npu_equal(const T& self, const T& other) {
   return at::eq(self, other).all().item<bool>();
 }
 
+// CUDA's trace: diagonal().sum(), so a bool matrix counts its true diagonal elements (int64); CPU refuses bool.
 T npu_trace(const T& self) {
   TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
-  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool, "\"trace\" not implemented for 'Bool'");
   return self.diagonal().sum();
 }
 
@@ -73,9 +77,50 @@ T npu_repeat_interleave(const T& repeats, std::optional<int64_t> output_size) {
   return at::searchsorted(ends, positions, /*out_int32=*/false, /*right=*/true).to(repeats.scalar_type());
 }
 
+// histc on integer inputs, which CUDA accepts and CPU refuses: CUDA's arithmetic exactly (bounds converted to
+// int64, bin = floor((v - min) * bins / (max - min)) in int64, v == max in the last bin, values outside [min, max]
+// ignored, the counts in the input's dtype). Floating inputs run CPU's kernel through the fallback.
+T npu_histc(const T& self, int64_t bins, const S& min, const S& max) {
+  if (!at::isIntegralType(self.scalar_type(), /*includeBool=*/false)) {
+    throw_no_kernel_for_dtype(c10::str("histc: no npu kernel for dtype ", self.scalar_type()));
+  }
+  TORCH_CHECK(bins > 0, "bins must be > 0");
+  int64_t lo = min.to<int64_t>(), hi = max.to<int64_t>();
+  if (lo == hi && self.numel() > 0) {  // the data's range: a sync, as on CUDA
+    lo = self.min().item<int64_t>();
+    hi = self.max().item<int64_t>();
+  }
+  if (lo == hi) {
+    lo -= 1;
+    hi += 1;
+  }
+  TORCH_CHECK(lo < hi, "max must be larger than min");
+  if (self.numel() == 0) return at::zeros({bins}, self.options());
+  const T v = self.reshape({-1}).to(at::kLong);
+  const T bin = v.sub(lo).mul(bins).div(S(hi - lo), "floor").clamp_max(bins - 1);
+  const T kept = bin.masked_select(v.ge(lo).logical_and_(v.le(hi)));
+  return at::bincount(kept, std::nullopt, bins).to(self.scalar_type());
+}
+
+T& npu_histc_out(const T& self, int64_t bins, const S& min, const S& max, T& out) {
+  const T r = npu_histc(self, bins, min, max);
+  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "torch.histogram: input tensor and hist tensor should have the "
+              "same dtype, but got input ", self.scalar_type(), " and hist ", out.scalar_type());
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("histc", [](const T& self, int64_t bins, const S& min, const S& max) {
+    return NPU_OR_CPU(T(const T&, int64_t, const S&, const S&), "histc", "", npu_histc(self, bins, min, max), self,
+                      bins, min, max);
+  });
+  m.impl("histc.out", [](const T& self, int64_t bins, const S& min, const S& max, T& out) -> T& {
+    return NPU_OR_CPU(T&(const T&, int64_t, const S&, const S&, T&), "histc", "out",
+                      npu_histc_out(self, bins, min, max, out), self, bins, min, max, out);
+  });
   m.impl("equal", npu_equal);
   m.impl("trace", npu_trace);
   m.impl("isin.Tensor_Tensor_out", [](const T& e, const T& t, bool assume_unique, bool invert, T& out) -> T& {

@@ -7,6 +7,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/IndexingUtils.h>
+#include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/ReductionType.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gather_meta.h>
@@ -335,6 +336,13 @@ void index_fill_copy(const at::Tensor& out, const at::Tensor& self, int64_t dim,
   if (source != nullptr) check_device_arg(op, "source", *source, out.device());
   c10::DeviceGuard guard(out.device());
   if (!out.is_same(self)) out.copy_(self);
+  if (index.numel() > 0 && out.dim() > 0 && out.size(dim) == 0) {
+    // every index is out of range; ATen's kernel (CPU and CUDA) fails restriding self to index.numel()
+    // elements along dim unless another dim is empty too
+    int64_t others = 1;
+    for (int64_t d = 0; d < out.dim(); ++d) others *= d == dim ? 1 : out.size(d);
+    TORCH_CHECK(others == 0, op, ": index out of range for dimension ", dim, " of size 0");
+  }
   if (index.numel() == 0 || out.numel() == 0) return;
   const auto ix = long_index(index, out.device(), op);
   const auto o1 = as_1d(out);
@@ -714,14 +722,16 @@ std::tuple<at::Tensor&, at::Tensor&> kthvalue_values(const at::Tensor& self, int
                                                      at::Tensor& values, at::Tensor& indices) {
   dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
   const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
+  at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
   TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
   at::Tensor v = at::empty({0}, self.options());
   at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
   topk_values(self, k, dim, /*largest=*/false, true, v, i);
   at::Tensor kv = as_1d(v).narrow(dim, k - 1, 1), ki = as_1d(i).narrow(dim, k - 1, 1);
   if (self.dim() == 0) {
-    kv = kv.view({});
-    ki = ki.view({});
+    // a 0-dim result; view({}) would pick Tensor::view(ScalarType) and reinterpret the bytes as uint8
+    kv = kv.reshape(at::IntArrayRef{});
+    ki = ki.reshape(at::IntArrayRef{});
   } else if (!keepdim) {
     kv = kv.squeeze(dim);
     ki = ki.squeeze(dim);
@@ -781,6 +791,8 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   TORCH_CHECK(self.dim() == 1 && !at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kBool,
               "bincount only supports 1-d non-negative integral inputs.");
   TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  // an empty input counts nothing: zeros(minlength) of int64 before the weights are looked at (CPU and CUDA)
+  if (self.numel() == 0) return at::zeros({minlength}, self.options().dtype(at::kLong));
   const at::Tensor weights = weights_opt.has_value() ? *weights_opt : at::Tensor();
   TORCH_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == self.size(0)),
               "weights should be 1-d and have the same length as input");

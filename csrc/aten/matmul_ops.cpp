@@ -1,5 +1,5 @@
 // The matmul family on npu (registration + adapters, no math): mm, bmm, addmm, baddbmm, addbmm, mv,
-// addmv, dot, vdot, with out= and in-place variants. libtorch's structured meta functions do the shape
+// addmv, dot, vdot, with out= and in-place variants, and addr. Complex operands run on the CPU fallback (or_cpu). libtorch's structured meta functions do the shape
 // and dtype checks (same messages as CPU); operands go to npu_kernels::gemm as (batch, row, col)
 // strides, so transposed and strided views are read in place. matmul, linear, einsum, tensordot are
 // CompositeImplicit and reach these.
@@ -7,11 +7,13 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/addmm_meta.h>
+#include <ATen/ops/addr_native.h>
 #include <ATen/ops/addmv_meta.h>
 #include <ATen/ops/baddbmm_meta.h>
 #include <ATen/ops/bmm_meta.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm_meta.h>
+#include <ATen/ops/result_type.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -21,6 +23,7 @@
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
+#include "fallback/dtype_fallback.h"
 #include "npu_kernels/gemm.h"
 
 namespace torch_npu_sim {
@@ -28,6 +31,8 @@ namespace {
 
 
 npu_kernels::DType gemm_dtype(at::ScalarType t, const char* op) {
+  // complex runs on the CPU fallback (CUDA has complex GEMMs); integers are refused, as on CUDA
+  if (at::isComplexType(t)) throw_no_kernel_for_dtype(c10::str(op, ": no npu kernel for dtype ", t));
   TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16, op,
                               ": the npu Cube unit has no kernel for dtype ", t,
                               " (supported: float32, float64, float16, bfloat16)");
@@ -79,6 +84,8 @@ Mat row(const at::Tensor& v) { return {v.const_data_ptr(), 0, 0, v.stride(0)}; }
 void run_gemm(const char* op, const at::Tensor& out, Mat (*as_mat)(const at::Tensor&), int64_t batch, int64_t m,
               int64_t n, int64_t k, const Mat& a, const Mat& b, const at::Tensor& a_t, const at::Tensor& b_t,
               const at::Tensor* cin, double alpha, double beta) {
+  // shape errors before dtype errors, as ATen's addmm/baddbmm (expand_size first): cin must broadcast to out
+  const at::Tensor cin_expanded = cin != nullptr ? cin->expand(out.sizes()) : at::Tensor();
   if (out.numel() == 0) return;
   const auto dtype = gemm_dtype(out.scalar_type(), op);
   for (const at::Tensor* t : {&a_t, &b_t, cin}) {
@@ -106,9 +113,7 @@ void run_gemm(const char* op, const at::Tensor& out, Mat (*as_mat)(const at::Ten
   g.b = b.data; g.b_batch_stride = b.bs; g.b_row_stride = b.rs; g.b_col_stride = b.cs;
   const Mat c = as_mat(out);
   g.c = const_cast<void*>(c.data); g.c_batch_stride = c.bs; g.c_row_stride = c.rs; g.c_col_stride = c.cs;
-  at::Tensor cin_expanded;
   if (cin != nullptr && beta != 0.0) {
-    cin_expanded = cin->expand(out.sizes());
     const Mat ci = as_mat(cin_expanded);
     g.cin = ci.data; g.cin_batch_stride = ci.bs; g.cin_row_stride = ci.rs; g.cin_col_stride = ci.cs;
   }
@@ -120,7 +125,10 @@ void run_gemm(const char* op, const at::Tensor& out, Mat (*as_mat)(const at::Ten
 Mat out_column(const at::Tensor& t) { return {t.const_data_ptr(), 0, t.stride(0), 1}; }  // (M) as M x 1
 Mat out_scalar(const at::Tensor& t) { return {t.const_data_ptr(), 0, 1, 1}; }           // () as 1 x 1
 
-double scalar(const at::Scalar& s) { return s.toDouble(); }
+double scalar(const at::Scalar& s) {
+  if (s.isComplex()) throw_no_kernel_for_dtype("a complex alpha or beta: no npu kernel");  // CPU's rules apply
+  return s.toDouble();
+}
 
 // ---- mm / addmm ---------------------------------------------------------------------------------------
 at::Tensor& addmm_impl(const char* op, const at::Tensor* self, const at::Tensor& m1, const at::Tensor& m2,
@@ -286,6 +294,8 @@ at::Tensor& addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& ve
 }
 
 void check_mv(const at::Tensor& self, const at::Tensor& vec) {
+  // ATen's mv (CompositeExplicitAutograd, CPU and CUDA alike) sizes its result with self.size(0) first
+  TORCH_CHECK_INDEX(self.dim() > 0, "Dimension specified as 0 but tensor has no dimensions");
   TORCH_CHECK(self.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ", 1, ", ", self.dim(), ", ",
               vec.dim());
   TORCH_CHECK(self.size(1) == vec.size(0), "size mismatch, got input (", self.size(0), "), mat (", self.size(0), "x",
@@ -326,27 +336,46 @@ at::Tensor dot_impl(const char* op, const at::Tensor& self, const at::Tensor& ot
 at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("dot", self, other); }
 at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("vdot", self, other); }
 
+// ---- addr --------------------------------------------------------------------------------------------
+// ATen's math_addr (beta * self + alpha * outer(vec1, vec2) through native ops) behind the checks of CPU's and
+// CUDA's addr, which math_addr lacks: 1-D vectors, self broadcastable to vec1 x vec2 (math_addr's broadcasting
+// accepted a self the result does not fit), the kinds of beta and alpha.
+at::Tensor addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
+                const at::Scalar& alpha) {
+  TORCH_CHECK(vec1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
+  TORCH_CHECK(vec2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", vec2.dim(), "-D");
+  const at::Tensor self_ = self.expand({vec1.size(0), vec2.size(0)});
+  const auto type = at::promote_types(at::result_type(self, vec1), vec2.scalar_type());
+  for (const auto& [s, name] : {std::pair<const at::Scalar&, const char*>{beta, "beta"}, {alpha, "alpha"}}) {
+    TORCH_CHECK(!s.isBoolean() || type == at::kBool, "Boolean ", name, " only supported for Boolean results.");
+    TORCH_CHECK(at::isFloatingType(type) || at::isComplexType(type) || s.isIntegral(true),
+                "For integral input tensors, argument ", name, " must not be a floating point number.");
+  }
+  return at::native::math_addr(self_, vec1, vec2, beta, alpha);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("mm", mm);
-  m.impl("mm.out", mm_out);
-  m.impl("bmm", bmm);
-  m.impl("bmm.out", bmm_out);
-  m.impl("addmm", addmm);
-  m.impl("addmm.out", addmm_out);
-  m.impl("addmm_", addmm_);
-  m.impl("baddbmm", baddbmm);
-  m.impl("baddbmm.out", baddbmm_out);
-  m.impl("baddbmm_", baddbmm_);
-  m.impl("addbmm", addbmm);
-  m.impl("addbmm.out", addbmm_out);
-  m.impl("addbmm_", addbmm_);
-  m.impl("mv", mv);
-  m.impl("mv.out", mv_out);
-  m.impl("addmv", addmv);
-  m.impl("addmv.out", addmv_out);
-  m.impl("addmv_", addmv_);
-  m.impl("dot", dot);
-  m.impl("vdot", vdot);
+  m.impl("addr", addr);
+  m.impl("mm", or_cpu("aten::mm", "", mm));
+  m.impl("mm.out", or_cpu("aten::mm", "out", mm_out));
+  m.impl("bmm", or_cpu("aten::bmm", "", bmm));
+  m.impl("bmm.out", or_cpu("aten::bmm", "out", bmm_out));
+  m.impl("addmm", or_cpu("aten::addmm", "", addmm));
+  m.impl("addmm.out", or_cpu("aten::addmm", "out", addmm_out));
+  m.impl("addmm_", or_cpu("aten::addmm_", "", addmm_));
+  m.impl("baddbmm", or_cpu("aten::baddbmm", "", baddbmm));
+  m.impl("baddbmm.out", or_cpu("aten::baddbmm", "out", baddbmm_out));
+  m.impl("baddbmm_", or_cpu("aten::baddbmm_", "", baddbmm_));
+  m.impl("addbmm", or_cpu("aten::addbmm", "", addbmm));
+  m.impl("addbmm.out", or_cpu("aten::addbmm", "out", addbmm_out));
+  m.impl("addbmm_", or_cpu("aten::addbmm_", "", addbmm_));
+  m.impl("mv", or_cpu("aten::mv", "", mv));
+  m.impl("mv.out", or_cpu("aten::mv", "out", mv_out));
+  m.impl("addmv", or_cpu("aten::addmv", "", addmv));
+  m.impl("addmv.out", or_cpu("aten::addmv", "out", addmv_out));
+  m.impl("addmv_", or_cpu("aten::addmv_", "", addmv_));
+  m.impl("dot", or_cpu("aten::dot", "", dot));
+  m.impl("vdot", or_cpu("aten::vdot", "", vdot));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/native/layer_norm.h>
+#include <ATen/ops/var_mean.h>
 #include <ATen/ops/_log_softmax_backward_data_meta.h>
 #include <ATen/ops/_log_softmax_meta.h>
 #include <ATen/ops/_softmax_backward_data_meta.h>
@@ -425,6 +426,9 @@ std::tuple<T, T, T> batch_norm_impl(const T& input, const std::optional<T>& weig
   const bool has_rm = running_mean.has_value() && running_mean->defined();
   const bool has_rv = running_var.has_value() && running_var->defined();
   TORCH_CHECK(training || (has_rm && has_rv), "running_mean and running_var must be defined in evaluation mode");
+  // the batch statistics of an empty batch are undefined: refused, as ATen's update of the statistics does
+  TORCH_CHECK(!training || input.numel() != 0, "input tensor must have at least one element, but got input_sizes = ",
+              input.sizes());
   c10::DeviceGuard guard(input.device());
   const auto acc = bn_acc(input);
   const T x = input.contiguous();
@@ -503,6 +507,48 @@ std::tuple<T, T, T> batch_norm_backward(const T& grad_out, const T& input, const
   if (dw.defined() && dw.scalar_type() != wtype) dw = dw.to(wtype);
   if (db.defined() && db.scalar_type() != wtype) db = db.to(wtype);
   return {dx, dw, db};
+}
+
+// native_group_norm with CUDA's checks (X contiguous, X.numel() == N * C * HxW, C divisible by group, per-channel
+// weight and bias) and CUDA's arithmetic: statistics and the affine step in the accumulation type, one rounding to X's
+// dtype at the end. Without it ATen's math_group_norm ran, which rounds the normalized value to float16/bfloat16
+// before the affine step and accepts non-contiguous inputs CUDA refuses.
+std::tuple<T, T, T> group_norm_forward(const T& X, const std::optional<T>& gamma_opt, const std::optional<T>& beta_opt,
+                                       int64_t N, int64_t C, int64_t HxW, int64_t group, double eps) {
+  check_npu(X, "native_group_norm");
+  const T gamma = gamma_opt.value_or(T()), beta = beta_opt.value_or(T());
+  TORCH_CHECK(group > 0, "Expected num groups to be greater than 0, got ", group);
+  TORCH_CHECK(C % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of "
+              "shape ", X.sizes(), " and num_groups=", group);
+  TORCH_CHECK(!gamma.defined() || (gamma.dim() == 1 && gamma.numel() == C), "Expected weight to be a vector of size "
+              "equal to the number of channels in input, but got weight of shape ", gamma.sizes(),
+              " and input of shape ", X.sizes());
+  TORCH_CHECK(!beta.defined() || (beta.dim() == 1 && beta.numel() == C), "Expected bias to be a vector of size equal "
+              "to the number of channels in input, but got bias of shape ", beta.sizes(), " and input of shape ",
+              X.sizes());
+  for (const T* p : {&gamma, &beta}) {
+    if (p->defined()) check_device_arg("native_group_norm", "weight/bias", *p, X.device());
+  }
+  TORCH_CHECK(X.is_contiguous(), "Expected X.is_contiguous(memory_format) to be true, but got false.");
+  TORCH_CHECK(X.numel() == N * C * HxW, "Expected X.numel() == N * C * HxW to be true, but got false.");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(X.scalar_type()), "native_group_norm: expected a floating point "
+                              "input, got ", X.scalar_type());
+  const at::ScalarType ptype = gamma.defined() ? gamma.scalar_type() : beta.defined() ? beta.scalar_type()
+                                                                                      : X.scalar_type();
+  const bool mixed = ptype != X.scalar_type();
+  TORCH_CHECK(!mixed || (at::isReducedFloatingType(X.scalar_type()) && ptype == at::kFloat),
+              "mixed dtype: expect parameter to have scalar type of Float and the input a reduced floating type");
+  c10::DeviceGuard guard(X.device());
+  const auto acc = bn_acc(X);
+  const T xf = X.to(acc).view({N, group, N * group == 0 ? 0 : -1});
+  auto [var, mean] = at::var_mean(xf, {2}, /*correction=*/0, /*keepdim=*/true);
+  const T rstd = var.add(eps).rsqrt();
+  T y = xf.sub(mean).mul_(rstd).view({N, C, HxW});
+  if (gamma.defined()) y.mul_(gamma.to(acc).view({1, C, 1}));
+  if (beta.defined()) y.add_(beta.to(acc).view({1, C, 1}));
+  const auto stats_type = mixed ? at::kFloat : X.scalar_type();
+  return {y.to(X.scalar_type()).view(X.sizes()), mean.view({N, group}).to(stats_type),
+          rstd.view({N, group}).to(stats_type)};
 }
 
 std::tuple<T, T, T> group_norm_backward(const T& grad_out, const T& input, const T& mean, const T& rstd,
@@ -598,6 +644,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                    std::array<bool, 3> mask, const T& /*reserve*/) {
     return batch_norm_backward(g, x, w, rm, rv, save_mean, save_var, update, eps, mask);
   });
+  m.impl("native_group_norm", group_norm_forward);
   m.impl("native_group_norm_backward", group_norm_backward);
   m.impl("mse_loss", [](const T& s, const T& t, int64_t r) {
     T o = fresh(s);

@@ -233,15 +233,21 @@ T& npu_floor_divide_out(const T& a, const T& b, T& out) {
   return out;
 }
 
-T isnan(const T& self) {
-  at::Tensor out = at::empty_like(self, self.options().dtype(at::kBool), at::MemoryFormat::Contiguous);
-  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
+T npu_isnan(const T& self) {
+  // the output is allocated by the iterator: it keeps the input's layout, as CPU's self != self does
+  T out;
+  auto iter = at::TensorIteratorConfig()
+                  .check_all_same_dtype(false)
+                  .declare_static_dtype_and_device(at::kBool, self.device())
+                  .add_output(out)
+                  .add_const_input(self)
+                  .build();
   run_pointwise(iter, "isnan", true,
                 [](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) {
                   return npu_kernels::unary(s, UnaryOp::kIsnan, e, {});
                 },
                 self.scalar_type());
-  return out;
+  return iter.output();
 }
 
 T& where_out(const T& cond, const T& self, const T& other, T& out) {
@@ -330,15 +336,23 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("sgn.out", [](const T& self, T& out) -> T& {
     return NPU_OR_CPU(T&(const T&, T&), "sgn", "out", sgn_out(self, out), self, out);
   });
-  m.impl("logical_and.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalAnd, a, b, out); });
-  m.impl("logical_or.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalOr, a, b, out); });
-  m.impl("logical_xor.out", [](const T& a, const T& b, T& out) -> T& { return logical_out(BinaryOp::kLogicalXor, a, b, out); });
-  m.impl("logical_not.out", logical_not_out);
-  m.impl("where.self", where);
-  m.impl("where.self_out", where_out);
+  // complex operands have no kernel: the CPU fallback (or_cpu), as CUDA accepts them
+  m.impl("logical_and.out", or_cpu("aten::logical_and", "out", +[](const T& a, const T& b, T& out) -> T& {
+    return logical_out(BinaryOp::kLogicalAnd, a, b, out);
+  }));
+  m.impl("logical_or.out", or_cpu("aten::logical_or", "out", +[](const T& a, const T& b, T& out) -> T& {
+    return logical_out(BinaryOp::kLogicalOr, a, b, out);
+  }));
+  m.impl("logical_xor.out", or_cpu("aten::logical_xor", "out", +[](const T& a, const T& b, T& out) -> T& {
+    return logical_out(BinaryOp::kLogicalXor, a, b, out);
+  }));
+  m.impl("logical_not.out", or_cpu("aten::logical_not", "out", logical_not_out));
+  m.impl("where.self", or_cpu("aten::where", "self", where));
+  m.impl("where.self_out", or_cpu("aten::where", "self_out", where_out));
   m.impl("isposinf.out", [](const T& self, T& out) -> T& { return inf_predicate_out(UnaryOp::kIsposinf, self, out); });
   m.impl("isneginf.out", [](const T& self, T& out) -> T& { return inf_predicate_out(UnaryOp::kIsneginf, self, out); });
-  m.impl("isnan", isnan);
+  // complex has no kernel: the CPU fallback (CUDA accepts complex: NaN in either part)
+  m.impl("isnan", [](const T& s) { return NPU_OR_CPU(T(const T&), "isnan", "", npu_isnan(s), s); });
   m.impl("clamp.Tensor", clamp_tensor);
   m.impl("clamp.Tensor_out", [](const T& self, const std::optional<T>& lo, const std::optional<T>& hi, T& out) -> T& {
     const T r = clamp_tensor(self, lo, hi);
@@ -667,43 +681,43 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
 
   // ternary
-  m.impl("addcmul", [](const T& self, const T& a, const T& b, const S& value) {
+  m.impl("addcmul", or_cpu("aten::addcmul", "", +[](const T& self, const T& a, const T& b, const S& value) {
     return structured_functional<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), self, a, b, value);
-  });
-  m.impl("addcmul_", [](T& self, const T& a, const T& b, const S& value) -> T& {
+  }));
+  m.impl("addcmul_", or_cpu("aten::addcmul_", "", +[](T& self, const T& a, const T& b, const S& value) -> T& {
     return structured_inplace<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), self, a, b, value);
-  });
-  m.impl("addcmul.out", [](const T& self, const T& a, const T& b, const S& value, T& out) -> T& {
+  }));
+  m.impl("addcmul.out", or_cpu("aten::addcmul", "out", +[](const T& self, const T& a, const T& b, const S& value, T& out) -> T& {
     return structured_out<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), out, self, a, b, value);
-  });
-  m.impl("addcdiv", [](const T& self, const T& a, const T& b, const S& value) {
+  }));
+  m.impl("addcdiv", or_cpu("aten::addcdiv", "", +[](const T& self, const T& a, const T& b, const S& value) {
     return structured_functional<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self, a, b, value);
-  });
-  m.impl("addcdiv_", [](T& self, const T& a, const T& b, const S& value) -> T& {
+  }));
+  m.impl("addcdiv_", or_cpu("aten::addcdiv_", "", +[](T& self, const T& a, const T& b, const S& value) -> T& {
     return structured_inplace<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self, a, b, value);
-  });
-  m.impl("addcdiv.out", [](const T& self, const T& a, const T& b, const S& value, T& out) -> T& {
+  }));
+  m.impl("addcdiv.out", or_cpu("aten::addcdiv", "out", +[](const T& self, const T& a, const T& b, const S& value, T& out) -> T& {
     return structured_out<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), out, self, a, b, value);
-  });
-  m.impl("lerp.Tensor_out", [](const T& self, const T& end, const T& w, T& out) -> T& {
+  }));
+  m.impl("lerp.Tensor_out", or_cpu("aten::lerp", "Tensor_out", +[](const T& self, const T& end, const T& w, T& out) -> T& {
     return structured_out<at::meta::structured_lerp_Tensor>(ternary_kernel(TernaryOp::kLerp), out, self, end, w);
-  });
+  }));
   // lerp with a Python-number weight: the iterator has two inputs, the weight travels as a parameter
-  m.impl("lerp.Scalar", [](const T& self, const T& end, const S& w) {
+  m.impl("lerp.Scalar", or_cpu("aten::lerp", "Scalar", +[](const T& self, const T& end, const S& w) {
     return structured_functional<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), self, end, w);
-  });
-  m.impl("lerp_.Scalar", [](T& self, const T& end, const S& w) -> T& {
+  }));
+  m.impl("lerp_.Scalar", or_cpu("aten::lerp_", "Scalar", +[](T& self, const T& end, const S& w) -> T& {
     return structured_inplace<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), self, end, w);
-  });
-  m.impl("lerp.Scalar_out", [](const T& self, const T& end, const S& w, T& out) -> T& {
+  }));
+  m.impl("lerp.Scalar_out", or_cpu("aten::lerp", "Scalar_out", +[](const T& self, const T& end, const S& w, T& out) -> T& {
     return structured_out<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), out, self, end, w);
-  });
-  m.impl("lerp.Tensor", [](const T& self, const T& end, const T& w) {
+  }));
+  m.impl("lerp.Tensor", or_cpu("aten::lerp", "Tensor", +[](const T& self, const T& end, const T& w) {
     return structured_functional<at::meta::structured_lerp_Tensor>(ternary_kernel(TernaryOp::kLerp), self, end, w);
-  });
-  m.impl("lerp_.Tensor", [](T& self, const T& end, const T& w) -> T& {
+  }));
+  m.impl("lerp_.Tensor", or_cpu("aten::lerp_", "Tensor", +[](T& self, const T& end, const T& w) -> T& {
     return structured_inplace<at::meta::structured_lerp_Tensor>(ternary_kernel(TernaryOp::kLerp), self, end, w);
-  });
+  }));
 }
 
 }  // namespace torch_npu_sim

@@ -108,6 +108,8 @@ npu_kernels::Pool2dArgs avg_args(const Tensor& input, IntArrayRef kernel_size, I
   const auto p = pair_arg(padding, {0}, op, "padding");
   TORCH_CHECK(p[0] <= k[0] / 2 && p[1] <= k[1] / 2, op, ": pad should be at most half of effective kernel size, but got pad=",
               padding, " and kernel_size=", kernel_size);
+  // ATen's avg_pool2d meta reads the plane count before checking the rank: an IndexError below 3 dims
+  static_cast<void>(input.size(-3));
   Geometry g = geometry(input, kernel_size, stride, padding, {1}, ceil_mode, op);
   g.args.count_include_pad = count_include_pad;
   g.args.divisor = divisor.value_or(0);

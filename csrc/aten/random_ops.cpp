@@ -275,6 +275,13 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
 at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
   c10::DeviceGuard guard(grad.device());
   TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
+  // CUDA's kernel is floating-only (CPU's grad * mask * scale would promote an integer grad to float)
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(grad.scalar_type()), "\"masked_scale\" not implemented for '",
+                              c10::toString(grad.scalar_type()), "'");
+  // as CUDA's TensorIterator with grad's shape as output: the mask must broadcast to grad (checked for empty
+  // grads too)
+  TORCH_CHECK(at::is_expandable_to(mask.sizes(), grad.sizes()), "native_dropout_backward: mask of shape ",
+              mask.sizes(), " doesn't match the broadcast shape ", grad.sizes());
   at::Tensor out = at::empty_like(grad, at::MemoryFormat::Contiguous);
   if (out.numel() == 0) return out;
   const at::Tensor m = mask.expand(grad.sizes());

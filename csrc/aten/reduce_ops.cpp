@@ -15,6 +15,10 @@
 #include <ATen/ops/cumprod_meta.h>
 #include <ATen/ops/cumsum_meta.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/isnan.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/linalg_vector_norm_meta.h>
 #include <ATen/ops/max_meta.h>
 #include <ATen/ops/mean_meta.h>
@@ -248,6 +252,9 @@ T& arg_ext_out(const T& self, std::optional<int64_t> dim, bool keepdim, ReduceOp
 
 // ---- var / std (no structured meta: ReduceOpsUtils computes the shape) ----
 void check_var_dtype(const T& self, const char* name) {
+  if (at::isComplexType(self.scalar_type())) {  // var(z) = var(re) + var(im) on CPU and CUDA: the CPU fallback here
+    throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for complex inputs"));
+  }
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), name, " only support floating point and complex dtypes");
 }
 void var_into(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction, bool keepdim,
@@ -305,6 +312,8 @@ T& logic_out(ReduceOp op, const T& self, const DimMask& mask, bool keepdim, T& o
 // ---- norms ----
 T& vector_norm_into(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype, T& out) {
+  // (converting a complex input to the real output dtype would drop its imaginary part)
+  if (at::isComplexType(self.scalar_type())) throw_no_kernel_for_dtype("linalg.vector_norm: no npu kernel for complex inputs");
   npu_kernels::ReduceParams prm;
   prm.p = ord.toDouble();
   // the kernel runs in the output dtype (self converted first, as CPU does with `dtype`)
@@ -314,7 +323,6 @@ T& vector_norm_into(const T& self, const c10::Scalar& ord, at::OptionalIntArrayR
 T vector_norm(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
               std::optional<at::ScalarType> dtype) {
   auto m = meta_functional<at::meta::structured_linalg_vector_norm>(self, ord, dim, keepdim, dtype);
-  TORCH_CHECK(!at::isComplexType(self.scalar_type()), "linalg.vector_norm: complex inputs are not supported on npu");
   vector_norm_into(self, ord, dim, keepdim, dtype, m.outs[0]);
   return m.outs[0];
 }
@@ -430,7 +438,12 @@ T& scan_out(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at
 
 // ---- nansum / count_nonzero / aminmax ----
 T& nansum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
-  TORCH_CHECK(!at::isComplexType(self.scalar_type()), "nansum does not support complex inputs");
+  if (at::isComplexType(self.scalar_type())) {
+    // CUDA accepts complex (CPU does not): an element with a NaN part counts as zero (NanSumOps' _isnan), the rest
+    // is a plain sum
+    const T zeroed = at::where(at::isnan(self), at::zeros({}, self.options()), self);
+    return at::sum_out(out, zeroed, dim, keepdim, dtype);
+  }
   const auto type = at::native::get_dtype_from_result(out, dtype);
   TORCH_CHECK(out.scalar_type() == type, "nansum: expected out dtype ", type, ", got ", out.scalar_type());
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
@@ -472,7 +485,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   using OptSc = std::optional<c10::Scalar>;
   using IA = at::IntArrayRef;
   using OIA = at::OptionalIntArrayRef;
-  // Complex inputs (no kernel) go to the CPU fallback.
+  // Complex inputs (no kernel) go to the CPU fallback (NPU_OR_CPU / or_cpu).
   m.impl("sum.dim_IntList", [](const T& s, OIA d, bool k, OptS t) {
     return NPU_OR_CPU(T(const T&, OIA, bool, OptS), "sum", "dim_IntList", sum_dim(s, d, k, t), s, d, k, t);
   });
@@ -485,10 +498,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mean.out", [](const T& s, OIA d, bool k, OptS t, T& o) -> T& {
     return NPU_OR_CPU(T&(const T&, OIA, bool, OptS, T&), "mean", "out", mean_out(s, d, k, t, o), s, d, k, t, o);
   });
-  m.impl("prod", prod_all);
-  m.impl("prod.out", prod_all_out);
-  m.impl("prod.dim_int", prod_dim);
-  m.impl("prod.int_out", prod_int_out);
+  m.impl("prod", or_cpu("aten::prod", "", prod_all));
+  m.impl("prod.out", or_cpu("aten::prod", "out", prod_all_out));
+  m.impl("prod.dim_int", or_cpu("aten::prod", "dim_int", prod_dim));
+  m.impl("prod.int_out", or_cpu("aten::prod", "int_out", prod_int_out));
 
   m.impl("max", [](const T& s) { return full_extreme(s, true); });
   m.impl("min", [](const T& s) { return full_extreme(s, false); });
@@ -519,61 +532,59 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return arg_ext_out<structured_argmin>(s, d, k, ReduceOp::kArgmin, o);
   });
 
-  m.impl("var.correction", [](const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, false); });
-  m.impl("std.correction", [](const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, true); });
-  m.impl("var.correction_out", [](const T& s, OIA d, const OptSc& c, bool k, T& o) -> T& {
+  m.impl("var.correction", or_cpu("aten::var", "correction", +[](const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, false); }));
+  m.impl("std.correction", or_cpu("aten::std", "correction", +[](const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, true); }));
+  m.impl("var.correction_out", or_cpu("aten::var", "correction_out", +[](const T& s, OIA d, const OptSc& c, bool k, T& o) -> T& {
     return var_like_out(s, d, c, k, false, o);
-  });
-  m.impl("std.correction_out", [](const T& s, OIA d, const OptSc& c, bool k, T& o) -> T& {
+  }));
+  m.impl("std.correction_out", or_cpu("aten::std", "correction_out", +[](const T& s, OIA d, const OptSc& c, bool k, T& o) -> T& {
     return var_like_out(s, d, c, k, true, o);
-  });
-  m.impl("var_mean.correction",
-         [](const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, false); });
-  m.impl("std_mean.correction",
-         [](const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, true); });
+  }));
+  m.impl("var_mean.correction", or_cpu("aten::var_mean", "correction", +[](const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, false); }));
+  m.impl("std_mean.correction", or_cpu("aten::std_mean", "correction", +[](const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, true); }));
 
-  m.impl("all", [](const T& s) { return logic<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false); });
-  m.impl("any", [](const T& s) { return logic<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false); });
-  m.impl("all.all_out", [](const T& s, T& o) -> T& {
+  m.impl("all", or_cpu("aten::all", "", +[](const T& s) { return logic<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false); }));
+  m.impl("any", or_cpu("aten::any", "", +[](const T& s) { return logic<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false); }));
+  m.impl("all.all_out", or_cpu("aten::all", "all_out", +[](const T& s, T& o) -> T& {
     return logic_out<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false, o);
-  });
-  m.impl("any.all_out", [](const T& s, T& o) -> T& {
+  }));
+  m.impl("any.all_out", or_cpu("aten::any", "all_out", +[](const T& s, T& o) -> T& {
     return logic_out<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false, o);
-  });
-  m.impl("all.dim", [](const T& s, int64_t d, bool k) {
+  }));
+  m.impl("all.dim", or_cpu("aten::all", "dim", +[](const T& s, int64_t d, bool k) {
     return logic<structured_all_dim>(ReduceOp::kAll, s, mask_one(s, d), k, d, k);
-  });
-  m.impl("any.dim", [](const T& s, int64_t d, bool k) {
+  }));
+  m.impl("any.dim", or_cpu("aten::any", "dim", +[](const T& s, int64_t d, bool k) {
     return logic<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, d, k);
-  });
-  m.impl("all.out", [](const T& s, int64_t d, bool k, T& o) -> T& {
+  }));
+  m.impl("all.out", or_cpu("aten::all", "out", +[](const T& s, int64_t d, bool k, T& o) -> T& {
     return logic_out<structured_all_dim>(ReduceOp::kAll, s, mask_one(s, d), k, o, d, k);
-  });
-  m.impl("any.out", [](const T& s, int64_t d, bool k, T& o) -> T& {
+  }));
+  m.impl("any.out", or_cpu("aten::any", "out", +[](const T& s, int64_t d, bool k, T& o) -> T& {
     return logic_out<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, o, d, k);
-  });
-  m.impl("all.dims", [](const T& s, OIA d, bool k) {
+  }));
+  m.impl("all.dims", or_cpu("aten::all", "dims", +[](const T& s, OIA d, bool k) {
     return logic<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, d, k);
-  });
-  m.impl("any.dims", [](const T& s, OIA d, bool k) {
+  }));
+  m.impl("any.dims", or_cpu("aten::any", "dims", +[](const T& s, OIA d, bool k) {
     return logic<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, d, k);
-  });
-  m.impl("all.dims_out", [](const T& s, OIA d, bool k, T& o) -> T& {
+  }));
+  m.impl("all.dims_out", or_cpu("aten::all", "dims_out", +[](const T& s, OIA d, bool k, T& o) -> T& {
     return logic_out<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, o, d, k);
-  });
-  m.impl("any.dims_out", [](const T& s, OIA d, bool k, T& o) -> T& {
+  }));
+  m.impl("any.dims_out", or_cpu("aten::any", "dims_out", +[](const T& s, OIA d, bool k, T& o) -> T& {
     return logic_out<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, o, d, k);
-  });
+  }));
 
-  m.impl("linalg_vector_norm", vector_norm);
-  m.impl("linalg_vector_norm.out", vector_norm_out);
-  m.impl("logsumexp", logsumexp);
+  m.impl("linalg_vector_norm", or_cpu("aten::linalg_vector_norm", "", vector_norm));
+  m.impl("linalg_vector_norm.out", or_cpu("aten::linalg_vector_norm", "out", vector_norm_out));
+  m.impl("logsumexp", or_cpu("aten::logsumexp", "", logsumexp));
   m.impl("nansum", nansum);
   m.impl("nansum.out", nansum_out);
-  m.impl("count_nonzero.dim_IntList", count_nonzero);
+  m.impl("count_nonzero.dim_IntList", or_cpu("aten::count_nonzero", "dim_IntList", count_nonzero));
   m.impl("aminmax", aminmax);
   m.impl("aminmax.out", aminmax_out);
-  m.impl("logsumexp.out", logsumexp_out);
+  m.impl("logsumexp.out", or_cpu("aten::logsumexp", "out", logsumexp_out));
 
   m.impl("_cummax_helper", [](const T& self, T& values, T& indices, int64_t dim) {
     extreme_scan(npu_kernels::ScanOp::kCummax, self, values, indices, dim);

@@ -1,6 +1,7 @@
 // Boxed CPU fallback for PrivateUse1: checks devices, warns once per op in torch_npu's wording (or
 // refuses under TORCH_NPU_FALLBACK_CPU_DISABLE=1), records the op, then runs libtorch's cpu_fallback,
-// which syncs through our copies, runs the CPU kernel and writes results (incl. in-place/out=) back.
+// which syncs through our copies, runs the CPU kernel and writes results (incl. in-place/out=) back. Ops CPU lacks a
+// float16/bfloat16 kernel for (CUDA has one) run in float32 and are rounded back (run_widened).
 #include "fallback/cpu_fallback.h"
 #include "fallback/dtype_fallback.h"
 
@@ -10,6 +11,9 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <utility>
+#include <vector>
 
 namespace torch_npu_sim {
 namespace {
@@ -53,6 +57,75 @@ void check_same_device(const std::string& op, const torch::jit::Stack& stack, si
   }
 }
 
+// Fallback dtype parity (docs/fallback_dtype_parity.md): ops whose CPU kernels lack float16/bfloat16 while CUDA's
+// have them, computing in float (opmath) and rounding once. The fallback runs them on the CPU in float32 and rounds
+// the float32 results back to the operands' dtype: CUDA's arithmetic. (The structured ones reach the fallback as their
+// out= overload.)
+bool widens_reduced_float(const std::string& op) {
+  static const std::set<std::string> ops = {
+      "aten::avg_pool3d",
+      "aten::avg_pool3d_backward",
+      "aten::multi_margin_loss",
+      "aten::multi_margin_loss_backward",
+      "aten::multilabel_margin_loss_forward",
+      "aten::multilabel_margin_loss_backward",
+      "aten::_upsample_bilinear2d_aa",
+      "aten::_upsample_bilinear2d_aa_backward",
+      "aten::_upsample_bicubic2d_aa",
+      "aten::_upsample_bicubic2d_aa_backward",
+  };
+  return ops.count(op) > 0;
+}
+
+// Runs op on the CPU with its float16/bfloat16 tensor arguments in float32 (an out= or in-place argument through a
+// float32 copy written back afterwards); false (stack untouched) when op is not one of widens_reduced_float's or has no
+// such argument.
+bool run_widened(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  if (!widens_reduced_float(schema.name())) return false;
+  const size_t n = schema.arguments().size();
+  const size_t base = stack->size() - n;
+  std::optional<at::ScalarType> narrow;
+  for (size_t i = base; i < stack->size(); ++i) {
+    const auto& iv = (*stack)[i];
+    if (iv.isTensor() && iv.toTensor().defined() && at::isReducedFloatingType(iv.toTensor().scalar_type())) {
+      narrow = iv.toTensor().scalar_type();
+      break;
+    }
+  }
+  if (!narrow) return false;
+  std::vector<std::pair<at::Tensor, at::Tensor>> written;  // (the caller's tensor, its float32 stand-in)
+  for (size_t i = base; i < stack->size(); ++i) {
+    auto& iv = (*stack)[i];
+    if (!iv.isTensor() || !iv.toTensor().defined() || iv.toTensor().scalar_type() != *narrow) continue;
+    const at::Tensor original = iv.toTensor();
+    const at::Tensor wide = original.to(at::kFloat);
+    const auto* alias = schema.arguments()[i - base].alias_info();
+    if (alias != nullptr && alias->isWrite()) written.emplace_back(original, wide);
+    iv = wide;
+  }
+  at::native::cpu_fallback(op, stack);
+  for (auto& [original, wide] : written) {
+    if (original.sizes() != wide.sizes()) original.resize_(wide.sizes());
+    original.copy_(wide);
+  }
+  for (size_t i = stack->size() - schema.returns().size(); i < stack->size(); ++i) {
+    auto& iv = (*stack)[i];
+    if (!iv.isTensor() || !iv.toTensor().defined()) continue;
+    const at::Tensor t = iv.toTensor();
+    bool replaced = false;
+    for (auto& [original, wide] : written) {
+      if (t.is_same(wide)) {  // an out= or in-place result: the caller's own tensor
+        iv = original;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced && t.scalar_type() == at::kFloat) iv = t.to(*narrow);
+  }
+  return true;
+}
+
 }  // namespace
 
 void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -61,6 +134,7 @@ void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                            (schema.overload_name().empty() ? "" : "." + schema.overload_name());
   check_same_device(name, *stack, schema.arguments().size());
   note_cpu_fallback(name);
+  if (run_widened(op, stack)) return;
   at::native::cpu_fallback(op, stack);
 }
 

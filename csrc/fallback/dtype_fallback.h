@@ -43,6 +43,15 @@ struct OrCpu<Ret(Args...)> {
   }
 };
 
+// The registration form of OrCpu: a kernel for aten op `name` (qualified, "aten::mm") and `overload` that calls fn
+// and, when fn throws NoKernelForDtype, runs the op through the CPU fallback. m.impl("mm", or_cpu("aten::mm", "", mm)).
+template <typename Ret, typename... Args>
+auto or_cpu(const char* name, const char* overload, Ret (*fn)(Args...)) {
+  return [name, overload, fn](Args... args) -> Ret {
+    return OrCpu<Ret(Args...)>::call(name, overload, [&]() -> Ret { return fn(args...); }, args...);
+  };
+}
+
 }  // namespace torch_npu_sim
 
 // In an adapter with signature SIG registered for aten::NAME.OVERLOAD: returns NATIVE, or the CPU

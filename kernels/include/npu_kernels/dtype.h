@@ -85,6 +85,10 @@ inline To convert(From v) {
         return v != From(0);
       }
     }
+  } else if constexpr ((std::is_same_v<From, std::complex<float>> || std::is_same_v<From, std::complex<double>>) &&
+                       (std::is_same_v<To, std::complex<float>> || std::is_same_v<To, std::complex<double>>)) {
+    // complex64 <-> complex128 keeps the imaginary part
+    return To(static_cast<typename To::value_type>(v.real()), static_cast<typename To::value_type>(v.imag()));
   } else if constexpr (std::is_same_v<From, std::complex<float>> || std::is_same_v<From, std::complex<double>>) {
     return convert<To>(v.real());
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
