@@ -234,9 +234,16 @@ bool DeviceCachingAllocator::release_segment(Lock& lock, Block* block) {
   // Out of the pool before the unlock: no other thread can hand it out or merge with it (a whole segment
   // has no neighbours). Only this thread knows it until it is recycled below.
   block->pool->blocks.erase(block);
+  free_segment(lock, block);
+  return true;
+}
+
+// Returns a segment that only this thread knows (in no pool or list) to the device. free_device waits for
+// the device's streams to go idle (as cudaFree does) without consuming their errors, which stay for the
+// user; the wait runs with mutex_ released (Note [Lock rules]: a stream worker may be freeing a block).
+void DeviceCachingAllocator::free_segment(Lock& lock, Block* block) {
   void* const ptr = block->ptr;
   lock.unlock();
-  // Waits for the device's streams to go idle, whose workers may need mutex_ to free what their ops held.
   const npu_sim::Status st = npu_sim::free_device(ptr);
   const std::string detail = st == npu_sim::Status::kSuccess ? std::string() : npu_sim::last_error_message();
   lock.lock();
@@ -251,7 +258,6 @@ bool DeviceCachingAllocator::release_segment(Lock& lock, Block* block) {
   update_stat_array(stats_.reserved_bytes, -static_cast<int64_t>(block->size), small);
   if (block->size >= config_.max_split_size) update_stat(stats_.oversize_segments, -1);
   recycle_block(block);
-  return true;
 }
 
 bool DeviceCachingAllocator::release_available_cached_blocks(Lock& lock, BlockPool& pool, std::size_t alloc_size) {
@@ -423,23 +429,7 @@ void DeviceCachingAllocator::free_uncached(Block* block) {
   update_stat_array(stats_.active_bytes, -static_cast<int64_t>(block->size), small);
   if (block->size >= config_.max_split_size) update_stat(stats_.oversize_allocations, -1);
   unlink_active(block);  // now in no list: only this thread knows the block until it is recycled
-  void* const ptr = block->ptr;
-  lock.unlock();
-  // Work queued on any stream may still use the memory: npu_sim::free_device waits for the device's
-  // streams to go idle (as cudaFree does) without consuming their errors, which stay for the user. The
-  // wait happens outside mutex_ (Note [Lock rules]: a stream worker may be freeing a block right now).
-  const npu_sim::Status st = npu_sim::free_device(ptr);
-  const std::string detail = st == npu_sim::Status::kSuccess ? std::string() : npu_sim::last_error_message();
-  lock.lock();
-  if (st != npu_sim::Status::kSuccess) {
-    throw AllocatorError("NPU caching allocator: free_device failed with " + std::string(npu_sim::status_name(st)) +
-                         ": " + detail);
-  }
-  stats_.num_device_free++;
-  update_stat_array(stats_.segment, -1, small);
-  update_stat_array(stats_.reserved_bytes, -static_cast<int64_t>(block->size), small);
-  if (block->size >= config_.max_split_size) update_stat(stats_.oversize_segments, -1);
-  recycle_block(block);
+  free_segment(lock, block);  // work queued on any stream may still use it: free_segment waits for them
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -173,6 +173,7 @@ class DeviceCachingAllocator {
   // --- Must be called with mutex_ held through `lock`; they release it while they wait (free_device,
   // event_synchronize) and return with it held again. State read before the call may be stale after. ---
   bool release_segment(Lock& lock, Block* block);
+  void free_segment(Lock& lock, Block* block);
   bool release_available_cached_blocks(Lock& lock, BlockPool& pool, std::size_t alloc_size);
   void release_cached_blocks(Lock& lock);
   void release_pool(Lock& lock, BlockPool& pool);

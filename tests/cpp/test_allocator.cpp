@@ -6,23 +6,12 @@
 
 #include "allocator/caching_allocator.h"
 #include "npu_sim/runtime.h"
+#include "test_allocator_util.h"
 
 using namespace npu_alloc;
+using namespace npu_alloc_test;
 
 namespace {
-constexpr std::size_t kMiB = 1024 * 1024;
-
-std::size_t capacity(int device) {
-  npu_sim::DeviceProperties p{};
-  EXPECT_EQ(npu_sim::get_device_properties(device, &p), npu_sim::Status::kSuccess);
-  return p.hbm_bytes;
-}
-
-npu_sim::Stream new_stream(int device) {
-  npu_sim::Stream s = nullptr;
-  EXPECT_EQ(npu_sim::stream_create(device, &s), npu_sim::Status::kSuccess);
-  return s;
-}
 
 bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 

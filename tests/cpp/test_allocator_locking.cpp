@@ -19,25 +19,14 @@
 
 #include "allocator/caching_allocator.h"
 #include "npu_sim/runtime.h"
+#include "test_allocator_util.h"
 
 using namespace npu_alloc;
+using namespace npu_alloc_test;
 
 namespace {
-constexpr std::size_t kMiB = 1024 * 1024;
 // A deadlocked scenario is reported after this long (the hang tests take well under a second).
 constexpr std::chrono::seconds kHangLimit{10};
-
-npu_sim::Stream new_stream(int device) {
-  npu_sim::Stream s = nullptr;
-  EXPECT_EQ(npu_sim::stream_create(device, &s), npu_sim::Status::kSuccess);
-  return s;
-}
-
-std::size_t capacity(int device) {
-  npu_sim::DeviceProperties p{};
-  EXPECT_EQ(npu_sim::get_device_properties(device, &p), npu_sim::Status::kSuccess);
-  return p.hbm_bytes;
-}
 
 // Runs `body` on its own thread and waits at most `limit` for it. A deadlock cannot be undone (the stuck
 // threads hold the allocator and a stream), so on a timeout the test reports the failure and the process
@@ -154,13 +143,16 @@ TEST(CachingAllocatorLocking, EmptyCacheEventSyncWhileWorkerFreesLastReference) 
   });
 }
 
-// OOM retry, first step: the device malloc fails and one cached segment of the right size is released.
-TEST(CachingAllocatorLocking, OomRetryReleasingOneSegmentWhileWorkerFrees) {
-  run_or_die("OomRetryReleasingOneSegmentWhileWorkerFrees", kHangLimit, [] {
+namespace {
+// Caches one segment of `cached_bytes` on another stream, then asks for 5 MiB on a third stream with the
+// next device malloc failing, while a stream worker frees a block: the OOM retry runs its release steps
+// (which wait with the mutex released) concurrently with the worker. Returns the stats after.
+DeviceStats oom_retry_while_worker_frees(std::size_t cached_bytes) {
+  DeviceStats st{};
+  run_or_die("oom_retry_while_worker_frees", kHangLimit, [&] {
     CachingAllocator a{AllocConfig{}};
     npu_sim::Stream side = new_stream(0), other = new_stream(0), requester = new_stream(0);
-    void* cached = a.allocate(0, 5 * kMiB, other);  // a 20 MiB segment of another stream
-    a.free(cached);
+    a.free(a.allocate(0, cached_bytes, other));
     void* held = a.allocate(0, 4096, side);
     void* got = nullptr;
     worker_frees_during(a, side, held, [&] {
@@ -168,41 +160,33 @@ TEST(CachingAllocatorLocking, OomRetryReleasingOneSegmentWhileWorkerFrees) {
       got = a.allocate(0, 5 * kMiB, requester);
     });
     ASSERT_NE(got, nullptr);
-    DeviceStats st = a.get_stats(0);
-    EXPECT_EQ(st.num_device_free, 1);
-    EXPECT_EQ(st.num_alloc_retries, 0);  // no full flush was needed
-    EXPECT_EQ(st.num_ooms, 0);
+    st = a.get_stats(0);
     a.free(got);
     ASSERT_EQ(npu_sim::stream_synchronize(side), npu_sim::Status::kSuccess);
     expect_all_returned(a);
     for (npu_sim::Stream s : {side, other, requester}) npu_sim::stream_destroy(s);
   });
+  return st;
+}
+}  // namespace
+
+// OOM retry, first step: the device malloc fails and one cached segment of the right size (the 20 MiB
+// segment of a 5 MiB request) is released.
+TEST(CachingAllocatorLocking, OomRetryReleasingOneSegmentWhileWorkerFrees) {
+  const DeviceStats st = oom_retry_while_worker_frees(5 * kMiB);
+  EXPECT_EQ(st.num_device_free, 1);
+  EXPECT_EQ(st.num_alloc_retries, 0);  // no full flush was needed
+  EXPECT_EQ(st.num_ooms, 0);
 }
 
-// OOM retry, second step: no single cached segment fits, so every cached block is released.
+// OOM retry, second step: no single cached segment fits (a 2 MiB small-pool segment), so every cached
+// block is released.
 TEST(CachingAllocatorLocking, OomRetryReleasingAllWhileWorkerFrees) {
-  run_or_die("OomRetryReleasingAllWhileWorkerFrees", kHangLimit, [] {
-    CachingAllocator a{AllocConfig{}};
-    npu_sim::Stream side = new_stream(0), other = new_stream(0), requester = new_stream(0);
-    void* cached = a.allocate(0, 4096, other);  // a 2 MiB small-pool segment: no fit for a large request
-    a.free(cached);
-    void* held = a.allocate(0, 4096, side);
-    void* got = nullptr;
-    worker_frees_during(a, side, held, [&] {
-      npu_sim::inject_malloc_failures(0, 1);
-      got = a.allocate(0, 5 * kMiB, requester);
-    });
-    ASSERT_NE(got, nullptr);
-    DeviceStats st = a.get_stats(0);
-    EXPECT_EQ(st.num_alloc_retries, 1);
-    EXPECT_EQ(st.num_sync_all_streams, 1);
-    EXPECT_GE(st.num_device_free, 1);
-    EXPECT_EQ(st.num_ooms, 0);
-    a.free(got);
-    ASSERT_EQ(npu_sim::stream_synchronize(side), npu_sim::Status::kSuccess);
-    expect_all_returned(a);
-    for (npu_sim::Stream s : {side, other, requester}) npu_sim::stream_destroy(s);
-  });
+  const DeviceStats st = oom_retry_while_worker_frees(4096);
+  EXPECT_EQ(st.num_alloc_retries, 1);
+  EXPECT_EQ(st.num_sync_all_streams, 1);
+  EXPECT_GE(st.num_device_free, 1);
+  EXPECT_EQ(st.num_ooms, 0);
 }
 
 // garbage_collection_threshold releases the oldest cached segments before a device malloc.
@@ -286,13 +270,7 @@ TEST(CachingAllocatorLocking, ConcurrentEmptyCacheWithWorkerFreesStress) {
         const int dev = static_cast<int>(rng() % kDevices);
         npu_sim::Stream s = streams[dev][rng() % kStreamsPerDevice];
         if (mine.size() < 16 && (mine.empty() || rng() % 3 != 0)) {
-          std::size_t bytes;
-          switch (rng() % 4) {
-            case 0: bytes = 1 + rng() % 4096; break;
-            case 1: bytes = 1 + rng() % kMiB; break;
-            case 2: bytes = kMiB + rng() % (9 * kMiB); break;
-            default: bytes = 10 * kMiB + rng() % (30 * kMiB); break;
-          }
+          const std::size_t bytes = random_request_bytes(rng);
           if (rng() % 50 == 0) npu_sim::inject_malloc_failures(dev, 1);  // OOM retry path
           void* p = nullptr;
           try {

@@ -9,18 +9,12 @@
 
 #include "allocator/caching_allocator.h"
 #include "npu_sim/runtime.h"
+#include "test_allocator_util.h"
 
 using namespace npu_alloc;
+using namespace npu_alloc_test;
 
 namespace {
-constexpr std::size_t kMiB = 1024 * 1024;
-
-npu_sim::Stream new_stream(int device) {
-  npu_sim::Stream s = nullptr;
-  EXPECT_EQ(npu_sim::stream_create(device, &s), npu_sim::Status::kSuccess);
-  return s;
-}
-
 // Makes `stream` busy until release() is called.
 struct Latch {
   std::atomic<bool> open{false};
@@ -130,13 +124,7 @@ TEST(CachingAllocatorStreams, ConcurrentThreadsStreamsDevices) {
       const int dev = static_cast<int>(rng() % kDevices);
       npu_sim::Stream s = streams[dev][rng() % kStreamsPerDevice];
       if (live.size() < 24 && (live.empty() || rng() % 3 != 0)) {
-        std::size_t bytes;
-        switch (rng() % 4) {
-          case 0: bytes = 1 + rng() % 4096; break;
-          case 1: bytes = 1 + rng() % kMiB; break;
-          case 2: bytes = kMiB + rng() % (9 * kMiB); break;
-          default: bytes = 10 * kMiB + rng() % (30 * kMiB); break;
-        }
+        const std::size_t bytes = random_request_bytes(rng);
         void* p = nullptr;
         try {
           p = a.allocate(dev, bytes, s);

@@ -47,29 +47,35 @@ def is_elementwise(op):
     return isinstance(op, (UnaryUfuncInfo, BinaryUfuncInfo))
 
 
+def _map_nested(leaf, x):
+    """leaf(v) for every non-container v inside the lists, tuples and dicts of x, structure kept."""
+    if isinstance(x, list):
+        return [_map_nested(leaf, v) for v in x]
+    if isinstance(x, tuple):
+        return tuple(_map_nested(leaf, v) for v in x)
+    if isinstance(x, dict):
+        return {k: _map_nested(leaf, v) for k, v in x.items()}
+    return leaf(x)
+
+
 def _map_tensors(sample, fn, which):
     """A new SampleInput with fn applied to the tensors selected by which(t) (others unchanged); None if
     fn changed nothing or declined (returned None) for a selected tensor."""
     changed = [False]
     failed = [False]
 
+    def leaf(x):
+        if not isinstance(x, torch.Tensor) or not which(x):
+            return x
+        y = fn(x)
+        if y is None:
+            failed[0] = True
+            return x
+        changed[0] = True
+        return y
+
     def m(x):
-        if isinstance(x, torch.Tensor):
-            if not which(x):
-                return x
-            y = fn(x)
-            if y is None:
-                failed[0] = True
-                return x
-            changed[0] = True
-            return y
-        if isinstance(x, list):
-            return [m(v) for v in x]
-        if isinstance(x, tuple):
-            return tuple(m(v) for v in x)
-        if isinstance(x, dict):
-            return {k: m(v) for k, v in x.items()}
-        return x
+        return _map_nested(leaf, x)
 
     with torch.no_grad():
         new = SampleInput(m(sample.input), args=m(tuple(sample.args)), kwargs=m(dict(sample.kwargs)),
@@ -164,20 +170,17 @@ def to_npu_same_layout(t):
 
 
 def sample_to_npu(sample, host_args=False):
-    def m(x):
+    def leaf(x):
         if isinstance(x, torch.Tensor):
             return to_npu_same_layout(x)
         if isinstance(x, torch.device) and x.type == "cpu":
             return torch.device("npu")
         if isinstance(x, str) and x == "cpu":
             return "npu"
-        if isinstance(x, list):
-            return [m(v) for v in x]
-        if isinstance(x, tuple):
-            return tuple(m(v) for v in x)
-        if isinstance(x, dict):
-            return {k: m(v) for k, v in x.items()}
         return x
+
+    def m(x):
+        return _map_nested(leaf, x)
     if host_args:  # only the input moves (the op wants its other tensor arguments on the host, as on CUDA)
         return SampleInput(m(sample.input), args=sample.args, kwargs=sample.kwargs)
     return SampleInput(m(sample.input), args=m(tuple(sample.args)), kwargs=m(dict(sample.kwargs)))
