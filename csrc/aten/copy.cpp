@@ -137,10 +137,19 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   if (dst.numel() == 0) return dst;
   if (self.scalar_type() == at::kComplexHalf || dst.scalar_type() == at::kComplexHalf) {
     // complex32 has no kernel dtype: it moves as pairs of float16 (view_as_real), to or from any complex
-    // dtype; what CUDA's view_as_complex of a float16 tensor, read back, needs
-    TORCH_CHECK(self.is_complex() && dst.is_complex(), "copy_: between complex32 and ", self.is_complex() ?
-                dst.scalar_type() : self.scalar_type(), " is not supported on npu");
-    copy_from(at::view_as_real(self.expand(dst.sizes())), at::view_as_real(dst), non_blocking);
+    // dtype; what CUDA's view_as_complex of a float16 tensor, read back, needs. A real source fills the
+    // real parts (imaginary parts zero, as x.chalf()); a real destination takes the real parts.
+    const at::Tensor src = self.expand(dst.sizes());
+    if (self.is_complex() && dst.is_complex()) {
+      copy_from(at::view_as_real(src), at::view_as_real(dst), non_blocking);
+    } else if (dst.is_complex()) {
+      const at::Tensor parts = at::view_as_real(dst);
+      copy_from(src, parts.select(-1, 0), non_blocking);
+      parts.select(-1, 1).zero_();
+    } else {
+      TORCH_WARN_ONCE("Casting complex values to real discards the imaginary part");
+      copy_from(at::view_as_real(src).select(-1, 0), dst, non_blocking);
+    }
     return dst;
   }
   at::assert_no_internal_overlap(dst);

@@ -3,6 +3,7 @@
 // kernels/src/random.cpp expand it. uniform_, normal_ (+ Tensor mean/std variants), bernoulli_ (float
 // and tensor p), bernoulli, random_ (all three forms), exponential_, multinomial, randperm,
 // native_dropout and its backward.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
@@ -41,6 +42,7 @@ void check_real(const at::Tensor& t, const char* op) {
 at::Tensor& fill_random(at::Tensor& self, const npu_kernels::RandomArgs& args, const std::optional<at::Generator>& gen,
                         const char* op) {
   check_real(self, op);
+  at::assert_no_internal_overlap(self);  // as CUDA's nullary TensorIterator: an expanded self is refused
   if (self.numel() == 0) return self;
   c10::DeviceGuard guard(self.device());
   const auto state = next_state(gen, self.device());

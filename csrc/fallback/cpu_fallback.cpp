@@ -73,6 +73,7 @@ bool widens_reduced_float(const std::string& op) {
       "aten::_upsample_bilinear2d_aa_backward",
       "aten::_upsample_bicubic2d_aa",
       "aten::_upsample_bicubic2d_aa_backward",
+      "aten::rrelu_with_noise",
   };
   return ops.count(op) > 0;
 }
