@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "npu_kernels/reduce_ops.h"
+#include "npu_kernels/collective_math.h"
 
 namespace {
 

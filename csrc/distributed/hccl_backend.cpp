@@ -1,194 +1,143 @@
-// HcclBackend set-up and the machinery shared by every operation: rendezvous through the c10d Store,
-// transport choice by host identity, the communication streams, launch() (stream ordering, the host
-// function that communicates, completion event, future) and the p2p path.
+// HcclBackend set-up and the machinery shared by every operation: the communicator from a root info
+// passed through the c10d Store (as torch_npu does), the communication streams, launch() (stream
+// ordering, the C API calls, copies back, completion, future), error handling and the p2p path.
 #include "distributed/hccl_backend.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/util/Exception.h>
 
 #include <cstdio>
-#include <map>
+#include <cstdlib>
 #include <unistd.h>
 
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
-#include "distributed/hybrid_transport.h"
-#include "distributed/p2p_engine.h"
-#include "distributed/shm_transport.h"
-#include "distributed/tcp_transport.h"
 
 namespace torch_npu_sim {
 
 namespace {
 
-class StoreRendezvous final : public hccl_sim::Rendezvous {
- public:
-  StoreRendezvous(c10::intrusive_ptr<c10d::Store> store, std::chrono::milliseconds timeout)
-      : store_(std::move(store)), timeout_(timeout) {}
-  void set(const std::string& key, const std::string& value) override {
-    store_->set("hccl/" + key, std::vector<uint8_t>(value.begin(), value.end()));
+// An HCCL_* integer (the TORCH_HCCL_* spelling when the first is unset), `fallback` when neither is set.
+int env_choice(const char* name, const char* alias, int fallback, int lo, int hi) {
+  const char* used = name;
+  const char* v = std::getenv(name);
+  if (!v || !*v) v = std::getenv(used = alias);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < lo || x > hi) {
+    C10_THROW_ERROR(DistBackendError, std::string("hccl: cannot create the communicator: ") + used + "='" + v +
+                                          "': expected an integer in [" + std::to_string(lo) + ", " +
+                                          std::to_string(hi) + "]");
   }
-  std::string get(const std::string& key) override {
-    try {
-      store_->wait({"hccl/" + key}, timeout_);
-    } catch (const std::exception& e) {
-      throw hccl_sim::CommError("hccl: rendezvous timed out waiting for '" + key + "' (a rank did not join "
-                                "within HCCL_CONNECT_TIMEOUT=" + std::to_string(timeout_.count() / 1000) + " s): " + e.what());
-    }
-    const std::vector<uint8_t> v = store_->get("hccl/" + key);
-    return std::string(v.begin(), v.end());
-  }
-  bool try_get(const std::string& key, std::string* value) override {
-    try {
-      if (!store_->check({"hccl/" + key})) return false;
-      const std::vector<uint8_t> v = store_->get("hccl/" + key);
-      value->assign(v.begin(), v.end());
-      return true;
-    } catch (const std::exception&) {  // the store itself is gone: nothing more to learn
-      return false;
-    }
-  }
+  return static_cast<int>(x);
+}
 
- private:
-  c10::intrusive_ptr<c10d::Store> store_;
-  std::chrono::milliseconds timeout_;
-};
-
-// Swaps the calling thread's current stream for the stream's device and restores it.
-struct StreamSwap {
-  explicit StreamSwap(const c10::Stream& s) : prev(exchange_stream(s)) {}
-  ~StreamSwap() { exchange_stream(prev); }
-  c10::Stream prev;
-};
+// Throws the typed error of a C API call that failed on this thread.
+void check_hccl(HcclResult r, const char* what) {
+  if (r == HCCL_SUCCESS) return;
+  const std::string msg = std::string("hccl: ") + what + ": " + HcclGetLastErrorMessage() + " (" +
+                          HcclGetErrorString(r) + ")";
+  std::rethrow_exception(make_dist_error(msg, r));
+}
 
 }  // namespace
 
-void CommShared::set_broken(const std::string& msg) {
-  std::lock_guard<std::mutex> lk(mu);
-  if (broken.empty()) broken = msg;
+PgOptions PgOptions::from_env() {
+  PgOptions o;
+  o.blocking_wait = env_choice("HCCL_BLOCKING_WAIT", "TORCH_HCCL_BLOCKING_WAIT", 0, 0, 1) == 1;
+  o.async_error_handling = env_choice("HCCL_ASYNC_ERROR_HANDLING", "TORCH_HCCL_ASYNC_ERROR_HANDLING", kTearDown,
+                                      kNoHandling, kSkipCleanUp);
+  if (o.blocking_wait) o.async_error_handling = kNoHandling;  // as NCCL: blocking wait reports errors to wait()
+  return o;
 }
 
-std::string CommShared::broken_reason() {
-  std::lock_guard<std::mutex> lk(mu);
-  return broken;
+CommShared::~CommShared() {
+  if (comm != nullptr) (void)HcclCommDestroy(comm);  // every task that used it has run
 }
 
-std::exception_ptr CommShared::fail(const std::string& msg, hccl_sim::CommErrorKind kind) {
-  set_broken(msg);
-  const int mode = cfg.async_error_handling;
-  if (mode == hccl_sim::kAbortComm || mode == hccl_sim::kTearDown) abort.store(true);  // pending ops end now
-  if (mode == hccl_sim::kTearDown || mode == hccl_sim::kSkipCleanUp) {
+std::exception_ptr CommShared::failure() {
+  HcclResult r = HCCL_SUCCESS;
+  if (HcclGetCommAsyncError(comm, &r) != HCCL_SUCCESS || r == HCCL_SUCCESS) return nullptr;
+  const std::string msg = HcclGetCommAsyncErrorString(comm);
+  const int mode = closing.load() ? kNoHandling : opts.async_error_handling;
+  if (mode == kAbortComm || mode == kTearDown) (void)HcclCommAbort(comm);  // pending operations end now
+  if (mode == kTearDown || mode == kSkipCleanUp) {
     std::fprintf(stderr, "[hccl] rank %d: %s\n[hccl] HCCL_ASYNC_ERROR_HANDLING=%d: tearing down the process "
                  "(set it to 0 or 2 to handle the error in the program instead)\n", rank, msg.c_str(), mode);
     std::fflush(stderr);
     _exit(1);
   }
-  return make_dist_error(msg, kind);
+  return make_dist_error(msg, r);
 }
-
-namespace {
-// "hccl: allreduce #3 on rank 0" — how every failure of an operation starts.
-std::string op_label(const char* name, uint32_t seq, int rank) {
-  return std::string("hccl: ") + name + " #" + std::to_string(seq) + " on rank " + std::to_string(rank);
-}
-}  // namespace
 
 HcclBackend::HcclBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                          std::chrono::milliseconds timeout, int device_index)
-    : c10d::Backend(rank, size), comm_(std::make_shared<CommShared>()), device_index_(device_index) {
-  try {
-    comm_->cfg = hccl_sim::HcclConfig::from_env();
-    comm_->rank = rank;
-    comm_->timeout = timeout;
-    if (comm_->cfg.exec_timeout.count() > 0) comm_->timeout = std::min(timeout, comm_->cfg.exec_timeout);
-    StoreRendezvous rv(store, comm_->cfg.connect_timeout);
-    // Host identity decides the transport: shared memory between the ranks of one host, TCP between
-    // hosts (both at once, hierarchically, when the job spans hosts with several ranks on some).
-    // The transport setting travels with it: ranks that disagree would wait for each other on different
-    // transports until the connect timeout, so they fail at once naming the setting instead.
-    const std::string me = hccl_sim::host_identity();
-    const char* my_transport = hccl_sim::transport_kind_name(comm_->cfg.transport);
-    rv.set("host/" + std::to_string(rank), std::string(my_transport) + " " + me);
-    std::vector<int> local, remote, all, host_of;
-    std::vector<char> is_local(size, 0);
-    std::map<std::string, int> hosts;  // identity -> index, in order of each host's lowest rank
-    for (int r = 0; r < size; ++r) {
-      std::string h = me;
-      if (r != rank) {
-        const std::string v = rv.get("host/" + std::to_string(r));
-        const std::size_t sp = v.find(' ');
-        const std::string theirs = v.substr(0, sp);
-        if (theirs != my_transport) {
-          throw hccl_sim::CommError("transport mismatch: rank " + std::to_string(rank) + " has NPU_SIM_HCCL_TRANSPORT=" +
-                                    my_transport + " but rank " + std::to_string(r) + " has " + theirs +
-                                    "; every rank must use the same setting");
-        }
-        h = sp == std::string::npos ? std::string() : v.substr(sp + 1);
-      }
-      host_of.push_back(hosts.emplace(h, static_cast<int>(hosts.size())).first->second);
-      all.push_back(r);
-      is_local[r] = h == me;
-      (is_local[r] ? local : remote).push_back(r);
-    }
-    if (hosts.size() > 1) comm_->host_of = host_of;
-    hccl_sim::TransportKind kind = comm_->cfg.transport;
-    if (kind == hccl_sim::TransportKind::kShm && !remote.empty())
-      throw hccl_sim::CommError("NPU_SIM_HCCL_TRANSPORT=shm but the ranks are on different hosts");
-    const std::size_t ring = comm_->cfg.ring_bytes, p2p_ring = std::min<std::size_t>(ring, 1u << 20);
-    const int pr = comm_->cfg.peer_read ? device_index : -1;  // whose HBM peers read in place
-    const auto& cto = comm_->cfg.connect_timeout;
-    // The choice depends only on the host list, so every rank makes the same one.
-    if (kind == hccl_sim::TransportKind::kTcp || (hosts.size() > 1 && hosts.size() == std::size_t(size))) {
-      comm_->coll = hccl_sim::make_tcp_transport(rv, "coll", rank, size, cto, all);
-      comm_->p2p = hccl_sim::make_tcp_transport(rv, "p2p", rank, size, cto, all);
-    } else if (remote.empty()) {
-      comm_->coll = hccl_sim::make_shm_transport(rv, "coll", rank, size, ring, local, pr);
-      comm_->p2p = hccl_sim::make_shm_transport(rv, "p2p", rank, size, p2p_ring, local, pr);
-    } else {
-      // Every rank takes part in every key exchange of both kinds (ranks alone on their host have an
-      // empty shm side), so the store sees the same sequence from all of them.
-      for (const char* what : {"coll", "p2p"}) {
-        auto shm = hccl_sim::make_shm_transport(rv, std::string(what) + "/h", rank, size,
-                                                std::string(what) == "coll" ? ring : p2p_ring, local, pr);
-        auto tcp = hccl_sim::make_tcp_transport(rv, std::string(what) + "/h", rank, size, cto, remote);
-        auto t = hccl_sim::make_hybrid_transport(rank, size, is_local, std::move(shm), std::move(tcp));
-        (std::string(what) == "coll" ? comm_->coll : comm_->p2p) = std::move(t);
-      }
-    }
-  } catch (const hccl_sim::CommError& e) {
-    C10_THROW_ERROR(DistBackendError, std::string("hccl: cannot create the communicator: ") + e.what());
+    : c10d::Backend(rank, size), comm_(std::make_shared<CommShared>()), device_index_(device_index), timeout_(timeout) {
+  comm_->opts = PgOptions::from_env();
+  comm_->rank = rank;
+  // As torch_npu: rank 0 makes the root info and shares it through the store; every rank then joins.
+  HcclRootInfo info;
+  const std::string key = "hccl/root_info";
+  if (rank == 0) {
+    check_hccl(HcclGetRootInfo(&info), "cannot create the communicator");
+    store->set(key, std::vector<uint8_t>(info.internal, info.internal + sizeof(info.internal)));
+  } else {
+    const std::vector<uint8_t> v = store->get(key);  // waits up to the store's timeout
+    TORCH_CHECK(v.size() == sizeof(info.internal), "hccl: the root info in the store has ", v.size(),
+                " bytes, expected ", sizeof(info.internal));
+    std::copy(v.begin(), v.end(), info.internal);
   }
-  p2p_engine_ = std::make_unique<P2PEngine>(comm_);
+  HcclCommConfig config;
+  HcclCommConfigInit(&config);
+  config.npuSimDevice = device_index;
+  config.npuSimOpTimeoutMs = static_cast<uint32_t>(std::max<int64_t>(1, timeout.count()));
+  comm_timeout_ = std::chrono::milliseconds(config.npuSimOpTimeoutMs);
+  check_hccl(HcclCommInitRootInfoConfig(size, &info, rank, &config, &comm_->comm), "cannot create the communicator");
   completions_ = std::make_shared<CompletionThread>();
 }
 
 HcclBackend::~HcclBackend() { shutdown_impl(); }
+
+std::string HcclBackend::transport_name() const {
+  const char* name = "";
+  (void)HcclGetTransportName(comm_->comm, &name);
+  return name;
+}
 
 // Waits on the streams outside streams_mu_ (it guards the maps only; a future callback on the completion
 // thread may start a collective and need it while this waits).
 void HcclBackend::shutdown_impl() {
   if (shut_down_) return;
   shut_down_ = true;
-  auto streams_of = [this](const std::map<c10::DeviceIndex, c10::Stream>& m) {
+  std::vector<npu_sim::Stream> comm_streams, p2p_streams;
+  {
     std::lock_guard<std::mutex> lk(streams_mu_);
-    std::vector<npu_sim::Stream> out;
-    for (const auto& [dev, s] : m) out.push_back(native_stream(s));
-    return out;
-  };
-  // Pending collectives finish (or time out) before the transports they use go away. Their errors stay
-  // on the device (sticky) for its user; nothing is consumed here.
-  for (npu_sim::Stream s : streams_of(comm_streams_)) npu_sim::stream_synchronize(s);
-  p2p_engine_.reset();  // fails pending p2p operations, which releases the p2p streams' host functions
-  for (npu_sim::Stream s : streams_of(p2p_streams_)) npu_sim::stream_synchronize(s);
+    for (const auto& [dev, s] : comm_streams_) comm_streams.push_back(native_stream(s));
+    for (const auto& [key, s] : p2p_lanes_) p2p_streams.push_back(s.get());
+    for (const auto& [dev, s] : p2p_streams_) p2p_streams.push_back(native_stream(s));
+  }
+  // Pending collectives finish (or time out) before the communicator goes away. Their errors stay on the
+  // device (sticky) for its user; nothing is consumed here.
+  for (npu_sim::Stream s : comm_streams) npu_sim::stream_synchronize(s);
+  // Send/recvs still pending fail now (the abort reaches the library's p2p engine), which lets the lanes
+  // go on; the handle itself is destroyed with the last task that holds CommShared.
+  comm_->closing.store(true);
+  (void)HcclCommAbort(comm_->comm);
+  for (npu_sim::Stream s : p2p_streams) npu_sim::stream_synchronize(s);
   completions_.reset();  // completes the futures still queued, then joins (host functions hold no more)
+  std::lock_guard<std::mutex> lk(streams_mu_);
+  p2p_lanes_.clear();
 }
 
 void HcclBackend::shutdown() { shutdown_impl(); }
 
 void HcclBackend::abort() {
-  comm_->abort.store(true);
-  comm_->set_broken("hccl: the communicator was aborted");
+  // Before shutdown_impl waits for the streams: pending operations end now instead of at their timeout.
+  comm_->closing.store(true);
+  (void)HcclCommAbort(comm_->comm);
   shutdown_impl();
 }
 
@@ -208,12 +157,13 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::track(c10::intrusive_ptr<c10d::Work>
 }
 
 void HcclBackend::check_usable(const char* op) {
-  const std::string broken = comm_->broken_reason();
-  if (!broken.empty()) {
-    C10_THROW_ERROR(DistBackendError, std::string("hccl: ") + op +
-                                          ": the communicator is unusable after an earlier failure: " + broken);
-  }
   TORCH_CHECK(!shut_down_, "hccl: ", op, ": the process group has been shut down");
+  HcclResult r = HCCL_SUCCESS;
+  if (HcclGetCommAsyncError(comm_->comm, &r) == HCCL_SUCCESS && r != HCCL_SUCCESS) {
+    C10_THROW_ERROR(DistBackendError, std::string("hccl: ") + op +
+                                          ": the communicator is unusable after an earlier failure: " +
+                                          HcclGetCommAsyncErrorString(comm_->comm));
+  }
 }
 
 c10::Device HcclBackend::device_for(const at::Tensor& t, const char* op) {
@@ -239,6 +189,25 @@ c10::Stream HcclBackend::p2p_stream(c10::DeviceIndex device) {
   return it->second;
 }
 
+npu_sim::Stream HcclBackend::p2p_lane(c10::DeviceIndex device, bool is_send, int peer) {
+  std::lock_guard<std::mutex> lk(streams_mu_);
+  auto& lane = p2p_lanes_[std::make_tuple(device, is_send, peer)];
+  if (!lane) {
+    npu_sim::Stream s = nullptr;
+    NPU_CHECK(npu_sim::stream_create(device, &s));
+    lane.reset(s);
+  }
+  return lane.get();
+}
+
+void HcclBackend::set_timeout(std::chrono::milliseconds timeout) {
+  if (timeout.count() < 0) timeout = timeout_;  // c10d's "unset"
+  timeout = std::max(timeout, std::chrono::milliseconds(1));
+  if (timeout == comm_timeout_) return;
+  check_hccl(HcclCommSetOpTimeout(comm_->comm, static_cast<uint32_t>(timeout.count())), "set the timeout");
+  comm_timeout_ = timeout;
+}
+
 at::Tensor HcclBackend::contiguous_for(Launch& l, const at::Tensor& t, bool is_output) {
   if (t.is_contiguous()) {
     l.keep_alive.push_back(t);
@@ -250,7 +219,32 @@ at::Tensor HcclBackend::contiguous_for(Launch& l, const at::Tensor& t, bool is_o
   return tmp;
 }
 
-c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
+at::Tensor HcclBackend::flat_for(Launch& l, const std::vector<at::Tensor>& ts, bool is_output) {
+  const at::Tensor& first = ts.front();
+  const std::size_t bytes = first.nbytes();
+  bool adjacent = true;
+  for (std::size_t i = 0; i < ts.size() && adjacent; ++i) {
+    adjacent = ts[i].is_contiguous() && ts[i].nbytes() == bytes &&
+               static_cast<const char*>(ts[i].const_data_ptr()) == static_cast<const char*>(first.const_data_ptr()) + bytes * i;
+  }
+  at::Tensor flat;
+  if (adjacent) {  // e.g. the chunks of one tensor: no staging
+    flat = at::from_blob(const_cast<void*>(first.const_data_ptr()), {static_cast<int64_t>(first.numel() * ts.size())},
+                         first.options());
+    for (const auto& t : ts) l.keep_alive.push_back(t);
+  } else {
+    flat = at::empty({static_cast<int64_t>(first.numel() * ts.size())}, first.options());
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+      at::Tensor slot = flat.narrow(0, static_cast<int64_t>(first.numel() * i), first.numel()).view(ts[i].sizes());
+      if (is_output) l.copy_back.emplace_back(ts[i], slot);
+      else slot.copy_(ts[i]);  // on the caller's stream, before the ordering event
+    }
+  }
+  l.keep_alive.push_back(flat);
+  return flat;
+}
+
+c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, const std::vector<Call>& calls) {
   check_usable(l.name);
   c10::Device device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device_index_));
   if (!l.keep_alive.empty()) device = l.keep_alive.front().device();
@@ -258,7 +252,6 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
     TORCH_CHECK(t.device() == device, "hccl: ", l.name, ": all tensors must be on the same device (", device,
                 "), got one on ", t.device());
   }
-  l.hdr.seq = ++seq_;
   const c10::Stream comm = comm_stream(device.index());
   npu_sim::Stream cs = native_stream(comm);
   // Order after the caller's stream; an idle stream has nothing to order after (skipping the event saves
@@ -268,47 +261,12 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
     const NpuEvent ready = NpuEvent::recorded_on(caller);
     NPU_CHECK(npu_sim::stream_wait_event(cs, ready.get()));
   }
-
-  auto state = std::make_shared<WorkState>();
-  auto shared = comm_;
-  const hccl_sim::MsgHeader hdr = l.hdr;
-  const char* name = l.name;
-  std::chrono::milliseconds timeout = comm_->timeout;
-  if (l.timeout.count() >= 0) {  // c10d's per-call timeout, still bounded by HCCL_EXEC_TIMEOUT
-    timeout = l.timeout;
-    if (comm_->cfg.exec_timeout.count() > 0) timeout = std::min(timeout, comm_->cfg.exec_timeout);
-  }
-  // A failure fails the Work (state), the future (by complete_after) and this stream: the host function
-  // throws, so the device's error is sticky and every later synchronize or copy to the host raises.
-  NPU_CHECK(npu_sim::launch_host_func(cs, [shared, state, body = std::move(body), hdr, name, timeout,
-                                           keep = l.keep_alive]() {
-    const std::string label = op_label(name, hdr.seq, shared->rank);
-    const std::string broken = shared->broken_reason();
-    if (!broken.empty()) {
-      const std::string msg = label + ": communicator unusable after an earlier failure: " + broken;
-      state->finish(make_dist_error(msg));
-      throw npu_sim::AsyncError(npu_sim::Status::kCommError, msg);
-    }
-    std::string msg;
-    hccl_sim::CommErrorKind kind = hccl_sim::CommErrorKind::kOther;
-    try {
-      hccl_sim::CommContext ctx{*shared->coll, hdr, std::chrono::steady_clock::now() + timeout,
-                                &shared->abort, shared->cfg.algo, name, &shared->scratch,
-                                shared->host_of.empty() ? nullptr : &shared->host_of};
-      body(ctx);
-      state->finish(nullptr);
-      return;
-    } catch (const hccl_sim::CommError& e) {
-      msg = label + " failed (" + hccl_sim::comm_error_kind_name(e.kind) + "): " + e.what();
-      kind = e.kind;
-    } catch (const std::exception& e) {
-      msg = label + " failed: " + e.what();
-    }
-    state->finish(shared->fail(msg, kind));
-    throw npu_sim::AsyncError(npu_sim::Status::kCommError, msg);
-  }));
+  set_timeout(l.timeout);
+  for (const Call& call : calls) check_hccl(call(cs), l.name);
+  // The buffers stay alive until the stream has passed the operation.
+  NPU_CHECK(npu_sim::launch_host_func(cs, [keep = std::move(l.keep_alive)] {}));
   if (!l.copy_back.empty()) {
-    StreamSwap swap(comm);
+    c10::StreamGuard guard(comm);
     for (auto& [dst, tmp] : l.copy_back) dst.copy_(tmp);
     // The temps were allocated on the caller's stream: hold them until the copies on this stream have
     // read them, or the caching allocator could hand their blocks out again too early.
@@ -316,112 +274,106 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, Body body) {
   }
   // DDP's reducer and comm hooks need a Tensor-list value; unlike NCCL's, the future completes when the
   // collective has ended, with its error if it failed (a failed all_reduce must not look like a success).
+  auto state = std::make_shared<WorkState>();
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                          std::vector<c10::Device>{device});
   complete_after(cs, comm, state, future, l.outputs);
   NpuEvent done = NpuEvent::recorded_on(cs);
-  return track(c10::make_intrusive<HcclWork>(getRank(), l.op, device, state, std::move(done), l.outputs, !l.host_blocking,
-                                             comm_->cfg.blocking_wait, timeout, future));
+  std::chrono::milliseconds timeout = l.timeout.count() >= 0 ? l.timeout : timeout_;
+  return track(c10::make_intrusive<HcclWork>(getRank(), l.op, device, state, std::move(done), l.outputs,
+                                             !l.host_blocking, comm_->opts.blocking_wait, timeout, future));
 }
 
 void HcclBackend::complete_after(npu_sim::Stream stream, const c10::Stream& cstream, std::shared_ptr<WorkState> state,
-                                 c10::intrusive_ptr<c10::ivalue::Future> future, std::vector<at::Tensor> outputs) {
-  NPU_CHECK(npu_sim::launch_host_func(stream, [completions = completions_, cstream, state = std::move(state),
-                                               future = std::move(future), outputs = std::move(outputs)]() {
-    completions->post([cstream, state, future, outputs] {
-      std::exception_ptr error;
-      {
-        std::lock_guard<std::mutex> lk(state->mu);
-        error = state->error;
-      }
+                                 c10::intrusive_ptr<c10::ivalue::Future> future, std::vector<at::Tensor> outputs,
+                                 std::shared_ptr<uint32_t> source) {
+  NPU_CHECK(npu_sim::launch_host_func(stream, [comm = comm_, completions = completions_, cstream,
+                                               state = std::move(state), future = std::move(future),
+                                               outputs = std::move(outputs), source = std::move(source)]() {
+    // The operation has ended (the library's task ran before this one on the stream): a failure shows
+    // as the communicator's async error, which HCCL_ASYNC_ERROR_HANDLING acts on here, as torch_npu's
+    // watchdog does.
+    std::exception_ptr error = comm->failure();
+    if (source && !error) {
+      std::lock_guard<std::mutex> lk(state->mu);
+      state->source = static_cast<int>(*source);
+    }
+    state->finish(error);
+    completions->post([cstream, error, future, outputs] {
       if (error) return future->setError(error);
-      StreamSwap swap(cstream);  // consumers of the value are ordered after this stream
+      c10::StreamGuard guard(cstream);  // consumers of the value are ordered after this stream
       future->markCompleted(c10::IValue(outputs));
     });
   }));
 }
 
-c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, int tag, bool is_send, c10d::OpType op) {
+c10::intrusive_ptr<c10d::Work> HcclBackend::p2p(at::Tensor& t, int peer, bool is_send, c10d::OpType op) {
   const char* name = is_send ? "send" : "recv";
   check_usable(name);
   const c10::Device device = device_for(t, name);
   TORCH_CHECK(peer == -1 || (peer >= 0 && peer < getSize() && peer != getRank()), "hccl: ", name,
               ": invalid peer rank ", peer, " (group size ", getSize(), ", this rank ", getRank(), ")");
-  auto op_ = std::make_unique<P2POp>();
   at::Tensor buf = t.is_contiguous() ? t : (is_send ? t.contiguous() : at::empty_like(t, at::MemoryFormat::Contiguous));
+  // A lane per direction and peer carries the operation, ordered after the caller's stream: a receive
+  // posted after a send to the same peer does not wait for that send in stream order (both progress at
+  // once in the library's p2p engine). The device's p2p stream then copies a non-contiguous receive
+  // back and completes the Work; wait() orders the caller's stream after it, as NCCL's does. A receive
+  // from any source keeps a host-blocking wait: c10d reads its source rank right after wait().
+  npu_sim::Stream lane = p2p_lane(device.index(), is_send, peer);
   npu_sim::Stream caller = current_native_stream(device.index());
-  if (npu_sim::stream_query(caller) != npu_sim::Status::kSuccess) {  // else the tensor is ready now
-    op_->ready = NpuEvent::recorded_on(caller);
+  if (npu_sim::stream_query(caller) != npu_sim::Status::kSuccess) {
+    const NpuEvent ready = NpuEvent::recorded_on(caller);
+    NPU_CHECK(npu_sim::stream_wait_event(lane, ready.get()));
   }
-  op_->state = std::make_shared<WorkState>();
-  op_->keep_alive = buf;
-  hccl_sim::Xfer& x = op_->xfer;
-  x.peer = peer;
-  x.is_send = is_send;
-  x.check_desync = false;
-  x.hdr.op = static_cast<uint16_t>(op);
-  x.hdr.dtype = static_cast<int8_t>(t.scalar_type());
-  x.hdr.tag = tag;
-  x.hdr.bytes = buf.nbytes();
-  x.hdr.numel = buf.numel();
-  if (is_send) x.src = buf.const_data_ptr();
-  else x.dst = buf.data_ptr();
-  auto state = op_->state;
-  p2p_engine_->post(std::move(op_));
-  // As NCCL: wait() orders the caller's stream after the operation instead of blocking the host. The
-  // device's p2p stream (never the collectives' stream: a pending receive must not hold up a collective)
-  // runs a host function that returns when the engine has finished the operation, then the copy back
-  // into a non-contiguous receive buffer; the Work's event is recorded after both. A receive from any
-  // source keeps a host-blocking wait: c10d reads its source rank right after wait().
+  set_timeout(c10d::kUnsetTimeout);
+  const HcclDataType dt = hccl_dtype(t.scalar_type(), name);
+  auto source = std::make_shared<uint32_t>(0);
+  HcclResult r;
+  if (is_send) r = HcclSend(buf.data_ptr(), buf.numel(), dt, peer, comm_->comm, lane);
+  else if (peer >= 0) r = HcclRecv(buf.data_ptr(), buf.numel(), dt, peer, comm_->comm, lane);
+  else r = HcclRecvAny(buf.data_ptr(), buf.numel(), dt, source.get(), comm_->comm, lane);
+  check_hccl(r, name);
+  NPU_CHECK(npu_sim::launch_host_func(lane, [hold = buf] {}));
   const c10::Stream ps = p2p_stream(device.index());
   npu_sim::Stream pns = native_stream(ps);
-  const auto limit = comm_->timeout + std::chrono::seconds(5);  // the engine fails the op before that
-  const std::string label = std::string("hccl: ") + name + " on rank " + std::to_string(getRank()) + " with peer " +
-                            (peer < 0 ? std::string("any") : std::to_string(peer));
-  NPU_CHECK(npu_sim::launch_host_func(pns, [state, limit, label] {
-    if (!state->wait_for(limit)) state->finish(make_dist_error(label + ": no completion within the timeout"));
-    std::lock_guard<std::mutex> lk(state->mu);
-    if (state->error) {  // fail the stream too: the receive buffer must not be read as if it had arrived
-      try {
-        std::rethrow_exception(state->error);
-      } catch (const std::exception& e) {
-        throw npu_sim::AsyncError(npu_sim::Status::kCommError, e.what());
-      }
-    }
-  }));
+  {
+    const NpuEvent ended = NpuEvent::recorded_on(lane);
+    NPU_CHECK(npu_sim::stream_wait_event(pns, ended.get()));
+  }
   if (!is_send && !t.is_contiguous()) {
-    StreamSwap swap(ps);
+    c10::StreamGuard guard(ps);
     t.copy_(buf);
     NPU_CHECK(npu_sim::launch_host_func(pns, [hold = buf] {}));  // as in launch(): buf outlives the copy
   }
+  auto state = std::make_shared<WorkState>();
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
-  complete_after(pns, ps, state, future, {t});
+  complete_after(pns, ps, state, future, {t}, peer < 0 ? source : nullptr);
   auto work = c10::make_intrusive<HcclWork>(getRank(), op, device, state, NpuEvent::recorded_on(pns), std::vector<at::Tensor>{t},
                                             /*stream_ordered=*/op != c10d::OpType::RECVANYSOURCE,
-                                            comm_->cfg.blocking_wait, comm_->timeout, future);
+                                            comm_->opts.blocking_wait, timeout_, future);
   return track(work);
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
   TORCH_CHECK(tensors.size() == 1, "hccl: send: expected exactly one tensor, got ", tensors.size());
-  return p2p(tensors[0], dst, tag, true, c10d::OpType::SEND);
+  return p2p(tensors[0], dst, true, c10d::OpType::SEND);
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
   TORCH_CHECK(tensors.size() == 1, "hccl: recv: expected exactly one tensor, got ", tensors.size());
-  return p2p(tensors[0], src, tag, false, c10d::OpType::RECV);
+  return p2p(tensors[0], src, false, c10d::OpType::RECV);
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
   TORCH_CHECK(tensors.size() == 1, "hccl: recvAnysource: expected exactly one tensor, got ", tensors.size());
-  return p2p(tensors[0], -1, tag, false, c10d::OpType::RECVANYSOURCE);
+  return p2p(tensors[0], -1, false, c10d::OpType::RECVANYSOURCE);
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::barrier(const c10d::BarrierOptions& opts) {
-  Launch l{c10d::OpType::BARRIER, "barrier", {}, {}, {}, {}, true};
-  l.hdr.op = static_cast<uint16_t>(c10d::OpType::BARRIER);
+  Launch l{c10d::OpType::BARRIER, "barrier", {}, {}, {}, true};
   l.timeout = opts.timeout;
-  return launch(std::move(l), [](hccl_sim::CommContext& c) { hccl_sim::barrier(c); });
+  HcclComm comm = comm_->comm;
+  return launch(std::move(l), [comm](aclrtStream cs) { return HcclBarrier(comm, cs); });
 }
 
 }  // namespace torch_npu_sim

@@ -1,41 +1,52 @@
-// The "hccl" c10d::Backend over the simulated NPU: collectives on npu tensors, run on a per-device
-// communication stream ordered after the caller's stream, over the shm or tcp transport.
+// The "hccl" c10d::Backend over the simulated NPU, as torch_npu's ProcessGroupHCCL: it checks and stages
+// torch's arguments and calls the collective library's C API (hccl/hccl.h) on a per-device communication
+// stream ordered after the caller's stream; Work, futures and error handling stay here.
 #pragma once
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
-#include "distributed/collectives.h"
-#include "distributed/hccl_config.h"
 #include "distributed/hccl_work.h"
+#include "hccl/hccl.h"
 
 namespace torch_npu_sim {
 
-class P2PEngine;
-
-// State shared by the backend and the host functions that run on its communication stream.
-struct CommShared {
-  hccl_sim::HcclConfig cfg;
-  std::unique_ptr<hccl_sim::Transport> coll;  // collectives
-  std::unique_ptr<hccl_sim::Transport> p2p;   // send/recv (separate rings/sockets: no interleaving)
-  std::chrono::milliseconds timeout{0};       // effective per-operation timeout
-  std::atomic<bool> abort{false};
-  std::mutex mu;       // guards `broken` only; never held across a wait or a call out
-  std::string broken;  // first failure; every later operation fails fast with it
-  int rank = 0;
-  std::vector<char> scratch;  // only touched by collectives on the communication stream, one at a time
-  std::vector<int> host_of;   // host index per rank when the ranks span hosts (two-level all_reduce), else empty
-  void set_broken(const std::string& msg);
-  std::string broken_reason();
-  // A failed operation: marks the communicator broken, applies HCCL_ASYNC_ERROR_HANDLING (abort, or
-  // print and end the process) and returns the typed error for its Work and future.
-  std::exception_ptr fail(const std::string& msg, hccl_sim::CommErrorKind kind);
+// The process group's own knobs, read as torch_npu reads them (HCCL_* first, then TORCH_HCCL_*).
+// HCCL_ASYNC_ERROR_HANDLING, what a failed operation does to the process (NCCL's values; torch_npu's
+// default is 1 for torch >= 2.1): 0 nothing more (the error reaches Work.wait(), its future and every
+// later synchronize), 2 also abort the communicator (pending operations fail at once), 1 abort it and
+// tear the process down (exit code 1, after printing rank, op, sequence number and cause), 3 tear down
+// at once without the abort. A blocking wait (HCCL_BLOCKING_WAIT=1) reports errors to wait() instead,
+// so it turns this to 0.
+enum AsyncErrorHandling : int { kNoHandling = 0, kTearDown = 1, kAbortComm = 2, kSkipCleanUp = 3 };
+struct PgOptions {
+  bool blocking_wait = false;
+  int async_error_handling = kTearDown;
+  static PgOptions from_env();  // throws DistBackendError for malformed values
 };
+
+// What the host functions of the backend's streams share with it: the communicator and the handling of
+// its failures. Owned through shared_ptr by the backend and by every task it enqueued.
+struct CommShared {
+  HcclComm comm = nullptr;  // destroyed with this (after every task that uses it has run)
+  PgOptions opts;
+  int rank = 0;
+  std::atomic<bool> closing{false};  // shut down or aborted by the program: failures no longer tear down
+  ~CommShared();
+  // The communicator's first failure as the typed error of a failed operation, after applying
+  // HCCL_ASYNC_ERROR_HANDLING (abort, or print and end the process); null if it has not failed.
+  std::exception_ptr failure();
+};
+
+// The HcclDataType of a tensor's dtype; a clear error naming `op` for one the library does not move.
+HcclDataType hccl_dtype(at::ScalarType type, const char* op);
 
 class HcclBackend : public c10d::Backend {
  public:
@@ -44,7 +55,7 @@ class HcclBackend : public c10d::Backend {
   ~HcclBackend() override;
 
   const std::string getBackendName() const override { return "hccl"; }
-  std::string transport_name() const { return comm_->coll->name(); }
+  std::string transport_name() const;
   int device_index() const { return device_index_; }
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
@@ -89,42 +100,61 @@ class HcclBackend : public c10d::Backend {
   void shutdown() override;
 
  private:
-  using Body = std::function<void(hccl_sim::CommContext&)>;
-  // One stream-ordered operation: orders the communication stream after the caller's stream, enqueues
-  // `body` there, copies non-contiguous outputs back, records the completion event, builds the Work.
+  // One stream-ordered operation: `call` enqueues it (the C API call) on the communication stream `cs`.
+  using Call = std::function<HcclResult(aclrtStream cs)>;
   struct Launch {
     c10d::OpType op;
     const char* name;
-    hccl_sim::MsgHeader hdr;
-    std::vector<at::Tensor> keep_alive;  // every buffer the body touches
+    std::vector<at::Tensor> keep_alive;  // every buffer the operation touches
     std::vector<at::Tensor> outputs;     // the future's value
     std::vector<std::pair<at::Tensor, at::Tensor>> copy_back;  // (user tensor, contiguous temp)
     bool host_blocking = false;          // barrier: wait() blocks the host
     std::chrono::milliseconds timeout = c10d::kUnsetTimeout;  // c10d's per-call timeout (opts.timeout)
   };
-  c10::intrusive_ptr<c10d::Work> launch(Launch l, Body body);
-  c10::intrusive_ptr<c10d::Work> p2p(at::Tensor& t, int peer, int tag, bool is_send, c10d::OpType op);
+  // Orders the communication stream after the caller's, makes the calls there, copies non-contiguous
+  // outputs back, and builds the Work whose state and future complete after them.
+  c10::intrusive_ptr<c10d::Work> launch(Launch l, const std::vector<Call>& calls);
+  c10::intrusive_ptr<c10d::Work> launch(Launch l, Call call) { return launch(std::move(l), std::vector<Call>{std::move(call)}); }
+  c10::intrusive_ptr<c10d::Work> p2p(at::Tensor& t, int peer, bool is_send, c10d::OpType op);
+  // The call that reduce-scatters the flat `in` (group size x output's elements) into `output`; registers
+  // its buffers in `l`.
+  Call reduce_scatter_call(Launch& l, at::Tensor in, const at::Tensor& output, const c10d::ReduceOp& reduce_op);
   // Contiguous view of t (t itself, or a temp registered in l.copy_back when `is_output`).
   at::Tensor contiguous_for(Launch& l, const at::Tensor& t, bool is_output);
+  // One contiguous buffer holding `ts` back to back: their own storage when they already lie so, else a
+  // temp (filled from them unless `is_output`; copied back into them after the operation if it is).
+  at::Tensor flat_for(Launch& l, const std::vector<at::Tensor>& ts, bool is_output);
   void check_usable(const char* op);
   c10::Device device_for(const at::Tensor& t, const char* op);
   c10::Stream comm_stream(c10::DeviceIndex device);
-  c10::Stream p2p_stream(c10::DeviceIndex device);  // where p2p Works' completion events are recorded
+  c10::Stream p2p_stream(c10::DeviceIndex device);  // where p2p Works' copies back and completions run
+  // The stream that carries send/recvs of one direction with one peer (-1: any), so that a pair's sends
+  // and receives never wait for each other in stream order.
+  npu_sim::Stream p2p_lane(c10::DeviceIndex device, bool is_send, int peer);
   void shutdown_impl();
-  // Enqueues on `stream` (after the operation and its copies back) the hand-over of `state`'s outcome to
-  // the completion thread, which completes `future` with `outputs` or the error.
+  // Enqueues on `stream` (after the operation and its copies back) the task that decides the
+  // operation's outcome (the communicator's async error), finishes `state` and hands `future` to the
+  // completion thread.
   void complete_after(npu_sim::Stream stream, const c10::Stream& cstream, std::shared_ptr<WorkState> state,
-                      c10::intrusive_ptr<c10::ivalue::Future> future, std::vector<at::Tensor> outputs);
+                      c10::intrusive_ptr<c10::ivalue::Future> future, std::vector<at::Tensor> outputs,
+                      std::shared_ptr<uint32_t> source = nullptr);
+  // HcclCommSetOpTimeout when the next operation's timeout differs from the last one set.
+  void set_timeout(std::chrono::milliseconds timeout);
 
   std::shared_ptr<CommShared> comm_;
   std::shared_ptr<CompletionThread> completions_;
   int device_index_;
-  uint32_t seq_ = 0;
-  // Guards the two stream maps only: never held across a wait (shutdown copies them out first).
+  std::chrono::milliseconds timeout_;       // the process group's
+  std::chrono::milliseconds comm_timeout_{0};  // last passed to HcclCommSetOpTimeout
+  // Guards the stream maps only: never held across a wait (shutdown copies them out first).
   std::mutex streams_mu_;
   std::map<c10::DeviceIndex, c10::Stream> comm_streams_;  // guarded by streams_mu_
   std::map<c10::DeviceIndex, c10::Stream> p2p_streams_;   // guarded by streams_mu_
-  std::unique_ptr<P2PEngine> p2p_engine_;
+  struct StreamDeleter {
+    void operator()(npu_sim::StreamImpl* s) const { (void)npu_sim::stream_destroy(s); }
+  };
+  // (device, is_send, peer) -> lane; guarded by streams_mu_
+  std::map<std::tuple<c10::DeviceIndex, bool, int>, std::unique_ptr<npu_sim::StreamImpl, StreamDeleter>> p2p_lanes_;
   bool shut_down_ = false;
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<c10d::Work>> coalesced_;

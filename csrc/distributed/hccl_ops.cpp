@@ -1,25 +1,40 @@
-// The collectives of HcclBackend: argument checks, contiguous staging, and the body each one runs on the
-// communication stream (see launch() in hccl_backend.cpp and the algorithms in collectives.cpp).
+// The collectives of HcclBackend: argument checks, contiguous staging, the c10d reduce ops HCCL lacks
+// (AVG, PREMUL_SUM: a scaling around a SUM) and the C API call each one makes on the communication
+// stream (see launch() in hccl_backend.cpp and hccl/hccl.h).
 #include <ATen/ATen.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/util/Exception.h>
-
-#include <cstring>
 
 #include "aten/npu_tensor.h"
 #include "distributed/hccl_backend.h"
 
 namespace torch_npu_sim {
 
+HcclDataType hccl_dtype(at::ScalarType type, const char* op) {
+  switch (type) {
+    case at::kByte: return HCCL_DATA_TYPE_UINT8;
+    case at::kChar: return HCCL_DATA_TYPE_INT8;
+    case at::kShort: return HCCL_DATA_TYPE_INT16;
+    case at::kInt: return HCCL_DATA_TYPE_INT32;
+    case at::kLong: return HCCL_DATA_TYPE_INT64;
+    case at::kHalf: return HCCL_DATA_TYPE_FP16;
+    case at::kFloat: return HCCL_DATA_TYPE_FP32;
+    case at::kDouble: return HCCL_DATA_TYPE_FP64;
+    case at::kBFloat16: return HCCL_DATA_TYPE_BFP16;
+    case at::kBool: return HCCL_DATA_TYPE_SIM_BOOL;
+    case at::kComplexFloat: return HCCL_DATA_TYPE_SIM_COMPLEX64;
+    case at::kComplexDouble: return HCCL_DATA_TYPE_SIM_COMPLEX128;
+    default: break;
+  }
+  TORCH_CHECK(false, "hccl: ", op, ": dtype ", type, " is not supported");
+}
+
 namespace {
 
-using hccl_sim::CommContext;
-using npu_kernels::DType;
-using npu_kernels::ReduceKind;
-
-// What a c10d::ReduceOp means for the element math: the reduction plus an optional pre-scale
-// (PREMUL_SUM) or post-division (AVG).
+// What a c10d::ReduceOp asks of HCCL: its reduce op, plus a pre-scale (PREMUL_SUM) or a division by the
+// group size afterwards (AVG), done with npu ops on the communication stream.
 struct ReduceSpec {
-  ReduceKind kind = ReduceKind::kSum;
+  HcclReduceOp op = HCCL_REDUCE_SUM;
   bool premul = false;
   double factor = 1.0;
   bool average = false;
@@ -28,13 +43,13 @@ struct ReduceSpec {
 ReduceSpec reduce_spec(const c10d::ReduceOp& op, at::ScalarType st, const char* name) {
   ReduceSpec s;
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: s.kind = ReduceKind::kSum; break;
-    case c10d::ReduceOp::PRODUCT: s.kind = ReduceKind::kProd; break;
-    case c10d::ReduceOp::MIN: s.kind = ReduceKind::kMin; break;
-    case c10d::ReduceOp::MAX: s.kind = ReduceKind::kMax; break;
-    case c10d::ReduceOp::BAND: s.kind = ReduceKind::kBand; break;
-    case c10d::ReduceOp::BOR: s.kind = ReduceKind::kBor; break;
-    case c10d::ReduceOp::BXOR: s.kind = ReduceKind::kBxor; break;
+    case c10d::ReduceOp::SUM: s.op = HCCL_REDUCE_SUM; break;
+    case c10d::ReduceOp::PRODUCT: s.op = HCCL_REDUCE_PROD; break;
+    case c10d::ReduceOp::MIN: s.op = HCCL_REDUCE_MIN; break;
+    case c10d::ReduceOp::MAX: s.op = HCCL_REDUCE_MAX; break;
+    case c10d::ReduceOp::BAND: s.op = HCCL_REDUCE_SIM_BAND; break;
+    case c10d::ReduceOp::BOR: s.op = HCCL_REDUCE_SIM_BOR; break;
+    case c10d::ReduceOp::BXOR: s.op = HCCL_REDUCE_SIM_BXOR; break;
     case c10d::ReduceOp::AVG:
       TORCH_CHECK(st != at::kBool, "hccl: ", name, ": ReduceOp.AVG is not defined for bool tensors");
       s.average = true;
@@ -50,45 +65,18 @@ ReduceSpec reduce_spec(const c10d::ReduceOp& op, at::ScalarType st, const char* 
     }
     default: TORCH_CHECK(false, "hccl: ", name, ": unsupported reduce op ", static_cast<int>(op.op_));
   }
-  const DType dt = kernel_dtype(st, name);
-  TORCH_CHECK(npu_kernels::reduce_supported(dt, s.kind), "hccl: ", name, ": reduce op ",
-              npu_kernels::reduce_kind_name(s.kind), " is not defined for dtype ", st);
+  const bool complex = at::isComplexType(st), floating = at::isFloatingType(st) || complex;
+  TORCH_CHECK(!complex || (s.op != HCCL_REDUCE_MIN && s.op != HCCL_REDUCE_MAX), "hccl: ", name,
+              ": reduce op MIN/MAX is not defined for dtype ", st);
+  TORCH_CHECK(!floating || s.op < HCCL_REDUCE_SIM_BAND, "hccl: ", name,
+              ": bitwise reduce ops are not defined for dtype ", st);
   return s;
 }
 
-// Runs the reduction of `count` elements at `buf` with the spec's pre/post steps.
-void allreduce_with(CommContext& c, void* buf, std::size_t count, DType dt, const ReduceSpec& s) {
-  if (s.premul) npu_kernels::scale_inplace(dt, buf, count, s.factor);
-  hccl_sim::allreduce(c, buf, count, dt, s.kind);
-  if (s.average) npu_kernels::divide_inplace(dt, buf, count, c.t.size());
-}
-
-// reduce_scatter with the spec's pre/post steps: blocks[p] is this rank's input block for rank p. PREMUL_SUM
-// scales a private copy of the inputs (the user's stay unchanged); every other op reads them in place.
-void reduce_scatter_with(CommContext& c, std::vector<const void*> blocks, void* out, std::size_t count, DType dt,
-                         const ReduceSpec& s) {
-  std::vector<char> scaled;
-  if (s.premul) {
-    const std::size_t bytes = count * npu_kernels::dtype_size(dt);
-    scaled.resize(bytes * blocks.size());
-    for (std::size_t r = 0; r < blocks.size(); ++r) {
-      if (bytes) std::memcpy(scaled.data() + bytes * r, blocks[r], bytes);
-      blocks[r] = scaled.data() + bytes * r;
-    }
-    npu_kernels::scale_inplace(dt, scaled.data(), count * blocks.size(), s.factor);
-  }
-  hccl_sim::reduce_scatter(c, blocks, out, count, dt, s.kind);
-  if (s.average) npu_kernels::divide_inplace(dt, out, count, c.t.size());
-}
-
-// The frames' header: op, dtype and size, and in the tag the reduce op and root, which every rank must agree on.
-hccl_sim::MsgHeader header(c10d::OpType op, const at::Tensor& t, uint64_t numel, int reduce_op = -1, int root = -1) {
-  hccl_sim::MsgHeader h;
-  h.op = static_cast<uint16_t>(op);
-  h.dtype = static_cast<int8_t>(t.scalar_type());
-  h.numel = numel;
-  h.tag = hccl_sim::collective_tag(reduce_op, root);
-  return h;
+// AVG's division of the reduced `t`, as NCCL's ncclAvg (integers: truncated).
+void divide_by(at::Tensor& t, int64_t n) {
+  if (at::isIntegralType(t.scalar_type(), /*includeBool=*/false)) t.div_(n, "trunc");
+  else t.div_(n);
 }
 
 void check_one(const std::vector<at::Tensor>& ts, const char* name) {
@@ -100,75 +88,95 @@ void check_same(const at::Tensor& a, const at::Tensor& b, const char* name, cons
               " does not match the input's ", a.scalar_type());
 }
 
+void check_root(int root, int size, const char* name) {
+  TORCH_CHECK(root >= 0 && root < size, "hccl: ", name, ": invalid root rank ", root);
+}
+
 }  // namespace
 
+// Each reduction is a SUM/PROD/MIN/MAX/bitwise of the library; AVG and PREMUL_SUM scale before or after it
+// with npu ops run on the communication stream (in the Call, which runs on that stream's thread of issue).
 c10::intrusive_ptr<c10d::Work> HcclBackend::allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+  std::vector<at::Tensor> ts = tensors;
+  c10d::AllreduceCoalescedOptions o;
+  o.reduceOp = opts.reduceOp;
+  o.timeout = opts.timeout;
   check_one(tensors, "allreduce");
-  device_for(tensors[0], "allreduce");
-  const ReduceSpec spec = reduce_spec(opts.reduceOp, tensors[0].scalar_type(), "allreduce");
-  Launch l{c10d::OpType::ALLREDUCE, "allreduce", header(c10d::OpType::ALLREDUCE, tensors[0], tensors[0].numel(), opts.reduceOp.op_), {}, tensors};
-  l.timeout = opts.timeout;
-  at::Tensor t = contiguous_for(l, tensors[0], true);
-  void* p = t.data_ptr();
-  const std::size_t n = t.numel();
-  const DType dt = kernel_dtype(t.scalar_type(), "allreduce");
-  return launch(std::move(l), [=](CommContext& c) { allreduce_with(c, p, n, dt, spec); });
+  return allreduce_coalesced(ts, o);
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                 const c10d::AllreduceCoalescedOptions& opts) {
-  TORCH_CHECK(!tensors.empty(), "hccl: allreduce_coalesced: no tensors");
-  Launch l{c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced",
-           header(c10d::OpType::ALLREDUCE_COALESCED, tensors[0], tensors.size(), opts.reduceOp.op_), {}, tensors};
+  const char* name = tensors.size() == 1 ? "allreduce" : "allreduce_coalesced";
+  TORCH_CHECK(!tensors.empty(), "hccl: ", name, ": no tensors");
+  Launch l{tensors.size() == 1 ? c10d::OpType::ALLREDUCE : c10d::OpType::ALLREDUCE_COALESCED, name, {}, tensors};
   l.timeout = opts.timeout;
-  struct Item { void* p; std::size_t n; DType dt; ReduceSpec spec; };
-  std::vector<Item> items;
+  std::vector<Call> calls;
+  HcclComm comm = comm_->comm;
+  const int64_t n = getSize();
   for (auto& t : tensors) {
-    device_for(t, "allreduce_coalesced");
-    const ReduceSpec spec = reduce_spec(opts.reduceOp, t.scalar_type(), "allreduce_coalesced");
+    device_for(t, name);
+    const ReduceSpec spec = reduce_spec(opts.reduceOp, t.scalar_type(), name);
     at::Tensor c = contiguous_for(l, t, true);
-    items.push_back({c.data_ptr(), static_cast<std::size_t>(c.numel()), kernel_dtype(c.scalar_type(), "allreduce_coalesced"), spec});
+    const HcclDataType dt = hccl_dtype(c.scalar_type(), name);
+    const c10::Stream cs = comm_stream(c.device().index());
+    calls.push_back([=](aclrtStream s) mutable {
+      at::Tensor buf = c;
+      if (spec.premul) {
+        c10::StreamGuard guard(cs);
+        buf.mul_(spec.factor);
+      }
+      const HcclResult r = HcclAllReduce(buf.data_ptr(), buf.data_ptr(), buf.numel(), dt, spec.op, comm, s);
+      if (r == HCCL_SUCCESS && spec.average) {
+        c10::StreamGuard guard(cs);
+        divide_by(buf, n);
+      }
+      return r;
+    });
   }
-  return launch(std::move(l), [items](CommContext& c) {
-    for (const auto& it : items) {
-      c.base.dtype = static_cast<int8_t>(it.dt);
-      c.base.numel = it.n;
-      allreduce_with(c, it.p, it.n, it.dt, it.spec);
-    }
-  });
+  return launch(std::move(l), calls);
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
   check_one(tensors, "broadcast");
   device_for(tensors[0], "broadcast");
   const int root = static_cast<int>(opts.rootRank);
-  TORCH_CHECK(root >= 0 && root < getSize(), "hccl: broadcast: invalid root rank ", root);
-  Launch l{c10d::OpType::BROADCAST, "broadcast", header(c10d::OpType::BROADCAST, tensors[0], tensors[0].numel(), -1, root), {}, tensors};
+  check_root(root, getSize(), "broadcast");
+  Launch l{c10d::OpType::BROADCAST, "broadcast", {}, tensors};
   l.timeout = opts.timeout;
   at::Tensor t = contiguous_for(l, tensors[0], getRank() != root);
-  void* p = t.data_ptr();
-  const std::size_t bytes = t.nbytes();
-  return launch(std::move(l), [=](CommContext& c) { hccl_sim::broadcast(c, p, bytes, root); });
+  const HcclDataType dt = hccl_dtype(t.scalar_type(), "broadcast");
+  HcclComm comm = comm_->comm;
+  return launch(std::move(l), [=](aclrtStream s) {
+    return HcclBroadcast(t.data_ptr(), t.numel(), dt, static_cast<uint32_t>(root), comm, s);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   check_one(tensors, "reduce");
   device_for(tensors[0], "reduce");
   const int root = static_cast<int>(opts.rootRank);
-  TORCH_CHECK(root >= 0 && root < getSize(), "hccl: reduce: invalid root rank ", root);
+  check_root(root, getSize(), "reduce");
   const ReduceSpec spec = reduce_spec(opts.reduceOp, tensors[0].scalar_type(), "reduce");
-  Launch l{c10d::OpType::REDUCE, "reduce", header(c10d::OpType::REDUCE, tensors[0], tensors[0].numel(), opts.reduceOp.op_, root), {}, tensors};
+  Launch l{c10d::OpType::REDUCE, "reduce", {}, tensors};
   l.timeout = opts.timeout;
   const bool is_root = getRank() == root;
   at::Tensor t = contiguous_for(l, tensors[0], is_root);
-  void* p = t.data_ptr();
-  const std::size_t n = t.numel(), bytes = t.nbytes();
-  const DType dt = kernel_dtype(t.scalar_type(), "reduce");
-  return launch(std::move(l), [=](CommContext& c) {
-    if (is_root) return allreduce_with(c, p, n, dt, spec);
-    char* scratch = hccl_sim::scratch(c, bytes);  // non-root inputs stay unchanged
-    if (bytes) std::memcpy(scratch, p, bytes);
-    allreduce_with(c, scratch, n, dt, spec);
+  // The root reduces in place; the others' inputs stay unchanged (a scaled copy for PREMUL_SUM).
+  at::Tensor in = spec.premul ? t.mul(spec.factor) : t;
+  if (spec.premul) l.keep_alive.push_back(in);
+  const HcclDataType dt = hccl_dtype(t.scalar_type(), "reduce");
+  HcclComm comm = comm_->comm;
+  const c10::Stream cs = comm_stream(t.device().index());
+  const int64_t n = getSize();
+  return launch(std::move(l), [=](aclrtStream s) mutable {
+    const HcclResult r = HcclReduce(in.data_ptr(), is_root ? t.data_ptr() : nullptr, t.numel(), dt, spec.op,
+                                    static_cast<uint32_t>(root), comm, s);
+    if (r == HCCL_SUCCESS && spec.average && is_root) {
+      c10::StreamGuard guard(cs);
+      divide_by(t, n);
+    }
+    return r;
   });
 }
 
@@ -183,36 +191,26 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::allgather_coalesced(std::vector<std:
                                                                 const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(!inputs.empty() && outputs.size() == inputs.size(), "hccl: allgather: expected one output list per input, got ",
               outputs.size(), " lists for ", inputs.size(), " inputs");
-  Launch l{c10d::OpType::ALLGATHER, "allgather", header(c10d::OpType::ALLGATHER, inputs[0], inputs[0].numel()), {}, {}};
+  Launch l{c10d::OpType::ALLGATHER, "allgather", {}, {}};
   l.timeout = opts.timeout;
-  struct Item { const void* in; std::vector<void*> out; std::size_t bytes; int8_t dt; uint64_t numel; };
-  std::vector<Item> items;
+  std::vector<Call> calls;
+  HcclComm comm = comm_->comm;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     device_for(inputs[i], "allgather");
     TORCH_CHECK(static_cast<int>(outputs[i].size()) == getSize(), "hccl: allgather: expected ", getSize(),
                 " output tensors, got ", outputs[i].size());
-    Item it;
     at::Tensor in = contiguous_for(l, inputs[i], false);
-    it.in = in.const_data_ptr();
-    it.bytes = in.nbytes();
-    it.dt = static_cast<int8_t>(in.scalar_type());
-    it.numel = in.numel();
     for (auto& o : outputs[i]) {
       device_for(o, "allgather");
       check_same(in, o, "allgather", "output");
       TORCH_CHECK(o.numel() == in.numel(), "hccl: allgather: output has ", o.numel(), " elements, input ", in.numel());
-      it.out.push_back(contiguous_for(l, o, true).data_ptr());
       l.outputs.push_back(o);
     }
-    items.push_back(std::move(it));
+    at::Tensor out = flat_for(l, outputs[i], true);
+    const HcclDataType dt = hccl_dtype(in.scalar_type(), "allgather");
+    calls.push_back([=](aclrtStream s) { return HcclAllGather(in.data_ptr(), out.data_ptr(), in.numel(), dt, comm, s); });
   }
-  return launch(std::move(l), [items](CommContext& c) {
-    for (const auto& it : items) {
-      c.base.dtype = it.dt;
-      c.base.numel = it.numel;
-      hccl_sim::allgather(c, it.in, it.out, it.bytes);
-    }
-  });
+  return launch(std::move(l), calls);
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
@@ -226,11 +224,10 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::allgather_into_tensor_coalesced(std:
                                                                             const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(!inputs.empty() && outputs.size() == inputs.size(), "hccl: allgather_into_tensor: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
-  Launch l{c10d::OpType::_ALLGATHER_BASE, "allgather_into_tensor",
-           header(c10d::OpType::ALLGATHER, inputs[0], inputs[0].numel()), {}, outputs};
+  Launch l{c10d::OpType::_ALLGATHER_BASE, "allgather_into_tensor", {}, outputs};
   l.timeout = opts.timeout;
-  struct Item { const void* in; std::vector<void*> out; std::size_t bytes; int8_t dt; uint64_t numel; };
-  std::vector<Item> items;
+  std::vector<Call> calls;
+  HcclComm comm = comm_->comm;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     device_for(inputs[i], "allgather_into_tensor");
     device_for(outputs[i], "allgather_into_tensor");
@@ -239,17 +236,10 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::allgather_into_tensor_coalesced(std:
                 getSize(), " x ", inputs[i].numel(), " elements, has ", outputs[i].numel());
     at::Tensor in = contiguous_for(l, inputs[i], false);
     at::Tensor out = contiguous_for(l, outputs[i], true);
-    Item it{in.const_data_ptr(), {}, in.nbytes(), static_cast<int8_t>(in.scalar_type()), static_cast<uint64_t>(in.numel())};
-    for (int r = 0; r < getSize(); ++r) it.out.push_back(static_cast<char*>(out.data_ptr()) + it.bytes * r);
-    items.push_back(std::move(it));
+    const HcclDataType dt = hccl_dtype(in.scalar_type(), "allgather_into_tensor");
+    calls.push_back([=](aclrtStream s) { return HcclAllGather(in.data_ptr(), out.data_ptr(), in.numel(), dt, comm, s); });
   }
-  return launch(std::move(l), [items](CommContext& c) {
-    for (const auto& it : items) {
-      c.base.dtype = it.dt;
-      c.base.numel = it.numel;
-      hccl_sim::allgather(c, it.in, it.out, it.bytes);
-    }
-  });
+  return launch(std::move(l), calls);
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -257,11 +247,11 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::gather(std::vector<std::vector<at::T
   check_one(inputs, "gather");
   device_for(inputs[0], "gather");
   const int root = static_cast<int>(opts.rootRank);
-  TORCH_CHECK(root >= 0 && root < getSize(), "hccl: gather: invalid root rank ", root);
-  Launch l{c10d::OpType::GATHER, "gather", header(c10d::OpType::GATHER, inputs[0], inputs[0].numel(), -1, root), {}, {}};
+  check_root(root, getSize(), "gather");
+  Launch l{c10d::OpType::GATHER, "gather", {}, {}};
   l.timeout = opts.timeout;
   at::Tensor in = contiguous_for(l, inputs[0], false);
-  std::vector<void*> out;
+  at::Tensor out;
   if (getRank() == root) {
     TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
                 "hccl: gather: the root needs one list of ", getSize(), " output tensors");
@@ -269,15 +259,18 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::gather(std::vector<std::vector<at::T
       device_for(o, "gather");
       check_same(in, o, "gather", "output");
       TORCH_CHECK(o.numel() == in.numel(), "hccl: gather: output has ", o.numel(), " elements, input ", in.numel());
-      out.push_back(contiguous_for(l, o, true).data_ptr());
       l.outputs.push_back(o);
     }
+    out = flat_for(l, outputs[0], true);
   } else {
     TORCH_CHECK(outputs.empty() || outputs[0].empty(), "hccl: gather: only the root passes output tensors");
   }
-  const void* ip = in.const_data_ptr();
-  const std::size_t bytes = in.nbytes();
-  return launch(std::move(l), [=](CommContext& c) { hccl_sim::gather(c, ip, out, bytes, root); });
+  const HcclDataType dt = hccl_dtype(in.scalar_type(), "gather");
+  HcclComm comm = comm_->comm;
+  return launch(std::move(l), [=](aclrtStream s) {
+    return HcclGather(in.data_ptr(), out.defined() ? out.data_ptr() : nullptr, in.numel(), dt,
+                      static_cast<uint32_t>(root), comm, s);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::scatter(std::vector<at::Tensor>& outputs,
@@ -285,11 +278,11 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::scatter(std::vector<at::Tensor>& out
   check_one(outputs, "scatter");
   device_for(outputs[0], "scatter");
   const int root = static_cast<int>(opts.rootRank);
-  TORCH_CHECK(root >= 0 && root < getSize(), "hccl: scatter: invalid root rank ", root);
-  Launch l{c10d::OpType::SCATTER, "scatter", header(c10d::OpType::SCATTER, outputs[0], outputs[0].numel(), -1, root), {}, outputs};
+  check_root(root, getSize(), "scatter");
+  Launch l{c10d::OpType::SCATTER, "scatter", {}, outputs};
   l.timeout = opts.timeout;
   at::Tensor out = contiguous_for(l, outputs[0], true);
-  std::vector<const void*> in;
+  at::Tensor in;
   if (getRank() == root) {
     TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
                 "hccl: scatter: the root needs one list of ", getSize(), " input tensors");
@@ -297,12 +290,15 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::scatter(std::vector<at::Tensor>& out
       device_for(t, "scatter");
       check_same(out, t, "scatter", "input");
       TORCH_CHECK(t.numel() == out.numel(), "hccl: scatter: input has ", t.numel(), " elements, output ", out.numel());
-      in.push_back(contiguous_for(l, t, false).const_data_ptr());
     }
+    in = flat_for(l, inputs[0], false);
   }
-  void* op = out.data_ptr();
-  const std::size_t bytes = out.nbytes();
-  return launch(std::move(l), [=](CommContext& c) { hccl_sim::scatter(c, in, op, bytes, root); });
+  const HcclDataType dt = hccl_dtype(out.scalar_type(), "scatter");
+  HcclComm comm = comm_->comm;
+  return launch(std::move(l), [=](aclrtStream s) {
+    return HcclScatter(in.defined() ? in.data_ptr() : nullptr, out.data_ptr(), out.numel(), dt,
+                       static_cast<uint32_t>(root), comm, s);
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -312,21 +308,17 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter(std::vector<at::Tenso
   TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(), "hccl: reduce_scatter: expected one list of ",
               getSize(), " input tensors");
   device_for(outputs[0], "reduce_scatter");
-  const ReduceSpec spec = reduce_spec(opts.reduceOp, outputs[0].scalar_type(), "reduce_scatter");
-  Launch l{c10d::OpType::REDUCE_SCATTER, "reduce_scatter", header(c10d::OpType::REDUCE_SCATTER, outputs[0], outputs[0].numel(), opts.reduceOp.op_), {}, outputs};
-  l.timeout = opts.timeout;
-  at::Tensor out = contiguous_for(l, outputs[0], true);
-  std::vector<const void*> in;
   for (auto& t : inputs[0]) {
     device_for(t, "reduce_scatter");
-    check_same(out, t, "reduce_scatter", "input");
-    TORCH_CHECK(t.numel() == out.numel(), "hccl: reduce_scatter: input has ", t.numel(), " elements, output ", out.numel());
-    in.push_back(contiguous_for(l, t, false).const_data_ptr());
+    check_same(outputs[0], t, "reduce_scatter", "input");
+    TORCH_CHECK(t.numel() == outputs[0].numel(), "hccl: reduce_scatter: input has ", t.numel(), " elements, output ",
+                outputs[0].numel());
   }
-  void* op = out.data_ptr();
-  const std::size_t n = out.numel();
-  const DType dt = kernel_dtype(out.scalar_type(), "reduce_scatter");
-  return launch(std::move(l), [=](CommContext& c) { reduce_scatter_with(c, in, op, n, dt, spec); });
+  Launch l{c10d::OpType::REDUCE_SCATTER, "reduce_scatter", {}, outputs};
+  l.timeout = opts.timeout;
+  at::Tensor in = flat_for(l, inputs[0], false);
+  Call call = reduce_scatter_call(l, in, outputs[0], opts.reduceOp);
+  return launch(std::move(l), std::move(call));
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
@@ -340,33 +332,40 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::reduce_scatter_tensor_coalesced(std:
                                                                             const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(!inputs.empty() && outputs.size() == inputs.size(), "hccl: reduce_scatter_tensor: ", outputs.size(),
               " outputs for ", inputs.size(), " inputs");
-  Launch l{c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor",
-           header(c10d::OpType::REDUCE_SCATTER, outputs[0], outputs[0].numel(), opts.reduceOp.op_), {}, outputs};
+  Launch l{c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor", {}, outputs};
   l.timeout = opts.timeout;
-  struct Item { const void* in; void* out; std::size_t n; DType dt; ReduceSpec spec; };
-  std::vector<Item> items;
+  std::vector<Call> calls;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     device_for(inputs[i], "reduce_scatter_tensor");
     device_for(outputs[i], "reduce_scatter_tensor");
     check_same(outputs[i], inputs[i], "reduce_scatter_tensor", "input");
     TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * getSize(), "hccl: reduce_scatter_tensor: input must have ",
                 getSize(), " x ", outputs[i].numel(), " elements, has ", inputs[i].numel());
-    const ReduceSpec spec = reduce_spec(opts.reduceOp, outputs[i].scalar_type(), "reduce_scatter_tensor");
-    at::Tensor in = contiguous_for(l, inputs[i], false);
-    at::Tensor out = contiguous_for(l, outputs[i], true);
-    items.push_back({in.const_data_ptr(), out.data_ptr(), static_cast<std::size_t>(out.numel()),
-                     kernel_dtype(out.scalar_type(), "reduce_scatter_tensor"), spec});
+    calls.push_back(reduce_scatter_call(l, contiguous_for(l, inputs[i], false), outputs[i], opts.reduceOp));
   }
-  return launch(std::move(l), [items](CommContext& c) {
-    for (const auto& it : items) {
-      const std::size_t bytes = it.n * npu_kernels::dtype_size(it.dt);
-      std::vector<const void*> blocks;
-      for (int r = 0; r < c.t.size(); ++r) blocks.push_back(static_cast<const char*>(it.in) + bytes * r);
-      c.base.dtype = static_cast<int8_t>(it.dt);
-      c.base.numel = it.n;
-      reduce_scatter_with(c, std::move(blocks), it.out, it.n, it.dt, it.spec);
+  return launch(std::move(l), calls);
+}
+
+HcclBackend::Call HcclBackend::reduce_scatter_call(Launch& l, at::Tensor in, const at::Tensor& output,
+                                                   const c10d::ReduceOp& reduce_op) {
+  const ReduceSpec spec = reduce_spec(reduce_op, output.scalar_type(), l.name);
+  at::Tensor out = contiguous_for(l, output, true);
+  if (spec.premul) {  // a scaled copy: the inputs stay unchanged
+    in = in.mul(spec.factor);
+    l.keep_alive.push_back(in);
+  }
+  const HcclDataType dt = hccl_dtype(out.scalar_type(), l.name);
+  HcclComm comm = comm_->comm;
+  const c10::Stream cs = comm_stream(out.device().index());
+  const int64_t n = getSize();
+  return [=](aclrtStream s) mutable {
+    const HcclResult r = HcclReduceScatter(in.data_ptr(), out.data_ptr(), out.numel(), dt, spec.op, comm, s);
+    if (r == HCCL_SUCCESS && spec.average) {
+      c10::StreamGuard guard(cs);
+      divide_by(out, n);
     }
-  });
+    return r;
+  };
 }
 
 c10::intrusive_ptr<c10d::Work> HcclBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
@@ -377,44 +376,41 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::alltoall_base(at::Tensor& output, at
   device_for(output, "alltoall_base");
   check_same(input, output, "alltoall_base", "output");
   const int n = getSize();
-  Launch l{c10d::OpType::ALLTOALL_BASE, "alltoall_base", header(c10d::OpType::ALLTOALL_BASE, input, 0), {}, {output}};
+  Launch l{c10d::OpType::ALLTOALL_BASE, "alltoall_base", {}, {output}};
   l.timeout = opts.timeout;
   at::Tensor in = contiguous_for(l, input, false);
   at::Tensor out = contiguous_for(l, output, true);
-  auto offsets = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* which) {
+  // Counts and displacements in elements, from the split sizes along dim 0 (equal splits when empty).
+  auto counts = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* which) {
     const int64_t rows = t.dim() > 0 ? t.size(0) : 1;
-    const std::size_t row_bytes = rows > 0 ? t.nbytes() / rows : 0;
-    std::vector<int64_t> s = splits;
-    if (s.empty()) {
+    const uint64_t row_elems = rows > 0 ? static_cast<uint64_t>(t.numel() / rows) : 0;
+    std::vector<int64_t> sp = splits;
+    if (sp.empty()) {
       TORCH_CHECK(rows % n == 0, "hccl: alltoall_base: ", which, " dim 0 (", rows, ") is not divisible by the group size ", n);
-      s.assign(n, rows / n);
+      sp.assign(n, rows / n);
     }
-    TORCH_CHECK(static_cast<int>(s.size()) == n, "hccl: alltoall_base: ", which, " split sizes must have ", n, " entries");
+    TORCH_CHECK(static_cast<int>(sp.size()) == n, "hccl: alltoall_base: ", which, " split sizes must have ", n, " entries");
     int64_t sum = 0;
-    for (int64_t v : s) {
+    for (int64_t v : sp) {
       TORCH_CHECK(v >= 0, "hccl: alltoall_base: negative split size");
       sum += v;
     }
     TORCH_CHECK(sum == rows, "hccl: alltoall_base: ", which, " split sizes sum to ", sum, " but dim 0 is ", rows);
-    std::vector<std::size_t> off(n), bytes(n);
-    std::size_t o = 0;
+    std::vector<uint64_t> cnt(n), displ(n);
+    uint64_t o = 0;
     for (int r = 0; r < n; ++r) {
-      off[r] = o;
-      bytes[r] = static_cast<std::size_t>(s[r]) * row_bytes;
-      o += bytes[r];
+      displ[r] = o;
+      cnt[r] = static_cast<uint64_t>(sp[r]) * row_elems;
+      o += cnt[r];
     }
-    return std::make_pair(off, bytes);
+    return std::make_pair(cnt, displ);
   };
-  const auto [soff, sbytes] = offsets(in, input_splits, "input");
-  const auto [roff, rbytes] = offsets(out, output_splits, "output");
-  std::vector<const void*> sp(n);
-  std::vector<void*> rp(n);
-  for (int r = 0; r < n; ++r) {
-    sp[r] = static_cast<const char*>(in.const_data_ptr()) + soff[r];
-    rp[r] = static_cast<char*>(out.data_ptr()) + roff[r];
-  }
-  return launch(std::move(l), [sp, sbytes = sbytes, rp, rbytes = rbytes](CommContext& c) {
-    hccl_sim::alltoallv(c, sp, sbytes, rp, rbytes);
+  const auto [sc, sd] = counts(in, input_splits, "input");
+  const auto [rc, rd] = counts(out, output_splits, "output");
+  const HcclDataType dt = hccl_dtype(in.scalar_type(), "alltoall_base");
+  HcclComm comm = comm_->comm;
+  return launch(std::move(l), [=, sc = sc, sd = sd, rc = rc, rd = rd](aclrtStream s) {
+    return HcclAlltoAllV(in.data_ptr(), sc.data(), sd.data(), dt, out.data_ptr(), rc.data(), rd.data(), dt, comm, s);
   });
 }
 
@@ -423,24 +419,35 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::alltoall(std::vector<at::Tensor>& ou
   const int n = getSize();
   TORCH_CHECK(static_cast<int>(outputs.size()) == n && static_cast<int>(inputs.size()) == n,
               "hccl: alltoall: expected ", n, " input and ", n, " output tensors");
-  Launch l{c10d::OpType::ALLTOALL, "alltoall", header(c10d::OpType::ALLTOALL, inputs[0], 0), {}, outputs};
+  Launch l{c10d::OpType::ALLTOALL, "alltoall", {}, outputs};
   l.timeout = opts.timeout;
-  std::vector<const void*> sp(n);
-  std::vector<void*> rp(n);
-  std::vector<std::size_t> sb(n), rb(n);
+  // One send and one receive buffer with the tensors back to back (sizes may differ per rank).
+  std::vector<uint64_t> sc(n), sd(n), rc(n), rd(n);
+  std::vector<at::Tensor> ins, outs;
   for (int r = 0; r < n; ++r) {
     device_for(inputs[r], "alltoall");
     device_for(outputs[r], "alltoall");
     check_same(inputs[0], inputs[r], "alltoall", "input");
     check_same(inputs[0], outputs[r], "alltoall", "output");
-    at::Tensor in = contiguous_for(l, inputs[r], false);
-    at::Tensor out = contiguous_for(l, outputs[r], true);
-    sp[r] = in.const_data_ptr();
-    sb[r] = in.nbytes();
-    rp[r] = out.data_ptr();
-    rb[r] = out.nbytes();
+    sc[r] = inputs[r].numel();
+    rc[r] = outputs[r].numel();
+    sd[r] = r ? sd[r - 1] + sc[r - 1] : 0;
+    rd[r] = r ? rd[r - 1] + rc[r - 1] : 0;
+    ins.push_back(inputs[r].reshape({-1}));
+    outs.push_back(outputs[r]);
   }
-  return launch(std::move(l), [=](CommContext& c) { hccl_sim::alltoallv(c, sp, sb, rp, rb); });
+  at::Tensor send = at::cat(ins);
+  at::Tensor recv = at::empty({static_cast<int64_t>(rd[n - 1] + rc[n - 1])}, send.options());
+  l.keep_alive = {send, recv};
+  for (int r = 0; r < n; ++r) {
+    l.copy_back.emplace_back(outputs[r], recv.narrow(0, static_cast<int64_t>(rd[r]), static_cast<int64_t>(rc[r]))
+                                             .view(outputs[r].sizes()));
+  }
+  const HcclDataType dt = hccl_dtype(send.scalar_type(), "alltoall");
+  HcclComm comm = comm_->comm;
+  return launch(std::move(l), [=](aclrtStream s) {
+    return HcclAlltoAllV(send.data_ptr(), sc.data(), sd.data(), dt, recv.data_ptr(), rc.data(), rd.data(), dt, comm, s);
+  });
 }
 
 }  // namespace torch_npu_sim

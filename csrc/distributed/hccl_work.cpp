@@ -30,9 +30,9 @@ bool WorkState::wait_for(std::chrono::milliseconds timeout) {
   return cv.wait_for(lk, timeout, [this] { return done; });
 }
 
-std::exception_ptr make_dist_error(const std::string& msg, hccl_sim::CommErrorKind kind) {
+std::exception_ptr make_dist_error(const std::string& msg, HcclResult result) {
   try {
-    if (kind == hccl_sim::CommErrorKind::kPeerGone) C10_THROW_ERROR(DistNetworkError, msg);
+    if (result == HCCL_E_REMOTE) C10_THROW_ERROR(DistNetworkError, msg);
     C10_THROW_ERROR(DistBackendError, msg);
   } catch (...) {
     return std::current_exception();

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "core/npu_event.h"
-#include "distributed/transport.h"
+#include "hccl/hccl.h"
 #include "npu_sim/runtime.h"
 
 namespace torch_npu_sim {
@@ -30,10 +30,9 @@ struct WorkState {
   bool wait_for(std::chrono::milliseconds timeout);
 };
 
-// The typed error a Work stores and rethrows: DistNetworkError when a peer is gone, DistBackendError
-// for everything else (timeout, desync, abort, an earlier failure).
-std::exception_ptr make_dist_error(const std::string& msg,
-                                   hccl_sim::CommErrorKind kind = hccl_sim::CommErrorKind::kOther);
+// The typed error a Work stores and rethrows: DistNetworkError when a peer is gone (HCCL_E_REMOTE),
+// DistBackendError for everything else (timeout, desync, abort, an earlier failure).
+std::exception_ptr make_dist_error(const std::string& msg, HcclResult result = HCCL_E_INTERNAL);
 
 // Completes the Works' futures off the streams, in order, on one thread per communicator (NCCL's
 // watchdog plays this part). A future must complete only once its operation has ended, with its value

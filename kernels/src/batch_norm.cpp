@@ -5,7 +5,7 @@
 #include <vector>
 #include <type_traits>
 
-#include "gemm_tiling.h"  // branch-free fp16 -> fp32 (half_bits_to_float)
+#include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
 #include "npu_kernels/launch.h"
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/nn.h"
@@ -14,12 +14,7 @@ namespace npu_kernels {
 
 namespace {
 
-template <typename T>
-inline acc_t<T> ld(const T* p, int64_t i) {
-  if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p[i].bits);
-  else if constexpr (std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
-  else return p[i];
-}
+using detail::load_acc;
 
 // Calls f(plane_pointer_offset, length) for the N planes of channel c.
 template <typename F>
@@ -47,13 +42,13 @@ npu_sim::Status batch_norm(npu_sim::Stream stream, const BatchNormDesc& d) {
         if (d.training) {
           A sum = 0;
           for_planes(d, c, [&](int64_t off) {
-            for (int64_t i = 0; i < d.HW; ++i) sum += ld(x, off + i);
+            for (int64_t i = 0; i < d.HW; ++i) sum += load_acc(x, off + i);
           });
           mean = cnt > 0 ? sum / static_cast<A>(cnt) : A(0);
           A m2 = 0;
           for_planes(d, c, [&](int64_t off) {
             for (int64_t i = 0; i < d.HW; ++i) {
-              const A dx = ld(x, off + i) - mean;
+              const A dx = load_acc(x, off + i) - mean;
               m2 += dx * dx;
             }
           });
@@ -71,7 +66,7 @@ npu_sim::Status batch_norm(npu_sim::Stream stream, const BatchNormDesc& d) {
         const A scale = invstd * (w ? w[c] : A(1));
         const A shift = (bias ? bias[c] : A(0)) - mean * scale;
         for_planes(d, c, [&](int64_t off) {
-          for (int64_t i = 0; i < d.HW; ++i) y[off + i] = convert<T>(ld(x, off + i) * scale + shift);
+          for (int64_t i = 0; i < d.HW; ++i) y[off + i] = convert<T>(load_acc(x, off + i) * scale + shift);
         });
       }
     });
@@ -101,9 +96,9 @@ npu_sim::Status batch_norm_backward(npu_sim::Stream stream, const BatchNormDesc&
         A sum_dy = 0, sum_dy_xmu = 0;
         for_planes(d, c, [&](int64_t off) {
           for (int64_t i = 0; i < d.HW; ++i) {
-            const A g = ld(dy, off + i);
+            const A g = load_acc(dy, off + i);
             sum_dy += g;
-            sum_dy_xmu += g * (ld(x, off + i) - mean);
+            sum_dy_xmu += g * (load_acc(x, off + i) - mean);
           }
         });
         const A wc = w ? w[c] : A(1);
@@ -113,12 +108,12 @@ npu_sim::Status batch_norm_backward(npu_sim::Stream stream, const BatchNormDesc&
             const A k = sum_dy_xmu * invstd * invstd / static_cast<A>(cnt);
             for_planes(d, c, [&](int64_t off) {
               for (int64_t i = 0; i < d.HW; ++i) {
-                dx[off + i] = convert<T>((ld(dy, off + i) - mdy - (ld(x, off + i) - mean) * k) * invstd * wc);
+                dx[off + i] = convert<T>((load_acc(dy, off + i) - mdy - (load_acc(x, off + i) - mean) * k) * invstd * wc);
               }
             });
           } else {
             for_planes(d, c, [&](int64_t off) {
-              for (int64_t i = 0; i < d.HW; ++i) dx[off + i] = convert<T>(ld(dy, off + i) * invstd * wc);
+              for (int64_t i = 0; i < d.HW; ++i) dx[off + i] = convert<T>(load_acc(dy, off + i) * invstd * wc);
             });
           }
         }
@@ -144,8 +139,8 @@ npu_sim::Status group_norm_backward(npu_sim::Stream stream, const GroupNormBackw
                              for (int64_t nc = b; nc < e; ++nc) {
                                A ds = 0, db = 0;
                                for (int64_t i = 0; i < d.HW; ++i) {
-                                 const A g = ld(dy, nc * d.HW + i);
-                                 ds += g * ld(x, nc * d.HW + i);
+                                 const A g = load_acc(dy, nc * d.HW + i);
+                                 ds += g * load_acc(x, nc * d.HW + i);
                                  db += g;
                                }
                                (*sums)[2 * nc] = ds;
@@ -178,7 +173,7 @@ npu_sim::Status group_norm_backward(npu_sim::Stream stream, const GroupNormBackw
           for (int64_t c = g * D; c < (g + 1) * D; ++c) {
             const A k = rs * (w ? w[c] : A(1));
             const int64_t off = (n * d.C + c) * d.HW;
-            for (int64_t i = 0; i < d.HW; ++i) dx[off + i] = convert<T>(k * ld(dy, off + i) + c2 * ld(x, off + i) + c3);
+            for (int64_t i = 0; i < d.HW; ++i) dx[off + i] = convert<T>(k * load_acc(dy, off + i) + c2 * load_acc(x, off + i) + c3);
           }
         } else {
           const int64_t c = item - d.N * d.G;

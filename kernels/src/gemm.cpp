@@ -53,33 +53,6 @@ bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores,
   return true;
 }
 
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
-
-bool cpu_has_f16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
-  return has;
-}
-
-__attribute__((target("avx2"))) void half_row_to_float_avx2(float* dst, const uint16_t* src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(src[i]);
-}
-
-__attribute__((target("avx2,f16c"))) void float_row_to_half_f16c(uint16_t* dst, const float* src, int64_t n) {
-  typedef _Float16 half8 __attribute__((vector_size(16)));
-  typedef float float8 __attribute__((vector_size(32)));
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    float8 f;
-    std::memcpy(&f, src + i, sizeof(f));
-    const half8 h = __builtin_convertvector(f, half8);
-    std::memcpy(dst + i, &h, sizeof(h));
-  }
-  for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
-}
-
 namespace {
 
 // How BLAS addresses a rows x cols operand with element strides (rs, cs): row-major, transposed or not,

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <type_traits>
 
-#include "gemm_tiling.h"  // branch-free fp16 -> fp32 (half_bits_to_float)
+#include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
 #include "npu_kernels/launch.h"
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/nn.h"
@@ -12,12 +12,7 @@ namespace npu_kernels {
 
 namespace {
 
-template <typename T>
-inline acc_t<T> ld(const T* p, int64_t i) {
-  if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p[i].bits);
-  else if constexpr (std::is_same_v<T, BFloat16>) return static_cast<float>(p[i]);
-  else return p[i];
-}
+using detail::load_acc;
 
 template <typename A>
 inline void check_prob(A x) {
@@ -50,28 +45,28 @@ npu_sim::Status pointwise_loss(npu_sim::Stream stream, LossKind kind, const Poin
       switch (kind) {
         case LossKind::kMse:
           for (int64_t i = b; i < e; ++i) {
-            const A diff = ld(x, i) - ld(t, i);
+            const A diff = load_acc(x, i) - load_acc(t, i);
             out[i] = convert<T>(diff * diff);
           }
           break;
         case LossKind::kSmoothL1:
           for (int64_t i = b; i < e; ++i) {
-            const A z = std::fabs(ld(x, i) - ld(t, i));
+            const A z = std::fabs(load_acc(x, i) - load_acc(t, i));
             out[i] = convert<T>(z < beta ? A(0.5) * z * z / beta : z - A(0.5) * beta);
           }
           break;
         case LossKind::kHuber:  // beta is delta
           for (int64_t i = b; i < e; ++i) {
-            const A z = std::fabs(ld(x, i) - ld(t, i));
+            const A z = std::fabs(load_acc(x, i) - load_acc(t, i));
             out[i] = convert<T>(z < beta ? A(0.5) * z * z : beta * (z - A(0.5) * beta));
           }
           break;
         case LossKind::kBce:
           for (int64_t i = b; i < e; ++i) {
-            const A p = ld(x, i), y = ld(t, i);
+            const A p = load_acc(x, i), y = load_acc(t, i);
             check_prob(p);
             const A l = -(y * std::max(std::log(p), A(-100)) + (A(1) - y) * std::max(std::log1p(-p), A(-100)));
-            out[i] = convert<T>(w ? l * ld(w, i) : l);
+            out[i] = convert<T>(w ? l * load_acc(w, i) : l);
           }
           break;
       }
@@ -93,8 +88,8 @@ npu_sim::Status pointwise_loss_backward(npu_sim::Stream stream, LossKind kind, c
       T* gi = static_cast<T*>(d.grad_in);
       const A beta = static_cast<A>(d.beta), scale = static_cast<A>(d.scale);
       for (int64_t i = b; i < e; ++i) {
-        const A go = ld(g, i * d.grad_stride) * scale;
-        const A diff = ld(x, i) - ld(t, i);
+        const A go = load_acc(g, i * d.grad_stride) * scale;
+        const A diff = load_acc(x, i) - load_acc(t, i);
         A v;
         switch (kind) {
           case LossKind::kMse: v = A(2) * diff; break;
@@ -103,9 +98,9 @@ npu_sim::Status pointwise_loss_backward(npu_sim::Stream stream, LossKind kind, c
             break;
           case LossKind::kHuber: v = diff <= -beta ? -beta : (diff >= beta ? beta : diff); break;
           default: {
-            const A p = ld(x, i);
+            const A p = load_acc(x, i);
             v = diff / std::max((A(1) - p) * p, A(1e-12));
-            if (w) v *= ld(w, i);
+            if (w) v *= load_acc(w, i);
           }
         }
         gi[i] = convert<T>(v * go);

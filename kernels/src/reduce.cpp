@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "gemm_tiling.h"  // branch-free fp16 <-> fp32 (half_bits_to_float / float_to_half_bits)
+#include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
 #include "npu_kernels/launch.h"
 
 namespace npu_kernels {

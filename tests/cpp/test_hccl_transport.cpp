@@ -23,12 +23,12 @@
 #include <thread>
 #include <vector>
 
-#include "distributed/collectives.h"
-#include "distributed/hybrid_transport.h"
-#include "distributed/shm_transport.h"
-#include "distributed/tcp_transport.h"
+#include "collectives.h"
+#include "hybrid_transport.h"
+#include "shm_transport.h"
+#include "tcp_transport.h"
 #include "npu_kernels/dtype.h"
-#include "npu_kernels/reduce_ops.h"
+#include "npu_kernels/collective_math.h"
 #include "npu_sim/runtime.h"
 
 namespace {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "distributed/collectives.h"
+#include "collectives.h"
 
 namespace hccl_sim {
 

@@ -1,7 +1,7 @@
 // Hybrid (hierarchical) transport (see hybrid_transport.h): each xfer goes to the transport that reaches
 // its peer; a receive from any source is offered to both. Idle waits sleep on the shm doorbell when only
 // local peers are pending, poll the sockets when only remote ones are, and poll briefly when both are.
-#include "distributed/hybrid_transport.h"
+#include "hybrid_transport.h"
 
 #include <algorithm>
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "distributed/transport.h"
-#include "npu_kernels/reduce_ops.h"
+#include "transport.h"
+#include "npu_kernels/collective_math.h"
 
 namespace hccl_sim {
 

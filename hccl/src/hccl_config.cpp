@@ -1,6 +1,6 @@
-// Environment parsing for the hccl backend (see hccl_config.h); malformed values are errors, not
+// Environment parsing for the collective library (see hccl_config.h); malformed values are errors, not
 // silently ignored.
-#include "distributed/hccl_config.h"
+#include "hccl_config.h"
 
 #include <cstdlib>
 #include <string>
@@ -19,12 +19,6 @@ long long env_int(const char* name, long long fallback, long long lo, long long 
                     std::to_string(hi) + "]");
   }
   return x;
-}
-
-// torch_npu's spelling first (HCCL_*), then torch's (TORCH_HCCL_*).
-long long env_int2(const char* name, const char* alias, long long fallback, long long lo, long long hi) {
-  const char* v = std::getenv(name);
-  return env_int(v && *v ? name : alias, fallback, lo, hi);
 }
 
 }  // namespace
@@ -47,12 +41,6 @@ HcclConfig HcclConfig::from_env() {
   std::size_t ring = 1u << 20;
   while (ring < static_cast<std::size_t>(mb) << 20) ring <<= 1;  // round up to a power of two
   c.ring_bytes = ring;
-  c.blocking_wait = env_int2("HCCL_BLOCKING_WAIT", "TORCH_HCCL_BLOCKING_WAIT", 0, 0, 1) == 1;
-  c.async_error_handling = static_cast<int>(env_int2("HCCL_ASYNC_ERROR_HANDLING", "TORCH_HCCL_ASYNC_ERROR_HANDLING",
-                                                     kTearDown, kNoHandling, kSkipCleanUp));
-  c.blocking_wait_overrides = c.blocking_wait && c.async_error_handling != kNoHandling;
-  if (c.blocking_wait) c.async_error_handling = kNoHandling;  // as NCCL: blocking wait reports errors to wait()
-  c.desync_debug = env_int2("HCCL_DESYNC_DEBUG", "TORCH_HCCL_DESYNC_DEBUG", 0, 0, 1) == 1;
   c.peer_read = env_int("NPU_SIM_HCCL_PEER_READ", 1, 0, 1) == 1;
   if (const char* t = std::getenv("NPU_SIM_HCCL_TRANSPORT")) {
     const std::string v = t;

@@ -2,7 +2,7 @@
 // per pair, addresses exchanged through the rendezvous, every message framed by a validated MsgHeader.
 #pragma once
 
-#include "distributed/transport.h"
+#include "transport.h"
 
 namespace hccl_sim {
 

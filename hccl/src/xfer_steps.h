@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "distributed/collectives.h"
+#include "collectives.h"
 
 namespace hccl_sim {
 

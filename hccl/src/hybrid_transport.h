@@ -2,7 +2,7 @@
 // others, behind the one Transport interface so every algorithm runs over it unchanged.
 #pragma once
 
-#include "distributed/transport.h"
+#include "transport.h"
 
 namespace hccl_sim {
 

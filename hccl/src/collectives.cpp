@@ -1,9 +1,9 @@
 // Collective algorithms (see collectives.h). Each step is a set of Xfers run concurrently by run_xfers;
 // results are identical on every rank (mesh reduces in rank order; ring and H-D reduce each element on
 // one rank and then copy it), which the bit-exact tests rely on.
-#include "distributed/collectives.h"
-#include "distributed/direct_collectives.h"
-#include "distributed/xfer_steps.h"
+#include "collectives.h"
+#include "direct_collectives.h"
+#include "xfer_steps.h"
 
 #include <algorithm>
 #include <cstring>

@@ -9,7 +9,7 @@
 // it straight out of its mapping of the sender's HBM, as NPUs of one server read each other's memory, and
 // then bumps the pair's ack counter, which is when the send completes. One copy instead of two.
 // The same mappings serve the direct collectives (direct_collectives.h), which also write into them.
-#include "distributed/shm_transport.h"
+#include "shm_transport.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -26,7 +26,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "npu_kernels/reduce_ops.h"
+#include "npu_kernels/collective_math.h"
 #include "npu_sim/runtime.h"
 
 namespace hccl_sim {

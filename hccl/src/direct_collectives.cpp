@@ -1,12 +1,12 @@
 // The fullmesh collectives over mapped peer memory (see direct_collectives.h). Work goes in pieces small
 // enough to stay in this core's L2 between reading the inputs and writing the outputs, so that writing a
 // reduced piece back into the buffers it was read from costs no second read.
-#include "distributed/direct_collectives.h"
+#include "direct_collectives.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "distributed/xfer_steps.h"
+#include "xfer_steps.h"
 
 namespace hccl_sim {
 

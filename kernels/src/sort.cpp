@@ -1,4 +1,4 @@
-// Line-wise kernels along one dimension: stable sort and topk (see npu_kernels/index.h).
+// Line-wise ordering kernels: stable sort and topk, unique, bincount, searchsorted (see npu_kernels/index.h).
 #include <algorithm>
 #include <cmath>
 #include <numeric>

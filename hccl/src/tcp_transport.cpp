@@ -1,7 +1,8 @@
 // TCP transport (see tcp_transport.h). Sockets are non-blocking after set-up; a frame is the 32-byte
 // MsgHeader then exactly `bytes` payload bytes. A bad magic, a size other than the receiver expects, or
 // EOF inside a frame is a CommError; reads never go past the current frame, so nothing can overflow.
-#include "distributed/tcp_transport.h"
+#include "tcp_transport.h"
+#include "socket_util.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -34,39 +35,6 @@ struct Hello {
 
 [[noreturn]] void fail(const std::string& what) { throw CommError("hccl(tcp): " + what + ": " + std::strerror(errno)); }
 
-std::string local_address() {
-  if (const char* a = std::getenv("NPU_SIM_HCCL_SOCKET_ADDR")) return a;
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  addrinfo hints{}, *res = nullptr;
-  hints.ai_family = AF_INET;
-  std::string out = "127.0.0.1";
-  if (getaddrinfo(host, nullptr, &hints, &res) == 0 && res) {
-    char buf[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof(buf));
-    out = buf;
-    freeaddrinfo(res);
-  }
-  return out;
-}
-
-bool io_full(int fd, void* buf, std::size_t n, bool is_send, std::chrono::steady_clock::time_point deadline) {
-  char* p = static_cast<char*>(buf);
-  while (n > 0) {
-    pollfd pfd{fd, static_cast<short>(is_send ? POLLOUT : POLLIN), 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
-    const ssize_t r = is_send ? ::send(fd, p, n, MSG_NOSIGNAL) : ::recv(fd, p, n, 0);
-    if (r <= 0) {
-      if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      return false;
-    }
-    p += r;
-    n -= static_cast<std::size_t>(r);
-  }
-  return true;
-}
-
 struct Peer {
   int fd = -1;
   std::size_t send_hdr_off = 0;
@@ -88,22 +56,15 @@ class TcpTransport final : public Transport {
 
   void setup(Rendezvous& rv, const std::string& prefix, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (lfd < 0) fail("socket");
+    uint16_t my_port = 0;
+    const int lfd = listen_any(size_, &my_port);
     struct Closer { int fd; ~Closer() { close(fd); } } closer{lfd};
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) fail("bind");
-    if (listen(lfd, size_) != 0) fail("listen");
-    socklen_t len = sizeof(addr);
-    getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len);
     const uint64_t token = rank_ == 0 ? std::strtoull(random_hex(8).c_str(), nullptr, 16) : 0;
     if (rank_ == 0) rv.set(prefix + "/tcp/token", std::to_string(token));
     const uint64_t group_token = std::strtoull(rv.get(prefix + "/tcp/token").c_str(), nullptr, 10);
     const std::string me = host_identity();
     rv.set(prefix + "/tcp/" + std::to_string(rank_),
-           me + " " + local_address() + " " + std::to_string(ntohs(addr.sin_port)));
+           me + " " + local_address() + " " + std::to_string(my_port));
     // Higher ranks connect to lower ones; the kernel's backlog completes connects before accept().
     for (int r = 0; r < rank_; ++r) {
       if (!remote_[r]) continue;
@@ -112,21 +73,11 @@ class TcpTransport final : public Transport {
       int port = 0;
       in >> host >> ip >> port;
       if (!in || port <= 0 || port > 65535) throw CommError("hccl(tcp): malformed address from rank " + std::to_string(r));
-      sockaddr_in to{};
-      to.sin_family = AF_INET;
-      to.sin_port = htons(static_cast<uint16_t>(port));
-      if (inet_pton(AF_INET, host == me ? "127.0.0.1" : ip.c_str(), &to.sin_addr) != 1)
-        throw CommError("hccl(tcp): bad address " + ip + " from rank " + std::to_string(r));
-      int fd = -1;
-      for (;;) {
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) fail("socket");
-        if (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)) == 0) break;
-        close(fd);
-        if (std::chrono::steady_clock::now() > deadline)
-          throw CommError("hccl(tcp): cannot connect to rank " + std::to_string(r) + " at " + ip + ":" +
-                          std::to_string(port) + " within HCCL_CONNECT_TIMEOUT");
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      const std::string target = host == me ? "127.0.0.1" : ip;
+      const int fd = connect_until(target, static_cast<uint16_t>(port), deadline);
+      if (fd < 0) {
+        throw CommError("hccl(tcp): cannot connect to rank " + std::to_string(r) + " at " + target + ":" +
+                        std::to_string(port) + " within HCCL_CONNECT_TIMEOUT");
       }
       Hello h{kHelloMagic, rank_, group_token};
       if (!io_full(fd, &h, sizeof(h), true, deadline)) { close(fd); fail("hello to rank " + std::to_string(r)); }

@@ -1,6 +1,6 @@
 // Transport-independent pieces: header checks, the progress loop with spin-then-sleep and timeouts,
 // host identity and random names.
-#include "distributed/transport.h"
+#include "transport.h"
 
 #include <sys/random.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "npu_kernels/reduce_ops.h"
+#include "npu_kernels/collective_math.h"
 
 namespace hccl_sim {
 

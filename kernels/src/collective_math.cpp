@@ -5,8 +5,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "gemm_tiling.h"  // half_bits_to_float / float_to_half_bits: no libgcc call per fp16 element
-#include "npu_kernels/reduce_ops.h"
+#include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
+#include "npu_kernels/collective_math.h"
 #include "npu_kernels/stream_store.h"
 
 namespace npu_kernels {

@@ -2,7 +2,7 @@
 // as soon as every peer has mapped it) holding a single-producer/single-consumer byte ring per peer.
 #pragma once
 
-#include "distributed/transport.h"
+#include "transport.h"
 
 namespace hccl_sim {
 
