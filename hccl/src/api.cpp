@@ -130,6 +130,26 @@ bool overlaps(const void* a, std::size_t an, const void* b, std::size_t bn) {
   return an && bn && x < y + bn && y < x + an;
 }
 
+// A rooted scatter or gather: the root's buffer of nRanks blocks (`root_buf`) and every rank's own block
+// (`own_buf`) of `count` elements; the root's blocks (empty on the other ranks).
+struct Rooted {
+  int root;
+  std::size_t bytes;
+  std::vector<void*> blocks;
+};
+Rooted rooted(const Communicator& c, void* root_buf, const char* root_name, void* own_buf, const char* own_name,
+              uint64_t count, HcclDataType dataType, uint32_t root) {
+  const DType dt = dtype_of(dataType);
+  require_rank(c, root, "root");
+  require_buffer(own_buf, count, own_name);
+  Rooted g{static_cast<int>(root), count * npu_kernels::dtype_size(dt), {}};
+  if (g.root == c.rank()) {
+    require_buffer(root_buf, count, root_name);
+    for (int p = 0; p < c.size(); ++p) g.blocks.push_back(static_cast<char*>(root_buf) + g.bytes * p);
+  }
+  return g;
+}
+
 // Pending send/recvs of this thread's open group, by communicator and stream.
 struct GroupState {
   int depth = 0;
@@ -435,19 +455,10 @@ HcclResult HcclScatter(void* sendBuf, void* recvBuf, uint64_t recvCount, HcclDat
                        HcclComm comm, aclrtStream stream) {
   return guarded("HcclScatter", [&] {
     Communicator& c = comm_of(comm);
-    const DType dt = dtype_of(dataType);
-    require_rank(c, root, "root");
-    require_buffer(recvBuf, recvCount, "recvBuf");
-    const bool is_root = static_cast<int>(root) == c.rank();
-    if (is_root) require_buffer(sendBuf, recvCount, "sendBuf");
-    const std::size_t bytes = recvCount * npu_kernels::dtype_size(dt);
-    std::vector<const void*> in;
-    if (is_root) {
-      for (int p = 0; p < c.size(); ++p) in.push_back(static_cast<const char*>(sendBuf) + bytes * p);
-    }
-    const int r = static_cast<int>(root);
-    c.enqueue(stream_of(stream), "scatter", header(kScatter, dataType, recvCount, -1, r),
-              [=](CommContext& ctx) { hccl_sim::scatter(ctx, in, recvBuf, bytes, r); });
+    const Rooted g = rooted(c, sendBuf, "sendBuf", recvBuf, "recvBuf", recvCount, dataType, root);
+    std::vector<const void*> in(g.blocks.begin(), g.blocks.end());
+    c.enqueue(stream_of(stream), "scatter", header(kScatter, dataType, recvCount, -1, g.root),
+              [=](CommContext& ctx) { hccl_sim::scatter(ctx, in, recvBuf, g.bytes, g.root); });
   });
 }
 
@@ -455,19 +466,9 @@ HcclResult HcclGather(void* sendBuf, void* recvBuf, uint64_t sendCount, HcclData
                       HcclComm comm, aclrtStream stream) {
   return guarded("HcclGather", [&] {
     Communicator& c = comm_of(comm);
-    const DType dt = dtype_of(dataType);
-    require_rank(c, root, "root");
-    require_buffer(sendBuf, sendCount, "sendBuf");
-    const bool is_root = static_cast<int>(root) == c.rank();
-    if (is_root) require_buffer(recvBuf, sendCount, "recvBuf");
-    const std::size_t bytes = sendCount * npu_kernels::dtype_size(dt);
-    std::vector<void*> out;
-    if (is_root) {
-      for (int p = 0; p < c.size(); ++p) out.push_back(static_cast<char*>(recvBuf) + bytes * p);
-    }
-    const int r = static_cast<int>(root);
-    c.enqueue(stream_of(stream), "gather", header(kGather, dataType, sendCount, -1, r),
-              [=](CommContext& ctx) { hccl_sim::gather(ctx, sendBuf, out, bytes, r); });
+    const Rooted g = rooted(c, recvBuf, "recvBuf", sendBuf, "sendBuf", sendCount, dataType, root);
+    c.enqueue(stream_of(stream), "gather", header(kGather, dataType, sendCount, -1, g.root),
+              [=](CommContext& ctx) { hccl_sim::gather(ctx, sendBuf, g.blocks, g.bytes, g.root); });
   });
 }
 
