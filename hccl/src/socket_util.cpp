@@ -37,7 +37,8 @@ bool io_full(int fd, void* buf, std::size_t n, bool is_send, std::chrono::steady
   char* p = static_cast<char*>(buf);
   while (n > 0) {
     pollfd pfd{fd, static_cast<short>(is_send ? POLLOUT : POLLIN), 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    // Rounded up: a false return with time left means EOF or an error, never a timeout (callers tell them apart).
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0 || poll(&pfd, 1, static_cast<int>(left.count())) <= 0) return false;
     const ssize_t r = is_send ? ::send(fd, p, n, MSG_NOSIGNAL) : ::recv(fd, p, n, 0);
     if (r <= 0) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -396,6 +397,26 @@ TEST(HcclApi, DestroyFailsPendingReceives) {
     finished.store(true);
   });
   restart_devices(1);
+}
+
+// A rank whose peers never join fails with HCCL_E_TIMEOUT naming HCCL_CONNECT_TIMEOUT, in about that time
+// (not reported as the root having gone away).
+TEST(HcclApi, SetupTimesOutWhenAPeerNeverJoins) {
+  setenv("HCCL_CONNECT_TIMEOUT", "1", 1);
+  HcclRootInfo info;
+  ASSERT_HCCL(HcclGetRootInfo(&info));
+  HcclCommConfig cfg;
+  HcclCommConfigInit(&cfg);
+  HcclComm comm = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(HcclCommInitRootInfoConfig(2, &info, 0, &cfg, &comm), HCCL_E_TIMEOUT);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  unsetenv("HCCL_CONNECT_TIMEOUT");
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_GE(took, std::chrono::milliseconds(900));
+  EXPECT_LT(took, std::chrono::seconds(4));
+  const std::string msg = HcclGetLastErrorMessage();
+  EXPECT_NE(msg.find("did not join within HCCL_CONNECT_TIMEOUT=1 s"), std::string::npos) << msg;
 }
 
 }  // namespace
