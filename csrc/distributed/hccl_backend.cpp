@@ -263,8 +263,6 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, const std::vector<C
   }
   set_timeout(l.timeout);
   for (const Call& call : calls) check_hccl(call(cs), l.name);
-  // The buffers stay alive until the stream has passed the operation.
-  NPU_CHECK(npu_sim::launch_host_func(cs, [keep = std::move(l.keep_alive)] {}));
   if (!l.copy_back.empty()) {
     c10::StreamGuard guard(comm);
     for (auto& [dst, tmp] : l.copy_back) dst.copy_(tmp);
@@ -277,7 +275,8 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, const std::vector<C
   auto state = std::make_shared<WorkState>();
   auto future = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
                                                          std::vector<c10::Device>{device});
-  complete_after(cs, comm, state, future, l.outputs);
+  // The buffers stay alive until the stream has passed the operation: the completion task holds them.
+  complete_after(cs, comm, state, future, l.outputs, nullptr, std::move(l.keep_alive));
   NpuEvent done = NpuEvent::recorded_on(cs);
   std::chrono::milliseconds timeout = l.timeout.count() >= 0 ? l.timeout : timeout_;
   return track(c10::make_intrusive<HcclWork>(getRank(), l.op, device, state, std::move(done), l.outputs,
@@ -286,10 +285,11 @@ c10::intrusive_ptr<c10d::Work> HcclBackend::launch(Launch l, const std::vector<C
 
 void HcclBackend::complete_after(npu_sim::Stream stream, const c10::Stream& cstream, std::shared_ptr<WorkState> state,
                                  c10::intrusive_ptr<c10::ivalue::Future> future, std::vector<at::Tensor> outputs,
-                                 std::shared_ptr<uint32_t> source) {
+                                 std::shared_ptr<uint32_t> source, std::vector<at::Tensor> keep_alive) {
   NPU_CHECK(npu_sim::launch_host_func(stream, [comm = comm_, completions = completions_, cstream,
                                                state = std::move(state), future = std::move(future),
-                                               outputs = std::move(outputs), source = std::move(source)]() {
+                                               outputs = std::move(outputs), source = std::move(source),
+                                               keep = std::move(keep_alive)]() {
     // The operation has ended (the library's task ran before this one on the stream): a failure shows
     // as the communicator's async error, which HCCL_ASYNC_ERROR_HANDLING acts on here, as torch_npu's
     // watchdog does.

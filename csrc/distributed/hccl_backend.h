@@ -134,10 +134,10 @@ class HcclBackend : public c10d::Backend {
   void shutdown_impl();
   // Enqueues on `stream` (after the operation and its copies back) the task that decides the
   // operation's outcome (the communicator's async error), finishes `state` and hands `future` to the
-  // completion thread.
+  // completion thread; it holds `keep_alive` (the operation's buffers) until then.
   void complete_after(npu_sim::Stream stream, const c10::Stream& cstream, std::shared_ptr<WorkState> state,
                       c10::intrusive_ptr<c10::ivalue::Future> future, std::vector<at::Tensor> outputs,
-                      std::shared_ptr<uint32_t> source = nullptr);
+                      std::shared_ptr<uint32_t> source = nullptr, std::vector<at::Tensor> keep_alive = {});
   // HcclCommSetOpTimeout when the next operation's timeout differs from the last one set.
   void set_timeout(std::chrono::milliseconds timeout);
 
