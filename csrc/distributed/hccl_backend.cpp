@@ -51,6 +51,9 @@ PgOptions PgOptions::from_env() {
   o.async_error_handling = env_choice("HCCL_ASYNC_ERROR_HANDLING", "TORCH_HCCL_ASYNC_ERROR_HANDLING", kTearDown,
                                       kNoHandling, kSkipCleanUp);
   if (o.blocking_wait) o.async_error_handling = kNoHandling;  // as NCCL: blocking wait reports errors to wait()
+  // Validated only: the desync check it asks for is always on (every frame carries op, dtype, numel,
+  // sequence number, reduce op and root).
+  (void)env_choice("HCCL_DESYNC_DEBUG", "TORCH_HCCL_DESYNC_DEBUG", 0, 0, 1);
   return o;
 }
 
