@@ -22,8 +22,7 @@ HcclResult result_of(CommErrorKind kind) {
   return HCCL_E_INTERNAL;
 }
 
-OwnedEvent record_if_busy(npu_sim::Stream stream) {
-  if (npu_sim::stream_query(stream) == npu_sim::Status::kSuccess) return nullptr;
+OwnedEvent record_on(npu_sim::Stream stream) {
   npu_sim::Event e = nullptr;
   if (npu_sim::event_create(&e) != npu_sim::Status::kSuccess) {
     throw CommError("hccl: cannot create an event: " + npu_sim::last_error_message());
@@ -216,16 +215,11 @@ void Communicator::enqueue(npu_sim::Stream stream, const char* name, MsgHeader h
 
 void Communicator::enqueue_p2p(npu_sim::Stream stream, std::vector<std::unique_ptr<P2POp>> ops, const std::string& label) {
   std::vector<std::shared_ptr<P2PState>> states;
-  OwnedEvent ready = record_if_busy(stream);
+  // Every op of the batch starts once the stream has reached this point (at once when it is idle).
+  const bool busy = npu_sim::stream_query(stream) != npu_sim::Status::kSuccess;
   for (auto& op : ops) {
     states.push_back(op->state);
-    if (ready) {  // every op of the batch waits for the same point of the stream
-      npu_sim::Event e = nullptr;
-      if (npu_sim::event_create(&e) != npu_sim::Status::kSuccess ||
-          (op->ready.reset(e), npu_sim::event_record(e, stream)) != npu_sim::Status::kSuccess) {
-        throw CommError(label + ": cannot record an event on the stream: " + npu_sim::last_error_message());
-      }
-    }
+    if (busy) op->ready = record_on(stream);
   }
   {
     std::lock_guard<std::mutex> lk(engine_mu_);

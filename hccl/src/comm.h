@@ -28,8 +28,8 @@ struct EventDeleter {
   void operator()(npu_sim::EventImpl* e) const { (void)npu_sim::event_destroy(e); }
 };
 using OwnedEvent = std::unique_ptr<npu_sim::EventImpl, EventDeleter>;
-// An event recorded on `stream` now; null when the stream is idle (nothing to wait for).
-OwnedEvent record_if_busy(npu_sim::Stream stream);
+// An event recorded on `stream` now. Throws CommError.
+OwnedEvent record_on(npu_sim::Stream stream);
 
 // Completion of one send/recv, shared by the engine and the stream task that waits for it.
 struct P2PState {
