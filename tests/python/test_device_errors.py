@@ -68,6 +68,7 @@ def test_sticky_error_stays_on_its_device():
 def test_event_query_after_a_waiting_stream_synchronized():
     s1, s2, s3 = torch.npu.Stream(), torch.npu.Stream(), torch.npu.Stream()
     x = torch.ones(64, device=DEV)
+    s1.wait_stream(torch.npu.current_stream())  # x is filled on the default stream: s1's adds come after (as on CUDA)
     lagging = 0
     for i in range(2000):
         with torch.npu.stream(s1):
