@@ -28,8 +28,11 @@
 #include "core/npu_stream.h"
 #include "npu_kernels/index.h"
 #include "aten/index_util.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using namespace index_util;
@@ -132,7 +135,18 @@ npu_kernels::AdvancedIndexArgs index_args(const IndexPlan& p, const char* op) {
   return a;
 }
 
-at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+// ---- masks -----------------------------------------------------------------------------------------
+
+// Reads a device int64 count (syncs: the result's size depends on it, as on CUDA).
+int64_t device_count_of(const at::Tensor& t, const char* op) {
+  at::Tensor c = at::empty({}, t.options().dtype(at::kLong));
+  NPU_CHECK(npu_kernels::count_nonzero(stream_of(t), tensor_desc(t, op), c.data_ptr<int64_t>()));
+  return c.item<int64_t>();
+}
+
+}  // namespace
+
+at::Tensor NF::index(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
   c10::DeviceGuard guard(self.device());
   const auto p = plan_index(self, indices, "index");
   at::Tensor out = at::empty(p.result_sizes, self.options());
@@ -143,7 +157,7 @@ at::Tensor index_tensor(const at::Tensor& self, const c10::List<std::optional<at
   return out;
 }
 
-at::Tensor& index_put_impl(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
+at::Tensor& NF::_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
                            const at::Tensor& values, bool accumulate, bool /*unsafe*/) {
   TORCH_CHECK_INDEX(self.scalar_type() == values.scalar_type(),
                     "Index put requires the source and destination dtypes match, got ", self.scalar_type(),
@@ -164,9 +178,7 @@ at::Tensor& index_put_impl(at::Tensor& self, const c10::List<std::optional<at::T
   return self;
 }
 
-// ---- masks -----------------------------------------------------------------------------------------
-
-at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+at::Tensor& NF::masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
   c10::DeviceGuard guard(self.device());
@@ -180,13 +192,44 @@ at::Tensor& masked_fill_scalar(at::Tensor& self, const at::Tensor& mask, const a
   return self;
 }
 
-at::Tensor& masked_fill_tensor(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+at::Tensor& NF::masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
-  return masked_fill_scalar(self, mask, value.item());
+  return NF::masked_fill_(self, mask, value.item());
 }
 
-at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
+at::Tensor NF::nonzero(const at::Tensor& self) {
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
+  return NF::nonzero_out(self, out);
+}
+
+at::Tensor& NF::nonzero_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: expected out to have dtype int64");
+  c10::DeviceGuard guard(self.device());
+  const int64_t n = self.numel() == 0 ? 0 : device_count_of(self, "nonzero");
+  at::native::resize_output(out, {n, self.dim()});
+  if (n == 0 || self.dim() == 0) return out;
+  at::Tensor o = out.is_contiguous() ? out : at::empty({n, self.dim()}, out.options());
+  NPU_CHECK(npu_kernels::nonzero(stream_of(self), tensor_desc(self, "nonzero"), o.data_ptr<int64_t>(), n));
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
+at::Tensor NF::masked_select(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
+  c10::DeviceGuard guard(self.device());
+  check_device_arg("masked_select", "mask", mask, self.device(), /*cpu_allowed=*/true);  // as CUDA's indexing
+  const at::Tensor mask_dev = mask.to(self.device());
+  auto [s, m] = at::expand_outplace(self, mask_dev);
+  const int64_t n = s->numel() == 0 ? 0 : device_count_of(*m, "masked_select");
+  at::Tensor out = at::empty({n}, self.options());
+  if (n == 0) return out;
+  NPU_CHECK(npu_kernels::masked_select(stream_of(self), tensor_desc(*s, "masked_select"),
+                                       tensor_desc(*m, "masked_select"), out.data_ptr(), n));
+  return out;
+}
+
+at::Tensor& NF::masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& source) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
   TORCH_CHECK(self.scalar_type() == source.scalar_type(),
@@ -205,55 +248,4 @@ at::Tensor& masked_scatter_(at::Tensor& self, const at::Tensor& mask, const at::
   return self;
 }
 
-// Reads a device int64 count (syncs: the result's size depends on it, as on CUDA).
-int64_t device_count_of(const at::Tensor& t, const char* op) {
-  at::Tensor c = at::empty({}, t.options().dtype(at::kLong));
-  NPU_CHECK(npu_kernels::count_nonzero(stream_of(t), tensor_desc(t, op), c.data_ptr<int64_t>()));
-  return c.item<int64_t>();
-}
-
-at::Tensor& nonzero_out(const at::Tensor& self, at::Tensor& out) {
-  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero: expected out to have dtype int64");
-  c10::DeviceGuard guard(self.device());
-  const int64_t n = self.numel() == 0 ? 0 : device_count_of(self, "nonzero");
-  at::native::resize_output(out, {n, self.dim()});
-  if (n == 0 || self.dim() == 0) return out;
-  at::Tensor o = out.is_contiguous() ? out : at::empty({n, self.dim()}, out.options());
-  NPU_CHECK(npu_kernels::nonzero(stream_of(self), tensor_desc(self, "nonzero"), o.data_ptr<int64_t>(), n));
-  if (!o.is_same(out)) out.copy_(o);
-  return out;
-}
-
-at::Tensor nonzero(const at::Tensor& self) {
-  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
-  return nonzero_out(self, out);
-}
-
-at::Tensor masked_select(const at::Tensor& self, const at::Tensor& mask) {
-  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
-  c10::DeviceGuard guard(self.device());
-  check_device_arg("masked_select", "mask", mask, self.device(), /*cpu_allowed=*/true);  // as CUDA's indexing
-  const at::Tensor mask_dev = mask.to(self.device());
-  auto [s, m] = at::expand_outplace(self, mask_dev);
-  const int64_t n = s->numel() == 0 ? 0 : device_count_of(*m, "masked_select");
-  at::Tensor out = at::empty({n}, self.options());
-  if (n == 0) return out;
-  NPU_CHECK(npu_kernels::masked_select(stream_of(self), tensor_desc(*s, "masked_select"),
-                                       tensor_desc(*m, "masked_select"), out.data_ptr(), n));
-  return out;
-}
-
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("index.Tensor", index_tensor);
-  m.impl("_index_put_impl_", index_put_impl);
-  m.impl("masked_fill_.Scalar", masked_fill_scalar);
-  m.impl("masked_fill_.Tensor", masked_fill_tensor);
-  m.impl("nonzero", nonzero);
-  m.impl("nonzero.out", nonzero_out);
-  m.impl("masked_select", masked_select);
-  m.impl("masked_scatter_", masked_scatter_);
-}
-
-}  // namespace
 }  // namespace torch_npu_sim

@@ -8,8 +8,11 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/amp.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 void check_scalar_tensor(const at::Tensor& t, at::ScalarType type, const char* op, const char* name) {
@@ -18,23 +21,25 @@ void check_scalar_tensor(const at::Tensor& t, at::ScalarType type, const char* o
   TORCH_CHECK(t.scalar_type() == type, op, ": ", name, " must be a ", type, " tensor, got ", t.scalar_type());
 }
 
-void non_finite_check_and_unscale(at::TensorList grads, at::Tensor& found_inf, const at::Tensor& inv_scale) {
-  constexpr const char* op = "_amp_foreach_non_finite_check_and_unscale_";
-  check_scalar_tensor(found_inf, at::kFloat, op, "found_inf");
-  check_scalar_tensor(inv_scale, at::kFloat, op, "inv_scale");
-  c10::DeviceGuard guard(found_inf.device());
-  const auto stream = current_native_stream(found_inf.device().index());
-  for (const at::Tensor& g : grads) {
-    TORCH_CHECK(g.device() == found_inf.device(), op, ": all gradients must be on ", found_inf.device(), ", got one on ",
-                g.device());
-    TORCH_CHECK(at::isFloatingType(g.scalar_type()), op, ": gradients must be floating point, got ", g.scalar_type());
-    if (g.numel() == 0) continue;
-    NPU_CHECK(npu_kernels::amp_unscale(stream, tensor_desc(g, op), found_inf.data_ptr<float>(),
-                                       inv_scale.const_data_ptr<float>()));
-  }
+}  // namespace
+
+void NF::_amp_foreach_non_finite_check_and_unscale_(at::TensorList grads, at::Tensor& found_inf, const at::Tensor& inv_scale) {
+constexpr const char* op = "_amp_foreach_non_finite_check_and_unscale_";
+check_scalar_tensor(found_inf, at::kFloat, op, "found_inf");
+check_scalar_tensor(inv_scale, at::kFloat, op, "inv_scale");
+c10::DeviceGuard guard(found_inf.device());
+const auto stream = current_native_stream(found_inf.device().index());
+for (const at::Tensor& g : grads) {
+  TORCH_CHECK(g.device() == found_inf.device(), op, ": all gradients must be on ", found_inf.device(), ", got one on ",
+              g.device());
+  TORCH_CHECK(at::isFloatingType(g.scalar_type()), op, ": gradients must be floating point, got ", g.scalar_type());
+  if (g.numel() == 0) continue;
+  NPU_CHECK(npu_kernels::amp_unscale(stream, tensor_desc(g, op), found_inf.data_ptr<float>(),
+                                     inv_scale.const_data_ptr<float>()));
+}
 }
 
-at::Tensor& update_scale(at::Tensor& scale, at::Tensor& growth_tracker, const at::Tensor& found_inf,
+at::Tensor& NF::_amp_update_scale_(at::Tensor& scale, at::Tensor& growth_tracker, const at::Tensor& found_inf,
                          double growth_factor, double backoff_factor, int64_t growth_interval) {
   constexpr const char* op = "_amp_update_scale_";
   check_scalar_tensor(scale, at::kFloat, op, "scale");
@@ -47,10 +52,4 @@ at::Tensor& update_scale(at::Tensor& scale, at::Tensor& growth_tracker, const at
   return scale;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_amp_foreach_non_finite_check_and_unscale_", non_finite_check_and_unscale);
-  m.impl("_amp_update_scale_", update_scale);
-}
-
-}  // namespace
 }  // namespace torch_npu_sim

@@ -19,8 +19,11 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/attention.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using T = at::Tensor;
@@ -53,13 +56,6 @@ bool fused_ok(const T& q, const T& k, const T& v, const OptT& mask, double dropo
       return false;
   }
   return k.size(2) <= max_kv_len(q);
-}
-
-int64_t sdp_choice(const T& q, const T& k, const T& v, const OptT& mask, double dropout_p, bool /*is_causal*/,
-                   std::optional<double> /*scale*/, bool /*enable_gqa*/) {
-  // GQA (fewer key heads) fails fused_ok's head check and goes to the math path, which repeats them.
-  const bool fused = at::globalContext().userEnabledOverrideableSDP() && fused_ok(q, k, v, mask, dropout_p);
-  return static_cast<int64_t>(fused ? sdp::SDPBackend::overrideable : sdp::SDPBackend::math);
 }
 
 npu_kernels::AttnOperand operand(const T& t) {
@@ -115,7 +111,16 @@ T bias_view(const OptT& mask, const T& q, const T& k) {
   return m.expand({q.size(0), q.size(1), q.size(2), k.size(2)});
 }
 
-std::tuple<T, T, T, T, c10::SymInt, c10::SymInt, T, T, T> fused_attention(const T& query, const T& key,
+}  // namespace
+
+int64_t NF::_fused_sdp_choice(const T& q, const T& k, const T& v, const OptT& mask, double dropout_p, bool /*is_causal*/,
+                   std::optional<double> /*scale*/, bool /*enable_gqa*/) {
+  // GQA (fewer key heads) fails fused_ok's head check and goes to the math path, which repeats them.
+  const bool fused = at::globalContext().userEnabledOverrideableSDP() && fused_ok(q, k, v, mask, dropout_p);
+  return static_cast<int64_t>(fused ? sdp::SDPBackend::overrideable : sdp::SDPBackend::math);
+}
+
+std::tuple<T, T, T, T, c10::SymInt, c10::SymInt, T, T, T> NF::_scaled_dot_product_fused_attention_overrideable(const T& query, const T& key,
                                                                           const T& value, const OptT& attn_bias,
                                                                           double dropout_p, bool is_causal,
                                                                           bool return_debug_mask,
@@ -136,7 +141,7 @@ std::tuple<T, T, T, T, c10::SymInt, c10::SymInt, T, T, T> fused_attention(const 
   return {out, lse, T(), T(), a.q_len, a.kv_len, T(), T(), T()};
 }
 
-std::tuple<T, T, T, T> fused_attention_backward(const T& grad_out, const T& query, const T& key, const T& value,
+std::tuple<T, T, T, T> NF::_scaled_dot_product_fused_attention_overrideable_backward(const T& grad_out, const T& query, const T& key, const T& value,
                                                 const T& attn_bias, std::array<bool, 4> grad_input_mask,
                                                 const T& out, const T& logsumexp, const T& /*cum_seq_q*/,
                                                 const T& /*cum_seq_k*/, int64_t /*max_q*/, int64_t /*max_k*/,
@@ -168,16 +173,8 @@ std::tuple<T, T, T, T> fused_attention_backward(const T& grad_out, const T& quer
   return {dq, dk, dv, T()};
 }
 
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_fused_sdp_choice", &sdp_choice);
-  m.impl("_scaled_dot_product_fused_attention_overrideable", &fused_attention);
-  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", &fused_attention_backward);
-}
-
 }  // namespace torch_npu_sim
 
 namespace at::native {
-REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_npu_sim::sdp_choice);
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_npu_sim::NPUNativeFunctions::_fused_sdp_choice);
 }  // namespace at::native

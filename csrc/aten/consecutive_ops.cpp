@@ -13,8 +13,11 @@
 #include <torch/library.h>
 
 #include "aten/npu_tensor.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using T = at::Tensor;
@@ -32,21 +35,23 @@ std::tuple<T, T, T> runs(const T& lines) {
   return {starts, inverse, ends.sub(starts)};
 }
 
-std::tuple<T, T, T> unique_consecutive(const T& self, bool return_inverse, bool return_counts,
+}  // namespace
+
+std::tuple<T, T, T> NF::unique_consecutive(const T& self, bool return_inverse, bool return_counts,
                                        std::optional<int64_t> dim) {
-  TORCH_CHECK(is_npu(self), "unique_consecutive: expected an npu tensor, got one on ", self.device());
-  const auto long_opts = self.options().dtype(at::kLong);
-  T empty_long = at::empty({0}, long_opts);
-  if (!dim.has_value() || (self.dim() == 0 && (*dim == 0 || *dim == -1))) {
-    const T flat = self.reshape({-1});
-    if (flat.numel() == 0) {
-      return {flat.clone(), return_inverse ? at::empty(self.sizes(), long_opts) : empty_long,
-              return_counts ? at::empty({0}, long_opts) : empty_long};
-    }
-    auto [starts, inverse, counts] = runs(flat.reshape({-1, 1}));
-    return {at::index_select(flat, 0, starts), return_inverse ? inverse.reshape(self.sizes()) : empty_long,
-            return_counts ? counts : empty_long};
+TORCH_CHECK(is_npu(self), "unique_consecutive: expected an npu tensor, got one on ", self.device());
+const auto long_opts = self.options().dtype(at::kLong);
+T empty_long = at::empty({0}, long_opts);
+if (!dim.has_value() || (self.dim() == 0 && (*dim == 0 || *dim == -1))) {
+  const T flat = self.reshape({-1});
+  if (flat.numel() == 0) {
+    return {flat.clone(), return_inverse ? at::empty(self.sizes(), long_opts) : empty_long,
+            return_counts ? at::empty({0}, long_opts) : empty_long};
   }
+  auto [starts, inverse, counts] = runs(flat.reshape({-1, 1}));
+  return {at::index_select(flat, 0, starts), return_inverse ? inverse.reshape(self.sizes()) : empty_long,
+          return_counts ? counts : empty_long};
+}
   const int64_t d = c10::maybe_wrap_dim(*dim, self.dim());
   if (self.numel() == 0) {  // CPU's rules for empty inputs
     int64_t zero_dims = 0;
@@ -63,13 +68,8 @@ std::tuple<T, T, T> unique_consecutive(const T& self, bool return_inverse, bool 
           return_counts ? counts : empty_long};
 }
 
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("unique_consecutive", unique_consecutive);
-  m.impl("unique_dim_consecutive", [](const T& self, int64_t dim, bool return_inverse, bool return_counts) {
-    return unique_consecutive(self, return_inverse, return_counts, dim);
-  });
+::std::tuple<at::Tensor,at::Tensor,at::Tensor> NF::unique_dim_consecutive(const T& self, int64_t dim, bool return_inverse, bool return_counts) {
+  return NF::unique_consecutive(self, return_inverse, return_counts, dim);
 }
 
 }  // namespace torch_npu_sim

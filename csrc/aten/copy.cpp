@@ -16,8 +16,11 @@
 #include "core/npu_event.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/copy.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 // A contiguous tensor with dst's dtype on `device`, holding src's values (src is on that device).
@@ -178,18 +181,6 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   return dst;
 }
 
-// The CPU fallback's write-back of an out= argument: when the kernel resized it, dst takes the layout the CPU kernel
-// gave it (a TensorIterator restrides an empty output like its inputs), as the out= tensor would have on CPU or CUDA.
-at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
-  const bool resized = dst.sizes() != self.sizes();
-  dst.resize_(self.sizes());
-  if (resized && self.numel() > 1 && self.is_non_overlapping_and_dense() &&
-      dst.strides() != self.strides()) {
-    dst.as_strided_(self.sizes(), self.strides());
-  }
-  return copy_from(self, dst, false);
-}
-
 // The conjugate/negative-bit fallbacks would materialise the source with clone -> copy_ -> _copy_from
 // again (infinite recursion); copy_from resolves the bits itself, so those keys fall through.
 TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
@@ -201,10 +192,20 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
   m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_copy_from", copy_from);
-  m.impl("_copy_from_and_resize", copy_from_and_resize);
+}  // namespace
+
+at::Tensor NF::_copy_from(const at::Tensor & self, const at::Tensor & dst, bool non_blocking) { return torch_npu_sim::copy_from(self, dst, non_blocking); }
+
+// The CPU fallback's write-back of an out= argument: when the kernel resized it, dst takes the layout the CPU kernel
+// gave it (a TensorIterator restrides an empty output like its inputs), as the out= tensor would have on CPU or CUDA.
+at::Tensor NF::_copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+const bool resized = dst.sizes() != self.sizes();
+dst.resize_(self.sizes());
+if (resized && self.numel() > 1 && self.is_non_overlapping_and_dense() &&
+    dst.strides() != self.strides()) {
+  dst.as_strided_(self.sizes(), self.strides());
+}
+  return copy_from(self, dst, false);
 }
 
-}  // namespace
 }  // namespace torch_npu_sim

@@ -23,8 +23,11 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/copy.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 constexpr c10::DispatchKeySet kNPUKeys(c10::DispatchKey::PrivateUse1);
@@ -43,26 +46,6 @@ void check_factory_args(std::optional<c10::Layout> layout, std::optional<bool> p
   TORCH_CHECK(!pin_memory.value_or(false), op, ": only dense CPU tensors can be pinned");
 }
 
-at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
-  const auto dev = resolve_device(device, "empty");
-  check_factory_args(layout, pin_memory, "empty");
-  const auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
-  c10::DeviceGuard guard(dev);
-  return at::detail::empty_generic(size, device_allocator(), kNPUKeys, type, memory_format);
-}
-
-at::Tensor empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
-                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                         std::optional<bool> pin_memory) {
-  const auto dev = resolve_device(device, "empty_strided");
-  check_factory_args(layout, pin_memory, "empty_strided");
-  const auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
-  c10::DeviceGuard guard(dev);
-  return at::detail::empty_strided_generic(size, stride, device_allocator(), kNPUKeys, type);
-}
-
 }  // namespace
 
 at::Tensor empty_npu(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options) {
@@ -77,88 +60,11 @@ at::Tensor empty_npu(at::IntArrayRef sizes, at::IntArrayRef strides, const at::T
   return at::detail::empty_strided_generic(sizes, strides, device_allocator(), kNPUKeys, type);
 }
 
-namespace {
-
-const at::Tensor& resize_(const at::Tensor& self, c10::IntArrayRef size,
-                          std::optional<c10::MemoryFormat> memory_format) {
-  for (const auto s : size) TORCH_CHECK(s >= 0, "resize_: negative dimension ", s, " in requested size ", size);
-  auto* impl = self.unsafeGetTensorImpl();
-  // same sizes: untouched, strides included, as ATen's resize_impl_ (the CPU fallback writes an in-place result
-  // back through _copy_from_and_resize, which resizes: restriding there scrambled every view of a strided input)
-  if (self.sizes() != size) impl->set_sizes_contiguous(size);
-  if (memory_format.has_value()) {
-    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "resize_: unsupported memory format ", *memory_format);
-    impl->empty_tensor_restride(*memory_format);
-  }
-  ensure_storage_fits(self);
-  return self;
-}
-
-at::Tensor& set_storage_offset(at::Tensor& self, c10::Storage source, int64_t storage_offset,
-                               c10::IntArrayRef size, c10::IntArrayRef stride) {
-  TORCH_CHECK(source.device() == self.device() || source.nbytes() == 0 || self.storage().nbytes() == 0 ||
-                  source.device().type() == self.device().type(),
-              "set_: expected storage on ", self.device(), ", got ", source.device());
-  at::native::checkSetStorage(self, source, storage_offset, size, stride);
-  auto* impl = self.unsafeGetTensorImpl();
-  impl->set_storage_offset(storage_offset);
-  if (stride.data() != nullptr) {
-    impl->set_sizes_and_strides(size, stride);
-  } else {
-    impl->set_sizes_contiguous(size);
-  }
-  ensure_storage_fits(self);
-  return self;
-}
-
-at::Tensor& set_storage(at::Tensor& self, c10::Storage source) {
-  const int64_t numel = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
-  return set_storage_offset(self, std::move(source), 0, {numel}, {});
-}
-
-at::Tensor& set_tensor(at::Tensor& self, const at::Tensor& source) {
-  if (self.is_same(source)) return self;
-  return set_storage_offset(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
-}
-
-at::Tensor& set_empty(at::Tensor& self) {
-  c10::DeviceGuard guard(self.device());
-  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, device_allocator(), /*resizable=*/true);
-  return set_storage_offset(self, std::move(storage), 0, {0}, {});
-}
-
-at::Tensor& fill_scalar(at::Tensor& self, const c10::Scalar& value) {
-  if (self.numel() == 0) return self;
-  c10::DeviceGuard guard(self.device());
-  NPU_CHECK(npu_kernels::fill(current_native_stream(self.device().index()), tensor_desc(self, "fill_"),
-                              to_scalar_value(value)));
-  return self;
-}
-
-at::Tensor& fill_tensor(at::Tensor& self, const at::Tensor& value) {
-  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
-              " dimensions.");
-  return fill_scalar(self, value.item());
-}
-
-at::Tensor& zero_(at::Tensor& self) { return fill_scalar(self, 0); }
-
-c10::Scalar local_scalar_dense(const at::Tensor& self) {
-  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
-  return self.to(c10::kCPU).item();
-}
-
-void record_stream_op(at::Tensor& self, c10::Stream stream) {
-  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "record_stream: expected an npu stream, got ",
-              stream);
-  record_stream(self.storage().data_ptr(), stream);
-}
-
 // CPU and npu tensors are plain dense TensorImpls, shallow-copy compatible as CPU and CUDA are (the
 // TensorImpl's own check knows only the built-in backends). This is what lets Module._apply move a
 // Parameter in place (module.to("npu") keeps Parameter identity, so tied weights stay tied) and lets
 // `p.data = npu_tensor` work.
-bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+bool NF::_has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
   auto dense_cpu_or_npu = [](const at::Tensor& t) {
     // exactly c10::TensorImpl: no wrapper, quantized, nested or sparse subclass
     return typeid(*t.unsafeGetTensorImpl()) == typeid(c10::TensorImpl) && t.layout() == c10::kStrided &&
@@ -168,27 +74,99 @@ bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& 
   return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_has_compatible_shallow_copy_type", has_compatible_shallow_copy_type);
-  m.impl("empty.memory_format", empty_memory_format);
-  m.impl("empty_strided", empty_strided);
-  m.impl("as_strided", at::native::as_strided_tensorimpl);
-  m.impl("view", at::native::view);
-  m.impl("_reshape_alias", at::native::_reshape_alias);
-  m.impl("unfold", at::native::unfold);
-  m.impl("view_as_real", at::native::view_as_real);
-  m.impl("view_as_complex", at::native::view_as_complex);
-  m.impl("resize_", resize_);
-  m.impl("set_.source_Storage", set_storage);
-  m.impl("set_.source_Storage_storage_offset", set_storage_offset);
-  m.impl("set_.source_Tensor", set_tensor);
-  m.impl("set_", set_empty);
-  m.impl("fill_.Scalar", fill_scalar);
-  m.impl("fill_.Tensor", fill_tensor);
-  m.impl("zero_", zero_);
-  m.impl("_local_scalar_dense", local_scalar_dense);
-  m.impl("record_stream", record_stream_op);
+at::Tensor NF::empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+  const auto dev = resolve_device(device, "empty");
+  check_factory_args(layout, pin_memory, "empty");
+  const auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
+  c10::DeviceGuard guard(dev);
+  return at::detail::empty_generic(size, device_allocator(), kNPUKeys, type, memory_format);
 }
 
-}  // namespace
+at::Tensor NF::empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                         std::optional<bool> pin_memory) {
+  const auto dev = resolve_device(device, "empty_strided");
+  check_factory_args(layout, pin_memory, "empty_strided");
+  const auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
+  c10::DeviceGuard guard(dev);
+  return at::detail::empty_strided_generic(size, stride, device_allocator(), kNPUKeys, type);
+}
+
+const at::Tensor& NF::resize_(const at::Tensor& self, c10::IntArrayRef size,
+                          std::optional<c10::MemoryFormat> memory_format) {
+for (const auto s : size) TORCH_CHECK(s >= 0, "resize_: negative dimension ", s, " in requested size ", size);
+auto* impl = self.unsafeGetTensorImpl();
+// same sizes: untouched, strides included, as ATen's resize_impl_ (the CPU fallback writes an in-place result
+// back through _copy_from_and_resize, which resizes: restriding there scrambled every view of a strided input)
+if (self.sizes() != size) impl->set_sizes_contiguous(size);
+if (memory_format.has_value()) {
+  TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "resize_: unsupported memory format ", *memory_format);
+  impl->empty_tensor_restride(*memory_format);
+}
+  ensure_storage_fits(self);
+  return self;
+}
+
+at::Tensor& NF::set_(at::Tensor& self, c10::Storage source) {
+  const int64_t numel = static_cast<int64_t>(source.nbytes() / self.dtype().itemsize());
+  return NF::set_(self, std::move(source), 0, {numel}, {});
+}
+
+at::Tensor& NF::set_(at::Tensor& self, c10::Storage source, int64_t storage_offset,
+                               c10::IntArrayRef size, c10::IntArrayRef stride) {
+TORCH_CHECK(source.device() == self.device() || source.nbytes() == 0 || self.storage().nbytes() == 0 ||
+                source.device().type() == self.device().type(),
+            "set_: expected storage on ", self.device(), ", got ", source.device());
+at::native::checkSetStorage(self, source, storage_offset, size, stride);
+auto* impl = self.unsafeGetTensorImpl();
+impl->set_storage_offset(storage_offset);
+if (stride.data() != nullptr) {
+  impl->set_sizes_and_strides(size, stride);
+} else {
+  impl->set_sizes_contiguous(size);
+}
+  ensure_storage_fits(self);
+  return self;
+}
+
+at::Tensor& NF::set_(at::Tensor& self, const at::Tensor& source) {
+  if (self.is_same(source)) return self;
+  return NF::set_(self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+at::Tensor& NF::set_(at::Tensor& self) {
+  c10::DeviceGuard guard(self.device());
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, device_allocator(), /*resizable=*/true);
+  return NF::set_(self, std::move(storage), 0, {0}, {});
+}
+
+at::Tensor& NF::fill_(at::Tensor& self, const c10::Scalar& value) {
+  if (self.numel() == 0) return self;
+  c10::DeviceGuard guard(self.device());
+  NPU_CHECK(npu_kernels::fill(current_native_stream(self.device().index()), tensor_desc(self, "fill_"),
+                              to_scalar_value(value)));
+  return self;
+}
+
+at::Tensor& NF::fill_(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
+              " dimensions.");
+  return NF::fill_(self, value.item());
+}
+
+at::Tensor& NF::zero_(at::Tensor& self) { return NF::fill_(self, 0); }
+
+c10::Scalar NF::_local_scalar_dense(const at::Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  return self.to(c10::kCPU).item();
+}
+
+void NF::record_stream(at::Tensor& self, c10::Stream stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "record_stream: expected an npu stream, got ",
+              stream);
+  torch_npu_sim::record_stream(self.storage().data_ptr(), stream);
+}
+
 }  // namespace torch_npu_sim

@@ -23,26 +23,15 @@
 
 #include "aten/npu_tensor.h"
 #include "fallback/dtype_fallback.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using T = at::Tensor;
 using S = c10::Scalar;
-
-bool npu_equal(const T& self, const T& other) {
-  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
-              self.device(), " and ", other.device());
-  if (self.sizes() != other.sizes()) return false;
-  if (self.numel() == 0) return true;
-  return at::eq(self, other).all().item<bool>();
-}
-
-// CUDA's trace: diagonal().sum(), so a bool matrix counts its true diagonal elements (int64); CPU refuses bool.
-T npu_trace(const T& self) {
-  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
-  return self.diagonal().sum();
-}
 
 // elements[i] in test_elements <=> the sorted test values hold it at its left insertion point.
 void isin_into(const T& elements, const T& test, bool invert, T& out) {
@@ -62,19 +51,6 @@ void isin_into(const T& elements, const T& test, bool invert, T& out) {
   const T pos = at::searchsorted(sorted, e.reshape({-1})).clamp_max(sorted.numel() - 1);
   const T found = at::eq(at::index_select(sorted, 0, pos), e.reshape({-1})).reshape(elements.sizes());
   out.copy_(invert ? found.logical_not() : found);
-}
-
-T npu_repeat_interleave(const T& repeats, std::optional<int64_t> output_size) {
-  TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
-  TORCH_CHECK_NOT_IMPLEMENTED(repeats.scalar_type() == at::kLong || repeats.scalar_type() == at::kInt,
-                              "\"repeat_interleave\" not implemented for '", c10::toString(repeats.scalar_type()), "'");
-  if (repeats.numel() == 0) return at::empty({0}, repeats.options());
-  TORCH_CHECK(!at::lt(repeats, 0).any().item<bool>(), "repeats can not be negative");
-  const T ends = at::cumsum(repeats, 0, at::kLong);
-  const int64_t total = output_size.has_value() ? *output_size : ends[-1].item<int64_t>();
-  // output position j belongs to the first i with ends[i] > j
-  const T positions = at::arange(total, repeats.options().dtype(at::kLong));
-  return at::searchsorted(ends, positions, /*out_int32=*/false, /*right=*/true).to(repeats.scalar_type());
 }
 
 // histc on integer inputs, which CUDA accepts and CPU refuses: CUDA's arithmetic exactly (bounds converted to
@@ -112,43 +88,70 @@ T& npu_histc_out(const T& self, int64_t bins, const S& min, const S& max, T& out
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("histc", [](const T& self, int64_t bins, const S& min, const S& max) {
-    return NPU_OR_CPU(T(const T&, int64_t, const S&, const S&), "histc", "", npu_histc(self, bins, min, max), self,
-                      bins, min, max);
-  });
-  m.impl("histc.out", [](const T& self, int64_t bins, const S& min, const S& max, T& out) -> T& {
-    return NPU_OR_CPU(T&(const T&, int64_t, const S&, const S&, T&), "histc", "out",
-                      npu_histc_out(self, bins, min, max, out), self, bins, min, max, out);
-  });
-  m.impl("equal", npu_equal);
-  m.impl("trace", npu_trace);
-  m.impl("isin.Tensor_Tensor_out", [](const T& e, const T& t, bool assume_unique, bool invert, T& out) -> T& {
-    (void)assume_unique;  // a hint only: the sorted search is exact either way
-    isin_into(e, t, invert, out);
-    return out;
-  });
-  m.impl("isin.Tensor_Tensor", [](const T& e, const T& t, bool, bool invert) {
-    T out = at::empty({0}, e.options().dtype(at::kBool));
-    isin_into(e, t, invert, out);
-    return out;
-  });
-  m.impl("isin.Tensor_Scalar_out", [](const T& e, const S& t, bool, bool invert, T& out) -> T& {
-    at::native::resize_output(out, e.sizes());
-    out.copy_(invert ? at::ne(e, t) : at::eq(e, t));
-    return out;
-  });
-  m.impl("isin.Tensor_Scalar", [](const T& e, const S& t, bool, bool invert) { return invert ? at::ne(e, t) : at::eq(e, t); });
-  m.impl("isin.Scalar_Tensor_out", [](const S& e, const T& t, bool, bool invert, T& out) -> T& {
-    isin_into(at::native::wrapped_scalar_tensor(e, t.device()), t, invert, out);
-    return out;
-  });
-  m.impl("isin.Scalar_Tensor", [](const S& e, const T& t, bool, bool invert) {
-    T out = at::empty({0}, t.options().dtype(at::kBool));
-    isin_into(at::native::wrapped_scalar_tensor(e, t.device()), t, invert, out);
-    return out;
-  });
-  m.impl("repeat_interleave.Tensor", npu_repeat_interleave);
+T NF::histc(const T& self, int64_t bins, const S& min, const S& max) {
+  return npu_histc(self, bins, min, max);
+}
+
+T& NF::histc_out(const T& self, int64_t bins, const S& min, const S& max, T& out) {
+  return npu_histc_out(self, bins, min, max, out);
+}
+
+bool NF::equal(const T& self, const T& other) {
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
+              self.device(), " and ", other.device());
+  if (self.sizes() != other.sizes()) return false;
+  if (self.numel() == 0) return true;
+  return at::eq(self, other).all().item<bool>();
+}
+
+// CUDA's trace: diagonal().sum(), so a bool matrix counts its true diagonal elements (int64); CPU refuses bool.
+T NF::trace(const T& self) {
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  return self.diagonal().sum();
+}
+
+T& NF::isin_out(const T& e, const T& t, bool assume_unique, bool invert, T& out) {
+  (void)assume_unique;  // a hint only: the sorted search is exact either way
+  isin_into(e, t, invert, out);
+  return out;
+}
+
+T NF::isin(const T& e, const T& t, bool, bool invert) {
+  T out = at::empty({0}, e.options().dtype(at::kBool));
+  isin_into(e, t, invert, out);
+  return out;
+}
+
+T& NF::isin_out(const T& e, const S& t, bool, bool invert, T& out) {
+  at::native::resize_output(out, e.sizes());
+  out.copy_(invert ? at::ne(e, t) : at::eq(e, t));
+  return out;
+}
+
+T NF::isin(const T& e, const S& t, bool, bool invert) { return invert ? at::ne(e, t) : at::eq(e, t); }
+
+T& NF::isin_out(const S& e, const T& t, bool, bool invert, T& out) {
+  isin_into(at::native::wrapped_scalar_tensor(e, t.device()), t, invert, out);
+  return out;
+}
+
+T NF::isin(const S& e, const T& t, bool, bool invert) {
+  T out = at::empty({0}, t.options().dtype(at::kBool));
+  isin_into(at::native::wrapped_scalar_tensor(e, t.device()), t, invert, out);
+  return out;
+}
+
+T NF::repeat_interleave(const T& repeats, std::optional<int64_t> output_size) {
+  TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+  TORCH_CHECK_NOT_IMPLEMENTED(repeats.scalar_type() == at::kLong || repeats.scalar_type() == at::kInt,
+                              "\"repeat_interleave\" not implemented for '", c10::toString(repeats.scalar_type()), "'");
+  if (repeats.numel() == 0) return at::empty({0}, repeats.options());
+  TORCH_CHECK(!at::lt(repeats, 0).any().item<bool>(), "repeats can not be negative");
+  const T ends = at::cumsum(repeats, 0, at::kLong);
+  const int64_t total = output_size.has_value() ? *output_size : ends[-1].item<int64_t>();
+  // output position j belongs to the first i with ends[i] > j
+  const T positions = at::arange(total, repeats.options().dtype(at::kLong));
+  return at::searchsorted(ends, positions, /*out_int32=*/false, /*right=*/true).to(repeats.scalar_type());
 }
 
 }  // namespace torch_npu_sim

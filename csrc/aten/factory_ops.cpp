@@ -15,8 +15,11 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/random.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
@@ -34,59 +37,6 @@ void fill_contiguous(at::Tensor& out, const F& fill) {
   fill(tmp);
   out.copy_(tmp);
 }
-
-at::Tensor& arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
-  int64_t size = 0;
-  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_npu", [&] {
-    size = at::native::compute_arange_size<scalar_t>(start, end, step);
-  });
-  if (out.numel() != size) {
-    if (out.numel() > 0) {
-      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
-                 " which does not match the computed number of elements ", size,
-                 ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
-                 "tensor of shape (",
-                 size, ",).");
-    }
-    out.resize_({size});
-  }
-  fill_contiguous(out, [&](at::Tensor& o) {
-    const bool integral = at::isIntegralType(o.scalar_type(), /*includeBool=*/true);
-    NPU_CHECK(npu_kernels::arange(stream_of(o), tensor_desc(o, "arange"), start.toDouble(), step.toDouble(),
-                                  integral ? start.toLong() : 0, integral ? step.toLong() : 0));
-  });
-  return out;
-}
-
-at::Tensor& linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
-  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
-  if (out.numel() != steps) out.resize_({steps});
-  fill_contiguous(out, [&](at::Tensor& o) {
-    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "linspace"), start.toDouble(), end.toDouble(),
-                                    false, 0.0));
-  });
-  return out;
-}
-
-at::Tensor& logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
-  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
-  if (out.numel() != steps) out.resize_({steps});
-  fill_contiguous(out, [&](at::Tensor& o) {
-    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "logspace"), start.toDouble(), end.toDouble(),
-                                    true, base));
-  });
-  return out;
-}
-
-at::Tensor& eye_m_out(int64_t n, int64_t m, at::Tensor& out) {
-  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
-  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
-  out.resize_({n, m});
-  fill_contiguous(out, [&](at::Tensor& o) { NPU_CHECK(npu_kernels::eye(stream_of(o), tensor_desc(o, "eye"))); });
-  return out;
-}
-
-at::Tensor& eye_out(int64_t n, at::Tensor& out) { return eye_m_out(n, n, out); }
 
 at::Tensor triangle_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
                             std::optional<at::Layout> layout, std::optional<at::Device> device,
@@ -106,23 +56,71 @@ at::Tensor triangle_indices(int64_t row, int64_t col, int64_t offset, std::optio
   return out;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("arange.start_out", arange_out);
-  m.impl("linspace.out", linspace_out);
-  m.impl("logspace.out", logspace_out);
-  m.impl("eye.out", eye_out);
-  m.impl("eye.m_out", eye_m_out);
-  m.impl("tril_indices", [](int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
-                            std::optional<at::Layout> layout, std::optional<at::Device> device,
-                            std::optional<bool> pin_memory) {
-    return triangle_indices(row, col, offset, dtype, layout, device, pin_memory, false);
+}  // namespace
+
+at::Tensor& NF::arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+int64_t size = 0;
+AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_npu", [&] {
+  size = at::native::compute_arange_size<scalar_t>(start, end, step);
+});
+if (out.numel() != size) {
+  if (out.numel() > 0) {
+    TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
+               " which does not match the computed number of elements ", size,
+               ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
+               "tensor of shape (",
+               size, ",).");
+  }
+  out.resize_({size});
+}
+  fill_contiguous(out, [&](at::Tensor& o) {
+    const bool integral = at::isIntegralType(o.scalar_type(), /*includeBool=*/true);
+    NPU_CHECK(npu_kernels::arange(stream_of(o), tensor_desc(o, "arange"), start.toDouble(), step.toDouble(),
+                                  integral ? start.toLong() : 0, integral ? step.toLong() : 0));
   });
-  m.impl("triu_indices", [](int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
-                            std::optional<at::Layout> layout, std::optional<at::Device> device,
-                            std::optional<bool> pin_memory) {
-    return triangle_indices(row, col, offset, dtype, layout, device, pin_memory, true);
-  });
+  return out;
 }
 
-}  // namespace
+at::Tensor& NF::linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  fill_contiguous(out, [&](at::Tensor& o) {
+    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "linspace"), start.toDouble(), end.toDouble(),
+                                    false, 0.0));
+  });
+  return out;
+}
+
+at::Tensor& NF::logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.numel() != steps) out.resize_({steps});
+  fill_contiguous(out, [&](at::Tensor& o) {
+    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "logspace"), start.toDouble(), end.toDouble(),
+                                    true, base));
+  });
+  return out;
+}
+
+at::Tensor& NF::eye_out(int64_t n, at::Tensor& out) { return NF::eye_out(n, n, out); }
+
+at::Tensor& NF::eye_out(int64_t n, int64_t m, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  out.resize_({n, m});
+  fill_contiguous(out, [&](at::Tensor& o) { NPU_CHECK(npu_kernels::eye(stream_of(o), tensor_desc(o, "eye"))); });
+  return out;
+}
+
+at::Tensor NF::tril_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                            std::optional<at::Layout> layout, std::optional<at::Device> device,
+                            std::optional<bool> pin_memory) {
+  return triangle_indices(row, col, offset, dtype, layout, device, pin_memory, false);
+}
+
+at::Tensor NF::triu_indices(int64_t row, int64_t col, int64_t offset, std::optional<at::ScalarType> dtype,
+                            std::optional<at::Layout> layout, std::optional<at::Device> device,
+                            std::optional<bool> pin_memory) {
+  return triangle_indices(row, col, offset, dtype, layout, device, pin_memory, true);
+}
+
 }  // namespace torch_npu_sim

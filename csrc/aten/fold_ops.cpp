@@ -11,8 +11,11 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/fold.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using at::IntArrayRef;
@@ -50,7 +53,14 @@ void check_status(npu_sim::Status status, const char* op, at::ScalarType type) {
   NPU_CHECK(status);
 }
 
-T& im2col_out(const T& self, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, T& out) {
+}  // namespace
+
+T NF::im2col(const T& self, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s) {
+  T out = at::empty({0}, self.options());
+  return NF::im2col_out(self, k, d, p, s, out);
+}
+
+T& NF::im2col_out(const T& self, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, T& out) {
   TORCH_CHECK(is_npu(self), "im2col: expected an npu tensor, got one on ", self.device());
   check_pairs({{"kernel_size", k}, {"dilation", d}, {"padding", p}, {"stride", s}});
   at::native::im2col_shape_check(self, T(), k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1]);
@@ -71,7 +81,12 @@ T& im2col_out(const T& self, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArr
   return out;
 }
 
-T& col2im_out(const T& self, IntArrayRef size, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, T& out) {
+T NF::col2im(const T& self, IntArrayRef size, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s) {
+  T out = at::empty({0}, self.options());
+  return NF::col2im_out(self, size, k, d, p, s, out);
+}
+
+T& NF::col2im_out(const T& self, IntArrayRef size, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s, T& out) {
   TORCH_CHECK(is_npu(self), "col2im: expected an npu tensor, got one on ", self.device());
   check_pairs({{"output_size", size}, {"kernel_size", k}, {"dilation", d}, {"padding", p}, {"stride", s}});
   at::native::col2im_shape_check(self, T(), size[0], size[1], k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1]);
@@ -88,21 +103,6 @@ T& col2im_out(const T& self, IntArrayRef size, IntArrayRef k, IntArrayRef d, Int
                "col2im", self.scalar_type());
   if (!dst.is_same(out)) out.copy_(dst);
   return out;
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("im2col", [](const T& self, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s) {
-    T out = at::empty({0}, self.options());
-    return im2col_out(self, k, d, p, s, out);
-  });
-  m.impl("im2col.out", im2col_out);
-  m.impl("col2im", [](const T& self, IntArrayRef size, IntArrayRef k, IntArrayRef d, IntArrayRef p, IntArrayRef s) {
-    T out = at::empty({0}, self.options());
-    return col2im_out(self, size, k, d, p, s, out);
-  });
-  m.impl("col2im.out", col2im_out);
 }
 
 }  // namespace torch_npu_sim

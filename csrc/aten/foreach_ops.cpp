@@ -4,8 +4,8 @@
 // is a contiguous npu tensor of one floating dtype; anything else, and every other _foreach op, runs
 // the CPU kernel's composition of per-tensor ATen ops (the "slow" foreach path, or the op's
 // CompositeExplicitAutograd kernel) on the npu tensors: a boxed kernel re-dispatches to it *without
-// moving data*, and each per-tensor op it issues dispatches to our native kernels. Registered once at
-// import for every aten::_foreach_* op that has a CPU kernel, and for the natively handled ones.
+// moving data*, and each per-tensor op it issues dispatches to our native kernels. The ops are listed in
+// csrc/aten/ops.yaml (every aten::_foreach_* op with a CPU kernel, and the natively handled ones).
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_like.h>
 #include <c10/core/DeviceGuard.h>
@@ -22,6 +22,7 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/pointwise.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
 namespace {
@@ -204,35 +205,17 @@ bool try_native(const c10::OperatorHandle& op, const Native& n, torch::jit::Stac
   return true;
 }
 
-void foreach_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/, torch::jit::Stack* stack) {
+}  // namespace
+
+// The one boxed kernel of every _foreach op in the table: natively when it can, else the composite.
+void NPUNativeFunctions::foreach_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
+                                        torch::jit::Stack* stack) {
   const auto& table = native_table();
   const auto& name = op.schema().operator_name();
   const std::string full = name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
   const auto it = table.find(full);
   if (it != table.end() && try_native(op, it->second, stack)) return;
   composite_cpu_kernel(op, stack);
-}
-
-}  // namespace
-
-// Called from the module's init (after libtorch registered every operator).
-void register_foreach_ops() {
-  static std::unique_ptr<torch::Library> lib;  // registrations live as long as the process
-  if (lib) return;
-  lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten",
-                                         std::make_optional(c10::DispatchKey::PrivateUse1), __FILE__, __LINE__);
-  auto& dispatcher = c10::Dispatcher::singleton();
-  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
-    if (name.name.rfind("aten::_foreach_", 0) != 0) continue;
-    auto handle = dispatcher.findOp(name);
-    const std::string full = name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
-    // Ops with a CPU kernel, and the natively handled ones (some of which are CompositeExplicitAutograd:
-    // their CPU entry is that composite, which is where the fallback re-dispatches to).
-    if (!handle || !(handle->hasKernelForDispatchKey(c10::DispatchKey::CPU) || native_table().count(full))) continue;
-    if (handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) continue;
-    const std::string schema_name = full.substr(std::string("aten::").size());
-    lib->impl(schema_name.c_str(), torch::CppFunction::makeFromBoxedFunction<&foreach_kernel>());
-  }
 }
 
 }  // namespace torch_npu_sim

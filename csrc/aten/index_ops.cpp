@@ -29,15 +29,15 @@
 #include "core/npu_stream.h"
 #include "npu_kernels/index.h"
 #include "aten/index_util.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using namespace index_util;
 using npu_kernels::IndexReduce;
-
-
-
 
 // An int64 index on `device`; as on CUDA, the index of gather/scatter/index_select/index_add/... must be
 // on the op's device already (only advanced indexing, x[idx], accepts CPU indices).
@@ -45,7 +45,6 @@ at::Tensor long_index(const at::Tensor& index, const at::Device& device, const c
   check_device_arg(op, "index", index, device);
   return index.to(at::kLong);
 }
-
 
 // A desc with `sizes` but `t`'s strides (t may be larger than sizes along some dims).
 npu_kernels::TensorDesc resized(const at::Tensor& t, at::IntArrayRef sizes, const char* op) {
@@ -113,67 +112,16 @@ void scatter_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, 
 
 // ---- gather ----------------------------------------------------------------------------------------
 
-at::Tensor gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
-  return structured_functional<at::meta::structured_gather>(
-      [&](auto& op) { gather_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index); },
-      self, dim, index, sparse_grad);
-}
-at::Tensor& gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
-                       at::Tensor& out) {
-  return structured_out<at::meta::structured_gather>(
-      [&](auto& op) { gather_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index); }, out,
-      self, dim, index, sparse_grad);
-}
-
 // ---- scatter ---------------------------------------------------------------------------------------
 
-#define NPU_SCATTER_FLAVOURS(NAME, META, KERNEL_ARGS, PARAMS, ARGS)                                        \
-  at::Tensor NAME(const at::Tensor& self, int64_t dim, const at::Tensor& index PARAMS) {                   \
-    return structured_functional<META>(                                                                    \
-        [&](auto& op) {                                                                                    \
-          const int64_t d = at::maybe_wrap_dim(dim, self.dim());                                           \
-          scatter_kernel(op.maybe_get_output(0), self, d, index, KERNEL_ARGS);                             \
-        },                                                                                                 \
-        self, dim, index ARGS);                                                                            \
-  }                                                                                                        \
-  at::Tensor& NAME##_(at::Tensor& self, int64_t dim, const at::Tensor& index PARAMS) {                     \
-    return structured_inplace<META>(                                                                       \
-        [&](auto& op) {                                                                                    \
-          const int64_t d = at::maybe_wrap_dim(dim, self.dim());                                           \
-          scatter_kernel(op.maybe_get_output(0), self, d, index, KERNEL_ARGS);                             \
-        },                                                                                                 \
-        self, dim, index ARGS);                                                                            \
-  }                                                                                                        \
-  at::Tensor& NAME##_out(const at::Tensor& self, int64_t dim, const at::Tensor& index PARAMS, at::Tensor& out) { \
-    return structured_out<META>(                                                                           \
-        [&](auto& op) {                                                                                    \
-          const int64_t d = at::maybe_wrap_dim(dim, self.dim());                                           \
-          scatter_kernel(op.maybe_get_output(0), self, d, index, KERNEL_ARGS);                             \
-        },                                                                                                 \
-        out, self, dim, index ARGS);                                                                       \
-  }
-
-#define COMMA ,
-NPU_SCATTER_FLAVOURS(scatter_src, at::meta::structured_scatter_src,
-                     &src COMMA nullptr COMMA IndexReduce::kAssign COMMA true COMMA "scatter",
-                     COMMA const at::Tensor& src, COMMA src)
-NPU_SCATTER_FLAVOURS(scatter_value, at::meta::structured_scatter_value,
-                     nullptr COMMA &value COMMA IndexReduce::kAssign COMMA true COMMA "scatter",
-                     COMMA const at::Scalar& value, COMMA value)
-NPU_SCATTER_FLAVOURS(scatter_reduce_src, at::meta::structured_scatter_reduce,
-                     &src COMMA nullptr COMMA reduce_of(reduce) COMMA true COMMA "scatter",
-                     COMMA const at::Tensor& src COMMA c10::string_view reduce, COMMA src COMMA reduce)
-NPU_SCATTER_FLAVOURS(scatter_reduce_value, at::meta::structured_scatter_value_reduce,
-                     nullptr COMMA &value COMMA reduce_of(reduce) COMMA true COMMA "scatter",
-                     COMMA const at::Scalar& value COMMA c10::string_view reduce, COMMA value COMMA reduce)
-NPU_SCATTER_FLAVOURS(scatter_add, at::meta::structured_scatter_add,
-                     &src COMMA nullptr COMMA IndexReduce::kAdd COMMA true COMMA "scatter_add",
-                     COMMA const at::Tensor& src, COMMA src)
-NPU_SCATTER_FLAVOURS(scatter_reduce_two, at::meta::structured_scatter_reduce_two,
-                     &src COMMA nullptr COMMA reduce_of(reduce) COMMA include_self COMMA "scatter_reduce",
-                     COMMA const at::Tensor& src COMMA c10::string_view reduce COMMA bool include_self,
-                     COMMA src COMMA reduce COMMA include_self)
-#undef COMMA
+// The structured body of the scatter family: self's values, then src (or value) scattered along dim.
+auto scatter_body(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor* src,
+                  const at::Scalar* value, IndexReduce reduce, bool include_self, const char* op) {
+  return [&self, dim, &index, src, value, reduce, include_self, op](auto& meta) {
+    scatter_kernel(meta.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, src, value, reduce,
+                   include_self, op);
+  };
+}
 
 // ---- index_select / index_add ----------------------------------------------------------------------
 
@@ -193,40 +141,6 @@ npu_kernels::TensorDesc index_along(const at::Tensor& ix, at::IntArrayRef sizes,
   }
   d.strides[dim] = ix.dim() == 0 ? 1 : ix.stride(0);
   return d;
-}
-
-at::Tensor& index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, at::Tensor& out) {
-  check_index_1d(index, "index_select");
-  dim = at::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK(self.dim() > 0 || index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
-              index.numel(), " value(s)");
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_select(): self and result must have the same scalar type");
-  TORCH_CHECK(out.device() == self.device(), "index_select(): expected out on ", self.device());
-  c10::DeviceGuard guard(self.device());
-  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
-  if (self.dim() > 0) sizes[dim] = index.numel();
-  at::native::resize_output(out, sizes);
-  if (out.numel() == 0) return out;
-  const auto ix = long_index(index, self.device(), "index_select");
-  const auto s = as_1d(self);
-  at::Tensor o = out.is_contiguous() ? out : at::empty(sizes, out.options());
-  const auto o1 = as_1d(o);
-  npu_kernels::IndexAlongDim a;
-  a.op = "index_select";
-  a.dim = static_cast<int>(dim);
-  a.dst = tensor_desc(o1, a.op);
-  a.src = restrided(s, o1.sizes(), dim, a.op);
-  a.index = index_along(ix, o1.sizes(), dim, a.op);
-  a.dim_size = s.size(dim);
-  a.dim_stride = s.stride(dim);
-  NPU_CHECK(npu_kernels::index_along_dim(stream_of(self), a));
-  if (!o.is_same(out)) out.copy_(o);
-  return out;
-}
-
-at::Tensor index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
-  at::Tensor out = at::empty({0}, self.options());
-  return index_select_out(self, dim, index, out);
 }
 
 void index_add_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, const at::Tensor& index,
@@ -275,51 +189,13 @@ void index_reduce_kernel(const at::Tensor& out, const at::Tensor& self, int64_t 
   NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
 }
 
-#define NPU_INDEX_REDUCE_KERNEL                                                                                 \
-  [&](auto& op) {                                                                                               \
-    index_reduce_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, reduce, \
-                        include_self);                                                                          \
-  }
-at::Tensor index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                        c10::string_view reduce, bool include_self) {
-  return structured_functional<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, self, dim, index, source,
-                                                                  reduce, include_self);
-}
-at::Tensor& index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          c10::string_view reduce, bool include_self) {
-  return structured_inplace<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, self, dim, index, source,
-                                                                reduce, include_self);
-}
-at::Tensor& index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                             c10::string_view reduce, bool include_self, at::Tensor& out) {
-  return structured_out<at::meta::structured_index_reduce>(NPU_INDEX_REDUCE_KERNEL, out, self, dim, index, source,
-                                                           reduce, include_self);
-}
-#undef NPU_INDEX_REDUCE_KERNEL
-
-at::Tensor index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                     const at::Scalar& alpha) {
-  return structured_functional<at::meta::structured_index_add>(
-      [&](auto& op) {
-        index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
-      },
-      self, dim, index, source, alpha);
-}
-at::Tensor& index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                       const at::Scalar& alpha) {
-  return structured_inplace<at::meta::structured_index_add>(
-      [&](auto& op) {
-        index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
-      },
-      self, dim, index, source, alpha);
-}
-at::Tensor& index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          const at::Scalar& alpha, at::Tensor& out) {
-  return structured_out<at::meta::structured_index_add>(
-      [&](auto& op) {
-        index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
-      },
-      out, self, dim, index, source, alpha);
+// The structured body of index_reduce's three flavours.
+auto index_reduce_body(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                       c10::string_view reduce, bool include_self) {
+  return [&self, dim, &index, &source, reduce, include_self](auto& op) {
+    index_reduce_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, reduce,
+                        include_self);
+  };
 }
 
 // index_fill_ / index_copy: scatter mode with the 1-D index broadcast over self's other dims.
@@ -361,7 +237,175 @@ void index_fill_copy(const at::Tensor& out, const at::Tensor& self, int64_t dim,
   NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
 }
 
-at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+// The structured body of index_copy's three flavours.
+auto index_copy_body(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return [&self, dim, &index, &source](auto& op) {
+    index_fill_copy(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, &source, nullptr,
+                    "index_copy_");
+  };
+}
+
+// ---- embedding -------------------------------------------------------------------------------------
+
+}  // namespace
+
+at::Tensor NF::gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
+  return structured_functional<at::meta::structured_gather>(
+      [&](auto& op) { gather_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index); },
+      self, dim, index, sparse_grad);
+}
+
+at::Tensor& NF::gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
+                       at::Tensor& out) {
+  return structured_out<at::meta::structured_gather>(
+      [&](auto& op) { gather_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index); }, out,
+      self, dim, index, sparse_grad);
+}
+
+at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return structured_functional<at::meta::structured_scatter_src>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), self, dim, index, src);
+}
+at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return structured_inplace<at::meta::structured_scatter_src>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), self, dim, index, src);
+}
+at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_src>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), out, self, dim, index, src);
+}
+
+at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return structured_functional<at::meta::structured_scatter_value>(scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), self, dim, index, value);
+}
+at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
+  return structured_inplace<at::meta::structured_scatter_value>(scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), self, dim, index, value);
+}
+at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_value>(scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), out, self, dim, index, value);
+}
+
+at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce) {
+  return structured_functional<at::meta::structured_scatter_reduce>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), self, dim, index, src, reduce);
+}
+at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce) {
+  return structured_inplace<at::meta::structured_scatter_reduce>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), self, dim, index, src, reduce);
+}
+at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_reduce>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), out, self, dim, index, src, reduce);
+}
+
+at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, c10::string_view reduce) {
+  return structured_functional<at::meta::structured_scatter_value_reduce>(scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), self, dim, index, value, reduce);
+}
+at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, c10::string_view reduce) {
+  return structured_inplace<at::meta::structured_scatter_value_reduce>(scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), self, dim, index, value, reduce);
+}
+at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, c10::string_view reduce, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_value_reduce>(scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), out, self, dim, index, value, reduce);
+}
+
+at::Tensor NF::scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return structured_functional<at::meta::structured_scatter_add>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), self, dim, index, src);
+}
+at::Tensor& NF::scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
+  return structured_inplace<at::meta::structured_scatter_add>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), self, dim, index, src);
+}
+at::Tensor& NF::scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_add>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), out, self, dim, index, src);
+}
+
+at::Tensor NF::scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce, bool include_self) {
+  return structured_functional<at::meta::structured_scatter_reduce_two>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), self, dim, index, src, reduce, include_self);
+}
+at::Tensor& NF::scatter_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce, bool include_self) {
+  return structured_inplace<at::meta::structured_scatter_reduce_two>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), self, dim, index, src, reduce, include_self);
+}
+at::Tensor& NF::scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce, bool include_self, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_reduce_two>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), out, self, dim, index, src, reduce, include_self);
+}
+
+at::Tensor NF::index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  at::Tensor out = at::empty({0}, self.options());
+  return NF::index_select_out(self, dim, index, out);
+}
+
+at::Tensor& NF::index_select_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, at::Tensor& out) {
+  check_index_1d(index, "index_select");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.dim() > 0 || index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
+              index.numel(), " value(s)");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_select(): self and result must have the same scalar type");
+  TORCH_CHECK(out.device() == self.device(), "index_select(): expected out on ", self.device());
+  c10::DeviceGuard guard(self.device());
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  if (self.dim() > 0) sizes[dim] = index.numel();
+  at::native::resize_output(out, sizes);
+  if (out.numel() == 0) return out;
+  const auto ix = long_index(index, self.device(), "index_select");
+  const auto s = as_1d(self);
+  at::Tensor o = out.is_contiguous() ? out : at::empty(sizes, out.options());
+  const auto o1 = as_1d(o);
+  npu_kernels::IndexAlongDim a;
+  a.op = "index_select";
+  a.dim = static_cast<int>(dim);
+  a.dst = tensor_desc(o1, a.op);
+  a.src = restrided(s, o1.sizes(), dim, a.op);
+  a.index = index_along(ix, o1.sizes(), dim, a.op);
+  a.dim_size = s.size(dim);
+  a.dim_stride = s.stride(dim);
+  NPU_CHECK(npu_kernels::index_along_dim(stream_of(self), a));
+  if (!o.is_same(out)) out.copy_(o);
+  return out;
+}
+
+at::Tensor NF::index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                     const at::Scalar& alpha) {
+  return structured_functional<at::meta::structured_index_add>(
+      [&](auto& op) {
+        index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
+      },
+      self, dim, index, source, alpha);
+}
+
+at::Tensor& NF::index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                       const at::Scalar& alpha) {
+  return structured_inplace<at::meta::structured_index_add>(
+      [&](auto& op) {
+        index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
+      },
+      self, dim, index, source, alpha);
+}
+
+at::Tensor& NF::index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          const at::Scalar& alpha, at::Tensor& out) {
+  return structured_out<at::meta::structured_index_add>(
+      [&](auto& op) {
+        index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
+      },
+      out, self, dim, index, source, alpha);
+}
+
+at::Tensor NF::embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
+                                    int64_t padding_idx, bool scale_grad_by_freq) {
+c10::DeviceGuard guard(grad_output.device());
+const int64_t nw = num_weights;
+const int64_t dim = grad_output.size(-1);
+at::Tensor idx = indices.to(grad_output.device(), at::kLong).reshape({-1}).contiguous();
+at::Tensor grad = grad_output.reshape({-1, dim});
+at::Tensor gw = at::zeros({nw, dim}, grad_output.options());
+if (idx.numel() > 0 && dim > 0) {
+  NPU_CHECK(npu_kernels::embedding_backward(stream_of(grad), tensor_desc(gw, "embedding_dense_backward"),
+                                            tensor_desc(grad, "embedding_dense_backward"), idx.data_ptr<int64_t>(),
+                                            idx.numel(), padding_idx));
+}
+  if (scale_grad_by_freq) {
+    // counts per row (an index_add of ones), then grad_weight /= count where count > 0
+    at::Tensor counts = at::zeros({nw}, grad_output.options());
+    counts.index_add_(0, idx, at::ones_like(idx, grad_output.options()));
+    gw = gw.div(counts.clamp_min(1).unsqueeze(1));
+  }
+  return gw;
+}
+
+at::Tensor& NF::index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
   TORCH_CHECK_INDEX(index.scalar_type() == at::kLong, "index_fill_(): Expected a long tensor for index, but got ",
                     index.scalar_type());
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
@@ -369,31 +413,28 @@ at::Tensor& index_fill_scalar(at::Tensor& self, int64_t dim, const at::Tensor& i
   index_fill_copy(self, self, dim, index, nullptr, &value, "index_fill_");
   return self;
 }
-at::Tensor& index_fill_tensor(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
+
+at::Tensor& NF::index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
-  return index_fill_scalar(self, dim, index, value.item());
+  return NF::index_fill_(self, dim, index, value.item());
 }
 
-#define NPU_INDEX_COPY_KERNEL                                                                            \
-  [&](auto& op) {                                                                                        \
-    index_fill_copy(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, &source, nullptr, \
-                    "index_copy_");                                                                      \
-  }
-at::Tensor index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
-  return structured_functional<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, self, dim, index, source);
+at::Tensor NF::index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return structured_functional<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), self, dim, index, source);
 }
-at::Tensor& index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
-  return structured_inplace<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, self, dim, index, source);
+
+at::Tensor& NF::index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
+  return structured_inplace<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), self, dim, index, source);
 }
-at::Tensor& index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+
+at::Tensor& NF::index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
                            at::Tensor& out) {
-  return structured_out<at::meta::structured_index_copy>(NPU_INDEX_COPY_KERNEL, out, self, dim, index, source);
+  return structured_out<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), out, self, dim, index, source);
 }
-#undef NPU_INDEX_COPY_KERNEL
 
 // take / put_: the flattened tensor indexed along its only dim (negative indices count from the end).
-at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
+at::Tensor NF::take(const at::Tensor& self, const at::Tensor& index) {
   TORCH_CHECK(index.scalar_type() == at::kLong, "take(): Expected a long tensor for index, but got ",
               index.scalar_type());
   c10::DeviceGuard guard(self.device());
@@ -414,7 +455,7 @@ at::Tensor take(const at::Tensor& self, const at::Tensor& index) {
   return out;
 }
 
-at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
+at::Tensor& NF::put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& source, bool accumulate) {
   TORCH_CHECK(index.scalar_type() == at::kLong, "put_(): Expected a long tensor for index, but got ",
               index.scalar_type());
   TORCH_CHECK(self.scalar_type() == source.scalar_type(), "put_(): self and source expected to have the same dtype");
@@ -442,69 +483,22 @@ at::Tensor& put_(at::Tensor& self, const at::Tensor& index, const at::Tensor& so
   return self;
 }
 
-// ---- embedding -------------------------------------------------------------------------------------
-
-at::Tensor embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, c10::SymInt num_weights,
-                                    c10::SymInt padding_idx, bool scale_grad_by_freq) {
-  c10::DeviceGuard guard(grad_output.device());
-  const int64_t nw = num_weights.expect_int();
-  const int64_t dim = grad_output.size(-1);
-  at::Tensor idx = indices.to(grad_output.device(), at::kLong).reshape({-1}).contiguous();
-  at::Tensor grad = grad_output.reshape({-1, dim});
-  at::Tensor gw = at::zeros({nw, dim}, grad_output.options());
-  if (idx.numel() > 0 && dim > 0) {
-    NPU_CHECK(npu_kernels::embedding_backward(stream_of(grad), tensor_desc(gw, "embedding_dense_backward"),
-                                              tensor_desc(grad, "embedding_dense_backward"), idx.data_ptr<int64_t>(),
-                                              idx.numel(), padding_idx.expect_int()));
-  }
-  if (scale_grad_by_freq) {
-    // counts per row (an index_add of ones), then grad_weight /= count where count > 0
-    at::Tensor counts = at::zeros({nw}, grad_output.options());
-    counts.index_add_(0, idx, at::ones_like(idx, grad_output.options()));
-    gw = gw.div(counts.clamp_min(1).unsqueeze(1));
-  }
-  return gw;
+at::Tensor NF::index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                        c10::string_view reduce, bool include_self) {
+  return structured_functional<at::meta::structured_index_reduce>(index_reduce_body(self, dim, index, source, reduce, include_self), self, dim, index, source,
+                                                                  reduce, include_self);
 }
 
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("gather", gather);
-  m.impl("gather.out", gather_out);
-  m.impl("scatter.src", scatter_src);
-  m.impl("scatter_.src", scatter_src_);
-  m.impl("scatter.src_out", scatter_src_out);
-  m.impl("scatter.value", scatter_value);
-  m.impl("scatter_.value", scatter_value_);
-  m.impl("scatter.value_out", scatter_value_out);
-  m.impl("scatter.reduce", scatter_reduce_src);
-  m.impl("scatter_.reduce", scatter_reduce_src_);
-  m.impl("scatter.reduce_out", scatter_reduce_src_out);
-  m.impl("scatter.value_reduce", scatter_reduce_value);
-  m.impl("scatter_.value_reduce", scatter_reduce_value_);
-  m.impl("scatter.value_reduce_out", scatter_reduce_value_out);
-  m.impl("scatter_add", scatter_add);
-  m.impl("scatter_add_", scatter_add_);
-  m.impl("scatter_add.out", scatter_add_out);
-  m.impl("scatter_reduce.two", scatter_reduce_two);
-  m.impl("scatter_reduce_.two", scatter_reduce_two_);
-  m.impl("scatter_reduce.two_out", scatter_reduce_two_out);
-  m.impl("index_select", index_select);
-  m.impl("index_select.out", index_select_out);
-  m.impl("index_add", index_add);
-  m.impl("index_add_", index_add_);
-  m.impl("index_add.out", index_add_out);
-  m.impl("embedding_dense_backward", embedding_dense_backward);
-  m.impl("index_fill_.int_Scalar", index_fill_scalar);
-  m.impl("index_fill_.int_Tensor", index_fill_tensor);
-  m.impl("index_copy", index_copy);
-  m.impl("index_copy_", index_copy_);
-  m.impl("index_copy.out", index_copy_out);
-  m.impl("take", take);
-  m.impl("put_", put_);
-  m.impl("index_reduce", index_reduce);
-  m.impl("index_reduce_", index_reduce_);
-  m.impl("index_reduce.out", index_reduce_out);
+at::Tensor& NF::index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                          c10::string_view reduce, bool include_self) {
+  return structured_inplace<at::meta::structured_index_reduce>(index_reduce_body(self, dim, index, source, reduce, include_self), self, dim, index, source,
+                                                                reduce, include_self);
 }
 
-}  // namespace
+at::Tensor& NF::index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                             c10::string_view reduce, bool include_self, at::Tensor& out) {
+  return structured_out<at::meta::structured_index_reduce>(index_reduce_body(self, dim, index, source, reduce, include_self), out, self, dim, index, source,
+                                                           reduce, include_self);
+}
+
 }  // namespace torch_npu_sim

@@ -25,10 +25,12 @@
 #include "core/npu_stream.h"
 #include "fallback/dtype_fallback.h"
 #include "npu_kernels/gemm.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
-namespace {
 
+using NF = NPUNativeFunctions;
+namespace {
 
 npu_kernels::DType gemm_dtype(at::ScalarType t, const char* op) {
   // complex runs on the CPU fallback (CUDA has complex GEMMs); integers are refused, as on CUDA
@@ -137,129 +139,12 @@ at::Tensor& addmm_impl(const char* op, const at::Tensor* self, const at::Tensor&
   return out;
 }
 
-at::Tensor mm(const at::Tensor& self, const at::Tensor& mat2) {
-  check_devices("mm", {{"self", &self}, {"mat2", &mat2}});
-  NpuMeta<at::meta::structured_mm> meta("mm");
-  meta.meta(self, mat2);
-  return addmm_impl("mm", nullptr, self, mat2, 0.0, 1.0, meta.out_);
-}
-at::Tensor& mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  check_devices("mm", {{"self", &self}, {"mat2", &mat2}, {"out", &out}});
-  NpuMeta<at::meta::structured_mm> meta("mm", out);
-  meta.meta(self, mat2);
-  return addmm_impl("mm", nullptr, self, mat2, 0.0, 1.0, out);
-}
-at::Tensor addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
-                 const at::Scalar& alpha) {
-  check_devices("addmm", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});
-  NpuMeta<at::meta::structured_addmm> meta("addmm");
-  meta.meta(self, m1, m2, beta, alpha);
-  return addmm_impl("addmm", &self, m1, m2, scalar(beta), scalar(alpha), meta.out_);
-}
-at::Tensor& addmm_out(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
-                      const at::Scalar& alpha, at::Tensor& out) {
-  check_devices("addmm", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}, {"out", &out}});
-  NpuMeta<at::meta::structured_addmm> meta("addmm", out);
-  meta.meta(self, m1, m2, beta, alpha);
-  return addmm_impl("addmm", &self, m1, m2, scalar(beta), scalar(alpha), out);
-}
-at::Tensor& addmm_(at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
-                   const at::Scalar& alpha) {
-  check_devices("addmm_", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});
-  NpuMeta<at::meta::structured_addmm> meta("addmm_", self, /*inplace=*/true);
-  meta.meta(self, m1, m2, beta, alpha);
-  return addmm_impl("addmm_", &self, m1, m2, scalar(beta), scalar(alpha), self);
-}
-
 // ---- bmm / baddbmm / addbmm ----------------------------------------------------------------------------
 at::Tensor& baddbmm_impl(const char* op, const at::Tensor* self, const at::Tensor& b1, const at::Tensor& b2,
                          double beta, double alpha, at::Tensor& out) {
   run_gemm(op, out, mat3d, b1.size(0), b1.size(1), b2.size(2), b1.size(2), mat3d(b1), mat3d(b2), b1, b2, self, alpha,
            beta);
   return out;
-}
-
-at::Tensor bmm(const at::Tensor& self, const at::Tensor& mat2) {
-  check_devices("bmm", {{"self", &self}, {"mat2", &mat2}});
-  NpuMeta<at::meta::structured_bmm> meta("bmm");
-  meta.meta(self, mat2);
-  return baddbmm_impl("bmm", nullptr, self, mat2, 0.0, 1.0, meta.out_);
-}
-at::Tensor& bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
-  check_devices("bmm", {{"self", &self}, {"mat2", &mat2}, {"out", &out}});
-  NpuMeta<at::meta::structured_bmm> meta("bmm", out);
-  meta.meta(self, mat2);
-  return baddbmm_impl("bmm", nullptr, self, mat2, 0.0, 1.0, out);
-}
-at::Tensor baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                   const at::Scalar& alpha) {
-  check_devices("baddbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
-  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm");
-  meta.meta(self, b1, b2, beta, alpha);
-  return baddbmm_impl("baddbmm", &self, b1, b2, scalar(beta), scalar(alpha), meta.out_);
-}
-at::Tensor& baddbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                        const at::Scalar& alpha, at::Tensor& out) {
-  check_devices("baddbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
-  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm", out);
-  meta.meta(self, b1, b2, beta, alpha);
-  return baddbmm_impl("baddbmm", &self, b1, b2, scalar(beta), scalar(alpha), out);
-}
-at::Tensor& baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                     const at::Scalar& alpha) {
-  check_devices("baddbmm_", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
-  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm_", self, /*inplace=*/true);
-  meta.meta(self, b1, b2, beta, alpha);
-  return baddbmm_impl("baddbmm_", &self, b1, b2, scalar(beta), scalar(alpha), self);
-}
-
-// addbmm: out = beta * self + alpha * sum_b b1[b] @ b2[b], as one GEMM per batch accumulating in place.
-at::Tensor& addbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                       const at::Scalar& alpha, at::Tensor& out) {
-  check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
-  TORCH_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
-  TORCH_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
-  TORCH_CHECK(b1.size(0) == b2.size(0), "batch1 and batch2 must have same number of batches, got ", b1.size(0),
-              " and ", b2.size(0));
-  TORCH_CHECK(b1.size(2) == b2.size(1), "Incompatible matrix sizes for bmm (", b1.size(1), "x", b1.size(2), " and ",
-              b2.size(1), "x", b2.size(2), ")");
-  TORCH_CHECK(b1.scalar_type() == b2.scalar_type() && b1.scalar_type() == self.scalar_type(),
-              "addbmm: expected self, batch1 and batch2 to have the same dtype, but got: ", self.scalar_type(), ", ",
-              b1.scalar_type(), " and ", b2.scalar_type());
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "addbmm: expected out tensor to have dtype ",
-              self.scalar_type(), ", but got ", out.scalar_type(), " instead");
-  const int64_t m = b1.size(1), n = b2.size(2);
-  const auto expanded = self.expand({m, n});
-  if (!out.is_same(self)) at::native::resize_output(out, {m, n});
-  if (b1.size(0) == 0 || b1.size(2) == 0) {
-    // Empty reduction: out = beta * self (through the GEMM with K = 0).
-    run_gemm("addbmm", out, mat2d, 1, m, n, 0, Mat{nullptr, 0, 0, 0}, Mat{nullptr, 0, 0, 0}, b1, b2, &expanded, 1.0,
-             scalar(beta));
-    return out;
-  }
-  for (int64_t i = 0; i < b1.size(0); ++i) {
-    const auto x = b1.select(0, i), y = b2.select(0, i);
-    if (i == 0) {
-      run_gemm("addbmm", out, mat2d, 1, m, n, x.size(1), mat2d(x), mat2d(y), x, y, &expanded, scalar(alpha),
-               scalar(beta));
-    } else {
-      run_gemm("addbmm", out, mat2d, 1, m, n, x.size(1), mat2d(x), mat2d(y), x, y, &out, scalar(alpha), 1.0);
-    }
-  }
-  return out;
-}
-at::Tensor addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                  const at::Scalar& alpha) {
-  check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
-  at::Tensor out = at::empty({0}, self.options());
-  return addbmm_out(self, b1, b2, beta, alpha, out);
-}
-at::Tensor& addbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                    const at::Scalar& alpha) {
-  TORCH_CHECK(self.dim() == 2 && b1.dim() == 3 && b2.dim() == 3 && self.size(0) == b1.size(1) &&
-                  self.size(1) == b2.size(2),
-              "addbmm_: self of shape ", self.sizes(), " does not match the result shape");
-  return addbmm_out(self, b1, b2, beta, alpha, self);
 }
 
 // ---- mv / addmv / dot / vdot -------------------------------------------------------------------------
@@ -271,27 +156,6 @@ at::Tensor& addmv_impl(const char* op, const at::Tensor* self, const at::Tensor&
            self != nullptr ? &cin : nullptr, alpha, beta);
   return out;
 }
-at::Tensor addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
-                 const at::Scalar& alpha) {
-  check_devices("addmv", {{"self", &self}, {"mat", &mat}, {"vec", &vec}});
-  NpuMeta<at::meta::structured_addmv> meta("addmv");
-  meta.meta(self, mat, vec, beta, alpha);
-  return addmv_impl("addmv", &self, mat, vec, scalar(beta), scalar(alpha), meta.out_);
-}
-at::Tensor& addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
-                      const at::Scalar& alpha, at::Tensor& out) {
-  check_devices("addmv", {{"self", &self}, {"mat", &mat}, {"vec", &vec}, {"out", &out}});
-  NpuMeta<at::meta::structured_addmv> meta("addmv", out);
-  meta.meta(self, mat, vec, beta, alpha);
-  return addmv_impl("addmv", &self, mat, vec, scalar(beta), scalar(alpha), out);
-}
-at::Tensor& addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
-                   const at::Scalar& alpha) {
-  check_devices("addmv_", {{"self", &self}, {"mat", &mat}, {"vec", &vec}});
-  NpuMeta<at::meta::structured_addmv> meta("addmv_", self, /*inplace=*/true);
-  meta.meta(self, mat, vec, beta, alpha);
-  return addmv_impl("addmv_", &self, mat, vec, scalar(beta), scalar(alpha), self);
-}
 
 void check_mv(const at::Tensor& self, const at::Tensor& vec) {
   // ATen's mv (CompositeExplicitAutograd, CPU and CUDA alike) sizes its result with self.size(0) first
@@ -302,20 +166,6 @@ void check_mv(const at::Tensor& self, const at::Tensor& vec) {
               self.size(1), "), vec (", vec.size(0), ")");
   TORCH_CHECK(self.scalar_type() == vec.scalar_type(), "mv: expected mat and vec to have the same dtype, but got ",
               self.scalar_type(), " and ", vec.scalar_type());
-}
-at::Tensor& mv_out(const at::Tensor& self, const at::Tensor& vec, at::Tensor& out) {
-  check_devices("mv", {{"self", &self}, {"vec", &vec}, {"out", &out}});
-  check_mv(self, vec);
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "mv: expected out tensor to have dtype ", self.scalar_type(),
-              ", but got ", out.scalar_type(), " instead");
-  at::native::resize_output(out, {self.size(0)});
-  return addmv_impl("mv", nullptr, self, vec, 0.0, 1.0, out);
-}
-at::Tensor mv(const at::Tensor& self, const at::Tensor& vec) {
-  check_devices("mv", {{"self", &self}, {"vec", &vec}});
-  check_mv(self, vec);
-  at::Tensor out = at::empty({self.size(0)}, self.options());
-  return addmv_impl("mv", nullptr, self, vec, 0.0, 1.0, out);
 }
 
 at::Tensor dot_impl(const char* op, const at::Tensor& self, const at::Tensor& other) {
@@ -333,50 +183,196 @@ at::Tensor dot_impl(const char* op, const at::Tensor& self, const at::Tensor& ot
   run_gemm(op, out, out_scalar, 1, 1, 1, self.numel(), row(self), column(other), self, other, nullptr, 1.0, 0.0);
   return out;
 }
-at::Tensor dot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("dot", self, other); }
-at::Tensor vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("vdot", self, other); }
+
+}  // namespace
 
 // ---- addr --------------------------------------------------------------------------------------------
 // ATen's math_addr (beta * self + alpha * outer(vec1, vec2) through native ops) behind the checks of CPU's and
 // CUDA's addr, which math_addr lacks: 1-D vectors, self broadcastable to vec1 x vec2 (math_addr's broadcasting
 // accepted a self the result does not fit), the kinds of beta and alpha.
-at::Tensor addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
+at::Tensor NF::addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
                 const at::Scalar& alpha) {
-  TORCH_CHECK(vec1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
-  TORCH_CHECK(vec2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", vec2.dim(), "-D");
-  const at::Tensor self_ = self.expand({vec1.size(0), vec2.size(0)});
-  const auto type = at::promote_types(at::result_type(self, vec1), vec2.scalar_type());
-  for (const auto& [s, name] : {std::pair<const at::Scalar&, const char*>{beta, "beta"}, {alpha, "alpha"}}) {
-    TORCH_CHECK(!s.isBoolean() || type == at::kBool, "Boolean ", name, " only supported for Boolean results.");
-    TORCH_CHECK(at::isFloatingType(type) || at::isComplexType(type) || s.isIntegral(true),
-                "For integral input tensors, argument ", name, " must not be a floating point number.");
-  }
+TORCH_CHECK(vec1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
+TORCH_CHECK(vec2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", vec2.dim(), "-D");
+const at::Tensor self_ = self.expand({vec1.size(0), vec2.size(0)});
+const auto type = at::promote_types(at::result_type(self, vec1), vec2.scalar_type());
+for (const auto& [s, name] : {std::pair<const at::Scalar&, const char*>{beta, "beta"}, {alpha, "alpha"}}) {
+  TORCH_CHECK(!s.isBoolean() || type == at::kBool, "Boolean ", name, " only supported for Boolean results.");
+  TORCH_CHECK(at::isFloatingType(type) || at::isComplexType(type) || s.isIntegral(true),
+              "For integral input tensors, argument ", name, " must not be a floating point number.");
+}
   return at::native::math_addr(self_, vec1, vec2, beta, alpha);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("addr", addr);
-  m.impl("mm", or_cpu("aten::mm", "", mm));
-  m.impl("mm.out", or_cpu("aten::mm", "out", mm_out));
-  m.impl("bmm", or_cpu("aten::bmm", "", bmm));
-  m.impl("bmm.out", or_cpu("aten::bmm", "out", bmm_out));
-  m.impl("addmm", or_cpu("aten::addmm", "", addmm));
-  m.impl("addmm.out", or_cpu("aten::addmm", "out", addmm_out));
-  m.impl("addmm_", or_cpu("aten::addmm_", "", addmm_));
-  m.impl("baddbmm", or_cpu("aten::baddbmm", "", baddbmm));
-  m.impl("baddbmm.out", or_cpu("aten::baddbmm", "out", baddbmm_out));
-  m.impl("baddbmm_", or_cpu("aten::baddbmm_", "", baddbmm_));
-  m.impl("addbmm", or_cpu("aten::addbmm", "", addbmm));
-  m.impl("addbmm.out", or_cpu("aten::addbmm", "out", addbmm_out));
-  m.impl("addbmm_", or_cpu("aten::addbmm_", "", addbmm_));
-  m.impl("mv", or_cpu("aten::mv", "", mv));
-  m.impl("mv.out", or_cpu("aten::mv", "out", mv_out));
-  m.impl("addmv", or_cpu("aten::addmv", "", addmv));
-  m.impl("addmv.out", or_cpu("aten::addmv", "out", addmv_out));
-  m.impl("addmv_", or_cpu("aten::addmv_", "", addmv_));
-  m.impl("dot", or_cpu("aten::dot", "", dot));
-  m.impl("vdot", or_cpu("aten::vdot", "", vdot));
+at::Tensor NF::mm(const at::Tensor& self, const at::Tensor& mat2) {
+  check_devices("mm", {{"self", &self}, {"mat2", &mat2}});
+  NpuMeta<at::meta::structured_mm> meta("mm");
+  meta.meta(self, mat2);
+  return addmm_impl("mm", nullptr, self, mat2, 0.0, 1.0, meta.out_);
 }
 
-}  // namespace
+at::Tensor& NF::mm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_devices("mm", {{"self", &self}, {"mat2", &mat2}, {"out", &out}});
+  NpuMeta<at::meta::structured_mm> meta("mm", out);
+  meta.meta(self, mat2);
+  return addmm_impl("mm", nullptr, self, mat2, 0.0, 1.0, out);
+}
+
+at::Tensor NF::bmm(const at::Tensor& self, const at::Tensor& mat2) {
+  check_devices("bmm", {{"self", &self}, {"mat2", &mat2}});
+  NpuMeta<at::meta::structured_bmm> meta("bmm");
+  meta.meta(self, mat2);
+  return baddbmm_impl("bmm", nullptr, self, mat2, 0.0, 1.0, meta.out_);
+}
+
+at::Tensor& NF::bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tensor& out) {
+  check_devices("bmm", {{"self", &self}, {"mat2", &mat2}, {"out", &out}});
+  NpuMeta<at::meta::structured_bmm> meta("bmm", out);
+  meta.meta(self, mat2);
+  return baddbmm_impl("bmm", nullptr, self, mat2, 0.0, 1.0, out);
+}
+
+at::Tensor NF::addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  check_devices("addmm", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});
+  NpuMeta<at::meta::structured_addmm> meta("addmm");
+  meta.meta(self, m1, m2, beta, alpha);
+  return addmm_impl("addmm", &self, m1, m2, scalar(beta), scalar(alpha), meta.out_);
+}
+
+at::Tensor& NF::addmm_out(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                      const at::Scalar& alpha, at::Tensor& out) {
+  check_devices("addmm", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}, {"out", &out}});
+  NpuMeta<at::meta::structured_addmm> meta("addmm", out);
+  meta.meta(self, m1, m2, beta, alpha);
+  return addmm_impl("addmm", &self, m1, m2, scalar(beta), scalar(alpha), out);
+}
+
+at::Tensor& NF::addmm_(at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  check_devices("addmm_", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});
+  NpuMeta<at::meta::structured_addmm> meta("addmm_", self, /*inplace=*/true);
+  meta.meta(self, m1, m2, beta, alpha);
+  return addmm_impl("addmm_", &self, m1, m2, scalar(beta), scalar(alpha), self);
+}
+
+at::Tensor NF::baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  check_devices("baddbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
+  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm");
+  meta.meta(self, b1, b2, beta, alpha);
+  return baddbmm_impl("baddbmm", &self, b1, b2, scalar(beta), scalar(alpha), meta.out_);
+}
+
+at::Tensor& NF::baddbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                        const at::Scalar& alpha, at::Tensor& out) {
+  check_devices("baddbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
+  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm", out);
+  meta.meta(self, b1, b2, beta, alpha);
+  return baddbmm_impl("baddbmm", &self, b1, b2, scalar(beta), scalar(alpha), out);
+}
+
+at::Tensor& NF::baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                     const at::Scalar& alpha) {
+  check_devices("baddbmm_", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
+  NpuMeta<at::meta::structured_baddbmm> meta("baddbmm_", self, /*inplace=*/true);
+  meta.meta(self, b1, b2, beta, alpha);
+  return baddbmm_impl("baddbmm_", &self, b1, b2, scalar(beta), scalar(alpha), self);
+}
+
+at::Tensor NF::addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                  const at::Scalar& alpha) {
+  check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
+  at::Tensor out = at::empty({0}, self.options());
+  return NF::addbmm_out(self, b1, b2, beta, alpha, out);
+}
+
+// addbmm: out = beta * self + alpha * sum_b b1[b] @ b2[b], as one GEMM per batch accumulating in place.
+at::Tensor& NF::addbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                       const at::Scalar& alpha, at::Tensor& out) {
+check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
+TORCH_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
+TORCH_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
+TORCH_CHECK(b1.size(0) == b2.size(0), "batch1 and batch2 must have same number of batches, got ", b1.size(0),
+            " and ", b2.size(0));
+TORCH_CHECK(b1.size(2) == b2.size(1), "Incompatible matrix sizes for bmm (", b1.size(1), "x", b1.size(2), " and ",
+            b2.size(1), "x", b2.size(2), ")");
+TORCH_CHECK(b1.scalar_type() == b2.scalar_type() && b1.scalar_type() == self.scalar_type(),
+            "addbmm: expected self, batch1 and batch2 to have the same dtype, but got: ", self.scalar_type(), ", ",
+            b1.scalar_type(), " and ", b2.scalar_type());
+TORCH_CHECK(out.scalar_type() == self.scalar_type(), "addbmm: expected out tensor to have dtype ",
+            self.scalar_type(), ", but got ", out.scalar_type(), " instead");
+const int64_t m = b1.size(1), n = b2.size(2);
+const auto expanded = self.expand({m, n});
+if (!out.is_same(self)) at::native::resize_output(out, {m, n});
+if (b1.size(0) == 0 || b1.size(2) == 0) {
+  // Empty reduction: out = beta * self (through the GEMM with K = 0).
+  run_gemm("addbmm", out, mat2d, 1, m, n, 0, Mat{nullptr, 0, 0, 0}, Mat{nullptr, 0, 0, 0}, b1, b2, &expanded, 1.0,
+           scalar(beta));
+  return out;
+}
+  for (int64_t i = 0; i < b1.size(0); ++i) {
+    const auto x = b1.select(0, i), y = b2.select(0, i);
+    if (i == 0) {
+      run_gemm("addbmm", out, mat2d, 1, m, n, x.size(1), mat2d(x), mat2d(y), x, y, &expanded, scalar(alpha),
+               scalar(beta));
+    } else {
+      run_gemm("addbmm", out, mat2d, 1, m, n, x.size(1), mat2d(x), mat2d(y), x, y, &out, scalar(alpha), 1.0);
+    }
+  }
+  return out;
+}
+
+at::Tensor& NF::addbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
+                    const at::Scalar& alpha) {
+  TORCH_CHECK(self.dim() == 2 && b1.dim() == 3 && b2.dim() == 3 && self.size(0) == b1.size(1) &&
+                  self.size(1) == b2.size(2),
+              "addbmm_: self of shape ", self.sizes(), " does not match the result shape");
+  return NF::addbmm_out(self, b1, b2, beta, alpha, self);
+}
+
+at::Tensor NF::mv(const at::Tensor& self, const at::Tensor& vec) {
+  check_devices("mv", {{"self", &self}, {"vec", &vec}});
+  check_mv(self, vec);
+  at::Tensor out = at::empty({self.size(0)}, self.options());
+  return addmv_impl("mv", nullptr, self, vec, 0.0, 1.0, out);
+}
+
+at::Tensor& NF::mv_out(const at::Tensor& self, const at::Tensor& vec, at::Tensor& out) {
+  check_devices("mv", {{"self", &self}, {"vec", &vec}, {"out", &out}});
+  check_mv(self, vec);
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "mv: expected out tensor to have dtype ", self.scalar_type(),
+              ", but got ", out.scalar_type(), " instead");
+  at::native::resize_output(out, {self.size(0)});
+  return addmv_impl("mv", nullptr, self, vec, 0.0, 1.0, out);
+}
+
+at::Tensor NF::addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                 const at::Scalar& alpha) {
+  check_devices("addmv", {{"self", &self}, {"mat", &mat}, {"vec", &vec}});
+  NpuMeta<at::meta::structured_addmv> meta("addmv");
+  meta.meta(self, mat, vec, beta, alpha);
+  return addmv_impl("addmv", &self, mat, vec, scalar(beta), scalar(alpha), meta.out_);
+}
+
+at::Tensor& NF::addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                      const at::Scalar& alpha, at::Tensor& out) {
+  check_devices("addmv", {{"self", &self}, {"mat", &mat}, {"vec", &vec}, {"out", &out}});
+  NpuMeta<at::meta::structured_addmv> meta("addmv", out);
+  meta.meta(self, mat, vec, beta, alpha);
+  return addmv_impl("addmv", &self, mat, vec, scalar(beta), scalar(alpha), out);
+}
+
+at::Tensor& NF::addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
+                   const at::Scalar& alpha) {
+  check_devices("addmv_", {{"self", &self}, {"mat", &mat}, {"vec", &vec}});
+  NpuMeta<at::meta::structured_addmv> meta("addmv_", self, /*inplace=*/true);
+  meta.meta(self, mat, vec, beta, alpha);
+  return addmv_impl("addmv_", &self, mat, vec, scalar(beta), scalar(alpha), self);
+}
+
+at::Tensor NF::dot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("dot", self, other); }
+
+at::Tensor NF::vdot(const at::Tensor& self, const at::Tensor& other) { return dot_impl("vdot", self, other); }
+
 }  // namespace torch_npu_sim

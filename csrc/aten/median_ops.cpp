@@ -16,8 +16,11 @@
 #include <limits>
 
 #include "aten/npu_tensor.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using T = at::Tensor;
@@ -83,15 +86,16 @@ T median_all(const T& self, bool ignore_nan) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("median", [](const T& self) { return median_all(self, false); });
-  m.impl("nanmedian", [](const T& self) { return median_all(self, true); });
-  m.impl("median.dim_values", [](const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
-    return median_dim_out(self, dim, keepdim, values, indices, false);
-  });
-  m.impl("nanmedian.dim_values", [](const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
-    return median_dim_out(self, dim, keepdim, values, indices, true);
-  });
+T NF::median(const T& self) { return median_all(self, false); }
+
+T NF::nanmedian(const T& self) { return median_all(self, true); }
+
+::std::tuple<at::Tensor &,at::Tensor &> NF::median_out(const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
+  return median_dim_out(self, dim, keepdim, values, indices, false);
+}
+
+::std::tuple<at::Tensor &,at::Tensor &> NF::nanmedian_out(const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
+  return median_dim_out(self, dim, keepdim, values, indices, true);
 }
 
 }  // namespace torch_npu_sim

@@ -21,8 +21,12 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/nn.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
+using namespace at::meta;
 namespace {
 
 using T = at::Tensor;
@@ -129,73 +133,6 @@ std::vector<int64_t> stat_shape(const T& input, int64_t axis) {
   return s;
 }
 
-std::tuple<T, T, T> native_layer_norm(const T& input, c10::IntArrayRef normalized_shape, const std::optional<T>& weight,
-                                      const std::optional<T>& bias, double eps) {
-  check_npu(input, "native_layer_norm");
-  const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
-  auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()), "native_layer_norm: expected a floating point input, got ",
-              input.scalar_type());
-  c10::DeviceGuard guard(input.device());
-  const T x = input.contiguous();
-  const T w = param_as(weight, x), b = param_as(bias, x);
-  T y = at::empty(x.sizes(), x.options());
-  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
-  T mean = at::empty(stat_shape(input, axis), x.options());
-  T rstd = at::empty(stat_shape(input, axis), x.options());
-  npu_kernels::LayerNormDesc d;
-  d.dtype = kernel_dtype(x.scalar_type(), "native_layer_norm");
-  d.M = M;
-  d.N = N;
-  d.eps = eps;
-  d.x = x.const_data_ptr();
-  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
-  d.bias = b.defined() ? b.const_data_ptr() : nullptr;
-  d.y = y.data_ptr();
-  d.mean = mean.data_ptr();
-  d.rstd = rstd.data_ptr();
-  if (x.numel() > 0 || M > 0) NPU_CHECK(npu_kernels::layer_norm(current_native_stream(input.device().index()), d));
-  return {y, mean, rstd};
-}
-
-std::tuple<T, T, T> native_layer_norm_backward(const T& grad_out, const T& input, c10::IntArrayRef normalized_shape,
-                                               const T& mean, const T& rstd, const std::optional<T>& weight,
-                                               const std::optional<T>& bias, std::array<bool, 3> mask) {
-  check_npu(input, "native_layer_norm_backward");
-  const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
-  auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
-  c10::DeviceGuard guard(input.device());
-  const T x = input.contiguous();
-  const T dy = grad_out.scalar_type() == x.scalar_type() ? grad_out.contiguous() : grad_out.to(x.scalar_type()).contiguous();
-  const T mu = mean.to(x.scalar_type()).contiguous(), rs = rstd.to(x.scalar_type()).contiguous();
-  const T w = param_as(weight, x);
-  T dx, dw, db;
-  if (mask[0]) dx = at::empty(x.sizes(), x.options());
-  if (mask[1] && w0.defined()) dw = at::empty(w0.sizes(), x.options());
-  if (mask[2] && b0.defined()) db = at::empty(b0.sizes(), x.options());
-  if (M == 0 || N == 0) {
-    if (dw.defined()) dw.zero_();
-    if (db.defined()) db.zero_();
-  } else {
-    npu_kernels::LayerNormDesc d;
-    d.dtype = kernel_dtype(x.scalar_type(), "native_layer_norm_backward");
-    d.M = M;
-    d.N = N;
-    d.x = x.const_data_ptr();
-    d.dy = dy.const_data_ptr();
-    d.mean = const_cast<void*>(mu.const_data_ptr());
-    d.rstd = const_cast<void*>(rs.const_data_ptr());
-    d.weight = w.defined() ? w.const_data_ptr() : nullptr;
-    d.dx = dx.defined() ? dx.data_ptr() : nullptr;
-    d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
-    d.dbias = db.defined() ? db.data_ptr() : nullptr;
-    NPU_CHECK(npu_kernels::layer_norm_backward(current_native_stream(input.device().index()), d));
-  }
-  if (dw.defined() && dw.scalar_type() != w0.scalar_type()) dw = dw.to(w0.scalar_type());
-  if (db.defined() && db.scalar_type() != b0.scalar_type()) db = db.to(b0.scalar_type());
-  return {dx, dw, db};
-}
-
 // ---- nll_loss ----
 void fill_nll(npu_kernels::NllLossDesc& d, const T& self, const T& target, const T& weight, int64_t reduction,
               int64_t ignore_index) {
@@ -209,121 +146,10 @@ void fill_nll(npu_kernels::NllLossDesc& d, const T& self, const T& target, const
   d.weight = weight.defined() ? weight.const_data_ptr() : nullptr;
 }
 
-std::tuple<T&, T&> nll_loss_forward_out(const T& self, const T& target, const std::optional<T>& weight_opt,
-                                        int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
-  check_npu(self, "nll_loss_forward");
-  check_device_arg("nll_loss_forward", "target", target, self.device());
-  const T w0 = weight_opt.has_value() ? *weight_opt : T();
-  check_device_arg("nll_loss_forward", "weight", w0, self.device());
-  auto m = meta_out<at::meta::structured_nll_loss_forward, 2>({output, total_weight}, self, target,
-                                                              at::OptionalTensorRef(w0), reduction, ignore_index);
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), "nll_loss: expected a floating point input, got ",
-                              self.scalar_type());
-  c10::DeviceGuard guard(self.device());
-  const T x = self.contiguous();
-  const T t = target.to(at::kLong).contiguous();
-  const T w = w0.defined() ? w0.to(self.scalar_type()).contiguous() : T();
-  npu_kernels::NllLossDesc d;
-  fill_nll(d, x, t, w, reduction, ignore_index);
-  into_contiguous(output, [&](const T& o) {
-    d.out = o.data_ptr();
-    d.total_weight = total_weight.data_ptr();
-    NPU_CHECK(npu_kernels::nll_loss_forward(current_native_stream(self.device().index()), d));
-  });
-  if (reduction == 0) total_weight.zero_();
-  return {output, total_weight};
-}
-
-std::tuple<T, T> nll_loss_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
-                                  int64_t ignore_index) {
-  T output = at::empty({0}, self.options());
-  T total_weight = at::empty({0}, self.options());
-  nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
-  return {output, total_weight};
-}
-
-T& nll_loss_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight_opt,
-                         int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
-  check_npu(self, "nll_loss_backward");
-  check_device_arg("nll_loss_backward", "target", target, self.device());
-  check_device_arg("nll_loss_backward", "grad_output", grad_output, self.device());
-  const T w0 = weight_opt.has_value() ? *weight_opt : T();
-  check_device_arg("nll_loss_backward", "weight", w0, self.device());
-  auto m = meta_out<at::meta::structured_nll_loss_backward>({grad_input}, grad_output, self, target,
-                                                            at::OptionalTensorRef(w0), reduction, ignore_index,
-                                                            total_weight);
-  c10::DeviceGuard guard(self.device());
-  const T t = target.to(at::kLong).contiguous();
-  const T w = w0.defined() ? w0.to(self.scalar_type()).contiguous() : T();
-  const T g = grad_output.to(self.scalar_type()).contiguous();
-  const T tw = total_weight.to(self.scalar_type()).contiguous();
-  npu_kernels::NllLossDesc d;
-  fill_nll(d, self, t, w, reduction, ignore_index);
-  d.input = nullptr;
-  d.grad_out = g.const_data_ptr();
-  d.total_weight_in = tw.const_data_ptr();
-  into_contiguous(grad_input, [&](const T& o) {
-    d.grad_in = o.data_ptr();
-    NPU_CHECK(npu_kernels::nll_loss_backward(current_native_stream(self.device().index()), d));
-  });
-  return grad_input;
-}
-
-T nll_loss_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
-                    int64_t reduction, int64_t ignore_index, const T& total_weight) {
-  T grad_input = at::empty({0}, self.options());
-  return nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input);
-}
-
-
 // nll_loss2d: (N, C, H, W) scores as (N*H*W, C) rows for the nll_loss kernels.
 T to_rows(const T& self) {
   TORCH_CHECK(self.dim() == 4, "nll_loss2d: expected a 4-D input, got ", self.dim(), " dims");
   return self.permute({0, 2, 3, 1}).reshape({-1, self.size(1)}).contiguous();
-}
-
-std::tuple<T&, T&> nll_loss2d_forward_out(const T& self, const T& target, const std::optional<T>& weight,
-                                          int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
-  check_npu(self, "nll_loss2d_forward");
-  TORCH_CHECK(target.dim() == 3 && target.size(0) == self.size(0) && target.size(1) == self.size(2) &&
-                  target.size(2) == self.size(3),
-              "nll_loss2d: expected target of size (", self.size(0), ", ", self.size(2), ", ", self.size(3), "), got ",
-              target.sizes());
-  T out_rows = at::empty({0}, self.options());
-  nll_loss_forward_out(to_rows(self), target.reshape({-1}), weight, reduction, ignore_index, out_rows, total_weight);
-  if (reduction == at::Reduction::None) {
-    at::native::resize_output(output, target.sizes());
-    output.copy_(out_rows.view(target.sizes()));
-  } else {
-    at::native::resize_output(output, {});
-    output.copy_(out_rows);
-  }
-  return {output, total_weight};
-}
-
-std::tuple<T, T> nll_loss2d_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
-                                    int64_t ignore_index) {
-  T output = at::empty({0}, self.options()), total_weight = at::empty({0}, self.options());
-  nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
-  return {output, total_weight};
-}
-
-T& nll_loss2d_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
-                           int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
-  check_npu(self, "nll_loss2d_backward");
-  const T rows = to_rows(self);
-  const T g = reduction == at::Reduction::None ? grad_output.reshape({-1}) : grad_output;
-  T gi_rows = at::empty({0}, self.options());
-  nll_loss_backward_out(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight, gi_rows);
-  at::native::resize_output(grad_input, self.sizes());
-  grad_input.copy_(gi_rows.view({self.size(0), self.size(2), self.size(3), self.size(1)}).permute({0, 3, 1, 2}));
-  return grad_input;
-}
-
-T nll_loss2d_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
-                      int64_t reduction, int64_t ignore_index, const T& total_weight) {
-  T gi = at::empty({0}, self.options());
-  return nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, gi);
 }
 
 // ---- elementwise losses: the kernel writes elementwise values, the reduction engine reduces them ----
@@ -413,13 +239,220 @@ T bn_param(const std::optional<T>& p, at::ScalarType acc) {
   return p->to(acc).contiguous();
 }
 
-std::tuple<T, T, T> batch_norm_impl(const T& input, const std::optional<T>& weight, const std::optional<T>& bias,
+}  // namespace
+
+T NF::_softmax(const T& s, int64_t d, bool h) { return softmax_fn<structured__softmax>(s, d, h, false); }
+
+T NF::_log_softmax(const T& s, int64_t d, bool h) { return softmax_fn<structured__log_softmax>(s, d, h, true); }
+
+T& NF::_softmax_out(const T& s, int64_t d, bool h, T& o) {
+  return softmax_out<structured__softmax>(s, d, h, false, o);
+}
+
+T& NF::_log_softmax_out(const T& s, int64_t d, bool h, T& o) {
+  return softmax_out<structured__log_softmax>(s, d, h, true, o);
+}
+
+T NF::_softmax_backward_data(const T& g, const T& y, int64_t d, at::ScalarType t) {
+  return softmax_bwd_fn<structured__softmax_backward_data>(g, y, d, t, false);
+}
+
+T NF::_log_softmax_backward_data(const T& g, const T& y, int64_t d, at::ScalarType t) {
+  return softmax_bwd_fn<structured__log_softmax_backward_data>(g, y, d, t, true);
+}
+
+T& NF::_softmax_backward_data_out(const T& g, const T& y, int64_t d, at::ScalarType t, T& o) {
+  return softmax_bwd_out<structured__softmax_backward_data>(g, y, d, t, false, o);
+}
+
+T& NF::_log_softmax_backward_data_out(const T& g, const T& y, int64_t d, at::ScalarType t, T& o) {
+  return softmax_bwd_out<structured__log_softmax_backward_data>(g, y, d, t, true, o);
+}
+
+std::tuple<T, T, T> NF::native_layer_norm(const T& input, c10::IntArrayRef normalized_shape, const std::optional<T>& weight,
+                                      const std::optional<T>& bias, double eps) {
+  check_npu(input, "native_layer_norm");
+  const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
+  auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()), "native_layer_norm: expected a floating point input, got ",
+              input.scalar_type());
+  c10::DeviceGuard guard(input.device());
+  const T x = input.contiguous();
+  const T w = param_as(weight, x), b = param_as(bias, x);
+  T y = at::empty(x.sizes(), x.options());
+  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  T mean = at::empty(stat_shape(input, axis), x.options());
+  T rstd = at::empty(stat_shape(input, axis), x.options());
+  npu_kernels::LayerNormDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_layer_norm");
+  d.M = M;
+  d.N = N;
+  d.eps = eps;
+  d.x = x.const_data_ptr();
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.bias = b.defined() ? b.const_data_ptr() : nullptr;
+  d.y = y.data_ptr();
+  d.mean = mean.data_ptr();
+  d.rstd = rstd.data_ptr();
+  if (x.numel() > 0 || M > 0) NPU_CHECK(npu_kernels::layer_norm(current_native_stream(input.device().index()), d));
+  return {y, mean, rstd};
+}
+
+std::tuple<T, T, T> NF::native_layer_norm_backward(const T& grad_out, const T& input, c10::IntArrayRef normalized_shape,
+                                               const T& mean, const T& rstd, const std::optional<T>& weight,
+                                               const std::optional<T>& bias, std::array<bool, 3> mask) {
+check_npu(input, "native_layer_norm_backward");
+const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
+auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
+c10::DeviceGuard guard(input.device());
+const T x = input.contiguous();
+const T dy = grad_out.scalar_type() == x.scalar_type() ? grad_out.contiguous() : grad_out.to(x.scalar_type()).contiguous();
+const T mu = mean.to(x.scalar_type()).contiguous(), rs = rstd.to(x.scalar_type()).contiguous();
+const T w = param_as(weight, x);
+T dx, dw, db;
+if (mask[0]) dx = at::empty(x.sizes(), x.options());
+if (mask[1] && w0.defined()) dw = at::empty(w0.sizes(), x.options());
+if (mask[2] && b0.defined()) db = at::empty(b0.sizes(), x.options());
+if (M == 0 || N == 0) {
+  if (dw.defined()) dw.zero_();
+  if (db.defined()) db.zero_();
+} else {
+  npu_kernels::LayerNormDesc d;
+  d.dtype = kernel_dtype(x.scalar_type(), "native_layer_norm_backward");
+  d.M = M;
+  d.N = N;
+  d.x = x.const_data_ptr();
+  d.dy = dy.const_data_ptr();
+  d.mean = const_cast<void*>(mu.const_data_ptr());
+  d.rstd = const_cast<void*>(rs.const_data_ptr());
+  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+  d.dx = dx.defined() ? dx.data_ptr() : nullptr;
+  d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
+  d.dbias = db.defined() ? db.data_ptr() : nullptr;
+  NPU_CHECK(npu_kernels::layer_norm_backward(current_native_stream(input.device().index()), d));
+}
+  if (dw.defined() && dw.scalar_type() != w0.scalar_type()) dw = dw.to(w0.scalar_type());
+  if (db.defined() && db.scalar_type() != b0.scalar_type()) db = db.to(b0.scalar_type());
+  return {dx, dw, db};
+}
+
+std::tuple<T, T> NF::nll_loss_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
+                                  int64_t ignore_index) {
+  T output = at::empty({0}, self.options());
+  T total_weight = at::empty({0}, self.options());
+  NF::nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+std::tuple<T&, T&> NF::nll_loss_forward_out(const T& self, const T& target, const std::optional<T>& weight_opt,
+                                        int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
+  check_npu(self, "nll_loss_forward");
+  check_device_arg("nll_loss_forward", "target", target, self.device());
+  const T w0 = weight_opt.has_value() ? *weight_opt : T();
+  check_device_arg("nll_loss_forward", "weight", w0, self.device());
+  auto m = meta_out<at::meta::structured_nll_loss_forward, 2>({output, total_weight}, self, target,
+                                                              at::OptionalTensorRef(w0), reduction, ignore_index);
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), "nll_loss: expected a floating point input, got ",
+                              self.scalar_type());
+  c10::DeviceGuard guard(self.device());
+  const T x = self.contiguous();
+  const T t = target.to(at::kLong).contiguous();
+  const T w = w0.defined() ? w0.to(self.scalar_type()).contiguous() : T();
+  npu_kernels::NllLossDesc d;
+  fill_nll(d, x, t, w, reduction, ignore_index);
+  into_contiguous(output, [&](const T& o) {
+    d.out = o.data_ptr();
+    d.total_weight = total_weight.data_ptr();
+    NPU_CHECK(npu_kernels::nll_loss_forward(current_native_stream(self.device().index()), d));
+  });
+  if (reduction == 0) total_weight.zero_();
+  return {output, total_weight};
+}
+
+T NF::nll_loss_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
+                    int64_t reduction, int64_t ignore_index, const T& total_weight) {
+  T grad_input = at::empty({0}, self.options());
+  return NF::nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input);
+}
+
+T& NF::nll_loss_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight_opt,
+                         int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
+  check_npu(self, "nll_loss_backward");
+  check_device_arg("nll_loss_backward", "target", target, self.device());
+  check_device_arg("nll_loss_backward", "grad_output", grad_output, self.device());
+  const T w0 = weight_opt.has_value() ? *weight_opt : T();
+  check_device_arg("nll_loss_backward", "weight", w0, self.device());
+  auto m = meta_out<at::meta::structured_nll_loss_backward>({grad_input}, grad_output, self, target,
+                                                            at::OptionalTensorRef(w0), reduction, ignore_index,
+                                                            total_weight);
+  c10::DeviceGuard guard(self.device());
+  const T t = target.to(at::kLong).contiguous();
+  const T w = w0.defined() ? w0.to(self.scalar_type()).contiguous() : T();
+  const T g = grad_output.to(self.scalar_type()).contiguous();
+  const T tw = total_weight.to(self.scalar_type()).contiguous();
+  npu_kernels::NllLossDesc d;
+  fill_nll(d, self, t, w, reduction, ignore_index);
+  d.input = nullptr;
+  d.grad_out = g.const_data_ptr();
+  d.total_weight_in = tw.const_data_ptr();
+  into_contiguous(grad_input, [&](const T& o) {
+    d.grad_in = o.data_ptr();
+    NPU_CHECK(npu_kernels::nll_loss_backward(current_native_stream(self.device().index()), d));
+  });
+  return grad_input;
+}
+
+std::tuple<T, T> NF::nll_loss2d_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
+                                    int64_t ignore_index) {
+  T output = at::empty({0}, self.options()), total_weight = at::empty({0}, self.options());
+  NF::nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
+  return {output, total_weight};
+}
+
+std::tuple<T&, T&> NF::nll_loss2d_forward_out(const T& self, const T& target, const std::optional<T>& weight,
+                                          int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
+check_npu(self, "nll_loss2d_forward");
+TORCH_CHECK(target.dim() == 3 && target.size(0) == self.size(0) && target.size(1) == self.size(2) &&
+                target.size(2) == self.size(3),
+            "nll_loss2d: expected target of size (", self.size(0), ", ", self.size(2), ", ", self.size(3), "), got ",
+            target.sizes());
+T out_rows = at::empty({0}, self.options());
+NF::nll_loss_forward_out(to_rows(self), target.reshape({-1}), weight, reduction, ignore_index, out_rows, total_weight);
+if (reduction == at::Reduction::None) {
+  at::native::resize_output(output, target.sizes());
+  output.copy_(out_rows.view(target.sizes()));
+} else {
+  at::native::resize_output(output, {});
+  output.copy_(out_rows);
+}
+  return {output, total_weight};
+}
+
+T NF::nll_loss2d_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
+                      int64_t reduction, int64_t ignore_index, const T& total_weight) {
+  T gi = at::empty({0}, self.options());
+  return NF::nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, gi);
+}
+
+T& NF::nll_loss2d_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
+                           int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
+  check_npu(self, "nll_loss2d_backward");
+  const T rows = to_rows(self);
+  const T g = reduction == at::Reduction::None ? grad_output.reshape({-1}) : grad_output;
+  T gi_rows = at::empty({0}, self.options());
+  NF::nll_loss_backward_out(g, rows, target.reshape({-1}), weight, reduction, ignore_index, total_weight, gi_rows);
+  at::native::resize_output(grad_input, self.sizes());
+  grad_input.copy_(gi_rows.view({self.size(0), self.size(2), self.size(3), self.size(1)}).permute({0, 3, 1, 2}));
+  return grad_input;
+}
+
+std::tuple<T, T, T> NF::native_batch_norm(const T& input, const std::optional<T>& weight, const std::optional<T>& bias,
                                     const std::optional<T>& running_mean, const std::optional<T>& running_var,
                                     bool training, double momentum, double eps) {
-  check_npu(input, "native_batch_norm");
-  for (const auto* p : {&weight, &bias, &running_mean, &running_var}) {
-    if (p->has_value()) check_device_arg("native_batch_norm", "weight/bias/running stats", **p, input.device());
-  }
+check_npu(input, "native_batch_norm");
+for (const auto* p : {&weight, &bias, &running_mean, &running_var}) {
+  if (p->has_value()) check_device_arg("native_batch_norm", "weight/bias/running stats", **p, input.device());
+}
   TORCH_CHECK(input.dim() >= 2, "native_batch_norm: expected an input with at least 2 dims, got ", input.dim());
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()),
                               "native_batch_norm: expected a floating point input, got ", input.scalar_type());
@@ -466,7 +499,17 @@ std::tuple<T, T, T> batch_norm_impl(const T& input, const std::optional<T>& weig
   return {y, save_mean, save_invstd};
 }
 
-std::tuple<T, T, T> batch_norm_backward(const T& grad_out, const T& input, const std::optional<T>& weight,
+::std::tuple<at::Tensor,at::Tensor,at::Tensor> NF::_native_batch_norm_legit(const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
+                                        bool training, double momentum, double eps) {
+  return NF::native_batch_norm(x, w, b, rm, rv, training, momentum, eps);
+}
+
+::std::tuple<at::Tensor,at::Tensor,at::Tensor> NF::_native_batch_norm_legit(const T& x, const std::optional<T>& w, const std::optional<T>& b,
+                                                 bool training, double momentum, double eps) {
+  return NF::native_batch_norm(x, w, b, std::nullopt, std::nullopt, training, momentum, eps);
+}
+
+std::tuple<T, T, T> NF::native_batch_norm_backward(const T& grad_out, const T& input, const std::optional<T>& weight,
                                         const std::optional<T>& running_mean, const std::optional<T>& running_var,
                                         const std::optional<T>& save_mean, const std::optional<T>& save_invstd,
                                         bool train, double eps, std::array<bool, 3> mask) {
@@ -509,26 +552,40 @@ std::tuple<T, T, T> batch_norm_backward(const T& grad_out, const T& input, const
   return {dx, dw, db};
 }
 
+// The training-mode entry of newer ATen graphs: the same kernel, no reserve space (an empty one, as CPU).
+::std::tuple<at::Tensor,at::Tensor,at::Tensor,at::Tensor> NF::_batch_norm_with_update(const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
+                                       double momentum, double eps) {
+  auto [y, mean, invstd] = NF::native_batch_norm(x, w, b, rm, rv, true, momentum, eps);
+  return std::make_tuple(y, mean, invstd, at::empty({0}, x.options().dtype(at::kByte)));
+}
+
+::std::tuple<at::Tensor,at::Tensor,at::Tensor> NF::batch_norm_backward(const T& g, const T& x, const T& w, const std::optional<T>& rm,
+                                   const std::optional<T>& rv, const std::optional<T>& save_mean,
+                                   const std::optional<T>& save_var, bool update, double eps,
+                                   std::array<bool, 3> mask, const T& /*reserve*/) {
+  return NF::native_batch_norm_backward(g, x, w, rm, rv, save_mean, save_var, update, eps, mask);
+}
+
 // native_group_norm with CUDA's checks (X contiguous, X.numel() == N * C * HxW, C divisible by group, per-channel
 // weight and bias) and CUDA's arithmetic: statistics and the affine step in the accumulation type, one rounding to X's
 // dtype at the end. Without it ATen's math_group_norm ran, which rounds the normalized value to float16/bfloat16
 // before the affine step and accepts non-contiguous inputs CUDA refuses.
-std::tuple<T, T, T> group_norm_forward(const T& X, const std::optional<T>& gamma_opt, const std::optional<T>& beta_opt,
+std::tuple<T, T, T> NF::native_group_norm(const T& X, const std::optional<T>& gamma_opt, const std::optional<T>& beta_opt,
                                        int64_t N, int64_t C, int64_t HxW, int64_t group, double eps) {
-  check_npu(X, "native_group_norm");
-  const T gamma = gamma_opt.value_or(T()), beta = beta_opt.value_or(T());
-  TORCH_CHECK(group > 0, "Expected num groups to be greater than 0, got ", group);
-  TORCH_CHECK(C % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of "
-              "shape ", X.sizes(), " and num_groups=", group);
-  TORCH_CHECK(!gamma.defined() || (gamma.dim() == 1 && gamma.numel() == C), "Expected weight to be a vector of size "
-              "equal to the number of channels in input, but got weight of shape ", gamma.sizes(),
-              " and input of shape ", X.sizes());
-  TORCH_CHECK(!beta.defined() || (beta.dim() == 1 && beta.numel() == C), "Expected bias to be a vector of size equal "
-              "to the number of channels in input, but got bias of shape ", beta.sizes(), " and input of shape ",
-              X.sizes());
-  for (const T* p : {&gamma, &beta}) {
-    if (p->defined()) check_device_arg("native_group_norm", "weight/bias", *p, X.device());
-  }
+check_npu(X, "native_group_norm");
+const T gamma = gamma_opt.value_or(T()), beta = beta_opt.value_or(T());
+TORCH_CHECK(group > 0, "Expected num groups to be greater than 0, got ", group);
+TORCH_CHECK(C % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of "
+            "shape ", X.sizes(), " and num_groups=", group);
+TORCH_CHECK(!gamma.defined() || (gamma.dim() == 1 && gamma.numel() == C), "Expected weight to be a vector of size "
+            "equal to the number of channels in input, but got weight of shape ", gamma.sizes(),
+            " and input of shape ", X.sizes());
+TORCH_CHECK(!beta.defined() || (beta.dim() == 1 && beta.numel() == C), "Expected bias to be a vector of size equal "
+            "to the number of channels in input, but got bias of shape ", beta.sizes(), " and input of shape ",
+            X.sizes());
+for (const T* p : {&gamma, &beta}) {
+  if (p->defined()) check_device_arg("native_group_norm", "weight/bias", *p, X.device());
+}
   TORCH_CHECK(X.is_contiguous(), "Expected X.is_contiguous(memory_format) to be true, but got false.");
   TORCH_CHECK(X.numel() == N * C * HxW, "Expected X.numel() == N * C * HxW to be true, but got false.");
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(X.scalar_type()), "native_group_norm: expected a floating point "
@@ -551,7 +608,7 @@ std::tuple<T, T, T> group_norm_forward(const T& X, const std::optional<T>& gamma
           rstd.view({N, group}).to(stats_type)};
 }
 
-std::tuple<T, T, T> group_norm_backward(const T& grad_out, const T& input, const T& mean, const T& rstd,
+std::tuple<T, T, T> NF::native_group_norm_backward(const T& grad_out, const T& input, const T& mean, const T& rstd,
                                         const std::optional<T>& weight, int64_t N, int64_t C, int64_t HxW,
                                         int64_t group, std::array<bool, 3> mask) {
   check_npu(input, "native_group_norm_backward");
@@ -587,121 +644,73 @@ std::tuple<T, T, T> group_norm_backward(const T& grad_out, const T& input, const
   return {dx, dw, db};
 }
 
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  using namespace at::meta;
-  m.impl("_softmax", [](const T& s, int64_t d, bool h) { return softmax_fn<structured__softmax>(s, d, h, false); });
-  m.impl("_log_softmax",
-         [](const T& s, int64_t d, bool h) { return softmax_fn<structured__log_softmax>(s, d, h, true); });
-  m.impl("_softmax.out", [](const T& s, int64_t d, bool h, T& o) -> T& {
-    return softmax_out<structured__softmax>(s, d, h, false, o);
-  });
-  m.impl("_log_softmax.out", [](const T& s, int64_t d, bool h, T& o) -> T& {
-    return softmax_out<structured__log_softmax>(s, d, h, true, o);
-  });
-  m.impl("_softmax_backward_data", [](const T& g, const T& y, int64_t d, at::ScalarType t) {
-    return softmax_bwd_fn<structured__softmax_backward_data>(g, y, d, t, false);
-  });
-  m.impl("_log_softmax_backward_data", [](const T& g, const T& y, int64_t d, at::ScalarType t) {
-    return softmax_bwd_fn<structured__log_softmax_backward_data>(g, y, d, t, true);
-  });
-  m.impl("_softmax_backward_data.out", [](const T& g, const T& y, int64_t d, at::ScalarType t, T& o) -> T& {
-    return softmax_bwd_out<structured__softmax_backward_data>(g, y, d, t, false, o);
-  });
-  m.impl("_log_softmax_backward_data.out", [](const T& g, const T& y, int64_t d, at::ScalarType t, T& o) -> T& {
-    return softmax_bwd_out<structured__log_softmax_backward_data>(g, y, d, t, true, o);
-  });
-  m.impl("native_layer_norm", native_layer_norm);
-  m.impl("native_layer_norm_backward", native_layer_norm_backward);
-  m.impl("nll_loss_forward", nll_loss_forward);
-  m.impl("nll_loss_forward.output", nll_loss_forward_out);
-  m.impl("nll_loss_backward", nll_loss_backward);
-  m.impl("nll_loss_backward.grad_input", nll_loss_backward_out);
-  m.impl("nll_loss2d_forward", nll_loss2d_forward);
-  m.impl("nll_loss2d_forward.output", nll_loss2d_forward_out);
-  m.impl("nll_loss2d_backward", nll_loss2d_backward);
-  m.impl("nll_loss2d_backward.grad_input", nll_loss2d_backward_out);
-  m.impl("native_batch_norm", batch_norm_impl);
-  m.impl("_native_batch_norm_legit", [](const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
-                                        bool training, double momentum, double eps) {
-    return batch_norm_impl(x, w, b, rm, rv, training, momentum, eps);
-  });
-  m.impl("_native_batch_norm_legit.no_stats", [](const T& x, const std::optional<T>& w, const std::optional<T>& b,
-                                                 bool training, double momentum, double eps) {
-    return batch_norm_impl(x, w, b, std::nullopt, std::nullopt, training, momentum, eps);
-  });
-  m.impl("native_batch_norm_backward", batch_norm_backward);
-  // The training-mode entry of newer ATen graphs: the same kernel, no reserve space (an empty one, as CPU).
-  m.impl("_batch_norm_with_update", [](const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
-                                       double momentum, double eps) {
-    auto [y, mean, invstd] = batch_norm_impl(x, w, b, rm, rv, true, momentum, eps);
-    return std::make_tuple(y, mean, invstd, at::empty({0}, x.options().dtype(at::kByte)));
-  });
-  m.impl("batch_norm_backward", [](const T& g, const T& x, const T& w, const std::optional<T>& rm,
-                                   const std::optional<T>& rv, const std::optional<T>& save_mean,
-                                   const std::optional<T>& save_var, bool update, double eps,
-                                   std::array<bool, 3> mask, const T& /*reserve*/) {
-    return batch_norm_backward(g, x, w, rm, rv, save_mean, save_var, update, eps, mask);
-  });
-  m.impl("native_group_norm", group_norm_forward);
-  m.impl("native_group_norm_backward", group_norm_backward);
-  m.impl("mse_loss", [](const T& s, const T& t, int64_t r) {
-    T o = fresh(s);
-    return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
-  });
-  m.impl("mse_loss.out", [](const T& s, const T& t, int64_t r, T& o) -> T& {
-    return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
-  });
-  m.impl("mse_loss_backward", [](const T& g, const T& s, const T& t, int64_t r) {
-    T o = fresh(s);
-    return loss_backward(LossKind::kMse, "mse_loss_backward", g, s, t, T(), r, 0, o);
-  });
-  m.impl("mse_loss_backward.grad_input", [](const T& g, const T& s, const T& t, int64_t r, T& o) -> T& {
-    return loss_backward(LossKind::kMse, "mse_loss_backward", g, s, t, T(), r, 0, o);
-  });
-  m.impl("smooth_l1_loss", [](const T& s, const T& t, int64_t r, double beta) {
-    T o = fresh(s);
-    return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
-  });
-  m.impl("smooth_l1_loss.out", [](const T& s, const T& t, int64_t r, double beta, T& o) -> T& {
-    return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
-  });
-  m.impl("smooth_l1_loss_backward", [](const T& g, const T& s, const T& t, int64_t r, double beta) {
-    T o = fresh(s);
-    return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
-  });
-  m.impl("smooth_l1_loss_backward.grad_input",
-         [](const T& g, const T& s, const T& t, int64_t r, double beta, T& o) -> T& {
-           return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
-         });
-  m.impl("huber_loss", [](const T& s, const T& t, int64_t r, double delta) {
-    TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
-    T o = fresh(s);
-    return loss_forward(LossKind::kHuber, "huber_loss", s, t, T(), r, delta, o);
-  });
-  m.impl("huber_loss.out", [](const T& s, const T& t, int64_t r, double delta, T& o) -> T& {
-    TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
-    return loss_forward(LossKind::kHuber, "huber_loss", s, t, T(), r, delta, o);
-  });
-  m.impl("huber_loss_backward.out", [](const T& g, const T& s, const T& t, int64_t r, double delta, T& o) -> T& {
-    return loss_backward(LossKind::kHuber, "huber_loss_backward", g, s, t, T(), r, delta, o);
-  });
-  m.impl("binary_cross_entropy", [](const T& s, const T& t, const std::optional<T>& w, int64_t r) {
-    T o = fresh(s);
-    return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
-  });
-  m.impl("binary_cross_entropy.out", [](const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) -> T& {
-    return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
-  });
-  m.impl("binary_cross_entropy_backward", [](const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r) {
-    T o = fresh(s);
-    return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
-  });
-  m.impl("binary_cross_entropy_backward.grad_input",
-         [](const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) -> T& {
-           return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
-         });
+T NF::mse_loss(const T& s, const T& t, int64_t r) {
+  T o = fresh(s);
+  return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
 }
+
+T& NF::mse_loss_out(const T& s, const T& t, int64_t r, T& o) {
+  return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
+}
+
+T NF::mse_loss_backward(const T& g, const T& s, const T& t, int64_t r) {
+  T o = fresh(s);
+  return loss_backward(LossKind::kMse, "mse_loss_backward", g, s, t, T(), r, 0, o);
+}
+
+T& NF::mse_loss_backward_out(const T& g, const T& s, const T& t, int64_t r, T& o) {
+  return loss_backward(LossKind::kMse, "mse_loss_backward", g, s, t, T(), r, 0, o);
+}
+
+T NF::smooth_l1_loss(const T& s, const T& t, int64_t r, double beta) {
+  T o = fresh(s);
+  return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
+}
+
+T& NF::smooth_l1_loss_out(const T& s, const T& t, int64_t r, double beta, T& o) {
+  return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
+}
+
+T NF::smooth_l1_loss_backward(const T& g, const T& s, const T& t, int64_t r, double beta) {
+  T o = fresh(s);
+  return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
+}
+
+T& NF::smooth_l1_loss_backward_out(const T& g, const T& s, const T& t, int64_t r, double beta, T& o) {
+         return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
+       }
+
+T NF::huber_loss(const T& s, const T& t, int64_t r, double delta) {
+  TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  T o = fresh(s);
+  return loss_forward(LossKind::kHuber, "huber_loss", s, t, T(), r, delta, o);
+}
+
+T& NF::huber_loss_out(const T& s, const T& t, int64_t r, double delta, T& o) {
+  TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  return loss_forward(LossKind::kHuber, "huber_loss", s, t, T(), r, delta, o);
+}
+
+T& NF::huber_loss_backward_out(const T& g, const T& s, const T& t, int64_t r, double delta, T& o) {
+  return loss_backward(LossKind::kHuber, "huber_loss_backward", g, s, t, T(), r, delta, o);
+}
+
+T NF::binary_cross_entropy(const T& s, const T& t, const std::optional<T>& w, int64_t r) {
+  T o = fresh(s);
+  return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
+}
+
+T& NF::binary_cross_entropy_out(const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) {
+  return loss_forward(LossKind::kBce, "binary_cross_entropy", s, t, opt(w), r, 0, o);
+}
+
+T NF::binary_cross_entropy_backward(const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r) {
+  T o = fresh(s);
+  return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
+}
+
+T& NF::binary_cross_entropy_backward_out(const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) {
+         return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
+       }
 
 }  // namespace torch_npu_sim

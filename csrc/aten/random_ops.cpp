@@ -21,8 +21,11 @@
 #include "core/npu_generator.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/random.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
@@ -50,97 +53,14 @@ at::Tensor& fill_random(at::Tensor& self, const npu_kernels::RandomArgs& args, c
   return self;
 }
 
-at::Tensor& uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
-  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kUniform;
-  a.a = from;
-  a.b = to;
-  return fill_random(self, a, gen, "uniform_");
-}
-
-at::Tensor& normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
-  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kNormal;
-  a.a = mean;
-  a.b = std;
-  return fill_random(self, a, gen, "normal_");
-}
-
 // normal with tensor mean and/or std: a standard normal draw, scaled and shifted by ATen's own ops.
 at::Tensor& normal_scaled_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
                               at::Tensor& out) {
   TORCH_CHECK(!std.defined() || std.numel() == 0 || std.lt(0).nonzero().size(0) == 0,
               "normal expects all elements of std >= 0.0");
-  normal_(out, 0.0, 1.0, gen);
+  NF::normal_(out, 0.0, 1.0, gen);
   out.mul_(std).add_(mean);
   return out;
-}
-
-at::Tensor& normal_tensor_float_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
-                                    at::Tensor& out) {
-  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  at::native::resize_output(out, mean.sizes());
-  normal_(out, 0.0, std, gen);
-  out.add_(mean);
-  return out;
-}
-at::Tensor normal_tensor_float(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
-  at::Tensor out = at::empty(mean.sizes(), mean.options());
-  return normal_tensor_float_out(mean, std, gen, out);
-}
-at::Tensor& normal_float_tensor_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                                    at::Tensor& out) {
-  at::native::resize_output(out, std.sizes());
-  TORCH_CHECK(std.numel() == 0 || std.lt(0).nonzero().size(0) == 0, "normal expects all elements of std >= 0.0");
-  normal_(out, 0.0, 1.0, gen);
-  out.mul_(std).add_(mean);
-  return out;
-}
-at::Tensor normal_float_tensor(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
-  at::Tensor out = at::empty(std.sizes(), std.options());
-  return normal_float_tensor_out(mean, std, gen, out);
-}
-at::Tensor& normal_tensor_tensor_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                                     at::Tensor& out) {
-  at::native::resize_output(out, at::infer_size(mean.sizes(), std.sizes()));
-  return normal_scaled_out(mean, std, gen, out);
-}
-at::Tensor normal_tensor_tensor(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
-  at::Tensor out = at::empty(at::infer_size(mean.sizes(), std.sizes()), mean.options());
-  return normal_scaled_out(mean, std, gen, out);
-}
-
-at::Tensor& bernoulli_float(at::Tensor& self, double p, std::optional<at::Generator> gen) {
-  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kBernoulli;
-  a.a = p;
-  return fill_random(self, a, gen, "bernoulli_");
-}
-
-at::Tensor& bernoulli_tensor(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
-  check_real(self, "bernoulli_");
-  if (self.numel() == 0) return self;
-  c10::DeviceGuard guard(self.device());
-  TORCH_CHECK(at::is_expandable_to(p.sizes(), self.sizes()), "bernoulli_: p of shape ", p.sizes(),
-              " cannot be broadcast to ", self.sizes());
-  const at::Tensor pe = p.to(self.device()).expand(self.sizes());
-  const auto state = next_state(gen, self.device());
-  NPU_CHECK(npu_kernels::bernoulli_tensor(stream_of(self), tensor_desc(self, "bernoulli_"),
-                                          tensor_desc(pe, "bernoulli_"), state));
-  return self;
-}
-
-at::Tensor bernoulli(const at::Tensor& self, std::optional<at::Generator> gen) {
-  at::Tensor out = at::empty_like(self, at::MemoryFormat::Contiguous);
-  return bernoulli_tensor(out, self, gen);
-}
-
-at::Tensor& bernoulli_out(const at::Tensor& self, std::optional<at::Generator> gen, at::Tensor& out) {
-  at::native::resize_output(out, self.sizes());
-  return bernoulli_tensor(out, self, gen);
 }
 
 // The largest value random_ draws for a dtype when no `to` is given: 2^digits for floating types (so
@@ -170,23 +90,113 @@ at::Tensor& random_inclusive(at::Tensor& self, int64_t from, int64_t to_inclusiv
   return fill_random(self, a, gen, "random_");
 }
 
-at::Tensor& random_(at::Tensor& self, std::optional<at::Generator> gen) {
+}  // namespace
+
+at::Tensor& NF::uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kUniform;
+  a.a = from;
+  a.b = to;
+  return fill_random(self, a, gen, "uniform_");
+}
+
+at::Tensor& NF::normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kNormal;
+  a.a = mean;
+  a.b = std;
+  return fill_random(self, a, gen, "normal_");
+}
+
+at::Tensor NF::normal(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty(mean.sizes(), mean.options());
+  return NF::normal_out(mean, std, gen, out);
+}
+
+at::Tensor& NF::normal_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
+                                    at::Tensor& out) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  at::native::resize_output(out, mean.sizes());
+  NF::normal_(out, 0.0, std, gen);
+  out.add_(mean);
+  return out;
+}
+
+at::Tensor NF::normal(double mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty(std.sizes(), std.options());
+  return NF::normal_out(mean, std, gen, out);
+}
+
+at::Tensor& NF::normal_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                                    at::Tensor& out) {
+  at::native::resize_output(out, std.sizes());
+  TORCH_CHECK(std.numel() == 0 || std.lt(0).nonzero().size(0) == 0, "normal expects all elements of std >= 0.0");
+  NF::normal_(out, 0.0, 1.0, gen);
+  out.mul_(std).add_(mean);
+  return out;
+}
+
+at::Tensor NF::normal(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty(at::infer_size(mean.sizes(), std.sizes()), mean.options());
+  return normal_scaled_out(mean, std, gen, out);
+}
+
+at::Tensor& NF::normal_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
+                                     at::Tensor& out) {
+  at::native::resize_output(out, at::infer_size(mean.sizes(), std.sizes()));
+  return normal_scaled_out(mean, std, gen, out);
+}
+
+at::Tensor& NF::bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  npu_kernels::RandomArgs a;
+  a.kind = npu_kernels::RandomKind::kBernoulli;
+  a.a = p;
+  return fill_random(self, a, gen, "bernoulli_");
+}
+
+at::Tensor& NF::bernoulli_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
+  check_real(self, "bernoulli_");
+  if (self.numel() == 0) return self;
+  c10::DeviceGuard guard(self.device());
+  TORCH_CHECK(at::is_expandable_to(p.sizes(), self.sizes()), "bernoulli_: p of shape ", p.sizes(),
+              " cannot be broadcast to ", self.sizes());
+  const at::Tensor pe = p.to(self.device()).expand(self.sizes());
+  const auto state = next_state(gen, self.device());
+  NPU_CHECK(npu_kernels::bernoulli_tensor(stream_of(self), tensor_desc(self, "bernoulli_"),
+                                          tensor_desc(pe, "bernoulli_"), state));
+  return self;
+}
+
+at::Tensor NF::bernoulli(const at::Tensor& self, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return NF::bernoulli_(out, self, gen);
+}
+
+at::Tensor& NF::bernoulli_out(const at::Tensor& self, std::optional<at::Generator> gen, at::Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  return NF::bernoulli_(out, self, gen);
+}
+
+at::Tensor& NF::random_(at::Tensor& self, std::optional<at::Generator> gen) {
   return random_inclusive(self, 0, default_upper(self.scalar_type()), gen);
 }
 
-at::Tensor& random_from(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
-  if (to.has_value()) {
-    TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
-    return random_inclusive(self, from, *to - 1, gen);
-  }
+at::Tensor& NF::random_(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
+if (to.has_value()) {
+  TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
+  return random_inclusive(self, from, *to - 1, gen);
+}
   return random_inclusive(self, from, default_upper(self.scalar_type()), gen);
 }
 
-at::Tensor& random_to(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
-  return random_from(self, 0, to, gen);
+at::Tensor& NF::random_(at::Tensor& self, int64_t to, std::optional<at::Generator> gen) {
+  return NF::random_(self, 0, to, gen);
 }
 
-at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+at::Tensor& NF::exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
   TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
   npu_kernels::RandomArgs a;
   a.kind = npu_kernels::RandomKind::kExponential;
@@ -194,7 +204,7 @@ at::Tensor& exponential_(at::Tensor& self, double lambd, std::optional<at::Gener
   return fill_random(self, a, gen, "exponential_");
 }
 
-at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+at::Tensor& NF::log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
   npu_kernels::RandomArgs a;
   a.kind = npu_kernels::RandomKind::kLogNormal;
@@ -203,7 +213,7 @@ at::Tensor& log_normal_(at::Tensor& self, double mean, double std, std::optional
   return fill_random(self, a, gen, "log_normal_");
 }
 
-at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+at::Tensor& NF::geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
   TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
   npu_kernels::RandomArgs a;
   a.kind = npu_kernels::RandomKind::kGeometric;
@@ -211,7 +221,7 @@ at::Tensor& geometric_(at::Tensor& self, double p, std::optional<at::Generator> 
   return fill_random(self, a, gen, "geometric_");
 }
 
-at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+at::Tensor& NF::cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
   TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
   npu_kernels::RandomArgs a;
   a.kind = npu_kernels::RandomKind::kCauchy;
@@ -220,21 +230,26 @@ at::Tensor& cauchy_(at::Tensor& self, double median, double sigma, std::optional
   return fill_random(self, a, gen, "cauchy_");
 }
 
-at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool replacement,
+at::Tensor NF::multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> gen) {
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
+  return NF::multinomial_out(self, n_sample, replacement, gen, out);
+}
+
+at::Tensor& NF::multinomial_out(const at::Tensor& self, int64_t n_sample, bool replacement,
                             std::optional<at::Generator> gen, at::Tensor& out) {
-  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
-  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
-              self.scalar_type());
-  const int64_t cats = self.size(-1);
-  TORCH_CHECK(replacement || n_sample <= cats, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
-  c10::DeviceGuard guard(self.device());
-  const at::Tensor p2 = self.dim() == 1 ? self.unsqueeze(0) : self;
-  if (self.dim() == 1) {
-    at::native::resize_output(out, {n_sample});
-  } else {
-    at::native::resize_output(out, {self.size(0), n_sample});
-  }
+TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+            self.scalar_type());
+const int64_t cats = self.size(-1);
+TORCH_CHECK(replacement || n_sample <= cats, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+c10::DeviceGuard guard(self.device());
+const at::Tensor p2 = self.dim() == 1 ? self.unsqueeze(0) : self;
+if (self.dim() == 1) {
+  at::native::resize_output(out, {n_sample});
+} else {
+  at::native::resize_output(out, {self.size(0), n_sample});
+}
   if (out.numel() == 0) return out;
   at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
   const auto state = next_state(gen, self.device());
@@ -244,12 +259,7 @@ at::Tensor& multinomial_out(const at::Tensor& self, int64_t n_sample, bool repla
   return out;
 }
 
-at::Tensor multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> gen) {
-  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
-  return multinomial_out(self, n_sample, replacement, gen, out);
-}
-
-at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
+at::Tensor& NF::randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {
   TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
   out.resize_({n});
   if (n == 0) return out;
@@ -259,12 +269,12 @@ at::Tensor& randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor
   return out;
 }
 
-std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
-  c10::DeviceGuard guard(input.device());
-  TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-  if (input.numel() == 0 || !train.value_or(true) || p == 0.0) {
-    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
-  }
+std::tuple<at::Tensor, at::Tensor> NF::native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
+c10::DeviceGuard guard(input.device());
+TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+if (input.numel() == 0 || !train.value_or(true) || p == 0.0) {
+  return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+}
   at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
   at::Tensor mask = at::empty(input.sizes(), input.options().dtype(at::kBool));
   const double scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);
@@ -274,7 +284,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor& input, doubl
   return {out, mask};
 }
 
-at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
+at::Tensor NF::native_dropout_backward(const at::Tensor& grad, const at::Tensor& mask, double scale) {
   c10::DeviceGuard guard(grad.device());
   TORCH_CHECK(mask.scalar_type() == at::kBool, "Mask should be Bool Scalar Type", mask.scalar_type());
   // CUDA's kernel is floating-only (CPU's grad * mask * scale would promote an integer grad to float)
@@ -293,32 +303,4 @@ at::Tensor native_dropout_backward(const at::Tensor& grad, const at::Tensor& mas
   return out;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("uniform_", uniform_);
-  m.impl("normal_", normal_);
-  m.impl("normal.Tensor_float", normal_tensor_float);
-  m.impl("normal.Tensor_float_out", normal_tensor_float_out);
-  m.impl("normal.float_Tensor", normal_float_tensor);
-  m.impl("normal.float_Tensor_out", normal_float_tensor_out);
-  m.impl("normal.Tensor_Tensor", normal_tensor_tensor);
-  m.impl("normal.Tensor_Tensor_out", normal_tensor_tensor_out);
-  m.impl("bernoulli_.float", bernoulli_float);
-  m.impl("bernoulli_.Tensor", bernoulli_tensor);
-  m.impl("bernoulli", bernoulli);
-  m.impl("bernoulli.out", bernoulli_out);
-  m.impl("random_", random_);
-  m.impl("random_.from", random_from);
-  m.impl("random_.to", random_to);
-  m.impl("exponential_", exponential_);
-  m.impl("log_normal_", log_normal_);
-  m.impl("geometric_", geometric_);
-  m.impl("cauchy_", cauchy_);
-  m.impl("multinomial", multinomial);
-  m.impl("multinomial.out", multinomial_out);
-  m.impl("randperm.generator_out", randperm_out);
-  m.impl("native_dropout", native_dropout);
-  m.impl("native_dropout_backward", native_dropout_backward);
-}
-
-}  // namespace
 }  // namespace torch_npu_sim

@@ -41,8 +41,17 @@
 #include "core/npu_stream.h"
 #include "fallback/dtype_fallback.h"
 #include "npu_kernels/reduce.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
+using namespace at::meta;
+using IA = at::IntArrayRef;
+using OIA = at::OptionalIntArrayRef;
+using OptS = std::optional<at::ScalarType>;
+using OptI = std::optional<int64_t>;
+using OptSc = std::optional<c10::Scalar>;
 
 using npu_kernels::ReduceOp;
 
@@ -147,7 +156,7 @@ T sum_dim(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optiona
   value_reduce(ReduceOp::kSum, self, mask_of(self, dim), m.outs[0], keepdim);
   return m.outs[0];
 }
-T& sum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
+T& sum_dim_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
   auto m = meta_out<at::meta::structured_sum_dim_IntList>({out}, self, dim, keepdim, dtype);
   value_reduce(ReduceOp::kSum, self, mask_of(self, dim), out, keepdim);
   return out;
@@ -157,32 +166,9 @@ T mean_dim(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::option
   value_reduce(ReduceOp::kMean, self, mask_of(self, dim), m.outs[0], keepdim);
   return m.outs[0];
 }
-T& mean_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
+T& mean_dim_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
   auto m = meta_out<at::meta::structured_mean_dim>({out}, self, dim, keepdim, dtype);
   value_reduce(ReduceOp::kMean, self, mask_of(self, dim), out, keepdim);
-  return out;
-}
-T prod_dim(const T& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
-  auto m = meta_functional<at::meta::structured_prod_dim_int>(self, dim, keepdim, dtype);
-  value_reduce(ReduceOp::kProd, self, mask_one(self, dim), m.outs[0], keepdim);
-  return m.outs[0];
-}
-T& prod_int_out(const T& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
-  auto m = meta_out<at::meta::structured_prod_dim_int>({out}, self, dim, keepdim, dtype);
-  value_reduce(ReduceOp::kProd, self, mask_one(self, dim), out, keepdim);
-  return out;
-}
-T prod_all(const T& self, std::optional<at::ScalarType> dtype) {
-  const auto out_type = at::native::get_dtype_from_self(self, dtype, true);
-  T out = at::empty({}, self.options().dtype(out_type));
-  value_reduce(ReduceOp::kProd, self, make_dim_mask({}, self.dim()), out, false);
-  return out;
-}
-T& prod_all_out(const T& self, std::optional<at::ScalarType> dtype, T& out) {
-  const auto out_type = dtype ? *dtype : out.scalar_type();
-  TORCH_CHECK(out.scalar_type() == out_type, "prod: expected out dtype ", out_type, ", got ", out.scalar_type());
-  at::native::resize_output(out, {});
-  value_reduce(ReduceOp::kProd, self, make_dim_mask({}, self.dim()), out, false);
   return out;
 }
 
@@ -320,35 +306,6 @@ T& vector_norm_into(const T& self, const c10::Scalar& ord, at::OptionalIntArrayR
   value_reduce(ReduceOp::kNorm, self, mask_of(self, dim), out, keepdim, prm);
   return out;
 }
-T vector_norm(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
-              std::optional<at::ScalarType> dtype) {
-  auto m = meta_functional<at::meta::structured_linalg_vector_norm>(self, ord, dim, keepdim, dtype);
-  vector_norm_into(self, ord, dim, keepdim, dtype, m.outs[0]);
-  return m.outs[0];
-}
-T& vector_norm_out(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
-                   std::optional<at::ScalarType> dtype, T& out) {
-  auto m = meta_out<at::meta::structured_linalg_vector_norm>({out}, self, ord, dim, keepdim, dtype);
-  return vector_norm_into(self, ord, dim, keepdim, dtype, out);
-}
-
-// ---- logsumexp ----
-T& logsumexp_out(const T& self, at::IntArrayRef dims, bool keepdim, T& out) {
-  const auto mask = make_dim_mask(dims, self.dim(), /*allow_empty_dims=*/true);
-  at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask, keepdim));
-  if (dims.empty() && self.dim() > 0) {  // empty dim list: identity, as on CPU
-    out.copy_(self);
-    return out;
-  }
-  value_reduce(ReduceOp::kLogsumexp, self, mask, out, keepdim);
-  return out;
-}
-T logsumexp(const T& self, at::IntArrayRef dims, bool keepdim) {
-  const auto type = at::isIntegralType(self.scalar_type(), true) ? at::typeMetaToScalarType(c10::get_default_dtype())
-                                                                 : self.scalar_type();
-  T out = at::empty({0}, self.options().dtype(type));
-  return logsumexp_out(self, dims, keepdim, out);
-}
 
 // ---- scans ----
 void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out) {
@@ -435,15 +392,189 @@ T& scan_out(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at
   return out;
 }
 
+}  // namespace
+
+// Complex inputs (no kernel) go to the CPU fallback: these ops are or_cpu in ops.yaml.
+T NF::sum(const T& s, OIA d, bool k, OptS t) {
+  return sum_dim(s, d, k, t);
+}
+
+T& NF::sum_out(const T& s, OIA d, bool k, OptS t, T& o) {
+  return sum_dim_out(s, d, k, t, o);
+}
+
+T NF::mean(const T& s, OIA d, bool k, OptS t) {
+  return mean_dim(s, d, k, t);
+}
+
+T& NF::mean_out(const T& s, OIA d, bool k, OptS t, T& o) {
+  return mean_dim_out(s, d, k, t, o);
+}
+
+T NF::prod(const T& self, std::optional<at::ScalarType> dtype) {
+  const auto out_type = at::native::get_dtype_from_self(self, dtype, true);
+  T out = at::empty({}, self.options().dtype(out_type));
+  value_reduce(ReduceOp::kProd, self, make_dim_mask({}, self.dim()), out, false);
+  return out;
+}
+
+T& NF::prod_out(const T& self, std::optional<at::ScalarType> dtype, T& out) {
+  const auto out_type = dtype ? *dtype : out.scalar_type();
+  TORCH_CHECK(out.scalar_type() == out_type, "prod: expected out dtype ", out_type, ", got ", out.scalar_type());
+  at::native::resize_output(out, {});
+  value_reduce(ReduceOp::kProd, self, make_dim_mask({}, self.dim()), out, false);
+  return out;
+}
+
+T NF::prod(const T& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  auto m = meta_functional<at::meta::structured_prod_dim_int>(self, dim, keepdim, dtype);
+  value_reduce(ReduceOp::kProd, self, mask_one(self, dim), m.outs[0], keepdim);
+  return m.outs[0];
+}
+
+T& NF::prod_out(const T& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
+  auto m = meta_out<at::meta::structured_prod_dim_int>({out}, self, dim, keepdim, dtype);
+  value_reduce(ReduceOp::kProd, self, mask_one(self, dim), out, keepdim);
+  return out;
+}
+
+T NF::max(const T& s) { return full_extreme(s, true); }
+
+T NF::min(const T& s) { return full_extreme(s, false); }
+
+T& NF::max_out(const T& s, T& o) { return full_extreme_out(s, true, o); }
+
+T& NF::min_out(const T& s, T& o) { return full_extreme_out(s, false, o); }
+
+::std::tuple<at::Tensor,at::Tensor> NF::max(const T& s, int64_t d, bool k) { return extreme_dim<structured_max_dim>(s, d, k, true); }
+
+::std::tuple<at::Tensor,at::Tensor> NF::min(const T& s, int64_t d, bool k) { return extreme_dim<structured_min_dim>(s, d, k, false); }
+
+::std::tuple<at::Tensor &,at::Tensor &> NF::max_out(const T& s, int64_t d, bool k, T& v, T& i) {
+  return extreme_dim_out<structured_max_dim>(s, d, k, true, v, i);
+}
+
+::std::tuple<at::Tensor &,at::Tensor &> NF::min_out(const T& s, int64_t d, bool k, T& v, T& i) {
+  return extreme_dim_out<structured_min_dim>(s, d, k, false, v, i);
+}
+
+T NF::amax(const T& s, IA d, bool k) { return ext_amax<structured_amax>(s, d, k, ReduceOp::kMax); }
+
+T NF::amin(const T& s, IA d, bool k) { return ext_amax<structured_amin>(s, d, k, ReduceOp::kMin); }
+
+T& NF::amax_out(const T& s, IA d, bool k, T& o) {
+  return ext_amax_out<structured_amax>(s, d, k, ReduceOp::kMax, o);
+}
+
+T& NF::amin_out(const T& s, IA d, bool k, T& o) {
+  return ext_amax_out<structured_amin>(s, d, k, ReduceOp::kMin, o);
+}
+
+T NF::argmax(const T& s, OptI d, bool k) { return arg_ext<structured_argmax>(s, d, k, ReduceOp::kArgmax); }
+
+T NF::argmin(const T& s, OptI d, bool k) { return arg_ext<structured_argmin>(s, d, k, ReduceOp::kArgmin); }
+
+T& NF::argmax_out(const T& s, OptI d, bool k, T& o) {
+  return arg_ext_out<structured_argmax>(s, d, k, ReduceOp::kArgmax, o);
+}
+
+T& NF::argmin_out(const T& s, OptI d, bool k, T& o) {
+  return arg_ext_out<structured_argmin>(s, d, k, ReduceOp::kArgmin, o);
+}
+
+T NF::var(const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, false); }
+
+T NF::std(const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, true); }
+
+T& NF::var_out(const T& s, OIA d, const OptSc& c, bool k, T& o) {
+  return var_like_out(s, d, c, k, false, o);
+}
+
+T& NF::std_out(const T& s, OIA d, const OptSc& c, bool k, T& o) {
+  return var_like_out(s, d, c, k, true, o);
+}
+
+::std::tuple<at::Tensor,at::Tensor> NF::var_mean(const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, false); }
+
+::std::tuple<at::Tensor,at::Tensor> NF::std_mean(const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, true); }
+
+T NF::all(const T& s) { return logic<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false); }
+
+T NF::any(const T& s) { return logic<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false); }
+
+T& NF::all_out(const T& s, T& o) {
+  return logic_out<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false, o);
+}
+
+T& NF::any_out(const T& s, T& o) {
+  return logic_out<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false, o);
+}
+
+T NF::all(const T& s, int64_t d, bool k) {
+  return logic<structured_all_dim>(ReduceOp::kAll, s, mask_one(s, d), k, d, k);
+}
+
+T NF::any(const T& s, int64_t d, bool k) {
+  return logic<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, d, k);
+}
+
+T& NF::all_out(const T& s, int64_t d, bool k, T& o) {
+  return logic_out<structured_all_dim>(ReduceOp::kAll, s, mask_one(s, d), k, o, d, k);
+}
+
+T& NF::any_out(const T& s, int64_t d, bool k, T& o) {
+  return logic_out<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, o, d, k);
+}
+
+T NF::all(const T& s, OIA d, bool k) {
+  return logic<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, d, k);
+}
+
+T NF::any(const T& s, OIA d, bool k) {
+  return logic<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, d, k);
+}
+
+T& NF::all_out(const T& s, OIA d, bool k, T& o) {
+  return logic_out<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, o, d, k);
+}
+
+T& NF::any_out(const T& s, OIA d, bool k, T& o) {
+  return logic_out<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, o, d, k);
+}
+
+T NF::linalg_vector_norm(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+              std::optional<at::ScalarType> dtype) {
+  auto m = meta_functional<at::meta::structured_linalg_vector_norm>(self, ord, dim, keepdim, dtype);
+  vector_norm_into(self, ord, dim, keepdim, dtype, m.outs[0]);
+  return m.outs[0];
+}
+
+T& NF::linalg_vector_norm_out(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype, T& out) {
+  auto m = meta_out<at::meta::structured_linalg_vector_norm>({out}, self, ord, dim, keepdim, dtype);
+  return vector_norm_into(self, ord, dim, keepdim, dtype, out);
+}
+
+T NF::logsumexp(const T& self, at::IntArrayRef dims, bool keepdim) {
+  const auto type = at::isIntegralType(self.scalar_type(), true) ? at::typeMetaToScalarType(c10::get_default_dtype())
+                                                                 : self.scalar_type();
+  T out = at::empty({0}, self.options().dtype(type));
+  return NF::logsumexp_out(self, dims, keepdim, out);
+}
+
+T NF::nansum(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  T out = at::empty({0}, self.options().dtype(at::native::get_dtype_from_self(self, dtype, true)));
+  return NF::nansum_out(self, dim, keepdim, dtype, out);
+}
 
 // ---- nansum / count_nonzero / aminmax ----
-T& nansum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
-  if (at::isComplexType(self.scalar_type())) {
-    // CUDA accepts complex (CPU does not): an element with a NaN part counts as zero (NanSumOps' _isnan), the rest
-    // is a plain sum
-    const T zeroed = at::where(at::isnan(self), at::zeros({}, self.options()), self);
-    return at::sum_out(out, zeroed, dim, keepdim, dtype);
-  }
+T& NF::nansum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
+if (at::isComplexType(self.scalar_type())) {
+  // CUDA accepts complex (CPU does not): an element with a NaN part counts as zero (NanSumOps' _isnan), the rest
+  // is a plain sum
+  const T zeroed = at::where(at::isnan(self), at::zeros({}, self.options()), self);
+  return at::sum_out(out, zeroed, dim, keepdim, dtype);
+}
   const auto type = at::native::get_dtype_from_result(out, dtype);
   TORCH_CHECK(out.scalar_type() == type, "nansum: expected out dtype ", type, ", got ", out.scalar_type());
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
@@ -451,24 +582,15 @@ T& nansum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::opt
                keepdim);
   return out;
 }
-T nansum(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype) {
-  T out = at::empty({0}, self.options().dtype(at::native::get_dtype_from_self(self, dtype, true)));
-  return nansum_out(self, dim, keepdim, dtype, out);
-}
-T count_nonzero(const T& self, at::IntArrayRef dims) {
+
+T NF::count_nonzero(const T& self, at::IntArrayRef dims) {
   const auto mask = make_dim_mask(dims, self.dim());
   T out = at::empty(at::native::shape_from_dim_mask(self, mask, false), self.options().dtype(at::kLong));
   run_reduce(ReduceOp::kCountNonzero, self, mask, {out}, false, {}, std::nullopt);
   return out;
 }
-std::tuple<T&, T&> aminmax_out(const T& self, std::optional<int64_t> dim, bool keepdim, T& mn, T& mx) {
-  auto m = meta_out<at::meta::structured_aminmax, 2>({mn, mx}, self, dim, keepdim);
-  const DimMask mask = dim ? mask_one(self, *dim) : make_dim_mask({}, self.dim());
-  value_reduce(ReduceOp::kMin, self, mask, mn, keepdim);
-  value_reduce(ReduceOp::kMax, self, mask, mx, keepdim);
-  return {mn, mx};
-}
-std::tuple<T, T> aminmax(const T& self, std::optional<int64_t> dim, bool keepdim) {
+
+std::tuple<T, T> NF::aminmax(const T& self, std::optional<int64_t> dim, bool keepdim) {
   auto m = meta_functional<at::meta::structured_aminmax, 2>(self, dim, keepdim);
   const DimMask mask = dim ? mask_one(self, *dim) : make_dim_mask({}, self.dim());
   value_reduce(ReduceOp::kMin, self, mask, m.outs[0], keepdim);
@@ -476,138 +598,48 @@ std::tuple<T, T> aminmax(const T& self, std::optional<int64_t> dim, bool keepdim
   return {m.outs[0], m.outs[1]};
 }
 
-}  // namespace
+std::tuple<T&, T&> NF::aminmax_out(const T& self, std::optional<int64_t> dim, bool keepdim, T& mn, T& mx) {
+  auto m = meta_out<at::meta::structured_aminmax, 2>({mn, mx}, self, dim, keepdim);
+  const DimMask mask = dim ? mask_one(self, *dim) : make_dim_mask({}, self.dim());
+  value_reduce(ReduceOp::kMin, self, mask, mn, keepdim);
+  value_reduce(ReduceOp::kMax, self, mask, mx, keepdim);
+  return {mn, mx};
+}
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  using namespace at::meta;
-  using OptS = std::optional<at::ScalarType>;
-  using OptI = std::optional<int64_t>;
-  using OptSc = std::optional<c10::Scalar>;
-  using IA = at::IntArrayRef;
-  using OIA = at::OptionalIntArrayRef;
-  // Complex inputs (no kernel) go to the CPU fallback (NPU_OR_CPU / or_cpu).
-  m.impl("sum.dim_IntList", [](const T& s, OIA d, bool k, OptS t) {
-    return NPU_OR_CPU(T(const T&, OIA, bool, OptS), "sum", "dim_IntList", sum_dim(s, d, k, t), s, d, k, t);
-  });
-  m.impl("sum.IntList_out", [](const T& s, OIA d, bool k, OptS t, T& o) -> T& {
-    return NPU_OR_CPU(T&(const T&, OIA, bool, OptS, T&), "sum", "IntList_out", sum_out(s, d, k, t, o), s, d, k, t, o);
-  });
-  m.impl("mean.dim", [](const T& s, OIA d, bool k, OptS t) {
-    return NPU_OR_CPU(T(const T&, OIA, bool, OptS), "mean", "dim", mean_dim(s, d, k, t), s, d, k, t);
-  });
-  m.impl("mean.out", [](const T& s, OIA d, bool k, OptS t, T& o) -> T& {
-    return NPU_OR_CPU(T&(const T&, OIA, bool, OptS, T&), "mean", "out", mean_out(s, d, k, t, o), s, d, k, t, o);
-  });
-  m.impl("prod", or_cpu("aten::prod", "", prod_all));
-  m.impl("prod.out", or_cpu("aten::prod", "out", prod_all_out));
-  m.impl("prod.dim_int", or_cpu("aten::prod", "dim_int", prod_dim));
-  m.impl("prod.int_out", or_cpu("aten::prod", "int_out", prod_int_out));
+// ---- logsumexp ----
+T& NF::logsumexp_out(const T& self, at::IntArrayRef dims, bool keepdim, T& out) {
+const auto mask = make_dim_mask(dims, self.dim(), /*allow_empty_dims=*/true);
+at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask, keepdim));
+if (dims.empty() && self.dim() > 0) {  // empty dim list: identity, as on CPU
+  out.copy_(self);
+  return out;
+}
+  value_reduce(ReduceOp::kLogsumexp, self, mask, out, keepdim);
+  return out;
+}
 
-  m.impl("max", [](const T& s) { return full_extreme(s, true); });
-  m.impl("min", [](const T& s) { return full_extreme(s, false); });
-  m.impl("max.unary_out", [](const T& s, T& o) -> T& { return full_extreme_out(s, true, o); });
-  m.impl("min.unary_out", [](const T& s, T& o) -> T& { return full_extreme_out(s, false, o); });
-  m.impl("max.dim", [](const T& s, int64_t d, bool k) { return extreme_dim<structured_max_dim>(s, d, k, true); });
-  m.impl("min.dim", [](const T& s, int64_t d, bool k) { return extreme_dim<structured_min_dim>(s, d, k, false); });
-  m.impl("max.dim_max", [](const T& s, int64_t d, bool k, T& v, T& i) -> std::tuple<T&, T&> {
-    return extreme_dim_out<structured_max_dim>(s, d, k, true, v, i);
-  });
-  m.impl("min.dim_min", [](const T& s, int64_t d, bool k, T& v, T& i) -> std::tuple<T&, T&> {
-    return extreme_dim_out<structured_min_dim>(s, d, k, false, v, i);
-  });
-  m.impl("amax", [](const T& s, IA d, bool k) { return ext_amax<structured_amax>(s, d, k, ReduceOp::kMax); });
-  m.impl("amin", [](const T& s, IA d, bool k) { return ext_amax<structured_amin>(s, d, k, ReduceOp::kMin); });
-  m.impl("amax.out", [](const T& s, IA d, bool k, T& o) -> T& {
-    return ext_amax_out<structured_amax>(s, d, k, ReduceOp::kMax, o);
-  });
-  m.impl("amin.out", [](const T& s, IA d, bool k, T& o) -> T& {
-    return ext_amax_out<structured_amin>(s, d, k, ReduceOp::kMin, o);
-  });
-  m.impl("argmax", [](const T& s, OptI d, bool k) { return arg_ext<structured_argmax>(s, d, k, ReduceOp::kArgmax); });
-  m.impl("argmin", [](const T& s, OptI d, bool k) { return arg_ext<structured_argmin>(s, d, k, ReduceOp::kArgmin); });
-  m.impl("argmax.out", [](const T& s, OptI d, bool k, T& o) -> T& {
-    return arg_ext_out<structured_argmax>(s, d, k, ReduceOp::kArgmax, o);
-  });
-  m.impl("argmin.out", [](const T& s, OptI d, bool k, T& o) -> T& {
-    return arg_ext_out<structured_argmin>(s, d, k, ReduceOp::kArgmin, o);
-  });
+void NF::_cummax_helper(const T& self, T& values, T& indices, int64_t dim) {
+  extreme_scan(npu_kernels::ScanOp::kCummax, self, values, indices, dim);
+}
 
-  m.impl("var.correction", or_cpu("aten::var", "correction", +[](const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, false); }));
-  m.impl("std.correction", or_cpu("aten::std", "correction", +[](const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, true); }));
-  m.impl("var.correction_out", or_cpu("aten::var", "correction_out", +[](const T& s, OIA d, const OptSc& c, bool k, T& o) -> T& {
-    return var_like_out(s, d, c, k, false, o);
-  }));
-  m.impl("std.correction_out", or_cpu("aten::std", "correction_out", +[](const T& s, OIA d, const OptSc& c, bool k, T& o) -> T& {
-    return var_like_out(s, d, c, k, true, o);
-  }));
-  m.impl("var_mean.correction", or_cpu("aten::var_mean", "correction", +[](const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, false); }));
-  m.impl("std_mean.correction", or_cpu("aten::std_mean", "correction", +[](const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, true); }));
+void NF::_cummin_helper(const T& self, T& values, T& indices, int64_t dim) {
+  extreme_scan(npu_kernels::ScanOp::kCummin, self, values, indices, dim);
+}
 
-  m.impl("all", or_cpu("aten::all", "", +[](const T& s) { return logic<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false); }));
-  m.impl("any", or_cpu("aten::any", "", +[](const T& s) { return logic<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false); }));
-  m.impl("all.all_out", or_cpu("aten::all", "all_out", +[](const T& s, T& o) -> T& {
-    return logic_out<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false, o);
-  }));
-  m.impl("any.all_out", or_cpu("aten::any", "all_out", +[](const T& s, T& o) -> T& {
-    return logic_out<structured_any>(ReduceOp::kAny, s, make_dim_mask({}, s.dim()), false, o);
-  }));
-  m.impl("all.dim", or_cpu("aten::all", "dim", +[](const T& s, int64_t d, bool k) {
-    return logic<structured_all_dim>(ReduceOp::kAll, s, mask_one(s, d), k, d, k);
-  }));
-  m.impl("any.dim", or_cpu("aten::any", "dim", +[](const T& s, int64_t d, bool k) {
-    return logic<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, d, k);
-  }));
-  m.impl("all.out", or_cpu("aten::all", "out", +[](const T& s, int64_t d, bool k, T& o) -> T& {
-    return logic_out<structured_all_dim>(ReduceOp::kAll, s, mask_one(s, d), k, o, d, k);
-  }));
-  m.impl("any.out", or_cpu("aten::any", "out", +[](const T& s, int64_t d, bool k, T& o) -> T& {
-    return logic_out<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, o, d, k);
-  }));
-  m.impl("all.dims", or_cpu("aten::all", "dims", +[](const T& s, OIA d, bool k) {
-    return logic<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, d, k);
-  }));
-  m.impl("any.dims", or_cpu("aten::any", "dims", +[](const T& s, OIA d, bool k) {
-    return logic<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, d, k);
-  }));
-  m.impl("all.dims_out", or_cpu("aten::all", "dims_out", +[](const T& s, OIA d, bool k, T& o) -> T& {
-    return logic_out<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, o, d, k);
-  }));
-  m.impl("any.dims_out", or_cpu("aten::any", "dims_out", +[](const T& s, OIA d, bool k, T& o) -> T& {
-    return logic_out<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, o, d, k);
-  }));
+T NF::cumsum(const T& s, int64_t d, OptS t) {
+  return scan_fn<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t);
+}
 
-  m.impl("linalg_vector_norm", or_cpu("aten::linalg_vector_norm", "", vector_norm));
-  m.impl("linalg_vector_norm.out", or_cpu("aten::linalg_vector_norm", "out", vector_norm_out));
-  m.impl("logsumexp", or_cpu("aten::logsumexp", "", logsumexp));
-  m.impl("nansum", nansum);
-  m.impl("nansum.out", nansum_out);
-  m.impl("count_nonzero.dim_IntList", or_cpu("aten::count_nonzero", "dim_IntList", count_nonzero));
-  m.impl("aminmax", aminmax);
-  m.impl("aminmax.out", aminmax_out);
-  m.impl("logsumexp.out", or_cpu("aten::logsumexp", "out", logsumexp_out));
+T& NF::cumsum_out(const T& s, int64_t d, OptS t, T& o) {
+  return scan_out<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t, o);
+}
 
-  m.impl("_cummax_helper", [](const T& self, T& values, T& indices, int64_t dim) {
-    extreme_scan(npu_kernels::ScanOp::kCummax, self, values, indices, dim);
-  });
-  m.impl("_cummin_helper", [](const T& self, T& values, T& indices, int64_t dim) {
-    extreme_scan(npu_kernels::ScanOp::kCummin, self, values, indices, dim);
-  });
-  m.impl("cumsum", [](const T& s, int64_t d, OptS t) {
-    return NPU_OR_CPU(T(const T&, int64_t, OptS), "cumsum", "",
-                      scan_fn<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t), s, d, t);
-  });
-  m.impl("cumsum.out", [](const T& s, int64_t d, OptS t, T& o) -> T& {
-    return NPU_OR_CPU(T&(const T&, int64_t, OptS, T&), "cumsum", "out",
-                      scan_out<structured_cumsum>(npu_kernels::ScanOp::kCumsum, s, d, t, o), s, d, t, o);
-  });
-  m.impl("cumprod", [](const T& s, int64_t d, OptS t) {
-    return NPU_OR_CPU(T(const T&, int64_t, OptS), "cumprod", "",
-                      scan_fn<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t), s, d, t);
-  });
-  m.impl("cumprod.out", [](const T& s, int64_t d, OptS t, T& o) -> T& {
-    return NPU_OR_CPU(T&(const T&, int64_t, OptS, T&), "cumprod", "out",
-                      scan_out<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t, o), s, d, t, o);
-  });
+T NF::cumprod(const T& s, int64_t d, OptS t) {
+  return scan_fn<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t);
+}
+
+T& NF::cumprod_out(const T& s, int64_t d, OptS t, T& o) {
+  return scan_out<structured_cumprod>(npu_kernels::ScanOp::kCumprod, s, d, t, o);
 }
 
 }  // namespace torch_npu_sim

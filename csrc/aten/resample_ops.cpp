@@ -31,8 +31,11 @@
 #include "core/npu_stream.h"
 #include "fallback/dtype_fallback.h"
 #include "npu_kernels/resample.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using at::IntArrayRef;
@@ -166,105 +169,193 @@ T& pad2d_backward_out(ResampleMode mode, const T& grad, const T& self, IntArrayR
 
 }  // namespace
 
-// Functional and out= flavours of an interpolation op; ARGS is the schema's argument list after the tensor.
-#define NPU_UPSAMPLE(name, META, SPEC, PARAMS, ARGS)                                                        \
-  m.impl(#name, [](const T& self, IntArrayRef size, PARAMS) {                                               \
-    return structured_functional<at::meta::structured_##META>(forward_kernel(SPEC, self, #name), self, size, ARGS); \
-  });                                                                                                       \
-  m.impl(#name ".out", [](const T& self, IntArrayRef size, PARAMS, T& out) -> T& {                          \
-    return structured_out<at::meta::structured_##META>(forward_kernel(SPEC, self, #name), out, self, size, ARGS); \
-  });                                                                                                       \
-  m.impl(#name "_backward", [](const T& g, IntArrayRef size, IntArrayRef in_size, PARAMS) {                \
-    return structured_functional<at::meta::structured_##META##_backward>(backward_kernel(SPEC, g, #name "_backward"), \
-                                                                         g, size, in_size, ARGS);          \
-  });                                                                                                       \
-  m.impl(#name "_backward.grad_input", [](const T& g, IntArrayRef size, IntArrayRef in_size, PARAMS, T& out) -> T& { \
-    return structured_out<at::meta::structured_##META##_backward>(backward_kernel(SPEC, g, #name "_backward"), out, \
-                                                                  g, size, in_size, ARGS);                 \
-  });
+// The interpolation ops: each flavour runs the op's ATen meta function over the separable resampling kernel.
 
-#define P1 OptD sw
-#define P2 OptD sh, OptD sw
-#define PA1 bool align, OptD sw
-#define PA2 bool align, OptD sh, OptD sw
-#define COMMA ,
+T NF::upsample_nearest1d(const T& self, IntArrayRef size, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_nearest1d>(forward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), self, "upsample_nearest1d"), self, size, sw);
+}
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  NPU_UPSAMPLE(upsample_nearest1d, upsample_nearest1d, interp(ResampleMode::kNearest, 1, {}, sw), P1, sw)
-  NPU_UPSAMPLE(upsample_nearest2d, upsample_nearest2d, interp(ResampleMode::kNearest, 2, sh, sw), P2, sh COMMA sw)
-  NPU_UPSAMPLE(_upsample_nearest_exact1d, _upsample_nearest_exact1d, interp(ResampleMode::kNearestExact, 1, {}, sw), P1,
-               sw)
-  NPU_UPSAMPLE(_upsample_nearest_exact2d, _upsample_nearest_exact2d, interp(ResampleMode::kNearestExact, 2, sh, sw), P2,
-               sh COMMA sw)
-  NPU_UPSAMPLE(upsample_linear1d, upsample_linear1d, interp(ResampleMode::kLinear, 1, {}, sw, align), PA1,
-               align COMMA sw)
-  NPU_UPSAMPLE(upsample_bilinear2d, upsample_bilinear2d, interp(ResampleMode::kLinear, 2, sh, sw, align), PA2,
-               align COMMA sh COMMA sw)
+T& NF::upsample_nearest1d_out(const T& self, IntArrayRef size, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_nearest1d>(forward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), self, "upsample_nearest1d"), out, self, size, sw);
+}
 
-  // 1-D padding and replication_pad2d: structured metas
-  m.impl("reflection_pad1d", [](const T& self, IntArrayRef p) {
-    return structured_functional<at::meta::structured_reflection_pad1d>(
-        forward_kernel(pad(ResampleMode::kReflect, 1, p), self, "reflection_pad1d"), self, p);
-  });
-  m.impl("reflection_pad1d.out", [](const T& self, IntArrayRef p, T& out) -> T& {
-    return structured_out<at::meta::structured_reflection_pad1d>(
-        forward_kernel(pad(ResampleMode::kReflect, 1, p), self, "reflection_pad1d"), out, self, p);
-  });
-  m.impl("reflection_pad1d_backward", [](const T& g, const T& self, IntArrayRef p) {
-    return structured_functional<at::meta::structured_reflection_pad1d_backward>(
-        backward_kernel(pad(ResampleMode::kReflect, 1, p), g, "reflection_pad1d_backward"), g, self, p);
-  });
-  m.impl("reflection_pad1d_backward.grad_input", [](const T& g, const T& self, IntArrayRef p, T& out) -> T& {
-    return structured_out<at::meta::structured_reflection_pad1d_backward>(
-        backward_kernel(pad(ResampleMode::kReflect, 1, p), g, "reflection_pad1d_backward"), out, g, self, p);
-  });
-  m.impl("replication_pad1d", [](const T& self, IntArrayRef p) {
-    return structured_functional<at::meta::structured_replication_pad1d>(
-        forward_kernel(pad(ResampleMode::kReplicate, 1, p), self, "replication_pad1d"), self, p);
-  });
-  m.impl("replication_pad1d.out", [](const T& self, IntArrayRef p, T& out) -> T& {
-    return structured_out<at::meta::structured_replication_pad1d>(
-        forward_kernel(pad(ResampleMode::kReplicate, 1, p), self, "replication_pad1d"), out, self, p);
-  });
-  m.impl("replication_pad1d_backward", [](const T& g, const T& self, IntArrayRef p) {
-    return structured_functional<at::meta::structured_replication_pad1d_backward>(
-        backward_kernel(pad(ResampleMode::kReplicate, 1, p), g, "replication_pad1d_backward"), g, self, p);
-  });
-  m.impl("replication_pad1d_backward.grad_input", [](const T& g, const T& self, IntArrayRef p, T& out) -> T& {
-    return structured_out<at::meta::structured_replication_pad1d_backward>(
-        backward_kernel(pad(ResampleMode::kReplicate, 1, p), g, "replication_pad1d_backward"), out, g, self, p);
-  });
-  m.impl("replication_pad2d", [](const T& self, IntArrayRef p) {
-    return structured_functional<at::meta::structured_replication_pad2d>(
-        forward_kernel(pad(ResampleMode::kReplicate, 2, p), self, "replication_pad2d"), self, p);
-  });
-  m.impl("replication_pad2d.out", [](const T& self, IntArrayRef p, T& out) -> T& {
-    return structured_out<at::meta::structured_replication_pad2d>(
-        forward_kernel(pad(ResampleMode::kReplicate, 2, p), self, "replication_pad2d"), out, self, p);
-  });
+T NF::upsample_nearest1d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_nearest1d_backward>(backward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), g, "upsample_nearest1d_backward"),
+                                                                       g, size, in_size, sw);
+}
 
-  // 2-D padding without metas
-  m.impl("reflection_pad2d", [](const T& self, IntArrayRef p) {
-    T out = at::empty({0}, self.options());
-    return pad2d_out(ResampleMode::kReflect, self, p, out, "reflection_pad2d");
-  });
-  m.impl("reflection_pad2d.out", [](const T& self, IntArrayRef p, T& out) -> T& {
-    return pad2d_out(ResampleMode::kReflect, self, p, out, "reflection_pad2d");
-  });
-  m.impl("reflection_pad2d_backward", [](const T& g, const T& self, IntArrayRef p) {
-    T out = at::empty({0}, self.options());
-    return pad2d_backward_out(ResampleMode::kReflect, g, self, p, out, "reflection_pad2d_backward");
-  });
-  m.impl("reflection_pad2d_backward.grad_input", [](const T& g, const T& self, IntArrayRef p, T& out) -> T& {
-    return pad2d_backward_out(ResampleMode::kReflect, g, self, p, out, "reflection_pad2d_backward");
-  });
-  m.impl("replication_pad2d_backward", [](const T& g, const T& self, IntArrayRef p) {
-    T out = at::empty({0}, self.options());
-    return pad2d_backward_out(ResampleMode::kReplicate, g, self, p, out, "replication_pad2d_backward");
-  });
-  m.impl("replication_pad2d_backward.grad_input", [](const T& g, const T& self, IntArrayRef p, T& out) -> T& {
-    return pad2d_backward_out(ResampleMode::kReplicate, g, self, p, out, "replication_pad2d_backward");
-  });
+T& NF::upsample_nearest1d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_nearest1d_backward>(backward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), g, "upsample_nearest1d_backward"), out,
+                                                                g, size, in_size, sw);
+}
+
+T NF::upsample_nearest2d(const T& self, IntArrayRef size, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_nearest2d>(forward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), self, "upsample_nearest2d"), self, size, sh, sw);
+}
+
+T& NF::upsample_nearest2d_out(const T& self, IntArrayRef size, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_nearest2d>(forward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), self, "upsample_nearest2d"), out, self, size, sh, sw);
+}
+
+T NF::upsample_nearest2d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_nearest2d_backward>(backward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), g, "upsample_nearest2d_backward"),
+                                                                       g, size, in_size, sh, sw);
+}
+
+T& NF::upsample_nearest2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_nearest2d_backward>(backward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), g, "upsample_nearest2d_backward"), out,
+                                                                g, size, in_size, sh, sw);
+}
+
+T NF::_upsample_nearest_exact1d(const T& self, IntArrayRef size, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_nearest_exact1d>(forward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), self, "_upsample_nearest_exact1d"), self, size, sw);
+}
+
+T& NF::_upsample_nearest_exact1d_out(const T& self, IntArrayRef size, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_nearest_exact1d>(forward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), self, "_upsample_nearest_exact1d"), out, self, size, sw);
+}
+
+T NF::_upsample_nearest_exact1d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_nearest_exact1d_backward>(backward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), g, "_upsample_nearest_exact1d_backward"),
+                                                                       g, size, in_size, sw);
+}
+
+T& NF::_upsample_nearest_exact1d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_nearest_exact1d_backward>(backward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), g, "_upsample_nearest_exact1d_backward"), out,
+                                                                g, size, in_size, sw);
+}
+
+T NF::_upsample_nearest_exact2d(const T& self, IntArrayRef size, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_nearest_exact2d>(forward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), self, "_upsample_nearest_exact2d"), self, size, sh, sw);
+}
+
+T& NF::_upsample_nearest_exact2d_out(const T& self, IntArrayRef size, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_nearest_exact2d>(forward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), self, "_upsample_nearest_exact2d"), out, self, size, sh, sw);
+}
+
+T NF::_upsample_nearest_exact2d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_nearest_exact2d_backward>(backward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), g, "_upsample_nearest_exact2d_backward"),
+                                                                       g, size, in_size, sh, sw);
+}
+
+T& NF::_upsample_nearest_exact2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_nearest_exact2d_backward>(backward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), g, "_upsample_nearest_exact2d_backward"), out,
+                                                                g, size, in_size, sh, sw);
+}
+
+T NF::upsample_linear1d(const T& self, IntArrayRef size, bool align, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_linear1d>(forward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), self, "upsample_linear1d"), self, size, align, sw);
+}
+
+T& NF::upsample_linear1d_out(const T& self, IntArrayRef size, bool align, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_linear1d>(forward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), self, "upsample_linear1d"), out, self, size, align, sw);
+}
+
+T NF::upsample_linear1d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_linear1d_backward>(backward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), g, "upsample_linear1d_backward"),
+                                                                       g, size, in_size, align, sw);
+}
+
+T& NF::upsample_linear1d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_linear1d_backward>(backward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), g, "upsample_linear1d_backward"), out,
+                                                                g, size, in_size, align, sw);
+}
+
+T NF::upsample_bilinear2d(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_bilinear2d>(forward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), self, "upsample_bilinear2d"), self, size, align, sh, sw);
+}
+
+T& NF::upsample_bilinear2d_out(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_bilinear2d>(forward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), self, "upsample_bilinear2d"), out, self, size, align, sh, sw);
+}
+
+T NF::upsample_bilinear2d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_bilinear2d_backward>(backward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), g, "upsample_bilinear2d_backward"),
+                                                                       g, size, in_size, align, sh, sw);
+}
+
+T& NF::upsample_bilinear2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_bilinear2d_backward>(backward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), g, "upsample_bilinear2d_backward"), out,
+                                                                g, size, in_size, align, sh, sw);
+}
+
+// 1-D padding and replication_pad2d: structured metas
+T NF::reflection_pad1d(const T& self, IntArrayRef p) {
+  return structured_functional<at::meta::structured_reflection_pad1d>(
+      forward_kernel(pad(ResampleMode::kReflect, 1, p), self, "reflection_pad1d"), self, p);
+}
+
+T& NF::reflection_pad1d_out(const T& self, IntArrayRef p, T& out) {
+  return structured_out<at::meta::structured_reflection_pad1d>(
+      forward_kernel(pad(ResampleMode::kReflect, 1, p), self, "reflection_pad1d"), out, self, p);
+}
+
+T NF::reflection_pad1d_backward(const T& g, const T& self, IntArrayRef p) {
+  return structured_functional<at::meta::structured_reflection_pad1d_backward>(
+      backward_kernel(pad(ResampleMode::kReflect, 1, p), g, "reflection_pad1d_backward"), g, self, p);
+}
+
+T& NF::reflection_pad1d_backward_out(const T& g, const T& self, IntArrayRef p, T& out) {
+  return structured_out<at::meta::structured_reflection_pad1d_backward>(
+      backward_kernel(pad(ResampleMode::kReflect, 1, p), g, "reflection_pad1d_backward"), out, g, self, p);
+}
+
+T NF::replication_pad1d(const T& self, IntArrayRef p) {
+  return structured_functional<at::meta::structured_replication_pad1d>(
+      forward_kernel(pad(ResampleMode::kReplicate, 1, p), self, "replication_pad1d"), self, p);
+}
+
+T& NF::replication_pad1d_out(const T& self, IntArrayRef p, T& out) {
+  return structured_out<at::meta::structured_replication_pad1d>(
+      forward_kernel(pad(ResampleMode::kReplicate, 1, p), self, "replication_pad1d"), out, self, p);
+}
+
+T NF::replication_pad1d_backward(const T& g, const T& self, IntArrayRef p) {
+  return structured_functional<at::meta::structured_replication_pad1d_backward>(
+      backward_kernel(pad(ResampleMode::kReplicate, 1, p), g, "replication_pad1d_backward"), g, self, p);
+}
+
+T& NF::replication_pad1d_backward_out(const T& g, const T& self, IntArrayRef p, T& out) {
+  return structured_out<at::meta::structured_replication_pad1d_backward>(
+      backward_kernel(pad(ResampleMode::kReplicate, 1, p), g, "replication_pad1d_backward"), out, g, self, p);
+}
+
+T NF::replication_pad2d(const T& self, IntArrayRef p) {
+  return structured_functional<at::meta::structured_replication_pad2d>(
+      forward_kernel(pad(ResampleMode::kReplicate, 2, p), self, "replication_pad2d"), self, p);
+}
+
+T& NF::replication_pad2d_out(const T& self, IntArrayRef p, T& out) {
+  return structured_out<at::meta::structured_replication_pad2d>(
+      forward_kernel(pad(ResampleMode::kReplicate, 2, p), self, "replication_pad2d"), out, self, p);
+}
+
+// 2-D padding without metas
+T NF::reflection_pad2d(const T& self, IntArrayRef p) {
+  T out = at::empty({0}, self.options());
+  return pad2d_out(ResampleMode::kReflect, self, p, out, "reflection_pad2d");
+}
+
+T& NF::reflection_pad2d_out(const T& self, IntArrayRef p, T& out) {
+  return pad2d_out(ResampleMode::kReflect, self, p, out, "reflection_pad2d");
+}
+
+T NF::reflection_pad2d_backward(const T& g, const T& self, IntArrayRef p) {
+  T out = at::empty({0}, self.options());
+  return pad2d_backward_out(ResampleMode::kReflect, g, self, p, out, "reflection_pad2d_backward");
+}
+
+T& NF::reflection_pad2d_backward_out(const T& g, const T& self, IntArrayRef p, T& out) {
+  return pad2d_backward_out(ResampleMode::kReflect, g, self, p, out, "reflection_pad2d_backward");
+}
+
+T NF::replication_pad2d_backward(const T& g, const T& self, IntArrayRef p) {
+  T out = at::empty({0}, self.options());
+  return pad2d_backward_out(ResampleMode::kReplicate, g, self, p, out, "replication_pad2d_backward");
+}
+
+T& NF::replication_pad2d_backward_out(const T& g, const T& self, IntArrayRef p, T& out) {
+  return pad2d_backward_out(ResampleMode::kReplicate, g, self, p, out, "replication_pad2d_backward");
 }
 
 }  // namespace torch_npu_sim

@@ -13,8 +13,11 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/rnn.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using T = at::Tensor;
@@ -70,7 +73,13 @@ npu_kernels::RnnCellDesc cell_desc(const Cell& c, const char* op) {
   return d;
 }
 
-std::tuple<T, T, T> lstm_cell(const T& input_gates, const T& hidden_gates, const T& cx, const OptT& input_bias,
+T grad_or_undefined(const char* op, const char* name, const OptT& g, const T& ref) {
+  return g.has_value() && g->defined() ? arg(op, name, *g, ref, ref.sizes()) : T();
+}
+
+}  // namespace
+
+std::tuple<T, T, T> NF::_thnn_fused_lstm_cell(const T& input_gates, const T& hidden_gates, const T& cx, const OptT& input_bias,
                               const OptT& hidden_bias) {
   constexpr const char* op = "_thnn_fused_lstm_cell";
   const Cell c = check_cell(op, 4, input_gates, hidden_gates, cx, input_bias, hidden_bias);
@@ -85,25 +94,7 @@ std::tuple<T, T, T> lstm_cell(const T& input_gates, const T& hidden_gates, const
   return std::make_tuple(hy, cy, workspace);
 }
 
-std::tuple<T, T> gru_cell(const T& input_gates, const T& hidden_gates, const T& hx, const OptT& input_bias,
-                          const OptT& hidden_bias) {
-  constexpr const char* op = "_thnn_fused_gru_cell";
-  const Cell c = check_cell(op, 3, input_gates, hidden_gates, hx, input_bias, hidden_bias);
-  c10::DeviceGuard guard(input_gates.device());
-  T hy = at::empty({c.batch, c.H}, input_gates.options());
-  T workspace = at::empty({c.batch, 5 * c.H}, input_gates.options());
-  auto d = cell_desc(c, op);
-  d.hy = hy.data_ptr();
-  d.workspace = workspace.data_ptr();
-  NPU_CHECK(npu_kernels::gru_cell(current_native_stream(input_gates.device().index()), d));
-  return std::make_tuple(hy, workspace);
-}
-
-T grad_or_undefined(const char* op, const char* name, const OptT& g, const T& ref) {
-  return g.has_value() && g->defined() ? arg(op, name, *g, ref, ref.sizes()) : T();
-}
-
-std::tuple<T, T, T> lstm_cell_backward(const OptT& grad_hy, const OptT& grad_cy, const T& cx, const T& cy,
+std::tuple<T, T, T> NF::_thnn_fused_lstm_cell_backward_impl(const OptT& grad_hy, const OptT& grad_cy, const T& cx, const T& cy,
                                        const T& workspace, bool has_bias) {
   constexpr const char* op = "_thnn_fused_lstm_cell_backward";
   TORCH_CHECK(is_npu(cy) && cy.dim() == 2, op, ": expected cy of shape (batch, hidden_size) on npu, got ", cy.sizes(),
@@ -131,7 +122,21 @@ std::tuple<T, T, T> lstm_cell_backward(const OptT& grad_hy, const OptT& grad_cy,
   return std::make_tuple(grad_gates, grad_cx, grad_bias);
 }
 
-std::tuple<T, T, T, T, T> gru_cell_backward(const T& grad_hy, const T& workspace, bool has_bias) {
+std::tuple<T, T> NF::_thnn_fused_gru_cell(const T& input_gates, const T& hidden_gates, const T& hx, const OptT& input_bias,
+                          const OptT& hidden_bias) {
+  constexpr const char* op = "_thnn_fused_gru_cell";
+  const Cell c = check_cell(op, 3, input_gates, hidden_gates, hx, input_bias, hidden_bias);
+  c10::DeviceGuard guard(input_gates.device());
+  T hy = at::empty({c.batch, c.H}, input_gates.options());
+  T workspace = at::empty({c.batch, 5 * c.H}, input_gates.options());
+  auto d = cell_desc(c, op);
+  d.hy = hy.data_ptr();
+  d.workspace = workspace.data_ptr();
+  NPU_CHECK(npu_kernels::gru_cell(current_native_stream(input_gates.device().index()), d));
+  return std::make_tuple(hy, workspace);
+}
+
+std::tuple<T, T, T, T, T> NF::_thnn_fused_gru_cell_backward(const T& grad_hy, const T& workspace, bool has_bias) {
   constexpr const char* op = "_thnn_fused_gru_cell_backward";
   TORCH_CHECK(is_npu(grad_hy) && grad_hy.dim() == 2, op, ": expected grad_hy of shape (batch, hidden_size) on npu, got ",
               grad_hy.sizes(), " on ", grad_hy.device());
@@ -152,15 +157,6 @@ std::tuple<T, T, T, T, T> gru_cell_backward(const T& grad_hy, const T& workspace
   NPU_CHECK(npu_kernels::gru_cell_backward(current_native_stream(grad_hy.device().index()), d));
   T gib = has_bias ? grad_ig.sum(0) : T(), ghb = has_bias ? grad_hg.sum(0) : T();
   return std::make_tuple(grad_ig, grad_hg, grad_hx, gib, ghb);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_thnn_fused_lstm_cell", &lstm_cell);
-  m.impl("_thnn_fused_lstm_cell_backward_impl", &lstm_cell_backward);
-  m.impl("_thnn_fused_gru_cell", &gru_cell);
-  m.impl("_thnn_fused_gru_cell_backward", &gru_cell_backward);
 }
 
 }  // namespace torch_npu_sim

@@ -27,8 +27,11 @@
 #include "core/npu_stream.h"
 #include "npu_kernels/index.h"
 #include "aten/index_util.h"
+#include "npu_native_functions.h"
 
 namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
 namespace {
 
 using namespace index_util;
@@ -44,82 +47,11 @@ void sort_into(const at::Tensor& self, int64_t dim, bool descending, const at::T
                                     tensor_desc(as_1d(values), op), tensor_desc(as_1d(indices), op), k, op));
 }
 
-std::tuple<at::Tensor&, at::Tensor&> sort_values_stable(const at::Tensor& self, std::optional<bool> /*stable*/,
-                                                        int64_t dim, bool descending, at::Tensor& values,
-                                                        at::Tensor& indices) {
-  dim = at::maybe_wrap_dim(dim, self.dim());
-  at::native::resize_output(values, self.sizes());
-  at::native::resize_output(indices, self.sizes());
-  TORCH_CHECK(indices.scalar_type() == at::kLong, "sort: indices must be int64");
-  at::Tensor v = values.is_contiguous() ? values : at::empty(self.sizes(), values.options());
-  at::Tensor i = indices.is_contiguous() ? indices : at::empty(self.sizes(), indices.options());
-  sort_into(self, dim, descending, v, i, self.dim() == 0 ? 1 : self.size(dim), "sort");
-  if (!v.is_same(values)) values.copy_(v);
-  if (!i.is_same(indices)) indices.copy_(i);
-  return {values, indices};
-}
-
-std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
-                                               bool descending) {
-  at::Tensor values = at::empty(self.sizes(), self.options());
-  at::Tensor indices = at::empty(self.sizes(), self.options().dtype(at::kLong));
-  sort_values_stable(self, stable, dim, descending, values, indices);
-  return {values, indices};
-}
-
-std::tuple<at::Tensor&, at::Tensor&> topk_values(const at::Tensor& self, int64_t k, int64_t dim, bool largest,
-                                                 bool /*sorted*/, at::Tensor& values, at::Tensor& indices) {
-  dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
-  const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
-  TORCH_CHECK(k >= 0 && k <= len, "selected index k out of range");
-  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
-  if (!sizes.empty()) sizes[dim] = k;
-  at::native::resize_output(values, sizes);
-  at::native::resize_output(indices, sizes);
-  at::Tensor v = values.is_contiguous() ? values : at::empty(sizes, values.options());
-  at::Tensor i = indices.is_contiguous() ? indices : at::empty(sizes, indices.options());
-  sort_into(self, dim, largest, v, i, k, "topk");
-  if (!v.is_same(values)) values.copy_(v);
-  if (!i.is_same(indices)) indices.copy_(i);
-  return {values, indices};
-}
-
-std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
-  at::Tensor values = at::empty({0}, self.options());
-  at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
-  topk_values(self, k, dim, largest, sorted, values, indices);
-  return {values, indices};
-}
-
-// kthvalue: the k-th smallest of each line, from the stable sort.
-std::tuple<at::Tensor&, at::Tensor&> kthvalue_values(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
-                                                     at::Tensor& values, at::Tensor& indices) {
-  dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
-  const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
-  at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
-  TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
-  at::Tensor v = at::empty({0}, self.options());
-  at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
-  topk_values(self, k, dim, /*largest=*/false, true, v, i);
-  at::Tensor kv = as_1d(v).narrow(dim, k - 1, 1), ki = as_1d(i).narrow(dim, k - 1, 1);
-  if (self.dim() == 0) {
-    // a 0-dim result; view({}) would pick Tensor::view(ScalarType) and reinterpret the bytes as uint8
-    kv = kv.reshape(at::IntArrayRef{});
-    ki = ki.reshape(at::IntArrayRef{});
-  } else if (!keepdim) {
-    kv = kv.squeeze(dim);
-    ki = ki.squeeze(dim);
-  }
-  at::native::resize_output(values, kv.sizes());
-  at::native::resize_output(indices, ki.sizes());
-  values.copy_(kv);
-  indices.copy_(ki);
-  return {values, indices};
-}
-
 // ---- unique / bincount / searchsorted ------------------------------------------------------------
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, bool /*sorted*/, bool return_inverse,
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_unique2(const at::Tensor& self, bool /*sorted*/, bool return_inverse,
                                                        bool return_counts) {
   c10::DeviceGuard guard(self.device());
   const int64_t n = self.numel();
@@ -137,22 +69,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor& self, b
   return {values, inverse, counts};
 }
 
-at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt, int64_t minlength) {
-  TORCH_CHECK(self.dim() == 1 && !at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kBool,
-              "bincount only supports 1-d non-negative integral inputs.");
-  TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
-  // an empty input counts nothing: zeros(minlength) of int64 before the weights are looked at (CPU and CUDA)
-  if (self.numel() == 0) return at::zeros({minlength}, self.options().dtype(at::kLong));
-  const at::Tensor weights = weights_opt.has_value() ? *weights_opt : at::Tensor();
-  TORCH_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == self.size(0)),
-              "weights should be 1-d and have the same length as input");
-  c10::DeviceGuard guard(self.device());
-  int64_t nbins = minlength;
-  if (self.numel() > 0) {
-    at::Tensor mx = at::empty({}, self.options().dtype(at::kLong));
-    NPU_CHECK(npu_kernels::bincount_max(stream_of(self), tensor_desc(self, "bincount"), mx.data_ptr<int64_t>()));
-    nbins = std::max(nbins, mx.item<int64_t>() + 1);
-  }
+at::Tensor NF::bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt, int64_t minlength) {
+TORCH_CHECK(self.dim() == 1 && !at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kBool,
+            "bincount only supports 1-d non-negative integral inputs.");
+TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+// an empty input counts nothing: zeros(minlength) of int64 before the weights are looked at (CPU and CUDA)
+if (self.numel() == 0) return at::zeros({minlength}, self.options().dtype(at::kLong));
+const at::Tensor weights = weights_opt.has_value() ? *weights_opt : at::Tensor();
+TORCH_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == self.size(0)),
+            "weights should be 1-d and have the same length as input");
+c10::DeviceGuard guard(self.device());
+int64_t nbins = minlength;
+if (self.numel() > 0) {
+  at::Tensor mx = at::empty({}, self.options().dtype(at::kLong));
+  NPU_CHECK(npu_kernels::bincount_max(stream_of(self), tensor_desc(self, "bincount"), mx.data_ptr<int64_t>()));
+  nbins = std::max(nbins, mx.item<int64_t>() + 1);
+}
   const at::ScalarType out_type = !weights.defined() ? at::kLong
                                   : weights.scalar_type() == at::kFloat ? at::kFloat
                                                                         : at::kDouble;
@@ -168,7 +100,25 @@ at::Tensor bincount(const at::Tensor& self, const std::optional<at::Tensor>& wei
   return out;
 }
 
-at::Tensor& searchsorted_out(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
+at::Tensor NF::searchsorted(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
+                        std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
+  at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  return NF::searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, out);
+}
+
+at::Tensor NF::bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+  at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
+  return NF::bucketize_out(self, boundaries, out_int32, right, out);
+}
+
+// bucketize is searchsorted with the arguments swapped (1-D boundaries).
+at::Tensor& NF::bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right,
+                          at::Tensor& out) {
+  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
+  return NF::searchsorted_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, out);
+}
+
+at::Tensor& NF::searchsorted_out(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
                              std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter,
                              at::Tensor& out) {
   TORCH_CHECK(!side.has_value() || *side == "left" || *side == "right",
@@ -198,44 +148,83 @@ at::Tensor& searchsorted_out(const at::Tensor& sorted_sequence, const at::Tensor
   return out;
 }
 
-at::Tensor searchsorted_npu(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
-                        std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
-  at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
-  return searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, out);
-}
-
-at::Tensor searchsorted_scalar(const at::Tensor& sorted_sequence, const at::Scalar& self, bool out_int32, bool right,
-                               std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
+at::Tensor NF::searchsorted(const at::Tensor& sorted_sequence, const at::Scalar& self, bool out_int32, bool right,
+                   std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
   const at::Tensor value = at::scalar_tensor(self, sorted_sequence.options());
-  return searchsorted_npu(sorted_sequence, value, out_int32, right, side, sorter);
+  return NF::searchsorted(sorted_sequence, value, out_int32, right, side, sorter);
 }
 
-// bucketize is searchsorted with the arguments swapped (1-D boundaries).
-at::Tensor& bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right,
-                          at::Tensor& out) {
-  TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
-  return searchsorted_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, out);
-}
-at::Tensor bucketize(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right) {
-  at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
-  return bucketize_out(self, boundaries, out_int32, right, out);
+std::tuple<at::Tensor, at::Tensor> NF::sort(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
+                                               bool descending) {
+  at::Tensor values = at::empty(self.sizes(), self.options());
+  at::Tensor indices = at::empty(self.sizes(), self.options().dtype(at::kLong));
+  NF::sort_out(self, stable, dim, descending, values, indices);
+  return {values, indices};
 }
 
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_unique2", unique2);
-  m.impl("bincount", bincount);
-  m.impl("searchsorted.Tensor", searchsorted_npu);
-  m.impl("bucketize.Tensor", bucketize);
-  m.impl("bucketize.Tensor_out", bucketize_out);
-  m.impl("searchsorted.Tensor_out", searchsorted_out);
-  m.impl("searchsorted.Scalar", searchsorted_scalar);
-  m.impl("sort.stable", sort_stable);
-  m.impl("sort.values_stable", sort_values_stable);
-  m.impl("topk", topk);
-  m.impl("topk.values", topk_values);
-  m.impl("kthvalue.values", kthvalue_values);
+std::tuple<at::Tensor&, at::Tensor&> NF::sort_out(const at::Tensor& self, std::optional<bool> /*stable*/,
+                                                        int64_t dim, bool descending, at::Tensor& values,
+                                                        at::Tensor& indices) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  at::native::resize_output(values, self.sizes());
+  at::native::resize_output(indices, self.sizes());
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "sort: indices must be int64");
+  at::Tensor v = values.is_contiguous() ? values : at::empty(self.sizes(), values.options());
+  at::Tensor i = indices.is_contiguous() ? indices : at::empty(self.sizes(), indices.options());
+  sort_into(self, dim, descending, v, i, self.dim() == 0 ? 1 : self.size(dim), "sort");
+  if (!v.is_same(values)) values.copy_(v);
+  if (!i.is_same(indices)) indices.copy_(i);
+  return {values, indices};
 }
 
-}  // namespace
+std::tuple<at::Tensor, at::Tensor> NF::topk(const at::Tensor& self, int64_t k, int64_t dim, bool largest, bool sorted) {
+  at::Tensor values = at::empty({0}, self.options());
+  at::Tensor indices = at::empty({0}, self.options().dtype(at::kLong));
+  NF::topk_out(self, k, dim, largest, sorted, values, indices);
+  return {values, indices};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> NF::topk_out(const at::Tensor& self, int64_t k, int64_t dim, bool largest,
+                                                 bool /*sorted*/, at::Tensor& values, at::Tensor& indices) {
+  dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+  const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
+  TORCH_CHECK(k >= 0 && k <= len, "selected index k out of range");
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  if (!sizes.empty()) sizes[dim] = k;
+  at::native::resize_output(values, sizes);
+  at::native::resize_output(indices, sizes);
+  at::Tensor v = values.is_contiguous() ? values : at::empty(sizes, values.options());
+  at::Tensor i = indices.is_contiguous() ? indices : at::empty(sizes, indices.options());
+  sort_into(self, dim, largest, v, i, k, "topk");
+  if (!v.is_same(values)) values.copy_(v);
+  if (!i.is_same(indices)) indices.copy_(i);
+  return {values, indices};
+}
+
+// kthvalue: the k-th smallest of each line, from the stable sort.
+std::tuple<at::Tensor&, at::Tensor&> NF::kthvalue_out(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
+                                                     at::Tensor& values, at::Tensor& indices) {
+dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
+at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
+TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
+at::Tensor v = at::empty({0}, self.options());
+at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
+NF::topk_out(self, k, dim, /*largest=*/false, true, v, i);
+at::Tensor kv = as_1d(v).narrow(dim, k - 1, 1), ki = as_1d(i).narrow(dim, k - 1, 1);
+if (self.dim() == 0) {
+  // a 0-dim result; view({}) would pick Tensor::view(ScalarType) and reinterpret the bytes as uint8
+  kv = kv.reshape(at::IntArrayRef{});
+  ki = ki.reshape(at::IntArrayRef{});
+} else if (!keepdim) {
+  kv = kv.squeeze(dim);
+  ki = ki.squeeze(dim);
+}
+  at::native::resize_output(values, kv.sizes());
+  at::native::resize_output(indices, ki.sizes());
+  values.copy_(kv);
+  indices.copy_(ki);
+  return {values, indices};
+}
+
 }  // namespace torch_npu_sim

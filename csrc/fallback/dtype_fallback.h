@@ -24,7 +24,8 @@ struct NoKernelForDtype : c10::NotImplementedError {
 // The boxed CPU fallback registered for PrivateUse1 (cpu_fallback.cpp).
 void npu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
-// Calls native(); if it throws NoKernelForDtype, runs aten::<name>.<overload> with the same arguments
+// The generated registration of an op marked or_cpu in csrc/aten/ops.yaml (tools/gen_op_table.py):
+// calls native(); if it throws NoKernelForDtype, runs aten::<name>.<overload> with the same arguments
 // through npu_cpu_fallback (warning once, refused under TORCH_NPU_FALLBACK_CPU_DISABLE=1).
 template <typename Sig>
 struct OrCpu;
@@ -43,18 +44,4 @@ struct OrCpu<Ret(Args...)> {
   }
 };
 
-// The registration form of OrCpu: a kernel for aten op `name` (qualified, "aten::mm") and `overload` that calls fn
-// and, when fn throws NoKernelForDtype, runs the op through the CPU fallback. m.impl("mm", or_cpu("aten::mm", "", mm)).
-template <typename Ret, typename... Args>
-auto or_cpu(const char* name, const char* overload, Ret (*fn)(Args...)) {
-  return [name, overload, fn](Args... args) -> Ret {
-    return OrCpu<Ret(Args...)>::call(name, overload, [&]() -> Ret { return fn(args...); }, args...);
-  };
-}
-
 }  // namespace torch_npu_sim
-
-// In an adapter with signature SIG registered for aten::NAME.OVERLOAD: returns NATIVE, or the CPU
-// fallback's result when NATIVE throws NoKernelForDtype; the trailing arguments are the adapter's own.
-#define NPU_OR_CPU(SIG, NAME, OVERLOAD, NATIVE, ...) \
-  ::torch_npu_sim::OrCpu<SIG>::call("aten::" NAME, OVERLOAD, [&]() -> decltype(auto) { return NATIVE; }, __VA_ARGS__)

@@ -17,7 +17,6 @@
 namespace py = pybind11;
 
 namespace torch_npu_sim {
-void register_foreach_ops();  // aten/foreach_ops.cpp
 
 namespace {
 
@@ -145,7 +144,6 @@ void restart_device(c10::DeviceIndex device) {
 PYBIND11_MODULE(_C, m) {
   using namespace torch_npu_sim;
   m.doc() = "torch_npu_sim native module: simulated NPU runtime bindings";
-  register_foreach_ops();
   init_distributed_bindings(m);
 
   m.def("_init", [] {

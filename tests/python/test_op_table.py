@@ -1,0 +1,141 @@
+"""The op table of record (csrc/aten/ops.yaml) against what the dispatcher really has registered for npu."""
+import os
+import re
+import subprocess
+import sys
+
+import torch
+import yaml
+
+import torch_npu_sim  # noqa: F401  registers the kernels
+
+from conftest import ROOT
+
+TABLE = os.path.join(ROOT, "csrc", "aten", "ops.yaml")
+GEN = os.path.join(ROOT, "tools", "gen_op_table.py")
+
+
+def table():
+    with open(TABLE) as f:
+        doc = yaml.safe_load(f)
+    ops = {}
+    for fam in doc["families"]:
+        for entry in fam["ops"]:
+            name = entry if isinstance(entry, str) else next(iter(entry))
+            ops[name] = fam
+    return ops, doc["families"]
+
+
+def registered():
+    """aten ops with an npu (PrivateUse1) kernel, as the dispatcher lists them."""
+    regs = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+    return {r[len("aten::"):] for r in regs if r.startswith("aten::")}
+
+
+def test_every_registered_op_is_in_the_table_and_every_table_op_is_registered():
+    ops, _ = table()
+    regs = registered()
+    assert sorted(regs - ops.keys()) == [], "registered for npu but missing from csrc/aten/ops.yaml"
+    assert sorted(ops.keys() - regs) == [], "in csrc/aten/ops.yaml but not registered for npu"
+
+
+def test_every_table_op_is_an_aten_schema_with_an_npu_kernel():
+    # m.impl on a name that is no schema registers nothing callable: "remainder.out" instead of
+    # "remainder.Tensor_out" left torch.remainder(a, b, out=c) on the CPU fallback
+    ops, _ = table()
+    for name in ops:
+        base, _, overload = name.partition(".")
+        torch._C._dispatch_find_schema_or_throw("aten::" + base, overload)
+        assert torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, "PrivateUse1"), name
+
+
+def test_generated_families_register_nothing_by_hand():
+    # a family made from the table keeps its kernels in its file and no PrivateUse1 registration of its own
+    _, families = table()
+    for fam in families:
+        if fam.get("registration", "generated") != "generated":
+            continue
+        with open(os.path.join(ROOT, "csrc", "aten", fam["file"])) as f:
+            text = f.read()
+        assert not re.search(r"TORCH_LIBRARY_IMPL\(aten, PrivateUse1|Library::IMPL", text), fam["file"]
+
+
+def test_ops_md_is_generated_from_the_table():
+    r = subprocess.run([sys.executable, GEN, "--table", TABLE, "--check-doc", os.path.join(ROOT, "docs", "ops.md")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_an_out_variant_named_in_the_table_runs_natively(native_only):
+    a = torch.tensor([5.0, -7.0, 3.5])
+    b = torch.tensor([3.0, 2.0, -2.0])
+    out = torch.empty(3, device="npu")
+    torch.remainder(a.to("npu"), b.to("npu"), out=out)
+    torch.testing.assert_close(out.cpu(), torch.remainder(a, b))
+    eq = torch.empty(3, dtype=torch.bool, device="npu")
+    torch.eq(a.to("npu"), b.to("npu"), out=eq)
+    torch.testing.assert_close(eq.cpu(), torch.eq(a, b))
+
+
+DTYPES = {"f64": torch.float64, "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+          "c128": torch.complex128, "c64": torch.complex64, "i64": torch.int64, "i32": torch.int32,
+          "i16": torch.int16, "i8": torch.int8, "u8": torch.uint8, "bool": torch.bool}
+
+
+def declared_dtypes():
+    with open(TABLE) as f:
+        doc = yaml.safe_load(f)
+    sets = doc.get("dtype_sets", {})
+
+    def expand(spec):
+        out = []
+        for item in spec if isinstance(spec, list) else [spec]:
+            out += expand(sets[item]) if item in sets else [item]
+        return out
+
+    for fam in doc["families"]:
+        for entry in fam["ops"]:
+            name, attrs = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
+            spec = (attrs or {}).get("dtypes", fam.get("dtypes"))
+            if spec:
+                yield name, expand(spec)
+
+
+def unary_functional(name):
+    """The aten overload if it is callable as op(tensor) -> Tensor (other arguments defaulted), else None."""
+    base, _, overload = name.partition(".")
+    op = getattr(getattr(torch.ops.aten, base), overload or "default")
+    args, rets = op._schema.arguments, op._schema.returns
+    if (args and str(args[0].type) == "Tensor" and not args[0].is_write and len(rets) == 1
+            and not rets[0].alias_info and all(a.has_default_value() for a in args[1:])):
+        return op
+    return None
+
+
+def test_declared_dtypes_of_unary_ops_run_natively():
+    # the dtypes column of docs/ops.md is the table's: each declared dtype must be one CPU accepts too and
+    # must run on the npu kernel, not on the CPU fallback
+    wrong = []
+    for name, dtypes in declared_dtypes():
+        op = unary_functional(name)
+        if op is None:
+            continue
+        samples = {d: (torch.arange(1, 7) % 3).reshape(2, 3).to(DTYPES[d]) for d in dtypes}
+        on_cpu = {}  # dtype -> the sample CPU accepted, or its error
+        for d, x in samples.items():
+            try:
+                op(x)
+                on_cpu[d] = x
+            except (RuntimeError, NotImplementedError) as e:
+                on_cpu[d] = e
+        if all(isinstance(v, Exception) for v in on_cpu.values()):
+            continue  # the sample does not suit the op (clamp without bounds, bincount of a 2-D tensor)
+        for d, x in on_cpu.items():
+            if isinstance(x, Exception):
+                wrong.append(f"{name}: CPU refuses {d}")
+                continue
+            torch_npu_sim.reset_fallback_ops()
+            op(x.to("npu")).cpu()
+            if torch_npu_sim.fallback_ops():
+                wrong.append(f"{name}: {d} runs on the CPU fallback")
+    assert wrong == []

@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""The op table's generator: csrc/aten/ops.yaml -> the npu registrations, the kernels' declarations, docs/ops.md.
+
+Run by CMake at build time (see csrc/CMakeLists.txt). Signatures come from PyTorch's own schema
+(torchgen's copy of native_functions.yaml, as torch_npu's and XLA's backend codegen do), so a kernel
+defined with a signature that differs from its schema fails to compile ("no declaration matches").
+
+  gen_op_table.py --table csrc/aten/ops.yaml --out-dir <build>/generated --doc docs/ops.md
+  gen_op_table.py --table csrc/aten/ops.yaml --check-doc docs/ops.md   # exit 1 if the doc is stale
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+import yaml
+
+STRUCT = "NPUNativeFunctions"
+NAMESPACE = "torch_npu_sim"
+DTYPE_ORDER = ["f64", "f32", "f16", "bf16", "c128", "c64", "i64", "i32", "i16", "i8", "u8", "bool"]
+
+
+@dataclass
+class Op:
+    name: str  # "add.Tensor"
+    family: str
+    file: str
+    generated: bool
+    kernel: str | None = None  # an existing C++ kernel (at::native::view); default NPUNativeFunctions::<name>
+    boxed: str | None = None  # a boxed kernel shared by the family (NPUNativeFunctions::<boxed>)
+    or_cpu: bool = False  # dtypes the kernel library lacks run on the CPU fallback
+    dtypes: list[str] = field(default_factory=list)
+    note: str = ""
+
+
+def torchgen_dir() -> str:
+    import torchgen
+
+    return os.path.dirname(torchgen.__file__)
+
+
+def load_schemas():
+    from torchgen.gen import parse_native_yaml
+
+    native = os.path.join(torchgen_dir(), "packaged", "ATen", "native")
+    parsed = parse_native_yaml(os.path.join(native, "native_functions.yaml"), os.path.join(native, "tags.yaml"))
+    return {str(f.func.name): f for f in parsed.native_functions}, parsed.backend_indices
+
+
+def expand_dtypes(spec, sets: dict[str, list[str]]) -> list[str]:
+    out: list[str] = []
+    for item in spec if isinstance(spec, list) else [spec]:
+        for d in expand_dtypes(sets[item], sets) if item in sets else [item]:
+            if d not in DTYPE_ORDER:
+                raise SystemExit(f"ops.yaml: unknown dtype {d!r} (known: {', '.join(DTYPE_ORDER)})")
+            if d not in out:
+                out.append(d)
+    return sorted(out, key=DTYPE_ORDER.index)
+
+
+def load_table(path: str) -> tuple[list[Op], dict]:
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    sets = doc.get("dtype_sets", {})
+    ops: list[Op] = []
+    seen: dict[str, str] = {}
+    for fam in doc["families"]:
+        mode = fam.get("registration", "generated")
+        if mode not in ("generated", "manual"):
+            raise SystemExit(f"ops.yaml: family {fam['family']}: registration must be generated or manual")
+        for entry in fam["ops"]:
+            name, attrs = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
+            attrs = attrs or {}
+            unknown = set(attrs) - {"kernel", "or_cpu", "dtypes", "note"}
+            if unknown:
+                raise SystemExit(f"ops.yaml: {name}: unknown keys {sorted(unknown)}")
+            if name in seen:
+                raise SystemExit(f"ops.yaml: {name} is listed twice ({seen[name]} and {fam['family']})")
+            seen[name] = fam["family"]
+            ops.append(Op(name=name, family=fam["family"], file=fam["file"], generated=mode == "generated",
+                          kernel=attrs.get("kernel"), boxed=fam.get("boxed_kernel"),
+                          or_cpu=bool(attrs.get("or_cpu", fam.get("or_cpu", False))),
+                          dtypes=expand_dtypes(attrs.get("dtypes", fam.get("dtypes", [])), sets),
+                          note=attrs.get("note", "")))
+    return ops, doc
+
+
+def signature(f):
+    """The kernel's C++ signature: the dispatcher's, with int for SymInt (the dispatcher converts)."""
+    from torchgen import local
+    from torchgen.api.types import DispatcherSignature
+
+    # as PyTorch's codegen: resize_ & co. take `const Tensor&` self, structured groups take ITensorListRef
+    with local.parametrize(use_const_ref_for_mutable_tensors=f.use_const_ref_for_mutable_tensors,
+                           use_ilistref_for_tensor_lists=f.part_of_structured_group):
+        sig = DispatcherSignature.from_schema(f.func, symint=False)
+        return Signature(sig.decl(name="@NAME@"), sig.type(), sig.returns_type().cpp_type(),
+                         [a.name for a in sig.arguments()])
+
+
+@dataclass
+class Signature:
+    """A kernel signature's C++ text, computed under the op's own torchgen settings."""
+
+    decl_template: str
+    type: str
+    ret: str
+    arg_names: list[str]
+
+    def decl(self, name: str) -> str:
+        return self.decl_template.replace("@NAME@", name)
+
+
+def kernel_name(f) -> str:
+    from torchgen.api import dispatcher
+
+    return dispatcher.name(f.func)
+
+
+def gen_header(ops: list[Op], schemas) -> str:
+    decls = set()
+    boxed = set()
+    for op in ops:
+        if not op.generated or op.kernel:
+            continue
+        if op.boxed:
+            boxed.add(op.boxed)
+            continue
+        f = schemas[op.name]
+        decls.add(f"  static {signature(f).decl(name=kernel_name(f))};")
+    lines = [
+        "// @generated by tools/gen_op_table.py from csrc/aten/ops.yaml: do not edit.",
+        "// The npu kernels of the op table, one per registered schema; defined in the family files.",
+        "#pragma once",
+        "#include <ATen/Tensor.h>",
+        "#include <ATen/core/dispatch/Dispatcher.h>",
+        "",
+        f"namespace {NAMESPACE} {{",
+        "",
+        f"struct {STRUCT} {{",
+        *sorted(decls),
+        *[f"  static void {b}(const c10::OperatorHandle& op, c10::DispatchKeySet ks, torch::jit::Stack* stack);"
+          for b in sorted(boxed)],
+        "};",
+        "",
+        f"}}  // namespace {NAMESPACE}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def split_name(name: str) -> tuple[str, str]:
+    base, _, overload = name.partition(".")
+    return base, overload
+
+
+def gen_register(ops: list[Op], schemas) -> str:
+    body: list[str] = []
+    wrappers: list[str] = []
+    includes = set()
+    family = None
+    for op in ops:
+        if not op.generated:
+            continue
+        if op.family != family:
+            family = op.family
+            body.append(f"  // {op.family} ({op.file})")
+        if op.boxed:
+            body.append(f'  m.impl("{op.name}", torch::CppFunction::makeFromBoxedFunction<&{STRUCT}::{op.boxed}>());')
+            continue
+        f = schemas[op.name]
+        sig = signature(f)
+        if op.kernel:
+            if op.kernel.startswith("at::native::"):
+                includes.add(f"#include <ATen/ops/{split_name(op.name)[0]}_native.h>")
+            target = op.kernel
+        else:
+            target = f"{STRUCT}::{kernel_name(f)}"
+        if not op.or_cpu:
+            body.append(f'  m.impl("{op.name}", c10::CompileTimeFunctionPointer<{sig.type}, &{target}>());')
+            continue
+        # dtypes the kernel library lacks: the native kernel throws NoKernelForDtype, the CPU fallback runs
+        wrapper = "or_cpu_" + re.sub(r"\W", "_", op.name)
+        args = ", ".join(sig.arg_names)
+        ret = sig.ret
+        fn_type = sig.type
+        base, overload = split_name(op.name)
+        wrappers.append(
+            f"{sig.decl(name=wrapper)} {{\n"
+            f'  return OrCpu<{fn_type}>::call("aten::{base}", "{overload}", [&]() -> {ret} {{ return {target}({args}); }}, {args});\n'
+            f"}}\n")
+        body.append(f'  m.impl("{op.name}", TORCH_FN({wrapper}));')
+    lines = [
+        "// @generated by tools/gen_op_table.py from csrc/aten/ops.yaml: do not edit.",
+        "// The npu registrations of the op table: one line per aten schema, in the table's order.",
+        "#include <ATen/core/op_registration/adaption.h>",
+        "#include <torch/library.h>",
+        *sorted(includes),
+        "",
+        '#include "fallback/dtype_fallback.h"',
+        '#include "npu_native_functions.h"',
+        "",
+        f"namespace {NAMESPACE} {{",
+        "namespace {",
+        "",
+        *wrappers,
+        "}  // namespace",
+        "",
+        "TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {",
+        *body,
+        "}",
+        "",
+        f"}}  // namespace {NAMESPACE}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def load_derivatives() -> dict[str, list[str]]:
+    """op name (with overload) -> the formulas of its derivatives.yaml entry."""
+    with open(os.path.join(torchgen_dir(), "packaged", "autograd", "derivatives.yaml")) as f:
+        entries = yaml.safe_load(f)
+    out: dict[str, list[str]] = {}
+    for e in entries:
+        name = e["name"].split("(")[0]
+        out[name] = [str(v) for k, v in e.items() if k not in ("name", "dispatch", "output_differentiability")]
+    return out
+
+
+def backward_of(op: str, derivs: dict[str, list[str]], schemas, native: set[str]) -> str:
+    base, overload = split_name(op)
+    if base.endswith("_") or overload.endswith("out") or "out" == overload or overload.endswith("_out"):
+        return "—"  # in-place and out= variants: autograd goes through the functional op
+    formulas = derivs.get(op)
+    if formulas is None:
+        return "—"
+    text = " ".join(formulas)
+    if "non_differentiable" in text and not re.search(r"\w+\(", text.replace("non_differentiable", "")):
+        return "not differentiable"
+    called = []
+    for m in re.finditer(r"\b([a-z_0-9]+_backward[a-z_0-9]*)\(", text):
+        name = m.group(1)
+        if any(k.split(".")[0] == name for k in schemas) and name not in called:
+            called.append(name)
+    if not called:
+        return "formula of other ops"
+    marks = []
+    for name in called:
+        is_native = any(n.split(".")[0] == name for n in native)
+        marks.append(f"`{name}` ({'native' if is_native else 'CPU fallback'})")
+    return ", ".join(marks)
+
+
+def gen_doc(ops: list[Op], schemas, backend_indices) -> str:
+    from torchgen.model import DispatchKey
+
+    derivs = load_derivatives()
+    native = {op.name for op in ops}
+    by_family: dict[str, list[Op]] = {}
+    for op in ops:
+        by_family.setdefault(op.family, []).append(op)
+    cpu_index = backend_indices[DispatchKey.CPU]
+    fallback = sorted(name for name, f in schemas.items()
+                      if name not in native and cpu_index.has_kernel(f) and not name.startswith("_foreach_"))
+    lines = [
+        "<!-- @generated by tools/gen_op_table.py from csrc/aten/ops.yaml at build time: do not edit. -->",
+        "# The npu op table",
+        "",
+        "Every aten op with an npu kernel, from the op table of record `csrc/aten/ops.yaml`. Registrations",
+        "are generated from the same table, and `tests/test_op_table.py` fails when the table and the",
+        "dispatcher's PrivateUse1 registrations disagree. Dtypes: the kernel library's native dtypes; with",
+        "*others → CPU* an operand of another dtype (complex, mostly) runs the op on the CPU fallback, otherwise",
+        "it is an error. Backward: the `*_backward` ops PyTorch's autograd formula calls (from",
+        "`derivatives.yaml`), each native or CPU fallback; composite ops dispatch to the ops they call.",
+        "",
+        f"{len(ops)} native registrations in {len(by_family)} families; {len(fallback)} aten ops with a CPU kernel",
+        "run through the CPU fallback (listed at the end).",
+        "",
+    ]
+    for fam, fops in by_family.items():
+        lines += [f"## {fam} (`csrc/aten/{fops[0].file}`)", "", "| op | dtypes | backward |", "|---|---|---|"]
+        for op in fops:
+            dt = " ".join(op.dtypes) if op.dtypes else "any"
+            if op.or_cpu:
+                dt += "; others → CPU"
+            extra = f" ({op.note})" if op.note else ""
+            lines.append(f"| `{op.name}`{extra} | {dt} | {backward_of(op.name, derivs, schemas, native)} |")
+        lines.append("")
+    lines += ["## Through the CPU fallback", "",
+              "Aten ops with a CPU kernel and no npu kernel: they run on the CPU with a warning (an error under",
+              "`TORCH_NPU_FALLBACK_CPU_DISABLE=1`). `_foreach_*` ops without a native kernel are listed under foreach.",
+              ""]
+    lines.append(", ".join(f"`{n}`" for n in fallback))
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_if_changed(path: str, text: str) -> None:
+    if os.path.exists(path):
+        with open(path) as f:
+            if f.read() == text:
+                return
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--table", required=True)
+    ap.add_argument("--out-dir")
+    ap.add_argument("--doc")
+    ap.add_argument("--check-doc")
+    args = ap.parse_args()
+    ops, _ = load_table(args.table)
+    schemas, backend_indices = load_schemas()
+    missing = [op.name for op in ops if op.name not in schemas]
+    if missing:
+        raise SystemExit(f"ops.yaml: not aten schemas: {', '.join(missing)}")
+    if args.out_dir:
+        write_if_changed(os.path.join(args.out_dir, "npu_native_functions.h"), gen_header(ops, schemas))
+        write_if_changed(os.path.join(args.out_dir, "register_npu_ops.cpp"), gen_register(ops, schemas))
+    doc = gen_doc(ops, schemas, backend_indices)
+    if args.doc:
+        write_if_changed(args.doc, doc)
+    if args.check_doc:
+        with open(args.check_doc) as f:
+            if f.read() != doc:
+                print(f"{args.check_doc} is stale: rebuild (it is generated from {args.table})", file=sys.stderr)
+                return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
