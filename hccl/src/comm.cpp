@@ -34,12 +34,11 @@ OwnedEvent record_on(npu_sim::Stream stream) {
   return owned;
 }
 
-void P2PState::finish(const std::string& err, CommErrorKind k, int src) {
+void P2PState::finish(const std::string& err, int src) {
   {
     std::lock_guard<std::mutex> lk(mu);
     if (done) return;  // the first outcome stands
     error = err;
-    kind = k;
     source = src;
     done = true;
   }
@@ -270,8 +269,8 @@ void P2PEngine::post(std::vector<std::unique_ptr<P2POp>> ops) {
   cv_.notify_all();
 }
 
-void P2PEngine::fail_all(std::deque<std::unique_ptr<P2POp>>& ops, const std::string& msg, CommErrorKind kind) {
-  for (auto& op : ops) op->state->finish(msg, kind, -1);
+void P2PEngine::fail_all(std::deque<std::unique_ptr<P2POp>>& ops, const std::string& msg) {
+  for (auto& op : ops) op->state->finish(msg, -1);
   ops.clear();
 }
 
@@ -287,9 +286,9 @@ void P2PEngine::loop() {
       if (active.empty()) cv_.wait(lk, [this] { return stop_ || !queue_.empty(); });
       if (stop_) {
         const std::string msg = "hccl: the communicator was destroyed with p2p operations pending";
-        fail_all(queue_, msg, CommErrorKind::kAborted);
+        fail_all(queue_, msg);
         lk.unlock();
-        fail_all(active, msg, CommErrorKind::kAborted);
+        fail_all(active, msg);
         return;
       }
       while (!queue_.empty()) {
@@ -298,8 +297,7 @@ void P2PEngine::loop() {
       }
     }
     if (comm_->error() != HCCL_SUCCESS) {
-      fail_all(active, "hccl: communicator unusable after an earlier failure: " + comm_->error_message(),
-               CommErrorKind::kOther);
+      fail_all(active, "hccl: communicator unusable after an earlier failure: " + comm_->error_message());
       continue;
     }
     std::vector<Xfer*> xs;
@@ -318,8 +316,7 @@ void P2PEngine::loop() {
     }
     if (!device_error.empty()) {
       fail_all(active, "hccl: p2p operation on rank " + std::to_string(rank) +
-                           " not started: the device failed before its buffer was ready: " + device_error,
-               CommErrorKind::kOther);
+                           " not started: the device failed before its buffer was ready: " + device_error);
       continue;
     }
     const uint32_t token = t.wait_token();
@@ -338,11 +335,11 @@ void P2PEngine::loop() {
       const std::string msg = std::string("hccl: p2p on rank ") + std::to_string(rank) + " failed (" +
                               comm_error_kind_name(e.kind) + "): " + e.what();
       comm_->set_error(e.kind, msg);
-      fail_all(active, msg, e.kind);
+      fail_all(active, msg);
       continue;
     } catch (const std::exception& e) {
       comm_->set_error(CommErrorKind::kOther, e.what());
-      fail_all(active, e.what(), CommErrorKind::kOther);
+      fail_all(active, e.what());
       continue;
     }
     if (moved || xs.empty()) {
@@ -351,7 +348,7 @@ void P2PEngine::loop() {
     }
     for (auto it = active.begin(); it != active.end();) {
       if ((*it)->xfer.finished) {
-        (*it)->state->finish(std::string(), CommErrorKind::kOther, (*it)->xfer.source);
+        (*it)->state->finish(std::string(), (*it)->xfer.source);
         it = active.erase(it);
       } else {
         ++it;

@@ -37,10 +37,9 @@ struct P2PState {
   std::condition_variable cv;
   bool done = false;          // guarded by mu
   std::string error;          // guarded by mu; empty: success
-  CommErrorKind kind = CommErrorKind::kOther;
   int source = -1;            // guarded by mu; the rank a receive came from
   uint32_t* source_out = nullptr;  // HcclRecvAny's output, written by the stream task after done
-  void finish(const std::string& err, CommErrorKind k, int src);
+  void finish(const std::string& err, int src);
 };
 
 struct P2POp {
@@ -62,7 +61,7 @@ class P2PEngine {
 
  private:
   void loop();
-  void fail_all(std::deque<std::unique_ptr<P2POp>>& ops, const std::string& msg, CommErrorKind kind);
+  void fail_all(std::deque<std::unique_ptr<P2POp>>& ops, const std::string& msg);
 
   Communicator* comm_;
   std::mutex mu_;

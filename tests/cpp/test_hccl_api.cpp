@@ -226,6 +226,8 @@ TEST(HcclApi, BadArgumentsAreRefusedWithCodeAndMessage) {
     EXPECT_NE(std::string(HcclGetLastErrorMessage()).find("root 2 is not a rank"), std::string::npos);
     EXPECT_EQ(HcclSend(a.data, 8, HCCL_DATA_TYPE_FP32, me.rank, me.comm, me.stream), HCCL_E_PARA);
     EXPECT_EQ(HcclGroupEnd(), HCCL_E_PARA);
+    EXPECT_EQ(HcclCommSetOpTimeout(me.comm, 0), HCCL_E_PARA);
+    EXPECT_NE(std::string(HcclGetLastErrorMessage()).find("timeoutMs must be positive"), std::string::npos);
     // Refused calls enqueue nothing and break nothing.
     HcclResult err = HCCL_E_INTERNAL;
     ASSERT_HCCL(HcclGetCommAsyncError(me.comm, &err));
