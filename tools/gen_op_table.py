@@ -28,7 +28,6 @@ class Op:
     name: str  # "add.Tensor"
     family: str
     file: str
-    generated: bool
     kernel: str | None = None  # an existing C++ kernel (at::native::view); default NPUNativeFunctions::<name>
     boxed: str | None = None  # a boxed kernel shared by the family (NPUNativeFunctions::<boxed>)
     or_cpu: bool = False  # dtypes the kernel library lacks run on the CPU fallback
@@ -61,16 +60,13 @@ def expand_dtypes(spec, sets: dict[str, list[str]]) -> list[str]:
     return sorted(out, key=DTYPE_ORDER.index)
 
 
-def load_table(path: str) -> tuple[list[Op], dict]:
+def load_table(path: str) -> list[Op]:
     with open(path) as f:
         doc = yaml.safe_load(f)
     sets = doc.get("dtype_sets", {})
     ops: list[Op] = []
     seen: dict[str, str] = {}
     for fam in doc["families"]:
-        mode = fam.get("registration", "generated")
-        if mode not in ("generated", "manual"):
-            raise SystemExit(f"ops.yaml: family {fam['family']}: registration must be generated or manual")
         for entry in fam["ops"]:
             name, attrs = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
             attrs = attrs or {}
@@ -80,12 +76,12 @@ def load_table(path: str) -> tuple[list[Op], dict]:
             if name in seen:
                 raise SystemExit(f"ops.yaml: {name} is listed twice ({seen[name]} and {fam['family']})")
             seen[name] = fam["family"]
-            ops.append(Op(name=name, family=fam["family"], file=fam["file"], generated=mode == "generated",
+            ops.append(Op(name=name, family=fam["family"], file=fam["file"],
                           kernel=attrs.get("kernel"), boxed=fam.get("boxed_kernel"),
                           or_cpu=bool(attrs.get("or_cpu", fam.get("or_cpu", False))),
                           dtypes=expand_dtypes(attrs.get("dtypes", fam.get("dtypes", [])), sets),
                           note=attrs.get("note", "")))
-    return ops, doc
+    return ops
 
 
 def signature(f):
@@ -124,7 +120,7 @@ def gen_header(ops: list[Op], schemas) -> str:
     decls = set()
     boxed = set()
     for op in ops:
-        if not op.generated or op.kernel:
+        if op.kernel:
             continue
         if op.boxed:
             boxed.add(op.boxed)
@@ -163,8 +159,6 @@ def gen_register(ops: list[Op], schemas) -> str:
     includes = set()
     family = None
     for op in ops:
-        if not op.generated:
-            continue
         if op.family != family:
             family = op.family
             body.append(f"  // {op.family} ({op.file})")
@@ -270,7 +264,7 @@ def gen_doc(ops: list[Op], schemas, backend_indices) -> str:
         "# The npu op table",
         "",
         "Every aten op with an npu kernel, from the op table of record `csrc/aten/ops.yaml`. Registrations",
-        "are generated from the same table, and `tests/test_op_table.py` fails when the table and the",
+        "are generated from the same table, and `tests/python/test_op_table.py` fails when the table and the",
         "dispatcher's PrivateUse1 registrations disagree. Dtypes: the kernel library's native dtypes; with",
         "*others → CPU* an operand of another dtype (complex, mostly) runs the op on the CPU fallback, otherwise",
         "it is an error. Backward: the `*_backward` ops PyTorch's autograd formula calls (from",
@@ -315,7 +309,7 @@ def main() -> int:
     ap.add_argument("--doc")
     ap.add_argument("--check-doc")
     args = ap.parse_args()
-    ops, _ = load_table(args.table)
+    ops = load_table(args.table)
     schemas, backend_indices = load_schemas()
     missing = [op.name for op in ops if op.name not in schemas]
     if missing:

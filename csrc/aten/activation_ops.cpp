@@ -78,7 +78,7 @@ T NF::hardswish_backward(const T& grad, const T& self) {
   return iter.output();
 }
 
-::std::tuple<at::Tensor,at::Tensor> NF::log_sigmoid_forward(const T& self) {
+::std::tuple<at::Tensor, at::Tensor> NF::log_sigmoid_forward(const T& self) {
   T output = at::empty_like(self), buffer = at::empty({0}, self.options());
   NF::log_sigmoid_forward_out(self, output, buffer);
   return std::make_tuple(output, buffer);
@@ -122,8 +122,8 @@ T NF::logit_backward(const T& g, const T& self, std::optional<double> eps) {
 }
 
 T& NF::logit_backward_out(const T& g, const T& self, std::optional<double> eps, T& out) {
-  return structured_out<at::meta::structured_logit_backward>(
-      binary_kernel(BinaryOp::kLogitBackward, eps_params(eps)), out, g, self, eps);
+  return structured_out<at::meta::structured_logit_backward>(binary_kernel(BinaryOp::kLogitBackward, eps_params(eps)),
+                                                             out, g, self, eps);
 }
 
 T NF::hardshrink(const T& self, const S& v) {
@@ -143,19 +143,23 @@ T& NF::softshrink_out(const T& self, const S& v, T& out) {
 }
 
 T NF::hardshrink_backward(const T& g, const T& self, const S& v) {
-  return structured_functional<at::meta::structured_hardshrink_backward>(binary_kernel(BinaryOp::kHardshrinkBackward, with_a(v)), g, self, v);
+  return structured_functional<at::meta::structured_hardshrink_backward>(
+      binary_kernel(BinaryOp::kHardshrinkBackward, with_a(v)), g, self, v);
 }
 
 T& NF::hardshrink_backward_out(const T& g, const T& self, const S& v, T& out) {
-  return structured_out<at::meta::structured_hardshrink_backward>(binary_kernel(BinaryOp::kHardshrinkBackward, with_a(v)), out, g, self, v);
+  return structured_out<at::meta::structured_hardshrink_backward>(
+      binary_kernel(BinaryOp::kHardshrinkBackward, with_a(v)), out, g, self, v);
 }
 
 T NF::softshrink_backward(const T& g, const T& self, const S& v) {
-  return structured_functional<at::meta::structured_softshrink_backward>(binary_kernel(BinaryOp::kSoftshrinkBackward, with_a(v)), g, self, v);
+  return structured_functional<at::meta::structured_softshrink_backward>(
+      binary_kernel(BinaryOp::kSoftshrinkBackward, with_a(v)), g, self, v);
 }
 
 T& NF::softshrink_backward_out(const T& g, const T& self, const S& v, T& out) {
-  return structured_out<at::meta::structured_softshrink_backward>(binary_kernel(BinaryOp::kSoftshrinkBackward, with_a(v)), out, g, self, v);
+  return structured_out<at::meta::structured_softshrink_backward>(
+      binary_kernel(BinaryOp::kSoftshrinkBackward, with_a(v)), out, g, self, v);
 }
 
 T NF::logaddexp(const T& a, const T& b) {

@@ -158,7 +158,7 @@ at::Tensor NF::index(const at::Tensor& self, const c10::List<std::optional<at::T
 }
 
 at::Tensor& NF::_index_put_impl_(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
-                           const at::Tensor& values, bool accumulate, bool /*unsafe*/) {
+                                 const at::Tensor& values, bool accumulate, bool /*unsafe*/) {
   TORCH_CHECK_INDEX(self.scalar_type() == values.scalar_type(),
                     "Index put requires the source and destination dtypes match, got ", self.scalar_type(),
                     " for the destination and ", values.scalar_type(), " for the source.");

@@ -113,18 +113,16 @@ T bias_view(const OptT& mask, const T& q, const T& k) {
 
 }  // namespace
 
-int64_t NF::_fused_sdp_choice(const T& q, const T& k, const T& v, const OptT& mask, double dropout_p, bool /*is_causal*/,
-                   std::optional<double> /*scale*/, bool /*enable_gqa*/) {
+int64_t NF::_fused_sdp_choice(const T& q, const T& k, const T& v, const OptT& mask, double dropout_p,
+                              bool /*is_causal*/, std::optional<double> /*scale*/, bool /*enable_gqa*/) {
   // GQA (fewer key heads) fails fused_ok's head check and goes to the math path, which repeats them.
   const bool fused = at::globalContext().userEnabledOverrideableSDP() && fused_ok(q, k, v, mask, dropout_p);
   return static_cast<int64_t>(fused ? sdp::SDPBackend::overrideable : sdp::SDPBackend::math);
 }
 
-std::tuple<T, T, T, T, c10::SymInt, c10::SymInt, T, T, T> NF::_scaled_dot_product_fused_attention_overrideable(const T& query, const T& key,
-                                                                          const T& value, const OptT& attn_bias,
-                                                                          double dropout_p, bool is_causal,
-                                                                          bool return_debug_mask,
-                                                                          std::optional<double> scale) {
+std::tuple<T, T, T, T, c10::SymInt, c10::SymInt, T, T, T> NF::_scaled_dot_product_fused_attention_overrideable(
+    const T& query, const T& key, const T& value, const OptT& attn_bias, double dropout_p, bool is_causal,
+    bool return_debug_mask, std::optional<double> scale) {
   constexpr const char* op = "_scaled_dot_product_fused_attention_overrideable";
   TORCH_CHECK(dropout_p == 0.0, op, ": dropout_p must be 0 on npu's fused attention (got ", dropout_p,
               "); scaled_dot_product_attention routes dropout to the math path");
@@ -141,12 +139,11 @@ std::tuple<T, T, T, T, c10::SymInt, c10::SymInt, T, T, T> NF::_scaled_dot_produc
   return {out, lse, T(), T(), a.q_len, a.kv_len, T(), T(), T()};
 }
 
-std::tuple<T, T, T, T> NF::_scaled_dot_product_fused_attention_overrideable_backward(const T& grad_out, const T& query, const T& key, const T& value,
-                                                const T& attn_bias, std::array<bool, 4> grad_input_mask,
-                                                const T& out, const T& logsumexp, const T& /*cum_seq_q*/,
-                                                const T& /*cum_seq_k*/, int64_t /*max_q*/, int64_t /*max_k*/,
-                                                double dropout_p, bool is_causal, const T& /*philox_seed*/,
-                                                const T& /*philox_offset*/, std::optional<double> scale) {
+std::tuple<T, T, T, T> NF::_scaled_dot_product_fused_attention_overrideable_backward(
+    const T& grad_out, const T& query, const T& key, const T& value, const T& attn_bias,
+    std::array<bool, 4> grad_input_mask, const T& out, const T& logsumexp, const T& /*cum_seq_q*/,
+    const T& /*cum_seq_k*/, int64_t /*max_q*/, int64_t /*max_k*/, double dropout_p, bool is_causal,
+    const T& /*philox_seed*/, const T& /*philox_offset*/, std::optional<double> scale) {
   constexpr const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
   TORCH_CHECK(dropout_p == 0.0, op, ": dropout_p must be 0 (got ", dropout_p, ")");
   TORCH_CHECK(!grad_input_mask[3] || !attn_bias.defined(), op, ": the gradient of attn_bias is not supported");

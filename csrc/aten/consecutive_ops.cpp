@@ -38,20 +38,20 @@ std::tuple<T, T, T> runs(const T& lines) {
 }  // namespace
 
 std::tuple<T, T, T> NF::unique_consecutive(const T& self, bool return_inverse, bool return_counts,
-                                       std::optional<int64_t> dim) {
-TORCH_CHECK(is_npu(self), "unique_consecutive: expected an npu tensor, got one on ", self.device());
-const auto long_opts = self.options().dtype(at::kLong);
-T empty_long = at::empty({0}, long_opts);
-if (!dim.has_value() || (self.dim() == 0 && (*dim == 0 || *dim == -1))) {
-  const T flat = self.reshape({-1});
-  if (flat.numel() == 0) {
-    return {flat.clone(), return_inverse ? at::empty(self.sizes(), long_opts) : empty_long,
-            return_counts ? at::empty({0}, long_opts) : empty_long};
+                                           std::optional<int64_t> dim) {
+  TORCH_CHECK(is_npu(self), "unique_consecutive: expected an npu tensor, got one on ", self.device());
+  const auto long_opts = self.options().dtype(at::kLong);
+  T empty_long = at::empty({0}, long_opts);
+  if (!dim.has_value() || (self.dim() == 0 && (*dim == 0 || *dim == -1))) {
+    const T flat = self.reshape({-1});
+    if (flat.numel() == 0) {
+      return {flat.clone(), return_inverse ? at::empty(self.sizes(), long_opts) : empty_long,
+              return_counts ? at::empty({0}, long_opts) : empty_long};
+    }
+    auto [starts, inverse, counts] = runs(flat.reshape({-1, 1}));
+    return {at::index_select(flat, 0, starts), return_inverse ? inverse.reshape(self.sizes()) : empty_long,
+            return_counts ? counts : empty_long};
   }
-  auto [starts, inverse, counts] = runs(flat.reshape({-1, 1}));
-  return {at::index_select(flat, 0, starts), return_inverse ? inverse.reshape(self.sizes()) : empty_long,
-          return_counts ? counts : empty_long};
-}
   const int64_t d = c10::maybe_wrap_dim(*dim, self.dim());
   if (self.numel() == 0) {  // CPU's rules for empty inputs
     int64_t zero_dims = 0;
@@ -68,7 +68,8 @@ if (!dim.has_value() || (self.dim() == 0 && (*dim == 0 || *dim == -1))) {
           return_counts ? counts : empty_long};
 }
 
-::std::tuple<at::Tensor,at::Tensor,at::Tensor> NF::unique_dim_consecutive(const T& self, int64_t dim, bool return_inverse, bool return_counts) {
+::std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::unique_dim_consecutive(const T& self, int64_t dim,
+                                                                            bool return_inverse, bool return_counts) {
   return NF::unique_consecutive(self, return_inverse, return_counts, dim);
 }
 

@@ -140,14 +140,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_3d_on_cpu(
 
 }  // namespace
 
-at::Tensor NF::convolution_overrideable(const at::Tensor& input_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias_opt,
-                       at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
-                       at::IntArrayRef output_padding, int64_t groups) {
-const at::Tensor bias = bias_opt.value_or(at::Tensor());
-check_inputs("convolution", {{"input", &input_}, {"weight", &weight_}, {"bias", &bias}});
-if (input_.dim() == 5) {
-  return convolution_3d_on_cpu(input_, weight_, bias, stride, padding, dilation, transposed, output_padding, groups);
-}
+at::Tensor NF::convolution_overrideable(const at::Tensor& input_, const at::Tensor& weight_,
+                                        const std::optional<at::Tensor>& bias_opt, at::IntArrayRef stride,
+                                        at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                                        at::IntArrayRef output_padding, int64_t groups) {
+  const at::Tensor bias = bias_opt.value_or(at::Tensor());
+  check_inputs("convolution", {{"input", &input_}, {"weight", &weight_}, {"bias", &bias}});
+  if (input_.dim() == 5) {
+    return convolution_3d_on_cpu(input_, weight_, bias, stride, padding, dilation, transposed, output_padding, groups);
+  }
   TORCH_CHECK(input_.dim() == 3 || input_.dim() == 4, "convolution on npu supports 1-D, 2-D and 3-D convolution (3-D, 4-D or "
               "5-D input), got input of shape ", input_.sizes());
   TORCH_CHECK(weight_.dim() == input_.dim(), "convolution: expected weight to be ", input_.dim(), "-D, got ",
@@ -192,12 +193,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::convolution_backward_override
     const at::Tensor& grad_output_, const at::Tensor& input_, const at::Tensor& weight_, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> mask) {
-check_inputs("convolution_backward",
-             {{"grad_output", &grad_output_}, {"input", &input_}, {"weight", &weight_}});
-if (input_.dim() == 5) {
-  return convolution_backward_3d_on_cpu(grad_output_, input_, weight_, stride, padding, dilation, transposed,
-                                         output_padding, groups, mask);
-}
+  check_inputs("convolution_backward", {{"grad_output", &grad_output_}, {"input", &input_}, {"weight", &weight_}});
+  if (input_.dim() == 5) {
+    return convolution_backward_3d_on_cpu(grad_output_, input_, weight_, stride, padding, dilation, transposed,
+                                          output_padding, groups, mask);
+  }
   TORCH_CHECK(input_.dim() == 3 || input_.dim() == 4, "convolution_backward on npu supports 1-D and 2-D "
               "convolution, got input of shape ", input_.sizes());
   const bool one_d = input_.dim() == 3;

@@ -194,17 +194,18 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
 
 }  // namespace
 
-at::Tensor NF::_copy_from(const at::Tensor & self, const at::Tensor & dst, bool non_blocking) { return torch_npu_sim::copy_from(self, dst, non_blocking); }
+at::Tensor NF::_copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  return torch_npu_sim::copy_from(self, dst, non_blocking);
+}
 
 // The CPU fallback's write-back of an out= argument: when the kernel resized it, dst takes the layout the CPU kernel
 // gave it (a TensorIterator restrides an empty output like its inputs), as the out= tensor would have on CPU or CUDA.
 at::Tensor NF::_copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
-const bool resized = dst.sizes() != self.sizes();
-dst.resize_(self.sizes());
-if (resized && self.numel() > 1 && self.is_non_overlapping_and_dense() &&
-    dst.strides() != self.strides()) {
-  dst.as_strided_(self.sizes(), self.strides());
-}
+  const bool resized = dst.sizes() != self.sizes();
+  dst.resize_(self.sizes());
+  if (resized && self.numel() > 1 && self.is_non_overlapping_and_dense() && dst.strides() != self.strides()) {
+    dst.as_strided_(self.sizes(), self.strides());
+  }
   return copy_from(self, dst, false);
 }
 

@@ -74,9 +74,9 @@ bool NF::_has_compatible_shallow_copy_type(const at::Tensor& self, const at::Ten
   return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
 }
 
-at::Tensor NF::empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
-                               std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                               std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format) {
+at::Tensor NF::empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                     std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                     std::optional<c10::MemoryFormat> memory_format) {
   const auto dev = resolve_device(device, "empty");
   check_factory_args(layout, pin_memory, "empty");
   const auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
@@ -85,8 +85,8 @@ at::Tensor NF::empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype
 }
 
 at::Tensor NF::empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
-                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,
-                         std::optional<bool> pin_memory) {
+                             std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                             std::optional<bool> pin_memory) {
   const auto dev = resolve_device(device, "empty_strided");
   check_factory_args(layout, pin_memory, "empty_strided");
   const auto type = dtype.value_or(c10::get_default_dtype_as_scalartype());
@@ -95,16 +95,16 @@ at::Tensor NF::empty_strided(c10::IntArrayRef size, c10::IntArrayRef stride, std
 }
 
 const at::Tensor& NF::resize_(const at::Tensor& self, c10::IntArrayRef size,
-                          std::optional<c10::MemoryFormat> memory_format) {
-for (const auto s : size) TORCH_CHECK(s >= 0, "resize_: negative dimension ", s, " in requested size ", size);
-auto* impl = self.unsafeGetTensorImpl();
-// same sizes: untouched, strides included, as ATen's resize_impl_ (the CPU fallback writes an in-place result
-// back through _copy_from_and_resize, which resizes: restriding there scrambled every view of a strided input)
-if (self.sizes() != size) impl->set_sizes_contiguous(size);
-if (memory_format.has_value()) {
-  TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "resize_: unsupported memory format ", *memory_format);
-  impl->empty_tensor_restride(*memory_format);
-}
+                              std::optional<c10::MemoryFormat> memory_format) {
+  for (const auto s : size) TORCH_CHECK(s >= 0, "resize_: negative dimension ", s, " in requested size ", size);
+  auto* impl = self.unsafeGetTensorImpl();
+  // same sizes: untouched, strides included, as ATen's resize_impl_ (the CPU fallback writes an in-place result
+  // back through _copy_from_and_resize, which resizes: restriding there scrambled every view of a strided input)
+  if (self.sizes() != size) impl->set_sizes_contiguous(size);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "resize_: unsupported memory format ", *memory_format);
+    impl->empty_tensor_restride(*memory_format);
+  }
   ensure_storage_fits(self);
   return self;
 }
@@ -114,19 +114,19 @@ at::Tensor& NF::set_(at::Tensor& self, c10::Storage source) {
   return NF::set_(self, std::move(source), 0, {numel}, {});
 }
 
-at::Tensor& NF::set_(at::Tensor& self, c10::Storage source, int64_t storage_offset,
-                               c10::IntArrayRef size, c10::IntArrayRef stride) {
-TORCH_CHECK(source.device() == self.device() || source.nbytes() == 0 || self.storage().nbytes() == 0 ||
-                source.device().type() == self.device().type(),
-            "set_: expected storage on ", self.device(), ", got ", source.device());
-at::native::checkSetStorage(self, source, storage_offset, size, stride);
-auto* impl = self.unsafeGetTensorImpl();
-impl->set_storage_offset(storage_offset);
-if (stride.data() != nullptr) {
-  impl->set_sizes_and_strides(size, stride);
-} else {
-  impl->set_sizes_contiguous(size);
-}
+at::Tensor& NF::set_(at::Tensor& self, c10::Storage source, int64_t storage_offset, c10::IntArrayRef size,
+                     c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device() == self.device() || source.nbytes() == 0 || self.storage().nbytes() == 0 ||
+                  source.device().type() == self.device().type(),
+              "set_: expected storage on ", self.device(), ", got ", source.device());
+  at::native::checkSetStorage(self, source, storage_offset, size, stride);
+  auto* impl = self.unsafeGetTensorImpl();
+  impl->set_storage_offset(storage_offset);
+  if (stride.data() != nullptr) {
+    impl->set_sizes_and_strides(size, stride);
+  } else {
+    impl->set_sizes_contiguous(size);
+  }
   ensure_storage_fits(self);
   return self;
 }

@@ -88,17 +88,15 @@ T& npu_histc_out(const T& self, int64_t bins, const S& min, const S& max, T& out
 
 }  // namespace
 
-T NF::histc(const T& self, int64_t bins, const S& min, const S& max) {
-  return npu_histc(self, bins, min, max);
-}
+T NF::histc(const T& self, int64_t bins, const S& min, const S& max) { return npu_histc(self, bins, min, max); }
 
 T& NF::histc_out(const T& self, int64_t bins, const S& min, const S& max, T& out) {
   return npu_histc_out(self, bins, min, max, out);
 }
 
 bool NF::equal(const T& self, const T& other) {
-  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
-              self.device(), " and ", other.device());
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ", self.device(),
+              " and ", other.device());
   if (self.sizes() != other.sizes()) return false;
   if (self.numel() == 0) return true;
   return at::eq(self, other).all().item<bool>();

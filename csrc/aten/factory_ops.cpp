@@ -45,8 +45,8 @@ at::Tensor triangle_indices(int64_t row, int64_t col, int64_t offset, std::optio
   const at::ScalarType type = dtype.value_or(at::kLong);
   TORCH_CHECK_NOT_IMPLEMENTED(type == at::kLong || type == at::kInt, "\"", upper ? "triu_indices" : "tril_indices",
                               "\" not implemented for '", c10::toString(type), "'");
-  const int64_t n = upper ? row * col - at::native::get_tril_size(row, col, offset - 1)
-                          : at::native::get_tril_size(row, col, offset);
+  const int64_t n =
+      upper ? row * col - at::native::get_tril_size(row, col, offset - 1) : at::native::get_tril_size(row, col, offset);
   const auto options = at::TensorOptions().dtype(dtype.value_or(at::kLong)).device(device).pinned_memory(pin_memory);
   at::Tensor out = at::empty({2, n}, options);
   fill_contiguous(out, [&](at::Tensor& o) {
@@ -59,20 +59,19 @@ at::Tensor triangle_indices(int64_t row, int64_t col, int64_t offset, std::optio
 }  // namespace
 
 at::Tensor& NF::arange_out(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
-int64_t size = 0;
-AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_npu", [&] {
-  size = at::native::compute_arange_size<scalar_t>(start, end, step);
-});
-if (out.numel() != size) {
-  if (out.numel() > 0) {
-    TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
-               " which does not match the computed number of elements ", size,
-               ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
-               "tensor of shape (",
-               size, ",).");
+  int64_t size = 0;
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "arange_npu",
+                             [&] { size = at::native::compute_arange_size<scalar_t>(start, end, step); });
+  if (out.numel() != size) {
+    if (out.numel() > 0) {
+      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
+                 " which does not match the computed number of elements ", size,
+                 ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
+                 "tensor of shape (",
+                 size, ",).");
+    }
+    out.resize_({size});
   }
-  out.resize_({size});
-}
   fill_contiguous(out, [&](at::Tensor& o) {
     const bool integral = at::isIntegralType(o.scalar_type(), /*includeBool=*/true);
     NPU_CHECK(npu_kernels::arange(stream_of(o), tensor_desc(o, "arange"), start.toDouble(), step.toDouble(),
@@ -91,7 +90,8 @@ at::Tensor& NF::linspace_out(const at::Scalar& start, const at::Scalar& end, int
   return out;
 }
 
-at::Tensor& NF::logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base, at::Tensor& out) {
+at::Tensor& NF::logspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base,
+                             at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   if (out.numel() != steps) out.resize_({steps});
   fill_contiguous(out, [&](at::Tensor& o) {

@@ -251,75 +251,114 @@ auto index_copy_body(const at::Tensor& self, int64_t dim, const at::Tensor& inde
 
 at::Tensor NF::gather(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
   return structured_functional<at::meta::structured_gather>(
-      [&](auto& op) { gather_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index); },
-      self, dim, index, sparse_grad);
+      [&](auto& op) { gather_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index); }, self,
+      dim, index, sparse_grad);
 }
 
 at::Tensor& NF::gather_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
-                       at::Tensor& out) {
+                           at::Tensor& out) {
   return structured_out<at::meta::structured_gather>(
       [&](auto& op) { gather_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index); }, out,
       self, dim, index, sparse_grad);
 }
 
 at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return structured_functional<at::meta::structured_scatter_src>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), self, dim, index, src);
+  return structured_functional<at::meta::structured_scatter_src>(
+      scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), self, dim, index, src);
 }
 at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return structured_inplace<at::meta::structured_scatter_src>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), self, dim, index, src);
+  return structured_inplace<at::meta::structured_scatter_src>(
+      scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), self, dim, index, src);
 }
-at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
-  return structured_out<at::meta::structured_scatter_src>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), out, self, dim, index, src);
+at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                            at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_src>(
+      scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAssign, true, "scatter"), out, self, dim, index, src);
 }
 
 at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
-  return structured_functional<at::meta::structured_scatter_value>(scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), self, dim, index, value);
+  return structured_functional<at::meta::structured_scatter_value>(
+      scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), self, dim, index, value);
 }
 at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value) {
-  return structured_inplace<at::meta::structured_scatter_value>(scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), self, dim, index, value);
+  return structured_inplace<at::meta::structured_scatter_value>(
+      scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), self, dim, index, value);
 }
-at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, at::Tensor& out) {
-  return structured_out<at::meta::structured_scatter_value>(scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), out, self, dim, index, value);
-}
-
-at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce) {
-  return structured_functional<at::meta::structured_scatter_reduce>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), self, dim, index, src, reduce);
-}
-at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce) {
-  return structured_inplace<at::meta::structured_scatter_reduce>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), self, dim, index, src, reduce);
-}
-at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce, at::Tensor& out) {
-  return structured_out<at::meta::structured_scatter_reduce>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), out, self, dim, index, src, reduce);
+at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                            at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_value>(
+      scatter_body(self, dim, index, nullptr, &value, IndexReduce::kAssign, true, "scatter"), out, self, dim, index,
+      value);
 }
 
-at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, c10::string_view reduce) {
-  return structured_functional<at::meta::structured_scatter_value_reduce>(scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), self, dim, index, value, reduce);
+at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                       c10::string_view reduce) {
+  return structured_functional<at::meta::structured_scatter_reduce>(
+      scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), self, dim, index, src, reduce);
 }
-at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, c10::string_view reduce) {
-  return structured_inplace<at::meta::structured_scatter_value_reduce>(scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), self, dim, index, value, reduce);
+at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                         c10::string_view reduce) {
+  return structured_inplace<at::meta::structured_scatter_reduce>(
+      scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), self, dim, index, src, reduce);
 }
-at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value, c10::string_view reduce, at::Tensor& out) {
-  return structured_out<at::meta::structured_scatter_value_reduce>(scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), out, self, dim, index, value, reduce);
+at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                            c10::string_view reduce, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_reduce>(
+      scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), true, "scatter"), out, self, dim, index, src,
+      reduce);
+}
+
+at::Tensor NF::scatter(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                       c10::string_view reduce) {
+  return structured_functional<at::meta::structured_scatter_value_reduce>(
+      scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), self, dim, index, value,
+      reduce);
+}
+at::Tensor& NF::scatter_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                         c10::string_view reduce) {
+  return structured_inplace<at::meta::structured_scatter_value_reduce>(
+      scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), self, dim, index, value,
+      reduce);
+}
+at::Tensor& NF::scatter_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Scalar& value,
+                            c10::string_view reduce, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_value_reduce>(
+      scatter_body(self, dim, index, nullptr, &value, reduce_of(reduce), true, "scatter"), out, self, dim, index, value,
+      reduce);
 }
 
 at::Tensor NF::scatter_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return structured_functional<at::meta::structured_scatter_add>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), self, dim, index, src);
+  return structured_functional<at::meta::structured_scatter_add>(
+      scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), self, dim, index, src);
 }
 at::Tensor& NF::scatter_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src) {
-  return structured_inplace<at::meta::structured_scatter_add>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), self, dim, index, src);
+  return structured_inplace<at::meta::structured_scatter_add>(
+      scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), self, dim, index, src);
 }
-at::Tensor& NF::scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, at::Tensor& out) {
-  return structured_out<at::meta::structured_scatter_add>(scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), out, self, dim, index, src);
+at::Tensor& NF::scatter_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_add>(
+      scatter_body(self, dim, index, &src, nullptr, IndexReduce::kAdd, true, "scatter_add"), out, self, dim, index,
+      src);
 }
 
-at::Tensor NF::scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce, bool include_self) {
-  return structured_functional<at::meta::structured_scatter_reduce_two>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), self, dim, index, src, reduce, include_self);
+at::Tensor NF::scatter_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                              c10::string_view reduce, bool include_self) {
+  return structured_functional<at::meta::structured_scatter_reduce_two>(
+      scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), self, dim,
+      index, src, reduce, include_self);
 }
-at::Tensor& NF::scatter_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce, bool include_self) {
-  return structured_inplace<at::meta::structured_scatter_reduce_two>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), self, dim, index, src, reduce, include_self);
+at::Tensor& NF::scatter_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                c10::string_view reduce, bool include_self) {
+  return structured_inplace<at::meta::structured_scatter_reduce_two>(
+      scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), self, dim,
+      index, src, reduce, include_self);
 }
-at::Tensor& NF::scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src, c10::string_view reduce, bool include_self, at::Tensor& out) {
-  return structured_out<at::meta::structured_scatter_reduce_two>(scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), out, self, dim, index, src, reduce, include_self);
+at::Tensor& NF::scatter_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& src,
+                                   c10::string_view reduce, bool include_self, at::Tensor& out) {
+  return structured_out<at::meta::structured_scatter_reduce_two>(
+      scatter_body(self, dim, index, &src, nullptr, reduce_of(reduce), include_self, "scatter_reduce"), out, self, dim,
+      index, src, reduce, include_self);
 }
 
 at::Tensor NF::index_select(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
@@ -332,7 +371,8 @@ at::Tensor& NF::index_select_out(const at::Tensor& self, int64_t dim, const at::
   dim = at::maybe_wrap_dim(dim, self.dim());
   TORCH_CHECK(self.dim() > 0 || index.numel() == 1, "index_select(): Index to scalar can have only 1 value, got ",
               index.numel(), " value(s)");
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "index_select(): self and result must have the same scalar type");
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(),
+              "index_select(): self and result must have the same scalar type");
   TORCH_CHECK(out.device() == self.device(), "index_select(): expected out on ", self.device());
   c10::DeviceGuard guard(self.device());
   std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
@@ -357,7 +397,7 @@ at::Tensor& NF::index_select_out(const at::Tensor& self, int64_t dim, const at::
 }
 
 at::Tensor NF::index_add(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                     const at::Scalar& alpha) {
+                         const at::Scalar& alpha) {
   return structured_functional<at::meta::structured_index_add>(
       [&](auto& op) {
         index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
@@ -366,7 +406,7 @@ at::Tensor NF::index_add(const at::Tensor& self, int64_t dim, const at::Tensor& 
 }
 
 at::Tensor& NF::index_add_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                       const at::Scalar& alpha) {
+                           const at::Scalar& alpha) {
   return structured_inplace<at::meta::structured_index_add>(
       [&](auto& op) {
         index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
@@ -375,7 +415,7 @@ at::Tensor& NF::index_add_(at::Tensor& self, int64_t dim, const at::Tensor& inde
 }
 
 at::Tensor& NF::index_add_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          const at::Scalar& alpha, at::Tensor& out) {
+                              const at::Scalar& alpha, at::Tensor& out) {
   return structured_out<at::meta::structured_index_add>(
       [&](auto& op) {
         index_add_kernel(op.maybe_get_output(0), self, at::maybe_wrap_dim(dim, self.dim()), index, source, alpha);
@@ -384,18 +424,18 @@ at::Tensor& NF::index_add_out(const at::Tensor& self, int64_t dim, const at::Ten
 }
 
 at::Tensor NF::embedding_dense_backward(const at::Tensor& grad_output, const at::Tensor& indices, int64_t num_weights,
-                                    int64_t padding_idx, bool scale_grad_by_freq) {
-c10::DeviceGuard guard(grad_output.device());
-const int64_t nw = num_weights;
-const int64_t dim = grad_output.size(-1);
-at::Tensor idx = indices.to(grad_output.device(), at::kLong).reshape({-1}).contiguous();
-at::Tensor grad = grad_output.reshape({-1, dim});
-at::Tensor gw = at::zeros({nw, dim}, grad_output.options());
-if (idx.numel() > 0 && dim > 0) {
-  NPU_CHECK(npu_kernels::embedding_backward(stream_of(grad), tensor_desc(gw, "embedding_dense_backward"),
-                                            tensor_desc(grad, "embedding_dense_backward"), idx.data_ptr<int64_t>(),
-                                            idx.numel(), padding_idx));
-}
+                                        int64_t padding_idx, bool scale_grad_by_freq) {
+  c10::DeviceGuard guard(grad_output.device());
+  const int64_t nw = num_weights;
+  const int64_t dim = grad_output.size(-1);
+  at::Tensor idx = indices.to(grad_output.device(), at::kLong).reshape({-1}).contiguous();
+  at::Tensor grad = grad_output.reshape({-1, dim});
+  at::Tensor gw = at::zeros({nw, dim}, grad_output.options());
+  if (idx.numel() > 0 && dim > 0) {
+    NPU_CHECK(npu_kernels::embedding_backward(stream_of(grad), tensor_desc(gw, "embedding_dense_backward"),
+                                              tensor_desc(grad, "embedding_dense_backward"), idx.data_ptr<int64_t>(),
+                                              idx.numel(), padding_idx));
+  }
   if (scale_grad_by_freq) {
     // counts per row (an index_add of ones), then grad_weight /= count where count > 0
     at::Tensor counts = at::zeros({nw}, grad_output.options());
@@ -421,16 +461,19 @@ at::Tensor& NF::index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& ind
 }
 
 at::Tensor NF::index_copy(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
-  return structured_functional<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), self, dim, index, source);
+  return structured_functional<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), self, dim,
+                                                                index, source);
 }
 
 at::Tensor& NF::index_copy_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source) {
-  return structured_inplace<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), self, dim, index, source);
+  return structured_inplace<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), self, dim,
+                                                             index, source);
 }
 
 at::Tensor& NF::index_copy_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                           at::Tensor& out) {
-  return structured_out<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), out, self, dim, index, source);
+                               at::Tensor& out) {
+  return structured_out<at::meta::structured_index_copy>(index_copy_body(self, dim, index, source), out, self, dim,
+                                                         index, source);
 }
 
 // take / put_: the flattened tensor indexed along its only dim (negative indices count from the end).
@@ -484,21 +527,24 @@ at::Tensor& NF::put_(at::Tensor& self, const at::Tensor& index, const at::Tensor
 }
 
 at::Tensor NF::index_reduce(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                        c10::string_view reduce, bool include_self) {
-  return structured_functional<at::meta::structured_index_reduce>(index_reduce_body(self, dim, index, source, reduce, include_self), self, dim, index, source,
-                                                                  reduce, include_self);
+                            c10::string_view reduce, bool include_self) {
+  return structured_functional<at::meta::structured_index_reduce>(
+      index_reduce_body(self, dim, index, source, reduce, include_self), self, dim, index, source, reduce,
+      include_self);
 }
 
 at::Tensor& NF::index_reduce_(at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                          c10::string_view reduce, bool include_self) {
-  return structured_inplace<at::meta::structured_index_reduce>(index_reduce_body(self, dim, index, source, reduce, include_self), self, dim, index, source,
-                                                                reduce, include_self);
+                              c10::string_view reduce, bool include_self) {
+  return structured_inplace<at::meta::structured_index_reduce>(
+      index_reduce_body(self, dim, index, source, reduce, include_self), self, dim, index, source, reduce,
+      include_self);
 }
 
 at::Tensor& NF::index_reduce_out(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                             c10::string_view reduce, bool include_self, at::Tensor& out) {
-  return structured_out<at::meta::structured_index_reduce>(index_reduce_body(self, dim, index, source, reduce, include_self), out, self, dim, index, source,
-                                                           reduce, include_self);
+                                 c10::string_view reduce, bool include_self, at::Tensor& out) {
+  return structured_out<at::meta::structured_index_reduce>(
+      index_reduce_body(self, dim, index, source, reduce, include_self), out, self, dim, index, source, reduce,
+      include_self);
 }
 
 }  // namespace torch_npu_sim

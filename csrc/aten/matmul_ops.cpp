@@ -170,14 +170,13 @@ void check_mv(const at::Tensor& self, const at::Tensor& vec) {
 
 at::Tensor dot_impl(const char* op, const at::Tensor& self, const at::Tensor& other) {
   check_devices(op, {{"self", &self}, {"other", &other}});
-  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
-              other.dim(), "D tensors");
-  TORCH_CHECK(self.scalar_type() == other.scalar_type(), op,
-              " : expected both vectors to have same dtype, but found ", self.scalar_type(), " and ",
-              other.scalar_type());
-  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
-              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ",
-              other.numel(), " elements respectively");
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ", other.dim(),
+              "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), op, " : expected both vectors to have same dtype, but found ",
+              self.scalar_type(), " and ", other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(), "] and src [",
+              other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ", other.numel(),
+              " elements respectively");
   gemm_dtype(self.scalar_type(), op);  // real types only: vdot == dot
   at::Tensor out = at::empty({}, self.options());
   run_gemm(op, out, out_scalar, 1, 1, 1, self.numel(), row(self), column(other), self, other, nullptr, 1.0, 0.0);
@@ -191,16 +190,16 @@ at::Tensor dot_impl(const char* op, const at::Tensor& self, const at::Tensor& ot
 // CUDA's addr, which math_addr lacks: 1-D vectors, self broadcastable to vec1 x vec2 (math_addr's broadcasting
 // accepted a self the result does not fit), the kinds of beta and alpha.
 at::Tensor NF::addr(const at::Tensor& self, const at::Tensor& vec1, const at::Tensor& vec2, const at::Scalar& beta,
-                const at::Scalar& alpha) {
-TORCH_CHECK(vec1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
-TORCH_CHECK(vec2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", vec2.dim(), "-D");
-const at::Tensor self_ = self.expand({vec1.size(0), vec2.size(0)});
-const auto type = at::promote_types(at::result_type(self, vec1), vec2.scalar_type());
-for (const auto& [s, name] : {std::pair<const at::Scalar&, const char*>{beta, "beta"}, {alpha, "alpha"}}) {
-  TORCH_CHECK(!s.isBoolean() || type == at::kBool, "Boolean ", name, " only supported for Boolean results.");
-  TORCH_CHECK(at::isFloatingType(type) || at::isComplexType(type) || s.isIntegral(true),
-              "For integral input tensors, argument ", name, " must not be a floating point number.");
-}
+                    const at::Scalar& alpha) {
+  TORCH_CHECK(vec1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
+  TORCH_CHECK(vec2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", vec2.dim(), "-D");
+  const at::Tensor self_ = self.expand({vec1.size(0), vec2.size(0)});
+  const auto type = at::promote_types(at::result_type(self, vec1), vec2.scalar_type());
+  for (const auto& [s, name] : {std::pair<const at::Scalar&, const char*>{beta, "beta"}, {alpha, "alpha"}}) {
+    TORCH_CHECK(!s.isBoolean() || type == at::kBool, "Boolean ", name, " only supported for Boolean results.");
+    TORCH_CHECK(at::isFloatingType(type) || at::isComplexType(type) || s.isIntegral(true),
+                "For integral input tensors, argument ", name, " must not be a floating point number.");
+  }
   return at::native::math_addr(self_, vec1, vec2, beta, alpha);
 }
 
@@ -233,7 +232,7 @@ at::Tensor& NF::bmm_out(const at::Tensor& self, const at::Tensor& mat2, at::Tens
 }
 
 at::Tensor NF::addmm(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
-                 const at::Scalar& alpha) {
+                     const at::Scalar& alpha) {
   check_devices("addmm", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});
   NpuMeta<at::meta::structured_addmm> meta("addmm");
   meta.meta(self, m1, m2, beta, alpha);
@@ -241,7 +240,7 @@ at::Tensor NF::addmm(const at::Tensor& self, const at::Tensor& m1, const at::Ten
 }
 
 at::Tensor& NF::addmm_out(const at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
-                      const at::Scalar& alpha, at::Tensor& out) {
+                          const at::Scalar& alpha, at::Tensor& out) {
   check_devices("addmm", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}, {"out", &out}});
   NpuMeta<at::meta::structured_addmm> meta("addmm", out);
   meta.meta(self, m1, m2, beta, alpha);
@@ -249,7 +248,7 @@ at::Tensor& NF::addmm_out(const at::Tensor& self, const at::Tensor& m1, const at
 }
 
 at::Tensor& NF::addmm_(at::Tensor& self, const at::Tensor& m1, const at::Tensor& m2, const at::Scalar& beta,
-                   const at::Scalar& alpha) {
+                       const at::Scalar& alpha) {
   check_devices("addmm_", {{"self", &self}, {"mat1", &m1}, {"mat2", &m2}});
   NpuMeta<at::meta::structured_addmm> meta("addmm_", self, /*inplace=*/true);
   meta.meta(self, m1, m2, beta, alpha);
@@ -257,7 +256,7 @@ at::Tensor& NF::addmm_(at::Tensor& self, const at::Tensor& m1, const at::Tensor&
 }
 
 at::Tensor NF::baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                   const at::Scalar& alpha) {
+                       const at::Scalar& alpha) {
   check_devices("baddbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
   NpuMeta<at::meta::structured_baddbmm> meta("baddbmm");
   meta.meta(self, b1, b2, beta, alpha);
@@ -265,7 +264,7 @@ at::Tensor NF::baddbmm(const at::Tensor& self, const at::Tensor& b1, const at::T
 }
 
 at::Tensor& NF::baddbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                        const at::Scalar& alpha, at::Tensor& out) {
+                            const at::Scalar& alpha, at::Tensor& out) {
   check_devices("baddbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
   NpuMeta<at::meta::structured_baddbmm> meta("baddbmm", out);
   meta.meta(self, b1, b2, beta, alpha);
@@ -273,7 +272,7 @@ at::Tensor& NF::baddbmm_out(const at::Tensor& self, const at::Tensor& b1, const 
 }
 
 at::Tensor& NF::baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                     const at::Scalar& alpha) {
+                         const at::Scalar& alpha) {
   check_devices("baddbmm_", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
   NpuMeta<at::meta::structured_baddbmm> meta("baddbmm_", self, /*inplace=*/true);
   meta.meta(self, b1, b2, beta, alpha);
@@ -281,7 +280,7 @@ at::Tensor& NF::baddbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tenso
 }
 
 at::Tensor NF::addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                  const at::Scalar& alpha) {
+                      const at::Scalar& alpha) {
   check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}});
   at::Tensor out = at::empty({0}, self.options());
   return NF::addbmm_out(self, b1, b2, beta, alpha, out);
@@ -289,28 +288,28 @@ at::Tensor NF::addbmm(const at::Tensor& self, const at::Tensor& b1, const at::Te
 
 // addbmm: out = beta * self + alpha * sum_b b1[b] @ b2[b], as one GEMM per batch accumulating in place.
 at::Tensor& NF::addbmm_out(const at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                       const at::Scalar& alpha, at::Tensor& out) {
-check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
-TORCH_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
-TORCH_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
-TORCH_CHECK(b1.size(0) == b2.size(0), "batch1 and batch2 must have same number of batches, got ", b1.size(0),
-            " and ", b2.size(0));
-TORCH_CHECK(b1.size(2) == b2.size(1), "Incompatible matrix sizes for bmm (", b1.size(1), "x", b1.size(2), " and ",
-            b2.size(1), "x", b2.size(2), ")");
-TORCH_CHECK(b1.scalar_type() == b2.scalar_type() && b1.scalar_type() == self.scalar_type(),
-            "addbmm: expected self, batch1 and batch2 to have the same dtype, but got: ", self.scalar_type(), ", ",
-            b1.scalar_type(), " and ", b2.scalar_type());
-TORCH_CHECK(out.scalar_type() == self.scalar_type(), "addbmm: expected out tensor to have dtype ",
-            self.scalar_type(), ", but got ", out.scalar_type(), " instead");
-const int64_t m = b1.size(1), n = b2.size(2);
-const auto expanded = self.expand({m, n});
-if (!out.is_same(self)) at::native::resize_output(out, {m, n});
-if (b1.size(0) == 0 || b1.size(2) == 0) {
-  // Empty reduction: out = beta * self (through the GEMM with K = 0).
-  run_gemm("addbmm", out, mat2d, 1, m, n, 0, Mat{nullptr, 0, 0, 0}, Mat{nullptr, 0, 0, 0}, b1, b2, &expanded, 1.0,
-           scalar(beta));
-  return out;
-}
+                           const at::Scalar& alpha, at::Tensor& out) {
+  check_devices("addbmm", {{"self", &self}, {"batch1", &b1}, {"batch2", &b2}, {"out", &out}});
+  TORCH_CHECK(b1.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(b2.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(b1.size(0) == b2.size(0), "batch1 and batch2 must have same number of batches, got ", b1.size(0), " and ",
+              b2.size(0));
+  TORCH_CHECK(b1.size(2) == b2.size(1), "Incompatible matrix sizes for bmm (", b1.size(1), "x", b1.size(2), " and ",
+              b2.size(1), "x", b2.size(2), ")");
+  TORCH_CHECK(b1.scalar_type() == b2.scalar_type() && b1.scalar_type() == self.scalar_type(),
+              "addbmm: expected self, batch1 and batch2 to have the same dtype, but got: ", self.scalar_type(), ", ",
+              b1.scalar_type(), " and ", b2.scalar_type());
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "addbmm: expected out tensor to have dtype ", self.scalar_type(),
+              ", but got ", out.scalar_type(), " instead");
+  const int64_t m = b1.size(1), n = b2.size(2);
+  const auto expanded = self.expand({m, n});
+  if (!out.is_same(self)) at::native::resize_output(out, {m, n});
+  if (b1.size(0) == 0 || b1.size(2) == 0) {
+    // Empty reduction: out = beta * self (through the GEMM with K = 0).
+    run_gemm("addbmm", out, mat2d, 1, m, n, 0, Mat{nullptr, 0, 0, 0}, Mat{nullptr, 0, 0, 0}, b1, b2, &expanded, 1.0,
+             scalar(beta));
+    return out;
+  }
   for (int64_t i = 0; i < b1.size(0); ++i) {
     const auto x = b1.select(0, i), y = b2.select(0, i);
     if (i == 0) {
@@ -324,7 +323,7 @@ if (b1.size(0) == 0 || b1.size(2) == 0) {
 }
 
 at::Tensor& NF::addbmm_(at::Tensor& self, const at::Tensor& b1, const at::Tensor& b2, const at::Scalar& beta,
-                    const at::Scalar& alpha) {
+                        const at::Scalar& alpha) {
   TORCH_CHECK(self.dim() == 2 && b1.dim() == 3 && b2.dim() == 3 && self.size(0) == b1.size(1) &&
                   self.size(1) == b2.size(2),
               "addbmm_: self of shape ", self.sizes(), " does not match the result shape");
@@ -348,7 +347,7 @@ at::Tensor& NF::mv_out(const at::Tensor& self, const at::Tensor& vec, at::Tensor
 }
 
 at::Tensor NF::addmv(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
-                 const at::Scalar& alpha) {
+                     const at::Scalar& alpha) {
   check_devices("addmv", {{"self", &self}, {"mat", &mat}, {"vec", &vec}});
   NpuMeta<at::meta::structured_addmv> meta("addmv");
   meta.meta(self, mat, vec, beta, alpha);
@@ -356,7 +355,7 @@ at::Tensor NF::addmv(const at::Tensor& self, const at::Tensor& mat, const at::Te
 }
 
 at::Tensor& NF::addmv_out(const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
-                      const at::Scalar& alpha, at::Tensor& out) {
+                          const at::Scalar& alpha, at::Tensor& out) {
   check_devices("addmv", {{"self", &self}, {"mat", &mat}, {"vec", &vec}, {"out", &out}});
   NpuMeta<at::meta::structured_addmv> meta("addmv", out);
   meta.meta(self, mat, vec, beta, alpha);
@@ -364,7 +363,7 @@ at::Tensor& NF::addmv_out(const at::Tensor& self, const at::Tensor& mat, const a
 }
 
 at::Tensor& NF::addmv_(at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec, const at::Scalar& beta,
-                   const at::Scalar& alpha) {
+                       const at::Scalar& alpha) {
   check_devices("addmv_", {{"self", &self}, {"mat", &mat}, {"vec", &vec}});
   NpuMeta<at::meta::structured_addmv> meta("addmv_", self, /*inplace=*/true);
   meta.meta(self, mat, vec, beta, alpha);

@@ -90,11 +90,12 @@ T NF::median(const T& self) { return median_all(self, false); }
 
 T NF::nanmedian(const T& self) { return median_all(self, true); }
 
-::std::tuple<at::Tensor &,at::Tensor &> NF::median_out(const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
+::std::tuple<at::Tensor&, at::Tensor&> NF::median_out(const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
   return median_dim_out(self, dim, keepdim, values, indices, false);
 }
 
-::std::tuple<at::Tensor &,at::Tensor &> NF::nanmedian_out(const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
+::std::tuple<at::Tensor&, at::Tensor&> NF::nanmedian_out(const T& self, int64_t dim, bool keepdim, T& values,
+                                                         T& indices) {
   return median_dim_out(self, dim, keepdim, values, indices, true);
 }
 

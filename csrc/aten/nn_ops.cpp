@@ -155,9 +155,7 @@ T to_rows(const T& self) {
 // ---- elementwise losses: the kernel writes elementwise values, the reduction engine reduces them ----
 using npu_kernels::LossKind;
 
-T expanded(const T& t, at::IntArrayRef shape, at::ScalarType type) {
-  return t.to(type).expand(shape).contiguous();
-}
+T expanded(const T& t, at::IntArrayRef shape, at::ScalarType type) { return t.to(type).expand(shape).contiguous(); }
 
 T& loss_forward(LossKind kind, const char* name, const T& self, const T& target, const T& weight, int64_t reduction,
                 double beta, T& out) {
@@ -197,8 +195,8 @@ T& loss_forward(LossKind kind, const char* name, const T& self, const T& target,
   return out;
 }
 
-T& loss_backward(LossKind kind, const char* name, const T& grad_output, const T& self, const T& target,
-                 const T& weight, int64_t reduction, double beta, T& grad_input) {
+T& loss_backward(LossKind kind, const char* name, const T& grad_output, const T& self, const T& target, const T& weight,
+                 int64_t reduction, double beta, T& grad_input) {
   check_npu(self, name);
   c10::DeviceGuard guard(self.device());
   const auto shape = at::infer_size(self.sizes(), target.sizes());
@@ -245,9 +243,7 @@ T NF::_softmax(const T& s, int64_t d, bool h) { return softmax_fn<structured__so
 
 T NF::_log_softmax(const T& s, int64_t d, bool h) { return softmax_fn<structured__log_softmax>(s, d, h, true); }
 
-T& NF::_softmax_out(const T& s, int64_t d, bool h, T& o) {
-  return softmax_out<structured__softmax>(s, d, h, false, o);
-}
+T& NF::_softmax_out(const T& s, int64_t d, bool h, T& o) { return softmax_out<structured__softmax>(s, d, h, false, o); }
 
 T& NF::_log_softmax_out(const T& s, int64_t d, bool h, T& o) {
   return softmax_out<structured__log_softmax>(s, d, h, true, o);
@@ -269,8 +265,8 @@ T& NF::_log_softmax_backward_data_out(const T& g, const T& y, int64_t d, at::Sca
   return softmax_bwd_out<structured__log_softmax_backward_data>(g, y, d, t, true, o);
 }
 
-std::tuple<T, T, T> NF::native_layer_norm(const T& input, c10::IntArrayRef normalized_shape, const std::optional<T>& weight,
-                                      const std::optional<T>& bias, double eps) {
+std::tuple<T, T, T> NF::native_layer_norm(const T& input, c10::IntArrayRef normalized_shape,
+                                          const std::optional<T>& weight, const std::optional<T>& bias, double eps) {
   check_npu(input, "native_layer_norm");
   const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
   auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
@@ -299,45 +295,46 @@ std::tuple<T, T, T> NF::native_layer_norm(const T& input, c10::IntArrayRef norma
 }
 
 std::tuple<T, T, T> NF::native_layer_norm_backward(const T& grad_out, const T& input, c10::IntArrayRef normalized_shape,
-                                               const T& mean, const T& rstd, const std::optional<T>& weight,
-                                               const std::optional<T>& bias, std::array<bool, 3> mask) {
-check_npu(input, "native_layer_norm_backward");
-const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
-auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
-c10::DeviceGuard guard(input.device());
-const T x = input.contiguous();
-const T dy = grad_out.scalar_type() == x.scalar_type() ? grad_out.contiguous() : grad_out.to(x.scalar_type()).contiguous();
-const T mu = mean.to(x.scalar_type()).contiguous(), rs = rstd.to(x.scalar_type()).contiguous();
-const T w = param_as(weight, x);
-T dx, dw, db;
-if (mask[0]) dx = at::empty(x.sizes(), x.options());
-if (mask[1] && w0.defined()) dw = at::empty(w0.sizes(), x.options());
-if (mask[2] && b0.defined()) db = at::empty(b0.sizes(), x.options());
-if (M == 0 || N == 0) {
-  if (dw.defined()) dw.zero_();
-  if (db.defined()) db.zero_();
-} else {
-  npu_kernels::LayerNormDesc d;
-  d.dtype = kernel_dtype(x.scalar_type(), "native_layer_norm_backward");
-  d.M = M;
-  d.N = N;
-  d.x = x.const_data_ptr();
-  d.dy = dy.const_data_ptr();
-  d.mean = const_cast<void*>(mu.const_data_ptr());
-  d.rstd = const_cast<void*>(rs.const_data_ptr());
-  d.weight = w.defined() ? w.const_data_ptr() : nullptr;
-  d.dx = dx.defined() ? dx.data_ptr() : nullptr;
-  d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
-  d.dbias = db.defined() ? db.data_ptr() : nullptr;
-  NPU_CHECK(npu_kernels::layer_norm_backward(current_native_stream(input.device().index()), d));
-}
+                                                   const T& mean, const T& rstd, const std::optional<T>& weight,
+                                                   const std::optional<T>& bias, std::array<bool, 3> mask) {
+  check_npu(input, "native_layer_norm_backward");
+  const T w0 = weight.has_value() ? *weight : T(), b0 = bias.has_value() ? *bias : T();
+  auto [M, N] = at::native::_check_layer_norm_inputs(input, normalized_shape, w0, b0);
+  c10::DeviceGuard guard(input.device());
+  const T x = input.contiguous();
+  const T dy =
+      grad_out.scalar_type() == x.scalar_type() ? grad_out.contiguous() : grad_out.to(x.scalar_type()).contiguous();
+  const T mu = mean.to(x.scalar_type()).contiguous(), rs = rstd.to(x.scalar_type()).contiguous();
+  const T w = param_as(weight, x);
+  T dx, dw, db;
+  if (mask[0]) dx = at::empty(x.sizes(), x.options());
+  if (mask[1] && w0.defined()) dw = at::empty(w0.sizes(), x.options());
+  if (mask[2] && b0.defined()) db = at::empty(b0.sizes(), x.options());
+  if (M == 0 || N == 0) {
+    if (dw.defined()) dw.zero_();
+    if (db.defined()) db.zero_();
+  } else {
+    npu_kernels::LayerNormDesc d;
+    d.dtype = kernel_dtype(x.scalar_type(), "native_layer_norm_backward");
+    d.M = M;
+    d.N = N;
+    d.x = x.const_data_ptr();
+    d.dy = dy.const_data_ptr();
+    d.mean = const_cast<void*>(mu.const_data_ptr());
+    d.rstd = const_cast<void*>(rs.const_data_ptr());
+    d.weight = w.defined() ? w.const_data_ptr() : nullptr;
+    d.dx = dx.defined() ? dx.data_ptr() : nullptr;
+    d.dweight = dw.defined() ? dw.data_ptr() : nullptr;
+    d.dbias = db.defined() ? db.data_ptr() : nullptr;
+    NPU_CHECK(npu_kernels::layer_norm_backward(current_native_stream(input.device().index()), d));
+  }
   if (dw.defined() && dw.scalar_type() != w0.scalar_type()) dw = dw.to(w0.scalar_type());
   if (db.defined() && db.scalar_type() != b0.scalar_type()) db = db.to(b0.scalar_type());
   return {dx, dw, db};
 }
 
 std::tuple<T, T> NF::nll_loss_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
-                                  int64_t ignore_index) {
+                                      int64_t ignore_index) {
   T output = at::empty({0}, self.options());
   T total_weight = at::empty({0}, self.options());
   NF::nll_loss_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
@@ -345,7 +342,7 @@ std::tuple<T, T> NF::nll_loss_forward(const T& self, const T& target, const std:
 }
 
 std::tuple<T&, T&> NF::nll_loss_forward_out(const T& self, const T& target, const std::optional<T>& weight_opt,
-                                        int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
+                                            int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
   check_npu(self, "nll_loss_forward");
   check_device_arg("nll_loss_forward", "target", target, self.device());
   const T w0 = weight_opt.has_value() ? *weight_opt : T();
@@ -370,13 +367,14 @@ std::tuple<T&, T&> NF::nll_loss_forward_out(const T& self, const T& target, cons
 }
 
 T NF::nll_loss_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
-                    int64_t reduction, int64_t ignore_index, const T& total_weight) {
+                        int64_t reduction, int64_t ignore_index, const T& total_weight) {
   T grad_input = at::empty({0}, self.options());
-  return NF::nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, grad_input);
+  return NF::nll_loss_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight,
+                                   grad_input);
 }
 
 T& NF::nll_loss_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight_opt,
-                         int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
+                             int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
   check_npu(self, "nll_loss_backward");
   check_device_arg("nll_loss_backward", "target", target, self.device());
   check_device_arg("nll_loss_backward", "grad_output", grad_output, self.device());
@@ -402,40 +400,41 @@ T& NF::nll_loss_backward_out(const T& grad_output, const T& self, const T& targe
   return grad_input;
 }
 
-std::tuple<T, T> NF::nll_loss2d_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,
-                                    int64_t ignore_index) {
+std::tuple<T, T> NF::nll_loss2d_forward(const T& self, const T& target, const std::optional<T>& weight,
+                                        int64_t reduction, int64_t ignore_index) {
   T output = at::empty({0}, self.options()), total_weight = at::empty({0}, self.options());
   NF::nll_loss2d_forward_out(self, target, weight, reduction, ignore_index, output, total_weight);
   return {output, total_weight};
 }
 
 std::tuple<T&, T&> NF::nll_loss2d_forward_out(const T& self, const T& target, const std::optional<T>& weight,
-                                          int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
-check_npu(self, "nll_loss2d_forward");
-TORCH_CHECK(target.dim() == 3 && target.size(0) == self.size(0) && target.size(1) == self.size(2) &&
-                target.size(2) == self.size(3),
-            "nll_loss2d: expected target of size (", self.size(0), ", ", self.size(2), ", ", self.size(3), "), got ",
-            target.sizes());
-T out_rows = at::empty({0}, self.options());
-NF::nll_loss_forward_out(to_rows(self), target.reshape({-1}), weight, reduction, ignore_index, out_rows, total_weight);
-if (reduction == at::Reduction::None) {
-  at::native::resize_output(output, target.sizes());
-  output.copy_(out_rows.view(target.sizes()));
-} else {
-  at::native::resize_output(output, {});
-  output.copy_(out_rows);
-}
+                                              int64_t reduction, int64_t ignore_index, T& output, T& total_weight) {
+  check_npu(self, "nll_loss2d_forward");
+  TORCH_CHECK(target.dim() == 3 && target.size(0) == self.size(0) && target.size(1) == self.size(2) &&
+                  target.size(2) == self.size(3),
+              "nll_loss2d: expected target of size (", self.size(0), ", ", self.size(2), ", ", self.size(3), "), got ",
+              target.sizes());
+  T out_rows = at::empty({0}, self.options());
+  NF::nll_loss_forward_out(to_rows(self), target.reshape({-1}), weight, reduction, ignore_index, out_rows,
+                           total_weight);
+  if (reduction == at::Reduction::None) {
+    at::native::resize_output(output, target.sizes());
+    output.copy_(out_rows.view(target.sizes()));
+  } else {
+    at::native::resize_output(output, {});
+    output.copy_(out_rows);
+  }
   return {output, total_weight};
 }
 
 T NF::nll_loss2d_backward(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
-                      int64_t reduction, int64_t ignore_index, const T& total_weight) {
+                          int64_t reduction, int64_t ignore_index, const T& total_weight) {
   T gi = at::empty({0}, self.options());
   return NF::nll_loss2d_backward_out(grad_output, self, target, weight, reduction, ignore_index, total_weight, gi);
 }
 
 T& NF::nll_loss2d_backward_out(const T& grad_output, const T& self, const T& target, const std::optional<T>& weight,
-                           int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
+                               int64_t reduction, int64_t ignore_index, const T& total_weight, T& grad_input) {
   check_npu(self, "nll_loss2d_backward");
   const T rows = to_rows(self);
   const T g = reduction == at::Reduction::None ? grad_output.reshape({-1}) : grad_output;
@@ -447,12 +446,12 @@ T& NF::nll_loss2d_backward_out(const T& grad_output, const T& self, const T& tar
 }
 
 std::tuple<T, T, T> NF::native_batch_norm(const T& input, const std::optional<T>& weight, const std::optional<T>& bias,
-                                    const std::optional<T>& running_mean, const std::optional<T>& running_var,
-                                    bool training, double momentum, double eps) {
-check_npu(input, "native_batch_norm");
-for (const auto* p : {&weight, &bias, &running_mean, &running_var}) {
-  if (p->has_value()) check_device_arg("native_batch_norm", "weight/bias/running stats", **p, input.device());
-}
+                                          const std::optional<T>& running_mean, const std::optional<T>& running_var,
+                                          bool training, double momentum, double eps) {
+  check_npu(input, "native_batch_norm");
+  for (const auto* p : {&weight, &bias, &running_mean, &running_var}) {
+    if (p->has_value()) check_device_arg("native_batch_norm", "weight/bias/running stats", **p, input.device());
+  }
   TORCH_CHECK(input.dim() >= 2, "native_batch_norm: expected an input with at least 2 dims, got ", input.dim());
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(input.scalar_type()),
                               "native_batch_norm: expected a floating point input, got ", input.scalar_type());
@@ -499,20 +498,25 @@ for (const auto* p : {&weight, &bias, &running_mean, &running_var}) {
   return {y, save_mean, save_invstd};
 }
 
-::std::tuple<at::Tensor,at::Tensor,at::Tensor> NF::_native_batch_norm_legit(const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
-                                        bool training, double momentum, double eps) {
+::std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_native_batch_norm_legit(const T& x, const std::optional<T>& w,
+                                                                              const std::optional<T>& b, T& rm, T& rv,
+                                                                              bool training, double momentum,
+                                                                              double eps) {
   return NF::native_batch_norm(x, w, b, rm, rv, training, momentum, eps);
 }
 
-::std::tuple<at::Tensor,at::Tensor,at::Tensor> NF::_native_batch_norm_legit(const T& x, const std::optional<T>& w, const std::optional<T>& b,
-                                                 bool training, double momentum, double eps) {
+::std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_native_batch_norm_legit(const T& x, const std::optional<T>& w,
+                                                                              const std::optional<T>& b, bool training,
+                                                                              double momentum, double eps) {
   return NF::native_batch_norm(x, w, b, std::nullopt, std::nullopt, training, momentum, eps);
 }
 
 std::tuple<T, T, T> NF::native_batch_norm_backward(const T& grad_out, const T& input, const std::optional<T>& weight,
-                                        const std::optional<T>& running_mean, const std::optional<T>& running_var,
-                                        const std::optional<T>& save_mean, const std::optional<T>& save_invstd,
-                                        bool train, double eps, std::array<bool, 3> mask) {
+                                                   const std::optional<T>& running_mean,
+                                                   const std::optional<T>& running_var,
+                                                   const std::optional<T>& save_mean,
+                                                   const std::optional<T>& save_invstd, bool train, double eps,
+                                                   std::array<bool, 3> mask) {
   check_npu(input, "native_batch_norm_backward");
   c10::DeviceGuard guard(input.device());
   const auto acc = bn_acc(input);
@@ -553,16 +557,16 @@ std::tuple<T, T, T> NF::native_batch_norm_backward(const T& grad_out, const T& i
 }
 
 // The training-mode entry of newer ATen graphs: the same kernel, no reserve space (an empty one, as CPU).
-::std::tuple<at::Tensor,at::Tensor,at::Tensor,at::Tensor> NF::_batch_norm_with_update(const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv,
-                                       double momentum, double eps) {
+::std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> NF::_batch_norm_with_update(
+    const T& x, const std::optional<T>& w, const std::optional<T>& b, T& rm, T& rv, double momentum, double eps) {
   auto [y, mean, invstd] = NF::native_batch_norm(x, w, b, rm, rv, true, momentum, eps);
   return std::make_tuple(y, mean, invstd, at::empty({0}, x.options().dtype(at::kByte)));
 }
 
-::std::tuple<at::Tensor,at::Tensor,at::Tensor> NF::batch_norm_backward(const T& g, const T& x, const T& w, const std::optional<T>& rm,
-                                   const std::optional<T>& rv, const std::optional<T>& save_mean,
-                                   const std::optional<T>& save_var, bool update, double eps,
-                                   std::array<bool, 3> mask, const T& /*reserve*/) {
+::std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::batch_norm_backward(
+    const T& g, const T& x, const T& w, const std::optional<T>& rm, const std::optional<T>& rv,
+    const std::optional<T>& save_mean, const std::optional<T>& save_var, bool update, double eps,
+    std::array<bool, 3> mask, const T& /*reserve*/) {
   return NF::native_batch_norm_backward(g, x, w, rm, rv, save_mean, save_var, update, eps, mask);
 }
 
@@ -570,22 +574,27 @@ std::tuple<T, T, T> NF::native_batch_norm_backward(const T& grad_out, const T& i
 // weight and bias) and CUDA's arithmetic: statistics and the affine step in the accumulation type, one rounding to X's
 // dtype at the end. Without it ATen's math_group_norm ran, which rounds the normalized value to float16/bfloat16
 // before the affine step and accepts non-contiguous inputs CUDA refuses.
-std::tuple<T, T, T> NF::native_group_norm(const T& X, const std::optional<T>& gamma_opt, const std::optional<T>& beta_opt,
-                                       int64_t N, int64_t C, int64_t HxW, int64_t group, double eps) {
-check_npu(X, "native_group_norm");
-const T gamma = gamma_opt.value_or(T()), beta = beta_opt.value_or(T());
-TORCH_CHECK(group > 0, "Expected num groups to be greater than 0, got ", group);
-TORCH_CHECK(C % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of "
-            "shape ", X.sizes(), " and num_groups=", group);
-TORCH_CHECK(!gamma.defined() || (gamma.dim() == 1 && gamma.numel() == C), "Expected weight to be a vector of size "
-            "equal to the number of channels in input, but got weight of shape ", gamma.sizes(),
-            " and input of shape ", X.sizes());
-TORCH_CHECK(!beta.defined() || (beta.dim() == 1 && beta.numel() == C), "Expected bias to be a vector of size equal "
-            "to the number of channels in input, but got bias of shape ", beta.sizes(), " and input of shape ",
-            X.sizes());
-for (const T* p : {&gamma, &beta}) {
-  if (p->defined()) check_device_arg("native_group_norm", "weight/bias", *p, X.device());
-}
+std::tuple<T, T, T> NF::native_group_norm(const T& X, const std::optional<T>& gamma_opt,
+                                          const std::optional<T>& beta_opt, int64_t N, int64_t C, int64_t HxW,
+                                          int64_t group, double eps) {
+  check_npu(X, "native_group_norm");
+  const T gamma = gamma_opt.value_or(T()), beta = beta_opt.value_or(T());
+  TORCH_CHECK(group > 0, "Expected num groups to be greater than 0, got ", group);
+  TORCH_CHECK(C % group == 0,
+              "Expected number of channels in input to be divisible by num_groups, but got input of "
+              "shape ",
+              X.sizes(), " and num_groups=", group);
+  TORCH_CHECK(!gamma.defined() || (gamma.dim() == 1 && gamma.numel() == C),
+              "Expected weight to be a vector of size "
+              "equal to the number of channels in input, but got weight of shape ",
+              gamma.sizes(), " and input of shape ", X.sizes());
+  TORCH_CHECK(!beta.defined() || (beta.dim() == 1 && beta.numel() == C),
+              "Expected bias to be a vector of size equal "
+              "to the number of channels in input, but got bias of shape ",
+              beta.sizes(), " and input of shape ", X.sizes());
+  for (const T* p : {&gamma, &beta}) {
+    if (p->defined()) check_device_arg("native_group_norm", "weight/bias", *p, X.device());
+  }
   TORCH_CHECK(X.is_contiguous(), "Expected X.is_contiguous(memory_format) to be true, but got false.");
   TORCH_CHECK(X.numel() == N * C * HxW, "Expected X.numel() == N * C * HxW to be true, but got false.");
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(X.scalar_type()), "native_group_norm: expected a floating point "
@@ -609,8 +618,8 @@ for (const T* p : {&gamma, &beta}) {
 }
 
 std::tuple<T, T, T> NF::native_group_norm_backward(const T& grad_out, const T& input, const T& mean, const T& rstd,
-                                        const std::optional<T>& weight, int64_t N, int64_t C, int64_t HxW,
-                                        int64_t group, std::array<bool, 3> mask) {
+                                                   const std::optional<T>& weight, int64_t N, int64_t C, int64_t HxW,
+                                                   int64_t group, std::array<bool, 3> mask) {
   check_npu(input, "native_group_norm_backward");
   TORCH_CHECK(group > 0 && C % group == 0, "native_group_norm_backward: C (", C, ") must be divisible by group (",
               group, ")");
@@ -677,8 +686,8 @@ T NF::smooth_l1_loss_backward(const T& g, const T& s, const T& t, int64_t r, dou
 }
 
 T& NF::smooth_l1_loss_backward_out(const T& g, const T& s, const T& t, int64_t r, double beta, T& o) {
-         return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
-       }
+  return loss_backward(LossKind::kSmoothL1, "smooth_l1_loss_backward", g, s, t, T(), r, beta, o);
+}
 
 T NF::huber_loss(const T& s, const T& t, int64_t r, double delta) {
   TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
@@ -709,8 +718,9 @@ T NF::binary_cross_entropy_backward(const T& g, const T& s, const T& t, const st
   return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
 }
 
-T& NF::binary_cross_entropy_backward_out(const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r, T& o) {
-         return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
-       }
+T& NF::binary_cross_entropy_backward_out(const T& g, const T& s, const T& t, const std::optional<T>& w, int64_t r,
+                                         T& o) {
+  return loss_backward(LossKind::kBce, "binary_cross_entropy_backward", g, s, t, opt(w), r, 0, o);
+}
 
 }  // namespace torch_npu_sim

@@ -214,17 +214,11 @@ T& NF::sgn_out(const T& self, T& out) {  // real dtypes: sgn == sign; complex ha
 }
 
 // complex operands have no kernel: the CPU fallback (or_cpu), as CUDA accepts them
-T& NF::logical_and_out(const T& a, const T& b, T& out) {
-  return logical_out(BinaryOp::kLogicalAnd, a, b, out);
-}
+T& NF::logical_and_out(const T& a, const T& b, T& out) { return logical_out(BinaryOp::kLogicalAnd, a, b, out); }
 
-T& NF::logical_or_out(const T& a, const T& b, T& out) {
-  return logical_out(BinaryOp::kLogicalOr, a, b, out);
-}
+T& NF::logical_or_out(const T& a, const T& b, T& out) { return logical_out(BinaryOp::kLogicalOr, a, b, out); }
 
-T& NF::logical_xor_out(const T& a, const T& b, T& out) {
-  return logical_out(BinaryOp::kLogicalXor, a, b, out);
-}
+T& NF::logical_xor_out(const T& a, const T& b, T& out) { return logical_out(BinaryOp::kLogicalXor, a, b, out); }
 
 T& NF::logical_not_out(const T& self, T& out) {
   auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
@@ -284,13 +278,15 @@ T NF::rsub(const T& self, const T& other, const S& alpha) { return at::sub(other
 T NF::round(const T& self, int64_t decimals) {
   PointwiseParams p;
   p.i = decimals;
-  return structured_functional<at::meta::structured_round_decimals>(unary_kernel(UnaryOp::kRoundDecimals, p), self, decimals);
+  return structured_functional<at::meta::structured_round_decimals>(unary_kernel(UnaryOp::kRoundDecimals, p), self,
+                                                                    decimals);
 }
 
 T& NF::round_out(const T& self, int64_t decimals, T& out) {
   PointwiseParams p;
   p.i = decimals;
-  return structured_out<at::meta::structured_round_decimals>(unary_kernel(UnaryOp::kRoundDecimals, p), out, self, decimals);
+  return structured_out<at::meta::structured_round_decimals>(unary_kernel(UnaryOp::kRoundDecimals, p), out, self,
+                                                             decimals);
 }
 
 T& NF::hardtanh_out(const T& self, const S& lo, const S& hi, T& out) {
@@ -329,12 +325,12 @@ T& NF::floor_divide_out(const T& a, const T& b, T& out) {
 T& NF::floor_divide_(T& a, const T& b) { return NF::floor_divide_out(a, b, a); }
 
 T& NF::nan_to_num_out(const T& self, std::optional<double> nan, std::optional<double> posinf,
-                  std::optional<double> neginf, T& out) {
-auto iter = at::TensorIterator::unary_op(out, self);
-if (!at::isFloatingType(self.scalar_type())) {
-  out.copy_(self);  // integers have no NaN or infinity
-  return out;
-}
+                      std::optional<double> neginf, T& out) {
+  auto iter = at::TensorIterator::unary_op(out, self);
+  if (!at::isFloatingType(self.scalar_type())) {
+    out.copy_(self);  // integers have no NaN or infinity
+    return out;
+  }
   double hi = 0;
   switch (self.scalar_type()) {
     case at::kHalf: hi = 65504.0; break;
@@ -355,7 +351,8 @@ T NF::add(const T& a, const T& b, const S& alpha) {
   if (!alpha.isComplex()) {  // a complex alpha is an error for real tensors: the structured path raises it
     if (auto flat = flat_binary(BinaryOp::kAdd, a, b, with_a(alpha))) return *std::move(flat);
   }
-  return structured_functional<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), a, b, alpha);
+  return structured_functional<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), a, b,
+                                                                alpha);
 }
 
 T& NF::add_(T& a, const T& b, const S& alpha) {
@@ -364,14 +361,16 @@ T& NF::add_(T& a, const T& b, const S& alpha) {
 }
 
 T& NF::add_out(const T& a, const T& b, const S& alpha, T& out) {
-  return structured_out<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), out, a, b, alpha);
+  return structured_out<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), out, a, b,
+                                                         alpha);
 }
 
 T NF::sub(const T& a, const T& b, const S& alpha) {
   if (!alpha.isComplex()) {  // a complex alpha is an error for real tensors: the structured path raises it
     if (auto flat = flat_binary(BinaryOp::kSub, a, b, with_a(alpha))) return *std::move(flat);
   }
-  return structured_functional<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), a, b, alpha);
+  return structured_functional<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), a, b,
+                                                                alpha);
 }
 
 T& NF::sub_(T& a, const T& b, const S& alpha) {
@@ -380,7 +379,8 @@ T& NF::sub_(T& a, const T& b, const S& alpha) {
 }
 
 T& NF::sub_out(const T& a, const T& b, const S& alpha, T& out) {
-  return structured_out<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), out, a, b, alpha);
+  return structured_out<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), out, a, b,
+                                                         alpha);
 }
 
 T NF::div(const T& a, const T& b, std::optional<c10::string_view> mode) {
@@ -415,35 +415,42 @@ T& NF::pow_out(const T& a, const T& b, T& out) {
 }
 
 T NF::pow(const T& a, const S& e) {
-  return structured_functional<at::meta::structured_pow_Tensor_Scalar>(
-                        unary_kernel(UnaryOp::kPowScalar, with_a(e)), a, e);
+  return structured_functional<at::meta::structured_pow_Tensor_Scalar>(unary_kernel(UnaryOp::kPowScalar, with_a(e)), a,
+                                                                       e);
 }
 
 T& NF::pow_(T& a, const S& e) {
-  return structured_inplace<at::meta::structured_pow_Tensor_Scalar>(
-                        unary_kernel(UnaryOp::kPowScalar, with_a(e)), a, e);
+  return structured_inplace<at::meta::structured_pow_Tensor_Scalar>(unary_kernel(UnaryOp::kPowScalar, with_a(e)), a, e);
 }
 
 // Scalar base: ATen's meta sizes the output; the base travels as a CPU scalar operand of pow.Tensor_Tensor.
 T& NF::pow_out(const S& base, const T& e, T& out) {
-  return structured_out<at::meta::structured_pow_Scalar>([&](auto& meta) {
-    T result = meta.maybe_get_output(0);
-    if (base.equal(1.0)) result.fill_(1);
-    else at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
-  }, out, base, e);
+  return structured_out<at::meta::structured_pow_Scalar>(
+      [&](auto& meta) {
+        T result = meta.maybe_get_output(0);
+        if (base.equal(1.0))
+          result.fill_(1);
+        else
+          at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
+      },
+      out, base, e);
 }
 
 T NF::pow(const S& base, const T& e) {
-  return structured_functional<at::meta::structured_pow_Scalar>([&](auto& meta) {
-    T result = meta.maybe_get_output(0);
-    if (base.equal(1.0)) result.fill_(1);
-    else at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
-  }, base, e);
+  return structured_functional<at::meta::structured_pow_Scalar>(
+      [&](auto& meta) {
+        T result = meta.maybe_get_output(0);
+        if (base.equal(1.0))
+          result.fill_(1);
+        else
+          at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
+      },
+      base, e);
 }
 
 T& NF::pow_out(const T& a, const S& e, T& out) {
-  return structured_out<at::meta::structured_pow_Tensor_Scalar>(
-                        unary_kernel(UnaryOp::kPowScalar, with_a(e)), out, a, e);
+  return structured_out<at::meta::structured_pow_Tensor_Scalar>(unary_kernel(UnaryOp::kPowScalar, with_a(e)), out, a,
+                                                                e);
 }
 
 // polygamma: n = 0 (digamma) and n = 1 (trigamma, digamma's gradient) are native; higher orders run on
@@ -453,10 +460,12 @@ T& NF::polygamma_out(int64_t n, const T& self, T& out) {
     const UnaryOp op = n == 0 ? UnaryOp::kDigamma : UnaryOp::kTrigamma;
     return structured_out<at::meta::structured_polygamma>(unary_kernel(op), out, n, self);
   }
-  return structured_out<at::meta::structured_polygamma>([&](at::TensorIteratorBase& it) {
-    note_cpu_fallback("aten::polygamma.out");
-    at::Tensor(it.output()).copy_(at::polygamma(n, self.cpu()));
-  }, out, n, self);
+  return structured_out<at::meta::structured_polygamma>(
+      [&](at::TensorIteratorBase& it) {
+        note_cpu_fallback("aten::polygamma.out");
+        at::Tensor(it.output()).copy_(at::polygamma(n, self.cpu()));
+      },
+      out, n, self);
 }
 
 T NF::signbit(const T& self) {
@@ -494,15 +503,18 @@ T& NF::gelu_backward_out(const T& g, const T& x, c10::string_view approximate, T
 }
 
 T NF::leaky_relu(const T& self, const S& slope) {
-  return structured_functional<at::meta::structured_leaky_relu>(unary_kernel(UnaryOp::kLeakyRelu, with_a(slope)), self, slope);
+  return structured_functional<at::meta::structured_leaky_relu>(unary_kernel(UnaryOp::kLeakyRelu, with_a(slope)), self,
+                                                                slope);
 }
 
 T& NF::leaky_relu_(T& self, const S& slope) {
-  return structured_inplace<at::meta::structured_leaky_relu>(unary_kernel(UnaryOp::kLeakyRelu, with_a(slope)), self, slope);
+  return structured_inplace<at::meta::structured_leaky_relu>(unary_kernel(UnaryOp::kLeakyRelu, with_a(slope)), self,
+                                                             slope);
 }
 
 T& NF::leaky_relu_out(const T& self, const S& slope, T& out) {
-  return structured_out<at::meta::structured_leaky_relu>(unary_kernel(UnaryOp::kLeakyRelu, with_a(slope)), out, self, slope);
+  return structured_out<at::meta::structured_leaky_relu>(unary_kernel(UnaryOp::kLeakyRelu, with_a(slope)), out, self,
+                                                         slope);
 }
 
 T NF::leaky_relu_backward(const T& g, const T& x, const S& slope, bool self_is_result) {
@@ -511,8 +523,8 @@ T NF::leaky_relu_backward(const T& g, const T& x, const S& slope, bool self_is_r
 }
 
 T NF::softplus(const T& self, const S& beta, const S& threshold) {
-  return structured_functional<at::meta::structured_softplus>(unary_kernel(UnaryOp::kSoftplus, with_ab(beta, threshold)),
-                                                              self, beta, threshold);
+  return structured_functional<at::meta::structured_softplus>(
+      unary_kernel(UnaryOp::kSoftplus, with_ab(beta, threshold)), self, beta, threshold);
 }
 
 T NF::softplus_backward(const T& g, const T& x, const S& beta, const S& threshold) {
@@ -523,7 +535,8 @@ T NF::softplus_backward(const T& g, const T& x, const S& beta, const S& threshol
 T NF::elu(const T& self, const S& alpha, const S& scale, const S& input_scale) {
   PointwiseParams p = with_ab(alpha, scale);
   p.c = input_scale.toDouble();
-  return structured_functional<at::meta::structured_elu>(unary_kernel(UnaryOp::kElu, p), self, alpha, scale, input_scale);
+  return structured_functional<at::meta::structured_elu>(unary_kernel(UnaryOp::kElu, p), self, alpha, scale,
+                                                         input_scale);
 }
 
 T& NF::elu_(T& self, const S& alpha, const S& scale, const S& input_scale) {
@@ -533,7 +546,7 @@ T& NF::elu_(T& self, const S& alpha, const S& scale, const S& input_scale) {
 }
 
 T NF::elu_backward(const T& g, const S& alpha, const S& scale, const S& input_scale, bool is_result,
-                            const T& self_or_result) {
+                   const T& self_or_result) {
   PointwiseParams p = with_ab(alpha, scale);
   p.c = input_scale.toDouble();
   p.i = is_result ? 1 : 0;
@@ -548,7 +561,8 @@ T NF::threshold(const T& self, const S& threshold, const S& value) {
 }
 
 T NF::hardsigmoid_backward(const T& g, const T& x) {
-  return structured_functional<at::meta::structured_hardsigmoid_backward>(binary_kernel(BinaryOp::kHardsigmoidBackward), g, x);
+  return structured_functional<at::meta::structured_hardsigmoid_backward>(binary_kernel(BinaryOp::kHardsigmoidBackward),
+                                                                          g, x);
 }
 
 T NF::threshold_backward(const T& g, const T& x, const S& threshold) {
@@ -564,20 +578,32 @@ T& NF::threshold_backward_out(const T& g, const T& x, const S& threshold, T& out
 // clamp family
 T NF::clamp(const T& self, const std::optional<S>& lo, const std::optional<S>& hi) {
   PointwiseParams p;
-  if (lo) { p.a = lo->toDouble(); p.has_a = true; }
-  if (hi) { p.b = hi->toDouble(); p.has_b = true; }
-  return structured_functional<at::meta::structured_clamp>(
-      unary_kernel(UnaryOp::kClamp, p), self, lo ? at::OptionalScalarRef(&*lo) : at::OptionalScalarRef(),
-      hi ? at::OptionalScalarRef(&*hi) : at::OptionalScalarRef());
+  if (lo) {
+    p.a = lo->toDouble();
+    p.has_a = true;
+  }
+  if (hi) {
+    p.b = hi->toDouble();
+    p.has_b = true;
+  }
+  return structured_functional<at::meta::structured_clamp>(unary_kernel(UnaryOp::kClamp, p), self,
+                                                           lo ? at::OptionalScalarRef(&*lo) : at::OptionalScalarRef(),
+                                                           hi ? at::OptionalScalarRef(&*hi) : at::OptionalScalarRef());
 }
 
 T& NF::clamp_(T& self, const std::optional<S>& lo, const std::optional<S>& hi) {
   PointwiseParams p;
-  if (lo) { p.a = lo->toDouble(); p.has_a = true; }
-  if (hi) { p.b = hi->toDouble(); p.has_b = true; }
-  return structured_inplace<at::meta::structured_clamp>(
-      unary_kernel(UnaryOp::kClamp, p), self, lo ? at::OptionalScalarRef(&*lo) : at::OptionalScalarRef(),
-      hi ? at::OptionalScalarRef(&*hi) : at::OptionalScalarRef());
+  if (lo) {
+    p.a = lo->toDouble();
+    p.has_a = true;
+  }
+  if (hi) {
+    p.b = hi->toDouble();
+    p.has_b = true;
+  }
+  return structured_inplace<at::meta::structured_clamp>(unary_kernel(UnaryOp::kClamp, p), self,
+                                                        lo ? at::OptionalScalarRef(&*lo) : at::OptionalScalarRef(),
+                                                        hi ? at::OptionalScalarRef(&*hi) : at::OptionalScalarRef());
 }
 
 T NF::clamp_min(const T& self, const S& lo) {
@@ -606,27 +632,33 @@ T& NF::clamp_max_(T& self, const S& hi) {
 
 // ternary
 T NF::addcmul(const T& self, const T& a, const T& b, const S& value) {
-  return structured_functional<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), self, a, b, value);
+  return structured_functional<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), self,
+                                                             a, b, value);
 }
 
 T& NF::addcmul_(T& self, const T& a, const T& b, const S& value) {
-  return structured_inplace<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), self, a, b, value);
+  return structured_inplace<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), self, a,
+                                                          b, value);
 }
 
 T& NF::addcmul_out(const T& self, const T& a, const T& b, const S& value, T& out) {
-  return structured_out<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), out, self, a, b, value);
+  return structured_out<at::meta::structured_addcmul>(ternary_kernel(TernaryOp::kAddcmul, with_a(value)), out, self, a,
+                                                      b, value);
 }
 
 T NF::addcdiv(const T& self, const T& a, const T& b, const S& value) {
-  return structured_functional<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self, a, b, value);
+  return structured_functional<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self,
+                                                             a, b, value);
 }
 
 T& NF::addcdiv_(T& self, const T& a, const T& b, const S& value) {
-  return structured_inplace<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self, a, b, value);
+  return structured_inplace<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), self, a,
+                                                          b, value);
 }
 
 T& NF::addcdiv_out(const T& self, const T& a, const T& b, const S& value, T& out) {
-  return structured_out<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), out, self, a, b, value);
+  return structured_out<at::meta::structured_addcdiv>(ternary_kernel(TernaryOp::kAddcdiv, with_a(value)), out, self, a,
+                                                      b, value);
 }
 
 T& NF::lerp_out(const T& self, const T& end, const T& w, T& out) {
@@ -635,15 +667,18 @@ T& NF::lerp_out(const T& self, const T& end, const T& w, T& out) {
 
 // lerp with a Python-number weight: the iterator has two inputs, the weight travels as a parameter
 T NF::lerp(const T& self, const T& end, const S& w) {
-  return structured_functional<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), self, end, w);
+  return structured_functional<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), self,
+                                                                 end, w);
 }
 
 T& NF::lerp_(T& self, const T& end, const S& w) {
-  return structured_inplace<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), self, end, w);
+  return structured_inplace<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), self,
+                                                              end, w);
 }
 
 T& NF::lerp_out(const T& self, const T& end, const S& w, T& out) {
-  return structured_out<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), out, self, end, w);
+  return structured_out<at::meta::structured_lerp_Scalar>(binary_kernel(BinaryOp::kLerpScalar, with_a(w)), out, self,
+                                                          end, w);
 }
 
 T NF::lerp(const T& self, const T& end, const T& w) {
@@ -657,79 +692,151 @@ T& NF::lerp_(T& self, const T& end, const T& w) {
 // The one-schema-shape ops, over the helpers above.
 T NF::mul(const T& a, const T& b) { return binary<at::meta::structured_mul_Tensor>(BinaryOp::kMul, a, b); }
 T& NF::mul_(T& a, const T& b) { return binary_<at::meta::structured_mul_Tensor>(BinaryOp::kMul, a, b); }
-T& NF::mul_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_mul_Tensor>(BinaryOp::kMul, a, b, out); }
+T& NF::mul_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_mul_Tensor>(BinaryOp::kMul, a, b, out);
+}
 T NF::div(const T& a, const T& b) { return binary<at::meta::structured_div_Tensor>(BinaryOp::kDiv, a, b); }
 T& NF::div_(T& a, const T& b) { return binary_<at::meta::structured_div_Tensor>(BinaryOp::kDiv, a, b); }
-T& NF::div_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_div_Tensor>(BinaryOp::kDiv, a, b, out); }
-T NF::remainder(const T& a, const T& b) { return binary<at::meta::structured_remainder_Tensor>(BinaryOp::kRemainder, a, b); }
-T& NF::remainder_(T& a, const T& b) { return binary_<at::meta::structured_remainder_Tensor>(BinaryOp::kRemainder, a, b); }
-T& NF::remainder_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_remainder_Tensor>(BinaryOp::kRemainder, a, b, out); }
+T& NF::div_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_div_Tensor>(BinaryOp::kDiv, a, b, out);
+}
+T NF::remainder(const T& a, const T& b) {
+  return binary<at::meta::structured_remainder_Tensor>(BinaryOp::kRemainder, a, b);
+}
+T& NF::remainder_(T& a, const T& b) {
+  return binary_<at::meta::structured_remainder_Tensor>(BinaryOp::kRemainder, a, b);
+}
+T& NF::remainder_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_remainder_Tensor>(BinaryOp::kRemainder, a, b, out);
+}
 T NF::fmod(const T& a, const T& b) { return binary<at::meta::structured_fmod_Tensor>(BinaryOp::kFmod, a, b); }
 T& NF::fmod_(T& a, const T& b) { return binary_<at::meta::structured_fmod_Tensor>(BinaryOp::kFmod, a, b); }
-T& NF::fmod_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_fmod_Tensor>(BinaryOp::kFmod, a, b, out); }
-T NF::copysign(const T& a, const T& b) { return binary<at::meta::structured_copysign_Tensor>(BinaryOp::kCopysign, a, b); }
+T& NF::fmod_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_fmod_Tensor>(BinaryOp::kFmod, a, b, out);
+}
+T NF::copysign(const T& a, const T& b) {
+  return binary<at::meta::structured_copysign_Tensor>(BinaryOp::kCopysign, a, b);
+}
 T& NF::copysign_(T& a, const T& b) { return binary_<at::meta::structured_copysign_Tensor>(BinaryOp::kCopysign, a, b); }
-T& NF::copysign_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_copysign_Tensor>(BinaryOp::kCopysign, a, b, out); }
+T& NF::copysign_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_copysign_Tensor>(BinaryOp::kCopysign, a, b, out);
+}
 T NF::xlogy(const T& a, const T& b) { return binary<at::meta::structured_xlogy_Tensor>(BinaryOp::kXlogy, a, b); }
 T& NF::xlogy_(T& a, const T& b) { return binary_<at::meta::structured_xlogy_Tensor>(BinaryOp::kXlogy, a, b); }
-T& NF::xlogy_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_xlogy_Tensor>(BinaryOp::kXlogy, a, b, out); }
-T NF::bitwise_and(const T& a, const T& b) { return binary<at::meta::structured_bitwise_and_Tensor>(BinaryOp::kBitwiseAnd, a, b); }
-T& NF::bitwise_and_(T& a, const T& b) { return binary_<at::meta::structured_bitwise_and_Tensor>(BinaryOp::kBitwiseAnd, a, b); }
-T& NF::bitwise_and_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_bitwise_and_Tensor>(BinaryOp::kBitwiseAnd, a, b, out); }
-T NF::bitwise_or(const T& a, const T& b) { return binary<at::meta::structured_bitwise_or_Tensor>(BinaryOp::kBitwiseOr, a, b); }
-T& NF::bitwise_or_(T& a, const T& b) { return binary_<at::meta::structured_bitwise_or_Tensor>(BinaryOp::kBitwiseOr, a, b); }
-T& NF::bitwise_or_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_bitwise_or_Tensor>(BinaryOp::kBitwiseOr, a, b, out); }
-T NF::bitwise_xor(const T& a, const T& b) { return binary<at::meta::structured_bitwise_xor_Tensor>(BinaryOp::kBitwiseXor, a, b); }
-T& NF::bitwise_xor_(T& a, const T& b) { return binary_<at::meta::structured_bitwise_xor_Tensor>(BinaryOp::kBitwiseXor, a, b); }
-T& NF::bitwise_xor_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_bitwise_xor_Tensor>(BinaryOp::kBitwiseXor, a, b, out); }
+T& NF::xlogy_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_xlogy_Tensor>(BinaryOp::kXlogy, a, b, out);
+}
+T NF::bitwise_and(const T& a, const T& b) {
+  return binary<at::meta::structured_bitwise_and_Tensor>(BinaryOp::kBitwiseAnd, a, b);
+}
+T& NF::bitwise_and_(T& a, const T& b) {
+  return binary_<at::meta::structured_bitwise_and_Tensor>(BinaryOp::kBitwiseAnd, a, b);
+}
+T& NF::bitwise_and_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_bitwise_and_Tensor>(BinaryOp::kBitwiseAnd, a, b, out);
+}
+T NF::bitwise_or(const T& a, const T& b) {
+  return binary<at::meta::structured_bitwise_or_Tensor>(BinaryOp::kBitwiseOr, a, b);
+}
+T& NF::bitwise_or_(T& a, const T& b) {
+  return binary_<at::meta::structured_bitwise_or_Tensor>(BinaryOp::kBitwiseOr, a, b);
+}
+T& NF::bitwise_or_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_bitwise_or_Tensor>(BinaryOp::kBitwiseOr, a, b, out);
+}
+T NF::bitwise_xor(const T& a, const T& b) {
+  return binary<at::meta::structured_bitwise_xor_Tensor>(BinaryOp::kBitwiseXor, a, b);
+}
+T& NF::bitwise_xor_(T& a, const T& b) {
+  return binary_<at::meta::structured_bitwise_xor_Tensor>(BinaryOp::kBitwiseXor, a, b);
+}
+T& NF::bitwise_xor_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_bitwise_xor_Tensor>(BinaryOp::kBitwiseXor, a, b, out);
+}
 T NF::maximum(const T& a, const T& b) { return binary<at::meta::structured_maximum>(BinaryOp::kMaximum, a, b); }
-T& NF::maximum_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_maximum>(BinaryOp::kMaximum, a, b, out); }
+T& NF::maximum_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_maximum>(BinaryOp::kMaximum, a, b, out);
+}
 T NF::minimum(const T& a, const T& b) { return binary<at::meta::structured_minimum>(BinaryOp::kMinimum, a, b); }
-T& NF::minimum_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_minimum>(BinaryOp::kMinimum, a, b, out); }
+T& NF::minimum_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_minimum>(BinaryOp::kMinimum, a, b, out);
+}
 T NF::fmax(const T& a, const T& b) { return binary<at::meta::structured_fmax>(BinaryOp::kFmax, a, b); }
-T& NF::fmax_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_fmax>(BinaryOp::kFmax, a, b, out); }
+T& NF::fmax_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_fmax>(BinaryOp::kFmax, a, b, out);
+}
 T NF::fmin(const T& a, const T& b) { return binary<at::meta::structured_fmin>(BinaryOp::kFmin, a, b); }
-T& NF::fmin_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_fmin>(BinaryOp::kFmin, a, b, out); }
+T& NF::fmin_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_fmin>(BinaryOp::kFmin, a, b, out);
+}
 T NF::atan2(const T& a, const T& b) { return binary<at::meta::structured_atan2>(BinaryOp::kAtan2, a, b); }
-T& NF::atan2_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_atan2>(BinaryOp::kAtan2, a, b, out); }
+T& NF::atan2_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_atan2>(BinaryOp::kAtan2, a, b, out);
+}
 T NF::hypot(const T& a, const T& b) { return binary<at::meta::structured_hypot>(BinaryOp::kHypot, a, b); }
-T& NF::hypot_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_hypot>(BinaryOp::kHypot, a, b, out); }
+T& NF::hypot_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_hypot>(BinaryOp::kHypot, a, b, out);
+}
 T NF::eq(const T& a, const T& b) { return binary<at::meta::structured_eq_Tensor>(BinaryOp::kEq, a, b); }
 T& NF::eq_(T& a, const T& b) { return binary_<at::meta::structured_eq_Tensor>(BinaryOp::kEq, a, b); }
-T& NF::eq_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_eq_Tensor>(BinaryOp::kEq, a, b, out); }
+T& NF::eq_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_eq_Tensor>(BinaryOp::kEq, a, b, out);
+}
 T NF::eq(const T& a, const S& b) { return binary<at::meta::structured_eq_Scalar>(BinaryOp::kEq, a, b); }
 T& NF::eq_(T& a, const S& b) { return binary_<at::meta::structured_eq_Scalar>(BinaryOp::kEq, a, b); }
-T& NF::eq_out(const T& a, const S& b, T& out) { return binary_out<at::meta::structured_eq_Scalar>(BinaryOp::kEq, a, b, out); }
+T& NF::eq_out(const T& a, const S& b, T& out) {
+  return binary_out<at::meta::structured_eq_Scalar>(BinaryOp::kEq, a, b, out);
+}
 T NF::ne(const T& a, const T& b) { return binary<at::meta::structured_ne_Tensor>(BinaryOp::kNe, a, b); }
 T& NF::ne_(T& a, const T& b) { return binary_<at::meta::structured_ne_Tensor>(BinaryOp::kNe, a, b); }
-T& NF::ne_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_ne_Tensor>(BinaryOp::kNe, a, b, out); }
+T& NF::ne_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_ne_Tensor>(BinaryOp::kNe, a, b, out);
+}
 T NF::ne(const T& a, const S& b) { return binary<at::meta::structured_ne_Scalar>(BinaryOp::kNe, a, b); }
 T& NF::ne_(T& a, const S& b) { return binary_<at::meta::structured_ne_Scalar>(BinaryOp::kNe, a, b); }
-T& NF::ne_out(const T& a, const S& b, T& out) { return binary_out<at::meta::structured_ne_Scalar>(BinaryOp::kNe, a, b, out); }
+T& NF::ne_out(const T& a, const S& b, T& out) {
+  return binary_out<at::meta::structured_ne_Scalar>(BinaryOp::kNe, a, b, out);
+}
 T NF::lt(const T& a, const T& b) { return binary<at::meta::structured_lt_Tensor>(BinaryOp::kLt, a, b); }
 T& NF::lt_(T& a, const T& b) { return binary_<at::meta::structured_lt_Tensor>(BinaryOp::kLt, a, b); }
-T& NF::lt_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_lt_Tensor>(BinaryOp::kLt, a, b, out); }
+T& NF::lt_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_lt_Tensor>(BinaryOp::kLt, a, b, out);
+}
 T NF::lt(const T& a, const S& b) { return binary<at::meta::structured_lt_Scalar>(BinaryOp::kLt, a, b); }
 T& NF::lt_(T& a, const S& b) { return binary_<at::meta::structured_lt_Scalar>(BinaryOp::kLt, a, b); }
-T& NF::lt_out(const T& a, const S& b, T& out) { return binary_out<at::meta::structured_lt_Scalar>(BinaryOp::kLt, a, b, out); }
+T& NF::lt_out(const T& a, const S& b, T& out) {
+  return binary_out<at::meta::structured_lt_Scalar>(BinaryOp::kLt, a, b, out);
+}
 T NF::le(const T& a, const T& b) { return binary<at::meta::structured_le_Tensor>(BinaryOp::kLe, a, b); }
 T& NF::le_(T& a, const T& b) { return binary_<at::meta::structured_le_Tensor>(BinaryOp::kLe, a, b); }
-T& NF::le_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_le_Tensor>(BinaryOp::kLe, a, b, out); }
+T& NF::le_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_le_Tensor>(BinaryOp::kLe, a, b, out);
+}
 T NF::le(const T& a, const S& b) { return binary<at::meta::structured_le_Scalar>(BinaryOp::kLe, a, b); }
 T& NF::le_(T& a, const S& b) { return binary_<at::meta::structured_le_Scalar>(BinaryOp::kLe, a, b); }
-T& NF::le_out(const T& a, const S& b, T& out) { return binary_out<at::meta::structured_le_Scalar>(BinaryOp::kLe, a, b, out); }
+T& NF::le_out(const T& a, const S& b, T& out) {
+  return binary_out<at::meta::structured_le_Scalar>(BinaryOp::kLe, a, b, out);
+}
 T NF::gt(const T& a, const T& b) { return binary<at::meta::structured_gt_Tensor>(BinaryOp::kGt, a, b); }
 T& NF::gt_(T& a, const T& b) { return binary_<at::meta::structured_gt_Tensor>(BinaryOp::kGt, a, b); }
-T& NF::gt_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_gt_Tensor>(BinaryOp::kGt, a, b, out); }
+T& NF::gt_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_gt_Tensor>(BinaryOp::kGt, a, b, out);
+}
 T NF::gt(const T& a, const S& b) { return binary<at::meta::structured_gt_Scalar>(BinaryOp::kGt, a, b); }
 T& NF::gt_(T& a, const S& b) { return binary_<at::meta::structured_gt_Scalar>(BinaryOp::kGt, a, b); }
-T& NF::gt_out(const T& a, const S& b, T& out) { return binary_out<at::meta::structured_gt_Scalar>(BinaryOp::kGt, a, b, out); }
+T& NF::gt_out(const T& a, const S& b, T& out) {
+  return binary_out<at::meta::structured_gt_Scalar>(BinaryOp::kGt, a, b, out);
+}
 T NF::ge(const T& a, const T& b) { return binary<at::meta::structured_ge_Tensor>(BinaryOp::kGe, a, b); }
 T& NF::ge_(T& a, const T& b) { return binary_<at::meta::structured_ge_Tensor>(BinaryOp::kGe, a, b); }
-T& NF::ge_out(const T& a, const T& b, T& out) { return binary_out<at::meta::structured_ge_Tensor>(BinaryOp::kGe, a, b, out); }
+T& NF::ge_out(const T& a, const T& b, T& out) {
+  return binary_out<at::meta::structured_ge_Tensor>(BinaryOp::kGe, a, b, out);
+}
 T NF::ge(const T& a, const S& b) { return binary<at::meta::structured_ge_Scalar>(BinaryOp::kGe, a, b); }
 T& NF::ge_(T& a, const S& b) { return binary_<at::meta::structured_ge_Scalar>(BinaryOp::kGe, a, b); }
-T& NF::ge_out(const T& a, const S& b, T& out) { return binary_out<at::meta::structured_ge_Scalar>(BinaryOp::kGe, a, b, out); }
+T& NF::ge_out(const T& a, const S& b, T& out) {
+  return binary_out<at::meta::structured_ge_Scalar>(BinaryOp::kGe, a, b, out);
+}
 T NF::neg(const T& self) { return unary<at::meta::structured_neg>(UnaryOp::kNeg, self); }
 T& NF::neg_(T& self) { return unary_<at::meta::structured_neg>(UnaryOp::kNeg, self); }
 T& NF::neg_out(const T& self, T& out) { return unary_out<at::meta::structured_neg>(UnaryOp::kNeg, self, out); }
@@ -801,7 +908,9 @@ T& NF::atanh_(T& self) { return unary_<at::meta::structured_atanh>(UnaryOp::kAta
 T& NF::atanh_out(const T& self, T& out) { return unary_out<at::meta::structured_atanh>(UnaryOp::kAtanh, self, out); }
 T NF::sigmoid(const T& self) { return unary<at::meta::structured_sigmoid>(UnaryOp::kSigmoid, self); }
 T& NF::sigmoid_(T& self) { return unary_<at::meta::structured_sigmoid>(UnaryOp::kSigmoid, self); }
-T& NF::sigmoid_out(const T& self, T& out) { return unary_out<at::meta::structured_sigmoid>(UnaryOp::kSigmoid, self, out); }
+T& NF::sigmoid_out(const T& self, T& out) {
+  return unary_out<at::meta::structured_sigmoid>(UnaryOp::kSigmoid, self, out);
+}
 T NF::erf(const T& self) { return unary<at::meta::structured_erf>(UnaryOp::kErf, self); }
 T& NF::erf_(T& self) { return unary_<at::meta::structured_erf>(UnaryOp::kErf, self); }
 T& NF::erf_out(const T& self, T& out) { return unary_out<at::meta::structured_erf>(UnaryOp::kErf, self, out); }
@@ -825,10 +934,14 @@ T& NF::frac_(T& self) { return unary_<at::meta::structured_frac>(UnaryOp::kFrac,
 T& NF::frac_out(const T& self, T& out) { return unary_out<at::meta::structured_frac>(UnaryOp::kFrac, self, out); }
 T NF::reciprocal(const T& self) { return unary<at::meta::structured_reciprocal>(UnaryOp::kReciprocal, self); }
 T& NF::reciprocal_(T& self) { return unary_<at::meta::structured_reciprocal>(UnaryOp::kReciprocal, self); }
-T& NF::reciprocal_out(const T& self, T& out) { return unary_out<at::meta::structured_reciprocal>(UnaryOp::kReciprocal, self, out); }
+T& NF::reciprocal_out(const T& self, T& out) {
+  return unary_out<at::meta::structured_reciprocal>(UnaryOp::kReciprocal, self, out);
+}
 T NF::bitwise_not(const T& self) { return unary<at::meta::structured_bitwise_not>(UnaryOp::kBitwiseNot, self); }
 T& NF::bitwise_not_(T& self) { return unary_<at::meta::structured_bitwise_not>(UnaryOp::kBitwiseNot, self); }
-T& NF::bitwise_not_out(const T& self, T& out) { return unary_out<at::meta::structured_bitwise_not>(UnaryOp::kBitwiseNot, self, out); }
+T& NF::bitwise_not_out(const T& self, T& out) {
+  return unary_out<at::meta::structured_bitwise_not>(UnaryOp::kBitwiseNot, self, out);
+}
 T NF::silu(const T& self) { return unary<at::meta::structured_silu>(UnaryOp::kSilu, self); }
 T& NF::silu_(T& self) { return unary_<at::meta::structured_silu>(UnaryOp::kSilu, self); }
 T& NF::silu_out(const T& self, T& out) { return unary_out<at::meta::structured_silu>(UnaryOp::kSilu, self, out); }
@@ -837,7 +950,9 @@ T& NF::mish_(T& self) { return unary_<at::meta::structured_mish>(UnaryOp::kMish,
 T& NF::mish_out(const T& self, T& out) { return unary_out<at::meta::structured_mish>(UnaryOp::kMish, self, out); }
 T NF::hardsigmoid(const T& self) { return unary<at::meta::structured_hardsigmoid>(UnaryOp::kHardsigmoid, self); }
 T& NF::hardsigmoid_(T& self) { return unary_<at::meta::structured_hardsigmoid>(UnaryOp::kHardsigmoid, self); }
-T& NF::hardsigmoid_out(const T& self, T& out) { return unary_out<at::meta::structured_hardsigmoid>(UnaryOp::kHardsigmoid, self, out); }
+T& NF::hardsigmoid_out(const T& self, T& out) {
+  return unary_out<at::meta::structured_hardsigmoid>(UnaryOp::kHardsigmoid, self, out);
+}
 T NF::lgamma(const T& self) { return unary<at::meta::structured_lgamma>(UnaryOp::kLgamma, self); }
 T& NF::lgamma_(T& self) { return unary_<at::meta::structured_lgamma>(UnaryOp::kLgamma, self); }
 T& NF::lgamma_out(const T& self, T& out) { return unary_out<at::meta::structured_lgamma>(UnaryOp::kLgamma, self, out); }
@@ -846,15 +961,29 @@ T& NF::sinc_(T& self) { return unary_<at::meta::structured_sinc>(UnaryOp::kSinc,
 T& NF::sinc_out(const T& self, T& out) { return unary_out<at::meta::structured_sinc>(UnaryOp::kSinc, self, out); }
 T NF::digamma(const T& self) { return unary<at::meta::structured_digamma>(UnaryOp::kDigamma, self); }
 T& NF::digamma_(T& self) { return unary_<at::meta::structured_digamma>(UnaryOp::kDigamma, self); }
-T& NF::digamma_out(const T& self, T& out) { return unary_out<at::meta::structured_digamma>(UnaryOp::kDigamma, self, out); }
+T& NF::digamma_out(const T& self, T& out) {
+  return unary_out<at::meta::structured_digamma>(UnaryOp::kDigamma, self, out);
+}
 T NF::erfinv(const T& self) { return unary<at::meta::structured_erfinv>(UnaryOp::kErfinv, self); }
 T& NF::erfinv_(T& self) { return unary_<at::meta::structured_erfinv>(UnaryOp::kErfinv, self); }
 T& NF::erfinv_out(const T& self, T& out) { return unary_out<at::meta::structured_erfinv>(UnaryOp::kErfinv, self, out); }
-T NF::sigmoid_backward(const T& g, const T& x) { return binary<at::meta::structured_sigmoid_backward>(BinaryOp::kSigmoidBackward, g, x); }
-T& NF::sigmoid_backward_out(const T& g, const T& x, T& out) { return binary_out<at::meta::structured_sigmoid_backward>(BinaryOp::kSigmoidBackward, g, x, out); }
-T NF::tanh_backward(const T& g, const T& x) { return binary<at::meta::structured_tanh_backward>(BinaryOp::kTanhBackward, g, x); }
-T& NF::tanh_backward_out(const T& g, const T& x, T& out) { return binary_out<at::meta::structured_tanh_backward>(BinaryOp::kTanhBackward, g, x, out); }
-T NF::silu_backward(const T& g, const T& x) { return binary<at::meta::structured_silu_backward>(BinaryOp::kSiluBackward, g, x); }
-T& NF::silu_backward_out(const T& g, const T& x, T& out) { return binary_out<at::meta::structured_silu_backward>(BinaryOp::kSiluBackward, g, x, out); }
+T NF::sigmoid_backward(const T& g, const T& x) {
+  return binary<at::meta::structured_sigmoid_backward>(BinaryOp::kSigmoidBackward, g, x);
+}
+T& NF::sigmoid_backward_out(const T& g, const T& x, T& out) {
+  return binary_out<at::meta::structured_sigmoid_backward>(BinaryOp::kSigmoidBackward, g, x, out);
+}
+T NF::tanh_backward(const T& g, const T& x) {
+  return binary<at::meta::structured_tanh_backward>(BinaryOp::kTanhBackward, g, x);
+}
+T& NF::tanh_backward_out(const T& g, const T& x, T& out) {
+  return binary_out<at::meta::structured_tanh_backward>(BinaryOp::kTanhBackward, g, x, out);
+}
+T NF::silu_backward(const T& g, const T& x) {
+  return binary<at::meta::structured_silu_backward>(BinaryOp::kSiluBackward, g, x);
+}
+T& NF::silu_backward_out(const T& g, const T& x, T& out) {
+  return binary_out<at::meta::structured_silu_backward>(BinaryOp::kSiluBackward, g, x, out);
+}
 
 }  // namespace torch_npu_sim

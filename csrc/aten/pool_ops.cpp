@@ -110,31 +110,31 @@ npu_kernels::Pool2dArgs adaptive_args(const Tensor& input, IntArrayRef output_si
 
 }  // namespace
 
-::std::tuple<at::Tensor,at::Tensor> NF::adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
+::std::tuple<at::Tensor, at::Tensor> NF::adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
   Tensor out = at::empty({0}, input.options()), indices = at::empty({0}, input.options().dtype(at::kLong));
   NF::adaptive_max_pool2d_out(input, output_size, out, indices);
   return std::make_tuple(out, indices);
 }
 
 std::tuple<Tensor&, Tensor&> NF::adaptive_max_pool2d_out(const Tensor& input, IntArrayRef output_size, Tensor& out,
-                                                     Tensor& indices) {
-c10::DeviceGuard guard(input.device());
-const auto a = adaptive_args(input, output_size, "adaptive_max_pool2d");
-TORCH_CHECK(indices.scalar_type() == at::kLong, "adaptive_max_pool2d: expected indices of dtype Long, got ",
-            indices.scalar_type());
-TORCH_CHECK(out.scalar_type() == input.scalar_type(), "adaptive_max_pool2d: expected out of dtype ",
-            input.scalar_type(), ", got ", out.scalar_type());
-std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 2);
-sizes.push_back(a.out_h);
-sizes.push_back(a.out_w);
-at::native::resize_output(out, sizes);
-at::native::resize_output(indices, sizes);
-const Tensor x = input.contiguous();
-Tensor o = out.is_contiguous() ? out : at::empty(sizes, input.options());
-Tensor i = indices.is_contiguous() ? indices : at::empty(sizes, indices.options());
-if (o.numel() > 0) {
-  NPU_CHECK(npu_kernels::max_pool2d(stream_of(input), a, x.const_data_ptr(), o.data_ptr(), i.data_ptr<int64_t>()));
-}
+                                                         Tensor& indices) {
+  c10::DeviceGuard guard(input.device());
+  const auto a = adaptive_args(input, output_size, "adaptive_max_pool2d");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "adaptive_max_pool2d: expected indices of dtype Long, got ",
+              indices.scalar_type());
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "adaptive_max_pool2d: expected out of dtype ",
+              input.scalar_type(), ", got ", out.scalar_type());
+  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 2);
+  sizes.push_back(a.out_h);
+  sizes.push_back(a.out_w);
+  at::native::resize_output(out, sizes);
+  at::native::resize_output(indices, sizes);
+  const Tensor x = input.contiguous();
+  Tensor o = out.is_contiguous() ? out : at::empty(sizes, input.options());
+  Tensor i = indices.is_contiguous() ? indices : at::empty(sizes, indices.options());
+  if (o.numel() > 0) {
+    NPU_CHECK(npu_kernels::max_pool2d(stream_of(input), a, x.const_data_ptr(), o.data_ptr(), i.data_ptr<int64_t>()));
+  }
   if (!o.is_same(out)) out.copy_(o);
   if (!i.is_same(indices)) indices.copy_(i);
   return {out, indices};
@@ -146,79 +146,81 @@ at::Tensor NF::adaptive_max_pool2d_backward(const Tensor& grad_output, const Ten
 }
 
 Tensor& NF::adaptive_max_pool2d_backward_out(const Tensor& grad_output, const Tensor& input, const Tensor& indices,
-                                         Tensor& grad_input) {
-c10::DeviceGuard guard(input.device());
-const auto a = adaptive_args(input, {grad_output.size(-2), grad_output.size(-1)}, "adaptive_max_pool2d_backward");
-TORCH_CHECK(grad_output.sizes() == indices.sizes(), "adaptive_max_pool2d_backward: grad_output has shape ",
-            grad_output.sizes(), " but indices have shape ", indices.sizes());
-TORCH_CHECK(input.scalar_type() == grad_output.scalar_type(), "adaptive_max_pool2d_backward: expected dtype ",
-            input.scalar_type(), " for `grad_output` but got dtype ", grad_output.scalar_type());
-at::native::resize_output(grad_input, input.sizes());
-const Tensor go = grad_output.contiguous(), idx = indices.contiguous();
-Tensor gi = grad_input.is_contiguous() ? grad_input : at::empty(input.sizes(), input.options());
-if (gi.numel() > 0) {
-  NPU_CHECK(npu_kernels::max_pool2d_backward(stream_of(input), a, go.const_data_ptr(), idx.const_data_ptr<int64_t>(),
-                                             gi.data_ptr()));
-}
+                                             Tensor& grad_input) {
+  c10::DeviceGuard guard(input.device());
+  const auto a = adaptive_args(input, {grad_output.size(-2), grad_output.size(-1)}, "adaptive_max_pool2d_backward");
+  TORCH_CHECK(grad_output.sizes() == indices.sizes(), "adaptive_max_pool2d_backward: grad_output has shape ",
+              grad_output.sizes(), " but indices have shape ", indices.sizes());
+  TORCH_CHECK(input.scalar_type() == grad_output.scalar_type(), "adaptive_max_pool2d_backward: expected dtype ",
+              input.scalar_type(), " for `grad_output` but got dtype ", grad_output.scalar_type());
+  at::native::resize_output(grad_input, input.sizes());
+  const Tensor go = grad_output.contiguous(), idx = indices.contiguous();
+  Tensor gi = grad_input.is_contiguous() ? grad_input : at::empty(input.sizes(), input.options());
+  if (gi.numel() > 0) {
+    NPU_CHECK(npu_kernels::max_pool2d_backward(stream_of(input), a, go.const_data_ptr(), idx.const_data_ptr<int64_t>(),
+                                               gi.data_ptr()));
+  }
   if (!gi.is_same(grad_input)) grad_input.copy_(gi);
   return grad_input;
 }
 
 std::tuple<Tensor, Tensor> NF::max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
-                                                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-c10::DeviceGuard guard(input.device());
-const Geometry g = geometry(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
-const Tensor x = input.contiguous();
-Tensor out = at::empty(g.out_sizes, input.options());
-Tensor indices = at::empty(g.out_sizes, input.options().dtype(at::kLong));
-if (out.numel() > 0) {
-  NPU_CHECK(npu_kernels::max_pool2d(stream_of(input), g.args, x.const_data_ptr(), out.data_ptr(),
-                                    indices.data_ptr<int64_t>()));
-}
+                                                       IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  c10::DeviceGuard guard(input.device());
+  const Geometry g = geometry(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
+  const Tensor x = input.contiguous();
+  Tensor out = at::empty(g.out_sizes, input.options());
+  Tensor indices = at::empty(g.out_sizes, input.options().dtype(at::kLong));
+  if (out.numel() > 0) {
+    NPU_CHECK(npu_kernels::max_pool2d(stream_of(input), g.args, x.const_data_ptr(), out.data_ptr(),
+                                      indices.data_ptr<int64_t>()));
+  }
   return {out, indices};
 }
 
 Tensor NF::max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
-                                        IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
-                                        const Tensor& indices) {
-c10::DeviceGuard guard(input.device());
-const Geometry g = geometry(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d_backward");
-TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(g.out_sizes), "max_pool2d_backward: grad_output has shape ",
-            grad_output.sizes(), ", expected ", at::IntArrayRef(g.out_sizes));
-const Tensor go = grad_output.contiguous().to(input.scalar_type());
-const Tensor idx = indices.contiguous();
-Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
-if (grad_input.numel() > 0) {
-  NPU_CHECK(npu_kernels::max_pool2d_backward(stream_of(input), g.args, go.const_data_ptr(),
-                                             idx.const_data_ptr<int64_t>(), grad_input.data_ptr()));
-}
+                                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                            bool ceil_mode, const Tensor& indices) {
+  c10::DeviceGuard guard(input.device());
+  const Geometry g = geometry(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d_backward");
+  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(g.out_sizes), "max_pool2d_backward: grad_output has shape ",
+              grad_output.sizes(), ", expected ", at::IntArrayRef(g.out_sizes));
+  const Tensor go = grad_output.contiguous().to(input.scalar_type());
+  const Tensor idx = indices.contiguous();
+  Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
+  if (grad_input.numel() > 0) {
+    NPU_CHECK(npu_kernels::max_pool2d_backward(stream_of(input), g.args, go.const_data_ptr(),
+                                               idx.const_data_ptr<int64_t>(), grad_input.data_ptr()));
+  }
   return grad_input;
 }
 
-Tensor NF::avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
-                  bool count_include_pad, std::optional<int64_t> divisor) {
+Tensor NF::avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                      bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor) {
   c10::DeviceGuard guard(input.device());
   std::vector<int64_t> sizes;
-  const auto a = avg_args(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, &sizes, "avg_pool2d");
+  const auto a =
+      avg_args(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, &sizes, "avg_pool2d");
   const Tensor x = input.contiguous();
   Tensor out = at::empty(sizes, input.options());
   if (out.numel() > 0) NPU_CHECK(npu_kernels::avg_pool2d(stream_of(input), a, x.const_data_ptr(), out.data_ptr()));
   return out;
 }
 
-Tensor NF::avg_pool2d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
-                           IntArrayRef padding, bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor) {
-c10::DeviceGuard guard(input.device());
-std::vector<int64_t> sizes;
-const auto a =
-    avg_args(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, &sizes, "avg_pool2d_backward");
-TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(sizes), "avg_pool2d_backward: grad_output has shape ",
-            grad_output.sizes(), ", expected ", at::IntArrayRef(sizes));
-const Tensor go = grad_output.contiguous().to(input.scalar_type());
-Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
-if (grad_input.numel() > 0) {
-  NPU_CHECK(npu_kernels::avg_pool2d_backward(stream_of(input), a, go.const_data_ptr(), grad_input.data_ptr()));
-}
+Tensor NF::avg_pool2d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                               IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                               std::optional<int64_t> divisor) {
+  c10::DeviceGuard guard(input.device());
+  std::vector<int64_t> sizes;
+  const auto a = avg_args(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, &sizes,
+                          "avg_pool2d_backward");
+  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(sizes), "avg_pool2d_backward: grad_output has shape ",
+              grad_output.sizes(), ", expected ", at::IntArrayRef(sizes));
+  const Tensor go = grad_output.contiguous().to(input.scalar_type());
+  Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
+  if (grad_input.numel() > 0) {
+    NPU_CHECK(npu_kernels::avg_pool2d_backward(stream_of(input), a, go.const_data_ptr(), grad_input.data_ptr()));
+  }
   return grad_input;
 }
 
@@ -235,13 +237,13 @@ Tensor NF::_adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
 }
 
 Tensor NF::_adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& input) {
-c10::DeviceGuard guard(input.device());
-const auto a = adaptive_args(input, {grad_output.size(-2), grad_output.size(-1)}, "adaptive_avg_pool2d_backward");
-const Tensor go = grad_output.contiguous().to(input.scalar_type());
-Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
-if (grad_input.numel() > 0) {
-  NPU_CHECK(npu_kernels::avg_pool2d_backward(stream_of(input), a, go.const_data_ptr(), grad_input.data_ptr()));
-}
+  c10::DeviceGuard guard(input.device());
+  const auto a = adaptive_args(input, {grad_output.size(-2), grad_output.size(-1)}, "adaptive_avg_pool2d_backward");
+  const Tensor go = grad_output.contiguous().to(input.scalar_type());
+  Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
+  if (grad_input.numel() > 0) {
+    NPU_CHECK(npu_kernels::avg_pool2d_backward(stream_of(input), a, go.const_data_ptr(), grad_input.data_ptr()));
+  }
   return grad_input;
 }
 

@@ -67,17 +67,28 @@ at::Tensor& normal_scaled_out(const at::Tensor& mean, const at::Tensor& std, std
 // every integer in range is exact), the type's max for integers.
 int64_t default_upper(at::ScalarType t) {
   switch (t) {
-    case at::kFloat: return int64_t{1} << 24;
-    case at::kDouble: return int64_t{1} << 53;
-    case at::kHalf: return int64_t{1} << 11;
-    case at::kBFloat16: return int64_t{1} << 8;
-    case at::kBool: return 1;
-    case at::kByte: return std::numeric_limits<uint8_t>::max();
-    case at::kChar: return std::numeric_limits<int8_t>::max();
-    case at::kShort: return std::numeric_limits<int16_t>::max();
-    case at::kInt: return std::numeric_limits<int32_t>::max();
-    case at::kLong: return std::numeric_limits<int64_t>::max();
-    default: TORCH_CHECK(false, "random_: unsupported dtype ", t);
+    case at::kFloat:
+      return int64_t{1} << 24;
+    case at::kDouble:
+      return int64_t{1} << 53;
+    case at::kHalf:
+      return int64_t{1} << 11;
+    case at::kBFloat16:
+      return int64_t{1} << 8;
+    case at::kBool:
+      return 1;
+    case at::kByte:
+      return std::numeric_limits<uint8_t>::max();
+    case at::kChar:
+      return std::numeric_limits<int8_t>::max();
+    case at::kShort:
+      return std::numeric_limits<int16_t>::max();
+    case at::kInt:
+      return std::numeric_limits<int32_t>::max();
+    case at::kLong:
+      return std::numeric_limits<int64_t>::max();
+    default:
+      TORCH_CHECK(false, "random_: unsupported dtype ", t);
   }
 }
 
@@ -115,8 +126,7 @@ at::Tensor NF::normal(const at::Tensor& mean, double std, std::optional<at::Gene
   return NF::normal_out(mean, std, gen, out);
 }
 
-at::Tensor& NF::normal_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen,
-                                    at::Tensor& out) {
+at::Tensor& NF::normal_out(const at::Tensor& mean, double std, std::optional<at::Generator> gen, at::Tensor& out) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   at::native::resize_output(out, mean.sizes());
   NF::normal_(out, 0.0, std, gen);
@@ -129,8 +139,7 @@ at::Tensor NF::normal(double mean, const at::Tensor& std, std::optional<at::Gene
   return NF::normal_out(mean, std, gen, out);
 }
 
-at::Tensor& NF::normal_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                                    at::Tensor& out) {
+at::Tensor& NF::normal_out(double mean, const at::Tensor& std, std::optional<at::Generator> gen, at::Tensor& out) {
   at::native::resize_output(out, std.sizes());
   TORCH_CHECK(std.numel() == 0 || std.lt(0).nonzero().size(0) == 0, "normal expects all elements of std >= 0.0");
   NF::normal_(out, 0.0, 1.0, gen);
@@ -144,7 +153,7 @@ at::Tensor NF::normal(const at::Tensor& mean, const at::Tensor& std, std::option
 }
 
 at::Tensor& NF::normal_out(const at::Tensor& mean, const at::Tensor& std, std::optional<at::Generator> gen,
-                                     at::Tensor& out) {
+                           at::Tensor& out) {
   at::native::resize_output(out, at::infer_size(mean.sizes(), std.sizes()));
   return normal_scaled_out(mean, std, gen, out);
 }
@@ -185,10 +194,10 @@ at::Tensor& NF::random_(at::Tensor& self, std::optional<at::Generator> gen) {
 }
 
 at::Tensor& NF::random_(at::Tensor& self, int64_t from, std::optional<int64_t> to, std::optional<at::Generator> gen) {
-if (to.has_value()) {
-  TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
-  return random_inclusive(self, from, *to - 1, gen);
-}
+  if (to.has_value()) {
+    TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
+    return random_inclusive(self, from, *to - 1, gen);
+  }
   return random_inclusive(self, from, default_upper(self.scalar_type()), gen);
 }
 
@@ -230,26 +239,28 @@ at::Tensor& NF::cauchy_(at::Tensor& self, double median, double sigma, std::opti
   return fill_random(self, a, gen, "cauchy_");
 }
 
-at::Tensor NF::multinomial(const at::Tensor& self, int64_t n_sample, bool replacement, std::optional<at::Generator> gen) {
+at::Tensor NF::multinomial(const at::Tensor& self, int64_t n_sample, bool replacement,
+                           std::optional<at::Generator> gen) {
   at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
   return NF::multinomial_out(self, n_sample, replacement, gen, out);
 }
 
 at::Tensor& NF::multinomial_out(const at::Tensor& self, int64_t n_sample, bool replacement,
-                            std::optional<at::Generator> gen, at::Tensor& out) {
-TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
-TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
-TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
-            self.scalar_type());
-const int64_t cats = self.size(-1);
-TORCH_CHECK(replacement || n_sample <= cats, "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
-c10::DeviceGuard guard(self.device());
-const at::Tensor p2 = self.dim() == 1 ? self.unsqueeze(0) : self;
-if (self.dim() == 1) {
-  at::native::resize_output(out, {n_sample});
-} else {
-  at::native::resize_output(out, {self.size(0), n_sample});
-}
+                                std::optional<at::Generator> gen, at::Tensor& out) {
+  TORCH_CHECK(n_sample > 0, "cannot sample n_sample <= 0 samples");
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
+  const int64_t cats = self.size(-1);
+  TORCH_CHECK(replacement || n_sample <= cats,
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  c10::DeviceGuard guard(self.device());
+  const at::Tensor p2 = self.dim() == 1 ? self.unsqueeze(0) : self;
+  if (self.dim() == 1) {
+    at::native::resize_output(out, {n_sample});
+  } else {
+    at::native::resize_output(out, {self.size(0), n_sample});
+  }
   if (out.numel() == 0) return out;
   at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
   const auto state = next_state(gen, self.device());
@@ -270,11 +281,11 @@ at::Tensor& NF::randperm_out(int64_t n, std::optional<at::Generator> gen, at::Te
 }
 
 std::tuple<at::Tensor, at::Tensor> NF::native_dropout(const at::Tensor& input, double p, std::optional<bool> train) {
-c10::DeviceGuard guard(input.device());
-TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
-if (input.numel() == 0 || !train.value_or(true) || p == 0.0) {
-  return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
-}
+  c10::DeviceGuard guard(input.device());
+  TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  if (input.numel() == 0 || !train.value_or(true) || p == 0.0) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
   at::Tensor out = at::empty_like(input, at::MemoryFormat::Contiguous);
   at::Tensor mask = at::empty(input.sizes(), input.options().dtype(at::kBool));
   const double scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);

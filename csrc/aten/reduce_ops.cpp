@@ -395,21 +395,13 @@ T& scan_out(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at
 }  // namespace
 
 // Complex inputs (no kernel) go to the CPU fallback: these ops are or_cpu in ops.yaml.
-T NF::sum(const T& s, OIA d, bool k, OptS t) {
-  return sum_dim(s, d, k, t);
-}
+T NF::sum(const T& s, OIA d, bool k, OptS t) { return sum_dim(s, d, k, t); }
 
-T& NF::sum_out(const T& s, OIA d, bool k, OptS t, T& o) {
-  return sum_dim_out(s, d, k, t, o);
-}
+T& NF::sum_out(const T& s, OIA d, bool k, OptS t, T& o) { return sum_dim_out(s, d, k, t, o); }
 
-T NF::mean(const T& s, OIA d, bool k, OptS t) {
-  return mean_dim(s, d, k, t);
-}
+T NF::mean(const T& s, OIA d, bool k, OptS t) { return mean_dim(s, d, k, t); }
 
-T& NF::mean_out(const T& s, OIA d, bool k, OptS t, T& o) {
-  return mean_dim_out(s, d, k, t, o);
-}
+T& NF::mean_out(const T& s, OIA d, bool k, OptS t, T& o) { return mean_dim_out(s, d, k, t, o); }
 
 T NF::prod(const T& self, std::optional<at::ScalarType> dtype) {
   const auto out_type = at::native::get_dtype_from_self(self, dtype, true);
@@ -446,15 +438,19 @@ T& NF::max_out(const T& s, T& o) { return full_extreme_out(s, true, o); }
 
 T& NF::min_out(const T& s, T& o) { return full_extreme_out(s, false, o); }
 
-::std::tuple<at::Tensor,at::Tensor> NF::max(const T& s, int64_t d, bool k) { return extreme_dim<structured_max_dim>(s, d, k, true); }
+::std::tuple<at::Tensor, at::Tensor> NF::max(const T& s, int64_t d, bool k) {
+  return extreme_dim<structured_max_dim>(s, d, k, true);
+}
 
-::std::tuple<at::Tensor,at::Tensor> NF::min(const T& s, int64_t d, bool k) { return extreme_dim<structured_min_dim>(s, d, k, false); }
+::std::tuple<at::Tensor, at::Tensor> NF::min(const T& s, int64_t d, bool k) {
+  return extreme_dim<structured_min_dim>(s, d, k, false);
+}
 
-::std::tuple<at::Tensor &,at::Tensor &> NF::max_out(const T& s, int64_t d, bool k, T& v, T& i) {
+::std::tuple<at::Tensor&, at::Tensor&> NF::max_out(const T& s, int64_t d, bool k, T& v, T& i) {
   return extreme_dim_out<structured_max_dim>(s, d, k, true, v, i);
 }
 
-::std::tuple<at::Tensor &,at::Tensor &> NF::min_out(const T& s, int64_t d, bool k, T& v, T& i) {
+::std::tuple<at::Tensor&, at::Tensor&> NF::min_out(const T& s, int64_t d, bool k, T& v, T& i) {
   return extreme_dim_out<structured_min_dim>(s, d, k, false, v, i);
 }
 
@@ -462,13 +458,9 @@ T NF::amax(const T& s, IA d, bool k) { return ext_amax<structured_amax>(s, d, k,
 
 T NF::amin(const T& s, IA d, bool k) { return ext_amax<structured_amin>(s, d, k, ReduceOp::kMin); }
 
-T& NF::amax_out(const T& s, IA d, bool k, T& o) {
-  return ext_amax_out<structured_amax>(s, d, k, ReduceOp::kMax, o);
-}
+T& NF::amax_out(const T& s, IA d, bool k, T& o) { return ext_amax_out<structured_amax>(s, d, k, ReduceOp::kMax, o); }
 
-T& NF::amin_out(const T& s, IA d, bool k, T& o) {
-  return ext_amax_out<structured_amin>(s, d, k, ReduceOp::kMin, o);
-}
+T& NF::amin_out(const T& s, IA d, bool k, T& o) { return ext_amax_out<structured_amin>(s, d, k, ReduceOp::kMin, o); }
 
 T NF::argmax(const T& s, OptI d, bool k) { return arg_ext<structured_argmax>(s, d, k, ReduceOp::kArgmax); }
 
@@ -486,17 +478,17 @@ T NF::var(const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, 
 
 T NF::std(const T& s, OIA d, const OptSc& c, bool k) { return var_like(s, d, c, k, true); }
 
-T& NF::var_out(const T& s, OIA d, const OptSc& c, bool k, T& o) {
-  return var_like_out(s, d, c, k, false, o);
+T& NF::var_out(const T& s, OIA d, const OptSc& c, bool k, T& o) { return var_like_out(s, d, c, k, false, o); }
+
+T& NF::std_out(const T& s, OIA d, const OptSc& c, bool k, T& o) { return var_like_out(s, d, c, k, true, o); }
+
+::std::tuple<at::Tensor, at::Tensor> NF::var_mean(const T& s, OIA d, const OptSc& c, bool k) {
+  return var_mean_like(s, d, c, k, false);
 }
 
-T& NF::std_out(const T& s, OIA d, const OptSc& c, bool k, T& o) {
-  return var_like_out(s, d, c, k, true, o);
+::std::tuple<at::Tensor, at::Tensor> NF::std_mean(const T& s, OIA d, const OptSc& c, bool k) {
+  return var_mean_like(s, d, c, k, true);
 }
-
-::std::tuple<at::Tensor,at::Tensor> NF::var_mean(const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, false); }
-
-::std::tuple<at::Tensor,at::Tensor> NF::std_mean(const T& s, OIA d, const OptSc& c, bool k) { return var_mean_like(s, d, c, k, true); }
 
 T NF::all(const T& s) { return logic<structured_all>(ReduceOp::kAll, s, make_dim_mask({}, s.dim()), false); }
 
@@ -526,13 +518,9 @@ T& NF::any_out(const T& s, int64_t d, bool k, T& o) {
   return logic_out<structured_any_dim>(ReduceOp::kAny, s, mask_one(s, d), k, o, d, k);
 }
 
-T NF::all(const T& s, OIA d, bool k) {
-  return logic<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, d, k);
-}
+T NF::all(const T& s, OIA d, bool k) { return logic<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, d, k); }
 
-T NF::any(const T& s, OIA d, bool k) {
-  return logic<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, d, k);
-}
+T NF::any(const T& s, OIA d, bool k) { return logic<structured_any_dims>(ReduceOp::kAny, s, mask_of(s, d), k, d, k); }
 
 T& NF::all_out(const T& s, OIA d, bool k, T& o) {
   return logic_out<structured_all_dims>(ReduceOp::kAll, s, mask_of(s, d), k, o, d, k);
@@ -543,14 +531,14 @@ T& NF::any_out(const T& s, OIA d, bool k, T& o) {
 }
 
 T NF::linalg_vector_norm(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
-              std::optional<at::ScalarType> dtype) {
+                         std::optional<at::ScalarType> dtype) {
   auto m = meta_functional<at::meta::structured_linalg_vector_norm>(self, ord, dim, keepdim, dtype);
   vector_norm_into(self, ord, dim, keepdim, dtype, m.outs[0]);
   return m.outs[0];
 }
 
 T& NF::linalg_vector_norm_out(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
-                   std::optional<at::ScalarType> dtype, T& out) {
+                              std::optional<at::ScalarType> dtype, T& out) {
   auto m = meta_out<at::meta::structured_linalg_vector_norm>({out}, self, ord, dim, keepdim, dtype);
   return vector_norm_into(self, ord, dim, keepdim, dtype, out);
 }
@@ -568,13 +556,14 @@ T NF::nansum(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::opti
 }
 
 // ---- nansum / count_nonzero / aminmax ----
-T& NF::nansum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype, T& out) {
-if (at::isComplexType(self.scalar_type())) {
-  // CUDA accepts complex (CPU does not): an element with a NaN part counts as zero (NanSumOps' _isnan), the rest
-  // is a plain sum
-  const T zeroed = at::where(at::isnan(self), at::zeros({}, self.options()), self);
-  return at::sum_out(out, zeroed, dim, keepdim, dtype);
-}
+T& NF::nansum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype,
+                  T& out) {
+  if (at::isComplexType(self.scalar_type())) {
+    // CUDA accepts complex (CPU does not): an element with a NaN part counts as zero (NanSumOps' _isnan), the rest
+    // is a plain sum
+    const T zeroed = at::where(at::isnan(self), at::zeros({}, self.options()), self);
+    return at::sum_out(out, zeroed, dim, keepdim, dtype);
+  }
   const auto type = at::native::get_dtype_from_result(out, dtype);
   TORCH_CHECK(out.scalar_type() == type, "nansum: expected out dtype ", type, ", got ", out.scalar_type());
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
@@ -608,12 +597,12 @@ std::tuple<T&, T&> NF::aminmax_out(const T& self, std::optional<int64_t> dim, bo
 
 // ---- logsumexp ----
 T& NF::logsumexp_out(const T& self, at::IntArrayRef dims, bool keepdim, T& out) {
-const auto mask = make_dim_mask(dims, self.dim(), /*allow_empty_dims=*/true);
-at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask, keepdim));
-if (dims.empty() && self.dim() > 0) {  // empty dim list: identity, as on CPU
-  out.copy_(self);
-  return out;
-}
+  const auto mask = make_dim_mask(dims, self.dim(), /*allow_empty_dims=*/true);
+  at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask, keepdim));
+  if (dims.empty() && self.dim() > 0) {  // empty dim list: identity, as on CPU
+    out.copy_(self);
+    return out;
+  }
   value_reduce(ReduceOp::kLogsumexp, self, mask, out, keepdim);
   return out;
 }

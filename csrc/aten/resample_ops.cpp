@@ -172,111 +172,145 @@ T& pad2d_backward_out(ResampleMode mode, const T& grad, const T& self, IntArrayR
 // The interpolation ops: each flavour runs the op's ATen meta function over the separable resampling kernel.
 
 T NF::upsample_nearest1d(const T& self, IntArrayRef size, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_nearest1d>(forward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), self, "upsample_nearest1d"), self, size, sw);
+  return structured_functional<at::meta::structured_upsample_nearest1d>(
+      forward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), self, "upsample_nearest1d"), self, size, sw);
 }
 
 T& NF::upsample_nearest1d_out(const T& self, IntArrayRef size, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_nearest1d>(forward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), self, "upsample_nearest1d"), out, self, size, sw);
+  return structured_out<at::meta::structured_upsample_nearest1d>(
+      forward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), self, "upsample_nearest1d"), out, self, size, sw);
 }
 
 T NF::upsample_nearest1d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_nearest1d_backward>(backward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), g, "upsample_nearest1d_backward"),
-                                                                       g, size, in_size, sw);
+  return structured_functional<at::meta::structured_upsample_nearest1d_backward>(
+      backward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), g, "upsample_nearest1d_backward"), g, size, in_size,
+      sw);
 }
 
 T& NF::upsample_nearest1d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_nearest1d_backward>(backward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), g, "upsample_nearest1d_backward"), out,
-                                                                g, size, in_size, sw);
+  return structured_out<at::meta::structured_upsample_nearest1d_backward>(
+      backward_kernel(interp(ResampleMode::kNearest, 1, {}, sw), g, "upsample_nearest1d_backward"), out, g, size,
+      in_size, sw);
 }
 
 T NF::upsample_nearest2d(const T& self, IntArrayRef size, OptD sh, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_nearest2d>(forward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), self, "upsample_nearest2d"), self, size, sh, sw);
+  return structured_functional<at::meta::structured_upsample_nearest2d>(
+      forward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), self, "upsample_nearest2d"), self, size, sh, sw);
 }
 
 T& NF::upsample_nearest2d_out(const T& self, IntArrayRef size, OptD sh, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_nearest2d>(forward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), self, "upsample_nearest2d"), out, self, size, sh, sw);
+  return structured_out<at::meta::structured_upsample_nearest2d>(
+      forward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), self, "upsample_nearest2d"), out, self, size, sh, sw);
 }
 
 T NF::upsample_nearest2d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_nearest2d_backward>(backward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), g, "upsample_nearest2d_backward"),
-                                                                       g, size, in_size, sh, sw);
+  return structured_functional<at::meta::structured_upsample_nearest2d_backward>(
+      backward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), g, "upsample_nearest2d_backward"), g, size, in_size,
+      sh, sw);
 }
 
 T& NF::upsample_nearest2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_nearest2d_backward>(backward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), g, "upsample_nearest2d_backward"), out,
-                                                                g, size, in_size, sh, sw);
+  return structured_out<at::meta::structured_upsample_nearest2d_backward>(
+      backward_kernel(interp(ResampleMode::kNearest, 2, sh, sw), g, "upsample_nearest2d_backward"), out, g, size,
+      in_size, sh, sw);
 }
 
 T NF::_upsample_nearest_exact1d(const T& self, IntArrayRef size, OptD sw) {
-  return structured_functional<at::meta::structured__upsample_nearest_exact1d>(forward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), self, "_upsample_nearest_exact1d"), self, size, sw);
+  return structured_functional<at::meta::structured__upsample_nearest_exact1d>(
+      forward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), self, "_upsample_nearest_exact1d"), self, size,
+      sw);
 }
 
 T& NF::_upsample_nearest_exact1d_out(const T& self, IntArrayRef size, OptD sw, T& out) {
-  return structured_out<at::meta::structured__upsample_nearest_exact1d>(forward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), self, "_upsample_nearest_exact1d"), out, self, size, sw);
+  return structured_out<at::meta::structured__upsample_nearest_exact1d>(
+      forward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), self, "_upsample_nearest_exact1d"), out, self,
+      size, sw);
 }
 
 T NF::_upsample_nearest_exact1d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sw) {
-  return structured_functional<at::meta::structured__upsample_nearest_exact1d_backward>(backward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), g, "_upsample_nearest_exact1d_backward"),
-                                                                       g, size, in_size, sw);
+  return structured_functional<at::meta::structured__upsample_nearest_exact1d_backward>(
+      backward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), g, "_upsample_nearest_exact1d_backward"), g, size,
+      in_size, sw);
 }
 
 T& NF::_upsample_nearest_exact1d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sw, T& out) {
-  return structured_out<at::meta::structured__upsample_nearest_exact1d_backward>(backward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), g, "_upsample_nearest_exact1d_backward"), out,
-                                                                g, size, in_size, sw);
+  return structured_out<at::meta::structured__upsample_nearest_exact1d_backward>(
+      backward_kernel(interp(ResampleMode::kNearestExact, 1, {}, sw), g, "_upsample_nearest_exact1d_backward"), out, g,
+      size, in_size, sw);
 }
 
 T NF::_upsample_nearest_exact2d(const T& self, IntArrayRef size, OptD sh, OptD sw) {
-  return structured_functional<at::meta::structured__upsample_nearest_exact2d>(forward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), self, "_upsample_nearest_exact2d"), self, size, sh, sw);
+  return structured_functional<at::meta::structured__upsample_nearest_exact2d>(
+      forward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), self, "_upsample_nearest_exact2d"), self, size, sh,
+      sw);
 }
 
 T& NF::_upsample_nearest_exact2d_out(const T& self, IntArrayRef size, OptD sh, OptD sw, T& out) {
-  return structured_out<at::meta::structured__upsample_nearest_exact2d>(forward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), self, "_upsample_nearest_exact2d"), out, self, size, sh, sw);
+  return structured_out<at::meta::structured__upsample_nearest_exact2d>(
+      forward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), self, "_upsample_nearest_exact2d"), out, self,
+      size, sh, sw);
 }
 
 T NF::_upsample_nearest_exact2d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw) {
-  return structured_functional<at::meta::structured__upsample_nearest_exact2d_backward>(backward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), g, "_upsample_nearest_exact2d_backward"),
-                                                                       g, size, in_size, sh, sw);
+  return structured_functional<at::meta::structured__upsample_nearest_exact2d_backward>(
+      backward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), g, "_upsample_nearest_exact2d_backward"), g, size,
+      in_size, sh, sw);
 }
 
-T& NF::_upsample_nearest_exact2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw, T& out) {
-  return structured_out<at::meta::structured__upsample_nearest_exact2d_backward>(backward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), g, "_upsample_nearest_exact2d_backward"), out,
-                                                                g, size, in_size, sh, sw);
+T& NF::_upsample_nearest_exact2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sh, OptD sw,
+                                              T& out) {
+  return structured_out<at::meta::structured__upsample_nearest_exact2d_backward>(
+      backward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), g, "_upsample_nearest_exact2d_backward"), out, g,
+      size, in_size, sh, sw);
 }
 
 T NF::upsample_linear1d(const T& self, IntArrayRef size, bool align, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_linear1d>(forward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), self, "upsample_linear1d"), self, size, align, sw);
+  return structured_functional<at::meta::structured_upsample_linear1d>(
+      forward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), self, "upsample_linear1d"), self, size, align,
+      sw);
 }
 
 T& NF::upsample_linear1d_out(const T& self, IntArrayRef size, bool align, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_linear1d>(forward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), self, "upsample_linear1d"), out, self, size, align, sw);
+  return structured_out<at::meta::structured_upsample_linear1d>(
+      forward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), self, "upsample_linear1d"), out, self, size,
+      align, sw);
 }
 
 T NF::upsample_linear1d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_linear1d_backward>(backward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), g, "upsample_linear1d_backward"),
-                                                                       g, size, in_size, align, sw);
+  return structured_functional<at::meta::structured_upsample_linear1d_backward>(
+      backward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), g, "upsample_linear1d_backward"), g, size,
+      in_size, align, sw);
 }
 
 T& NF::upsample_linear1d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_linear1d_backward>(backward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), g, "upsample_linear1d_backward"), out,
-                                                                g, size, in_size, align, sw);
+  return structured_out<at::meta::structured_upsample_linear1d_backward>(
+      backward_kernel(interp(ResampleMode::kLinear, 1, {}, sw, align), g, "upsample_linear1d_backward"), out, g, size,
+      in_size, align, sw);
 }
 
 T NF::upsample_bilinear2d(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_bilinear2d>(forward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), self, "upsample_bilinear2d"), self, size, align, sh, sw);
+  return structured_functional<at::meta::structured_upsample_bilinear2d>(
+      forward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), self, "upsample_bilinear2d"), self, size, align,
+      sh, sw);
 }
 
 T& NF::upsample_bilinear2d_out(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_bilinear2d>(forward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), self, "upsample_bilinear2d"), out, self, size, align, sh, sw);
+  return structured_out<at::meta::structured_upsample_bilinear2d>(
+      forward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), self, "upsample_bilinear2d"), out, self, size,
+      align, sh, sw);
 }
 
 T NF::upsample_bilinear2d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_bilinear2d_backward>(backward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), g, "upsample_bilinear2d_backward"),
-                                                                       g, size, in_size, align, sh, sw);
+  return structured_functional<at::meta::structured_upsample_bilinear2d_backward>(
+      backward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), g, "upsample_bilinear2d_backward"), g, size,
+      in_size, align, sh, sw);
 }
 
-T& NF::upsample_bilinear2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_bilinear2d_backward>(backward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), g, "upsample_bilinear2d_backward"), out,
-                                                                g, size, in_size, align, sh, sw);
+T& NF::upsample_bilinear2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh, OptD sw,
+                                        T& out) {
+  return structured_out<at::meta::structured_upsample_bilinear2d_backward>(
+      backward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), g, "upsample_bilinear2d_backward"), out, g, size,
+      in_size, align, sh, sw);
 }
 
 // 1-D padding and replication_pad2d: structured metas

@@ -79,8 +79,8 @@ T grad_or_undefined(const char* op, const char* name, const OptT& g, const T& re
 
 }  // namespace
 
-std::tuple<T, T, T> NF::_thnn_fused_lstm_cell(const T& input_gates, const T& hidden_gates, const T& cx, const OptT& input_bias,
-                              const OptT& hidden_bias) {
+std::tuple<T, T, T> NF::_thnn_fused_lstm_cell(const T& input_gates, const T& hidden_gates, const T& cx,
+                                              const OptT& input_bias, const OptT& hidden_bias) {
   constexpr const char* op = "_thnn_fused_lstm_cell";
   const Cell c = check_cell(op, 4, input_gates, hidden_gates, cx, input_bias, hidden_bias);
   c10::DeviceGuard guard(input_gates.device());
@@ -94,8 +94,8 @@ std::tuple<T, T, T> NF::_thnn_fused_lstm_cell(const T& input_gates, const T& hid
   return std::make_tuple(hy, cy, workspace);
 }
 
-std::tuple<T, T, T> NF::_thnn_fused_lstm_cell_backward_impl(const OptT& grad_hy, const OptT& grad_cy, const T& cx, const T& cy,
-                                       const T& workspace, bool has_bias) {
+std::tuple<T, T, T> NF::_thnn_fused_lstm_cell_backward_impl(const OptT& grad_hy, const OptT& grad_cy, const T& cx,
+                                                            const T& cy, const T& workspace, bool has_bias) {
   constexpr const char* op = "_thnn_fused_lstm_cell_backward";
   TORCH_CHECK(is_npu(cy) && cy.dim() == 2, op, ": expected cy of shape (batch, hidden_size) on npu, got ", cy.sizes(),
               " on ", cy.device());
@@ -122,8 +122,8 @@ std::tuple<T, T, T> NF::_thnn_fused_lstm_cell_backward_impl(const OptT& grad_hy,
   return std::make_tuple(grad_gates, grad_cx, grad_bias);
 }
 
-std::tuple<T, T> NF::_thnn_fused_gru_cell(const T& input_gates, const T& hidden_gates, const T& hx, const OptT& input_bias,
-                          const OptT& hidden_bias) {
+std::tuple<T, T> NF::_thnn_fused_gru_cell(const T& input_gates, const T& hidden_gates, const T& hx,
+                                          const OptT& input_bias, const OptT& hidden_bias) {
   constexpr const char* op = "_thnn_fused_gru_cell";
   const Cell c = check_cell(op, 3, input_gates, hidden_gates, hx, input_bias, hidden_bias);
   c10::DeviceGuard guard(input_gates.device());

@@ -80,29 +80,29 @@ at::Tensor& NF::cat_out(const at::ITensorListRef& tensors, int64_t dim, at::Tens
 }
 
 at::Tensor NF::flip(const at::Tensor& self, at::IntArrayRef dims) {
-const auto flip_dims = at::dim_list_to_bitset(dims, self.dim());
-c10::DeviceGuard guard(self.device());
-at::Tensor out = at::empty(self.sizes(), self.options());
-if (self.numel() == 0) return out;
-auto src = tensor_desc(self, "flip");
-for (int d = 0; d < src.ndim; ++d) {
-  if (!flip_dims[d]) continue;
-  src.data = static_cast<char*>(src.data) +
-             (src.sizes[d] - 1) * src.strides[d] * static_cast<int64_t>(self.element_size());
-  src.strides[d] = -src.strides[d];
-}
+  const auto flip_dims = at::dim_list_to_bitset(dims, self.dim());
+  c10::DeviceGuard guard(self.device());
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  if (self.numel() == 0) return out;
+  auto src = tensor_desc(self, "flip");
+  for (int d = 0; d < src.ndim; ++d) {
+    if (!flip_dims[d]) continue;
+    src.data =
+        static_cast<char*>(src.data) + (src.sizes[d] - 1) * src.strides[d] * static_cast<int64_t>(self.element_size());
+    src.strides[d] = -src.strides[d];
+  }
   NPU_CHECK(npu_kernels::copy_cast(current_native_stream(self.device().index()), tensor_desc(out, "flip"), src));
   return out;
 }
 
 at::Tensor NF::roll(const at::Tensor& self, c10::IntArrayRef shifts, c10::IntArrayRef dims) {
-c10::DeviceGuard guard(self.device());
-if (dims.empty()) {
-  TORCH_CHECK(shifts.size() == 1, "roll: `shifts` required to be of size 1 when `dims` is empty, got ",
-              shifts.size());
-  const int64_t zero = 0;
-  return NF::roll(self.flatten(), shifts, c10::IntArrayRef(&zero, 1)).view(self.sizes());
-}
+  c10::DeviceGuard guard(self.device());
+  if (dims.empty()) {
+    TORCH_CHECK(shifts.size() == 1, "roll: `shifts` required to be of size 1 when `dims` is empty, got ",
+                shifts.size());
+    const int64_t zero = 0;
+    return NF::roll(self.flatten(), shifts, c10::IntArrayRef(&zero, 1)).view(self.sizes());
+  }
   TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(),
               ", dims:", dims.size());
   at::Tensor cur = self;

@@ -51,8 +51,8 @@ void sort_into(const at::Tensor& self, int64_t dim, bool descending, const at::T
 
 }  // namespace
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_unique2(const at::Tensor& self, bool /*sorted*/, bool return_inverse,
-                                                       bool return_counts) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_unique2(const at::Tensor& self, bool /*sorted*/,
+                                                            bool return_inverse, bool return_counts) {
   c10::DeviceGuard guard(self.device());
   const int64_t n = self.numel();
   at::Tensor values = at::empty({n}, self.options());
@@ -70,21 +70,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_unique2(const at::Tensor& se
 }
 
 at::Tensor NF::bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt, int64_t minlength) {
-TORCH_CHECK(self.dim() == 1 && !at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kBool,
-            "bincount only supports 1-d non-negative integral inputs.");
-TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
-// an empty input counts nothing: zeros(minlength) of int64 before the weights are looked at (CPU and CUDA)
-if (self.numel() == 0) return at::zeros({minlength}, self.options().dtype(at::kLong));
-const at::Tensor weights = weights_opt.has_value() ? *weights_opt : at::Tensor();
-TORCH_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == self.size(0)),
-            "weights should be 1-d and have the same length as input");
-c10::DeviceGuard guard(self.device());
-int64_t nbins = minlength;
-if (self.numel() > 0) {
-  at::Tensor mx = at::empty({}, self.options().dtype(at::kLong));
-  NPU_CHECK(npu_kernels::bincount_max(stream_of(self), tensor_desc(self, "bincount"), mx.data_ptr<int64_t>()));
-  nbins = std::max(nbins, mx.item<int64_t>() + 1);
-}
+  TORCH_CHECK(self.dim() == 1 && !at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kBool,
+              "bincount only supports 1-d non-negative integral inputs.");
+  TORCH_CHECK(minlength >= 0, "minlength should be >= 0");
+  // an empty input counts nothing: zeros(minlength) of int64 before the weights are looked at (CPU and CUDA)
+  if (self.numel() == 0) return at::zeros({minlength}, self.options().dtype(at::kLong));
+  const at::Tensor weights = weights_opt.has_value() ? *weights_opt : at::Tensor();
+  TORCH_CHECK(!weights.defined() || (weights.dim() == 1 && weights.size(0) == self.size(0)),
+              "weights should be 1-d and have the same length as input");
+  c10::DeviceGuard guard(self.device());
+  int64_t nbins = minlength;
+  if (self.numel() > 0) {
+    at::Tensor mx = at::empty({}, self.options().dtype(at::kLong));
+    NPU_CHECK(npu_kernels::bincount_max(stream_of(self), tensor_desc(self, "bincount"), mx.data_ptr<int64_t>()));
+    nbins = std::max(nbins, mx.item<int64_t>() + 1);
+  }
   const at::ScalarType out_type = !weights.defined() ? at::kLong
                                   : weights.scalar_type() == at::kFloat ? at::kFloat
                                                                         : at::kDouble;
@@ -101,7 +101,7 @@ if (self.numel() > 0) {
 }
 
 at::Tensor NF::searchsorted(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
-                        std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
+                            std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
   at::Tensor out = at::empty({0}, self.options().dtype(out_int32 ? at::kInt : at::kLong));
   return NF::searchsorted_out(sorted_sequence, self, out_int32, right, side, sorter, out);
 }
@@ -113,14 +113,14 @@ at::Tensor NF::bucketize(const at::Tensor& self, const at::Tensor& boundaries, b
 
 // bucketize is searchsorted with the arguments swapped (1-D boundaries).
 at::Tensor& NF::bucketize_out(const at::Tensor& self, const at::Tensor& boundaries, bool out_int32, bool right,
-                          at::Tensor& out) {
+                              at::Tensor& out) {
   TORCH_CHECK(boundaries.dim() == 1, "boundaries tensor must be 1 dimension, but got dim(", boundaries.dim(), ")");
   return NF::searchsorted_out(boundaries, self, out_int32, right, std::nullopt, std::nullopt, out);
 }
 
 at::Tensor& NF::searchsorted_out(const at::Tensor& sorted_sequence, const at::Tensor& self, bool out_int32, bool right,
-                             std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter,
-                             at::Tensor& out) {
+                                 std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter,
+                                 at::Tensor& out) {
   TORCH_CHECK(!side.has_value() || *side == "left" || *side == "right",
               "torch.searchsorted(): side can only be 'left' or 'right' but got ", *side);
   TORCH_CHECK(!(side.has_value() && *side == "left" && right),
@@ -149,22 +149,21 @@ at::Tensor& NF::searchsorted_out(const at::Tensor& sorted_sequence, const at::Te
 }
 
 at::Tensor NF::searchsorted(const at::Tensor& sorted_sequence, const at::Scalar& self, bool out_int32, bool right,
-                   std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
+                            std::optional<c10::string_view> side, const std::optional<at::Tensor>& sorter) {
   const at::Tensor value = at::scalar_tensor(self, sorted_sequence.options());
   return NF::searchsorted(sorted_sequence, value, out_int32, right, side, sorter);
 }
 
 std::tuple<at::Tensor, at::Tensor> NF::sort(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
-                                               bool descending) {
+                                            bool descending) {
   at::Tensor values = at::empty(self.sizes(), self.options());
   at::Tensor indices = at::empty(self.sizes(), self.options().dtype(at::kLong));
   NF::sort_out(self, stable, dim, descending, values, indices);
   return {values, indices};
 }
 
-std::tuple<at::Tensor&, at::Tensor&> NF::sort_out(const at::Tensor& self, std::optional<bool> /*stable*/,
-                                                        int64_t dim, bool descending, at::Tensor& values,
-                                                        at::Tensor& indices) {
+std::tuple<at::Tensor&, at::Tensor&> NF::sort_out(const at::Tensor& self, std::optional<bool> /*stable*/, int64_t dim,
+                                                  bool descending, at::Tensor& values, at::Tensor& indices) {
   dim = at::maybe_wrap_dim(dim, self.dim());
   at::native::resize_output(values, self.sizes());
   at::native::resize_output(indices, self.sizes());
@@ -185,7 +184,7 @@ std::tuple<at::Tensor, at::Tensor> NF::topk(const at::Tensor& self, int64_t k, i
 }
 
 std::tuple<at::Tensor&, at::Tensor&> NF::topk_out(const at::Tensor& self, int64_t k, int64_t dim, bool largest,
-                                                 bool /*sorted*/, at::Tensor& values, at::Tensor& indices) {
+                                                  bool /*sorted*/, at::Tensor& values, at::Tensor& indices) {
   dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
   const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
   TORCH_CHECK(k >= 0 && k <= len, "selected index k out of range");
@@ -203,23 +202,23 @@ std::tuple<at::Tensor&, at::Tensor&> NF::topk_out(const at::Tensor& self, int64_
 
 // kthvalue: the k-th smallest of each line, from the stable sort.
 std::tuple<at::Tensor&, at::Tensor&> NF::kthvalue_out(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
-                                                     at::Tensor& values, at::Tensor& indices) {
-dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
-const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
-at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
-TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
-at::Tensor v = at::empty({0}, self.options());
-at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
-NF::topk_out(self, k, dim, /*largest=*/false, true, v, i);
-at::Tensor kv = as_1d(v).narrow(dim, k - 1, 1), ki = as_1d(i).narrow(dim, k - 1, 1);
-if (self.dim() == 0) {
-  // a 0-dim result; view({}) would pick Tensor::view(ScalarType) and reinterpret the bytes as uint8
-  kv = kv.reshape(at::IntArrayRef{});
-  ki = ki.reshape(at::IntArrayRef{});
-} else if (!keepdim) {
-  kv = kv.squeeze(dim);
-  ki = ki.squeeze(dim);
-}
+                                                      at::Tensor& values, at::Tensor& indices) {
+  dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+  const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
+  at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
+  TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
+  at::Tensor v = at::empty({0}, self.options());
+  at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
+  NF::topk_out(self, k, dim, /*largest=*/false, true, v, i);
+  at::Tensor kv = as_1d(v).narrow(dim, k - 1, 1), ki = as_1d(i).narrow(dim, k - 1, 1);
+  if (self.dim() == 0) {
+    // a 0-dim result; view({}) would pick Tensor::view(ScalarType) and reinterpret the bytes as uint8
+    kv = kv.reshape(at::IntArrayRef{});
+    ki = ki.reshape(at::IntArrayRef{});
+  } else if (!keepdim) {
+    kv = kv.squeeze(dim);
+    ki = ki.squeeze(dim);
+  }
   at::native::resize_output(values, kv.sizes());
   at::native::resize_output(indices, ki.sizes());
   values.copy_(kv);
