@@ -137,3 +137,28 @@ def test_declared_dtypes_of_unary_ops_run_natively():
             if torch_npu_sim.fallback_ops():
                 wrong.append(f"{name}: {d} runs on the CPU fallback")
     assert wrong == []
+
+
+def run_generator(tmp_path, table_text):
+    table = tmp_path / "ops.yaml"
+    table.write_text(table_text)
+    return subprocess.run([sys.executable, GEN, "--table", str(table), "--out-dir", str(tmp_path / "gen")],
+                          capture_output=True, text=True)
+
+
+def test_the_generator_refuses_a_bad_table_and_writes_nothing(tmp_path):
+    # each mistake stops the build with a message naming it, before any registration is written
+    cases = {
+        "remainder.out": "not aten schemas: remainder.out",  # the old misnamed out= registration
+        "exp\n  - exp": "exp is listed twice",
+        "exp: {dtypes: [f33]}": "unknown dtype 'f33'",
+        "exp: {kernal: x}": "unknown keys ['kernal']",
+    }
+    for entry, message in cases.items():
+        r = run_generator(tmp_path, f"families:\n- family: f\n  file: f.cpp\n  ops:\n  - {entry}\n")
+        assert r.returncode != 0 and message in r.stderr, (entry, r.stderr)
+        assert not (tmp_path / "gen").exists()
+    ok = run_generator(tmp_path, "families:\n- family: f\n  file: f.cpp\n  ops:\n  - exp\n  - exp.out\n")
+    assert ok.returncode == 0, ok.stderr
+    text = (tmp_path / "gen" / "register_npu_ops.cpp").read_text()
+    assert 'm.impl("exp", ' in text and 'm.impl("exp.out", ' in text
