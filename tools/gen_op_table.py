@@ -20,6 +20,7 @@ import yaml
 
 STRUCT = "NPUNativeFunctions"
 NAMESPACE = "torch_npu_sim"
+ARITIES = ("unary", "binary", "ternary")
 DTYPE_ORDER = ["f64", "f32", "f16", "bf16", "c128", "c64", "i64", "i32", "i16", "i8", "u8", "bool"]
 
 
@@ -33,6 +34,19 @@ class Op:
     or_cpu: bool = False  # dtypes the kernel library lacks run on the CPU fallback
     dtypes: list[str] = field(default_factory=list)
     note: str = ""
+    pointwise: Pointwise | None = None  # the kernel is generated: a catalogue op over the structured meta
+
+
+@dataclass
+class Pointwise:
+    """A generated kernel: kernel-catalogue op `op` of `arity` (unary/binary/ternary) over ATen's structured
+    meta function `meta`, with `params` (schema argument names) as the kernel's scalar parameters."""
+
+    arity: str
+    op: str
+    params: list[str]
+    meta: str = ""  # at::meta::<meta>, set from the op's structured group
+    meta_header: str = ""
 
 
 def torchgen_dir() -> str:
@@ -47,6 +61,20 @@ def load_schemas():
     native = os.path.join(torchgen_dir(), "packaged", "ATen", "native")
     parsed = parse_native_yaml(os.path.join(native, "native_functions.yaml"), os.path.join(native, "tags.yaml"))
     return {str(f.func.name): f for f in parsed.native_functions}, parsed.backend_indices
+
+
+def structured_groups(schemas) -> dict[str, tuple[str, str]]:
+    """op name -> (its structured meta class, the header declaring it), for ops of a structured group."""
+    from torchgen.api import meta
+    from torchgen.gen import get_grouped_native_functions
+    from torchgen.model import NativeFunctionsGroup
+
+    out = {}
+    for g in get_grouped_native_functions(list(schemas.values())):
+        if isinstance(g, NativeFunctionsGroup) and g.structured:
+            for f in g.functions():
+                out[str(f.func.name)] = (f"structured_{meta.name(g)}", f"{g.functional.func.name.name.base}_meta.h")
+    return out
 
 
 def expand_dtypes(spec, sets: dict[str, list[str]]) -> list[str]:
@@ -70,9 +98,13 @@ def load_table(path: str) -> list[Op]:
         for entry in fam["ops"]:
             name, attrs = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
             attrs = attrs or {}
-            unknown = set(attrs) - {"kernel", "or_cpu", "dtypes", "note"}
+            unknown = set(attrs) - {"kernel", "or_cpu", "dtypes", "note", "params", *ARITIES}
             if unknown:
                 raise SystemExit(f"ops.yaml: {name}: unknown keys {sorted(unknown)}")
+            arity = [a for a in ARITIES if a in attrs]
+            if len(arity) > 1 or (not arity and "params" in attrs) or (arity and "kernel" in attrs):
+                raise SystemExit(f"ops.yaml: {name}: give at most one of {', '.join(ARITIES)} (params only with one), "
+                                 "and no kernel with it")
             if name in seen:
                 raise SystemExit(f"ops.yaml: {name} is listed twice ({seen[name]} and {fam['family']})")
             seen[name] = fam["family"]
@@ -80,7 +112,8 @@ def load_table(path: str) -> list[Op]:
                           kernel=attrs.get("kernel"), boxed=fam.get("boxed_kernel"),
                           or_cpu=bool(attrs.get("or_cpu", fam.get("or_cpu", False))),
                           dtypes=expand_dtypes(attrs.get("dtypes", fam.get("dtypes", [])), sets),
-                          note=attrs.get("note", "")))
+                          note=attrs.get("note", ""),
+                          pointwise=Pointwise(arity[0], attrs[arity[0]], attrs.get("params", [])) if arity else None))
     return ops
 
 
@@ -213,6 +246,72 @@ def gen_register(ops: list[Op], schemas) -> str:
     return "\n".join(lines)
 
 
+def resolve_pointwise(ops: list[Op], schemas) -> None:
+    """Checks the generated kernels' entries against their schemas and finds their meta classes."""
+    groups = structured_groups(schemas)
+    for op in ops:
+        pw = op.pointwise
+        if pw is None:
+            continue
+        if op.name not in groups:
+            raise SystemExit(f"ops.yaml: {op.name}: {pw.arity}: the op has no structured meta function")
+        pw.meta, pw.meta_header = groups[op.name]
+        args = signature(schemas[op.name]).arg_names
+        bad = [p for p in pw.params if p not in args]
+        if bad:
+            raise SystemExit(f"ops.yaml: {op.name}: params {bad} are not arguments of the schema ({', '.join(args)})")
+        if len(pw.params) > 2:
+            raise SystemExit(f"ops.yaml: {op.name}: at most two params (the kernel's a and b)")
+
+
+def pointwise_body(op: Op, f, sig: Signature) -> str:
+    """`return ...;` of a generated kernel: the flat-path helper of pointwise_structured.h, or, with params or
+    three operands, NpuStructured's flavour with the kernel callable of pointwise.h."""
+    from torchgen.model import SchemaKind
+
+    pw = op.pointwise
+    kind = f.func.kind()
+    enum = f"npu_kernels::{pw.arity.capitalize()}Op::{pw.op}"
+    args = sig.arg_names
+    if not pw.params and pw.arity != "ternary":
+        helper = pw.arity + {SchemaKind.functional: "", SchemaKind.inplace: "_", SchemaKind.out: "_out"}[kind]
+        return f"return {helper}<at::meta::{pw.meta}>({enum}, {', '.join(args)});"
+    params = f", with_{'ab'[:len(pw.params)]}({', '.join(pw.params)})" if pw.params else ""
+    kernel = f"{pw.arity}_kernel({enum}{params})"
+    flavour = {SchemaKind.functional: "functional", SchemaKind.inplace: "inplace", SchemaKind.out: "out"}[kind]
+    if kind == SchemaKind.out:
+        args = [args[-1]] + args[:-1]  # NpuStructured takes the out tensor first
+    return f"return structured_{flavour}<at::meta::{pw.meta}>({kernel}, {', '.join(args)});"
+
+
+def gen_pointwise_kernels(ops: list[Op], schemas) -> str:
+    defs, includes = [], set()
+    for op in ops:
+        if op.pointwise is None:
+            continue
+        f = schemas[op.name]
+        sig = signature(f)
+        includes.add(f"#include <ATen/ops/{op.pointwise.meta_header}>")
+        defs.append(f"{sig.decl(name=f'{STRUCT}::{kernel_name(f)}')} {{ {pointwise_body(op, f, sig)} }}")
+    lines = [
+        "// @generated by tools/gen_op_table.py from csrc/aten/ops.yaml: do not edit.",
+        "// The npu kernels of the op table's unary/binary/ternary entries: a kernel-catalogue op over ATen's",
+        "// structured meta function (shapes, promotion and checks from libtorch; the math in kernels/).",
+        *sorted(includes),
+        "",
+        '#include "aten/pointwise_structured.h"',
+        '#include "npu_native_functions.h"',
+        "",
+        f"namespace {NAMESPACE} {{",
+        "",
+        *defs,
+        "",
+        f"}}  // namespace {NAMESPACE}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def load_derivatives() -> dict[str, list[str]]:
     """op name (with overload) -> the formulas of its derivatives.yaml entry."""
     with open(os.path.join(torchgen_dir(), "packaged", "autograd", "derivatives.yaml")) as f:
@@ -314,8 +413,10 @@ def main() -> int:
     missing = [op.name for op in ops if op.name not in schemas]
     if missing:
         raise SystemExit(f"ops.yaml: not aten schemas: {', '.join(missing)}")
+    resolve_pointwise(ops, schemas)
     if args.out_dir:
         write_if_changed(os.path.join(args.out_dir, "npu_native_functions.h"), gen_header(ops, schemas))
+        write_if_changed(os.path.join(args.out_dir, "npu_pointwise_kernels.cpp"), gen_pointwise_kernels(ops, schemas))
         write_if_changed(os.path.join(args.out_dir, "register_npu_ops.cpp"), gen_register(ops, schemas))
     doc = gen_doc(ops, schemas, backend_indices)
     if args.doc:

@@ -3,21 +3,11 @@
 // bounds, with their backward ops. ATen's meta functions or TensorIterator builders do shapes and
 // checks; the math is in kernels/src/{unary,binary,ternary}_ops.cpp.
 #include <ATen/TensorIterator.h>
-#include <ATen/ops/clamp_max_meta.h>
-#include <ATen/ops/clamp_min_meta.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/glu_meta.h>
-#include <ATen/ops/hardshrink_backward_meta.h>
-#include <ATen/ops/hardshrink_meta.h>
-#include <ATen/ops/heaviside_meta.h>
-#include <ATen/ops/logaddexp2_meta.h>
-#include <ATen/ops/logaddexp_meta.h>
 #include <ATen/ops/logit_backward_meta.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/rsub.h>
 #include <ATen/ops/sigmoid.h>
-#include <ATen/ops/softshrink_backward_meta.h>
-#include <ATen/ops/softshrink_meta.h>
 #include <ATen/ops/cat.h>
 #include <torch/library.h>
 
@@ -126,95 +116,6 @@ T& NF::logit_backward_out(const T& g, const T& self, std::optional<double> eps, 
                                                              out, g, self, eps);
 }
 
-T NF::hardshrink(const T& self, const S& v) {
-  return structured_functional<at::meta::structured_hardshrink>(unary_kernel(UnaryOp::kHardshrink, with_a(v)), self, v);
-}
-
-T& NF::hardshrink_out(const T& self, const S& v, T& out) {
-  return structured_out<at::meta::structured_hardshrink>(unary_kernel(UnaryOp::kHardshrink, with_a(v)), out, self, v);
-}
-
-T NF::softshrink(const T& self, const S& v) {
-  return structured_functional<at::meta::structured_softshrink>(unary_kernel(UnaryOp::kSoftshrink, with_a(v)), self, v);
-}
-
-T& NF::softshrink_out(const T& self, const S& v, T& out) {
-  return structured_out<at::meta::structured_softshrink>(unary_kernel(UnaryOp::kSoftshrink, with_a(v)), out, self, v);
-}
-
-T NF::hardshrink_backward(const T& g, const T& self, const S& v) {
-  return structured_functional<at::meta::structured_hardshrink_backward>(
-      binary_kernel(BinaryOp::kHardshrinkBackward, with_a(v)), g, self, v);
-}
-
-T& NF::hardshrink_backward_out(const T& g, const T& self, const S& v, T& out) {
-  return structured_out<at::meta::structured_hardshrink_backward>(
-      binary_kernel(BinaryOp::kHardshrinkBackward, with_a(v)), out, g, self, v);
-}
-
-T NF::softshrink_backward(const T& g, const T& self, const S& v) {
-  return structured_functional<at::meta::structured_softshrink_backward>(
-      binary_kernel(BinaryOp::kSoftshrinkBackward, with_a(v)), g, self, v);
-}
-
-T& NF::softshrink_backward_out(const T& g, const T& self, const S& v, T& out) {
-  return structured_out<at::meta::structured_softshrink_backward>(
-      binary_kernel(BinaryOp::kSoftshrinkBackward, with_a(v)), out, g, self, v);
-}
-
-T NF::logaddexp(const T& a, const T& b) {
-  return structured_functional<at::meta::structured_logaddexp>(binary_kernel(BinaryOp::kLogaddexp), a, b);
-}
-
-T& NF::logaddexp_out(const T& a, const T& b, T& out) {
-  return structured_out<at::meta::structured_logaddexp>(binary_kernel(BinaryOp::kLogaddexp), out, a, b);
-}
-
-T NF::logaddexp2(const T& a, const T& b) {
-  return structured_functional<at::meta::structured_logaddexp2>(binary_kernel(BinaryOp::kLogaddexp2), a, b);
-}
-
-T& NF::logaddexp2_out(const T& a, const T& b, T& out) {
-  return structured_out<at::meta::structured_logaddexp2>(binary_kernel(BinaryOp::kLogaddexp2), out, a, b);
-}
-
-T NF::heaviside(const T& a, const T& b) {
-  return structured_functional<at::meta::structured_heaviside>(binary_kernel(BinaryOp::kHeaviside), a, b);
-}
-
-T& NF::heaviside_out(const T& a, const T& b, T& out) {
-  return structured_out<at::meta::structured_heaviside>(binary_kernel(BinaryOp::kHeaviside), out, a, b);
-}
-
-T& NF::heaviside_(T& self, const T& values) {
-  return structured_inplace<at::meta::structured_heaviside>(binary_kernel(BinaryOp::kHeaviside), self, values);
-}
-
-// clamp_min/clamp_max with a tensor bound are maximum/minimum (NaN from either side propagates, as on CPU).
-T NF::clamp_min(const T& self, const T& lo) {
-  return structured_functional<at::meta::structured_clamp_min_Tensor>(binary_kernel(BinaryOp::kMaximum), self, lo);
-}
-
-T& NF::clamp_min_(T& self, const T& lo) {
-  return structured_inplace<at::meta::structured_clamp_min_Tensor>(binary_kernel(BinaryOp::kMaximum), self, lo);
-}
-
-T& NF::clamp_min_out(const T& self, const T& lo, T& out) {
-  return structured_out<at::meta::structured_clamp_min_Tensor>(binary_kernel(BinaryOp::kMaximum), out, self, lo);
-}
-
-T NF::clamp_max(const T& self, const T& hi) {
-  return structured_functional<at::meta::structured_clamp_max_Tensor>(binary_kernel(BinaryOp::kMinimum), self, hi);
-}
-
-T& NF::clamp_max_(T& self, const T& hi) {
-  return structured_inplace<at::meta::structured_clamp_max_Tensor>(binary_kernel(BinaryOp::kMinimum), self, hi);
-}
-
-T& NF::clamp_max_out(const T& self, const T& hi, T& out) {
-  return structured_out<at::meta::structured_clamp_max_Tensor>(binary_kernel(BinaryOp::kMinimum), out, self, hi);
-}
-
 T NF::_prelu_kernel(const T& self, const T& weight) {
   T result = at::empty_like(self);
   auto iter = at::TensorIteratorConfig().add_output(result).add_const_input(self).add_const_input(weight).build();
@@ -236,14 +137,6 @@ std::tuple<T, T> NF::_prelu_kernel_backward(const T& grad, const T& self, const 
       at::TensorIteratorConfig().add_output(grad_weight).add_const_input(self).add_const_input(grad).build();
   binary_kernel(BinaryOp::kPreluGradWeight)(it_weight);
   return {it_self.output(), it_weight.output()};
-}
-
-T NF::glu(const T& self, int64_t dim) {
-  return structured_functional<at::meta::structured_glu>(binary_kernel(BinaryOp::kGlu), self, dim);
-}
-
-T& NF::glu_out(const T& self, int64_t dim, T& out) {
-  return structured_out<at::meta::structured_glu>(binary_kernel(BinaryOp::kGlu), out, self, dim);
 }
 
 // glu's backward is a composition of native ops: d/da = sigmoid(b) * g, d/db = a * sigmoid(b) * (1 - sigmoid(b)) * g.

@@ -153,6 +153,10 @@ def test_the_generator_refuses_a_bad_table_and_writes_nothing(tmp_path):
         "exp\n  - exp": "exp is listed twice",
         "exp: {dtypes: [f33]}": "unknown dtype 'f33'",
         "exp: {kernal: x}": "unknown keys ['kernal']",
+        "exp: {unary: kExp, binary: kAdd}": "give at most one of unary, binary, ternary",
+        "exp: {params: [self]}": "give at most one of unary, binary, ternary",
+        "leaky_relu: {unary: kLeakyRelu, params: [slope]}": "params ['slope'] are not arguments of the schema",
+        "where.self: {ternary: kWhere}": "where.self: ternary: the op has no structured meta function",
     }
     for entry, message in cases.items():
         r = run_generator(tmp_path, f"families:\n- family: f\n  file: f.cpp\n  ops:\n  - {entry}\n")
@@ -162,3 +166,11 @@ def test_the_generator_refuses_a_bad_table_and_writes_nothing(tmp_path):
     assert ok.returncode == 0, ok.stderr
     text = (tmp_path / "gen" / "register_npu_ops.cpp").read_text()
     assert 'm.impl("exp", ' in text and 'm.impl("exp.out", ' in text
+    # a pointwise entry gets its kernel written: the meta function, then the catalogue op (params as a, b)
+    ok = run_generator(tmp_path, "families:\n- family: f\n  file: f.cpp\n  ops:\n  - exp_: {unary: kExp}\n"
+                                 "  - softplus.out: {unary: kSoftplus, params: [beta, threshold]}\n")
+    assert ok.returncode == 0, ok.stderr
+    text = (tmp_path / "gen" / "npu_pointwise_kernels.cpp").read_text()
+    assert "NPUNativeFunctions::exp_(at::Tensor & self) { return unary_<at::meta::structured_exp>(" in text
+    assert ("return structured_out<at::meta::structured_softplus>(unary_kernel(npu_kernels::UnaryOp::kSoftplus, "
+            "with_ab(beta, threshold)), out, self, beta, threshold);") in text
