@@ -209,9 +209,9 @@ at::Tensor& NF::nonzero_out(const at::Tensor& self, at::Tensor& out) {
   const int64_t n = self.numel() == 0 ? 0 : device_count_of(self, "nonzero");
   at::native::resize_output(out, {n, self.dim()});
   if (n == 0 || self.dim() == 0) return out;
-  at::Tensor o = out.is_contiguous() ? out : at::empty({n, self.dim()}, out.options());
-  NPU_CHECK(npu_kernels::nonzero(stream_of(self), tensor_desc(self, "nonzero"), o.data_ptr<int64_t>(), n));
-  if (!o.is_same(out)) out.copy_(o);
+  into_contiguous(out, [&](const at::Tensor& o) {
+    NPU_CHECK(npu_kernels::nonzero(stream_of(self), tensor_desc(self, "nonzero"), o.data_ptr<int64_t>(), n));
+  });
   return out;
 }
 

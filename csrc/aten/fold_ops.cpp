@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "aten/npu_tensor.h"
+#include "aten/window2d.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/fold.h"
@@ -34,14 +35,7 @@ npu_kernels::FoldArgs fold_args(const T& image_like, IntArrayRef image_hw, IntAr
   a.planes = planes;
   a.in_h = image_hw[0];
   a.in_w = image_hw[1];
-  a.kernel_h = k[0];
-  a.kernel_w = k[1];
-  a.dilation_h = d[0];
-  a.dilation_w = d[1];
-  a.pad_h = p[0];
-  a.pad_w = p[1];
-  a.stride_h = s[0];
-  a.stride_w = s[1];
+  set_window2d(a, k, s, p, d);
   a.out_h = at::native::sliding_window_count(a.in_h, a.pad_h, a.dilation_h, a.kernel_h, a.stride_h);
   a.out_w = at::native::sliding_window_count(a.in_w, a.pad_w, a.dilation_w, a.kernel_w, a.stride_w);
   return a;
@@ -74,10 +68,10 @@ T& NF::im2col_out(const T& self, IntArrayRef k, IntArrayRef d, IntArrayRef p, In
   if (self.dim() == 3) sizes.erase(sizes.begin());
   at::native::resize_output(out, sizes);
   if (out.numel() == 0) return out;
-  T dst = out.is_contiguous() ? out : at::empty(sizes, out.options());
-  check_status(npu_kernels::im2col(current_native_stream(self.device().index()), a, x.const_data_ptr(), dst.data_ptr()),
-               "im2col", self.scalar_type());
-  if (!dst.is_same(out)) out.copy_(dst);
+  into_contiguous(out, [&](const T& dst) {
+    check_status(npu_kernels::im2col(current_native_stream(self.device().index()), a, x.const_data_ptr(), dst.data_ptr()),
+                 "im2col", self.scalar_type());
+  });
   return out;
 }
 
@@ -98,10 +92,10 @@ T& NF::col2im_out(const T& self, IntArrayRef size, IntArrayRef k, IntArrayRef d,
   if (self.dim() == 2) sizes.erase(sizes.begin());
   at::native::resize_output(out, sizes);
   if (out.numel() == 0) return out;
-  T dst = out.is_contiguous() ? out : at::empty(sizes, out.options());
-  check_status(npu_kernels::col2im(current_native_stream(self.device().index()), a, cols.const_data_ptr(), dst.data_ptr()),
-               "col2im", self.scalar_type());
-  if (!dst.is_same(out)) out.copy_(dst);
+  into_contiguous(out, [&](const T& dst) {
+    check_status(npu_kernels::col2im(current_native_stream(self.device().index()), a, cols.const_data_ptr(), dst.data_ptr()),
+                 "col2im", self.scalar_type());
+  });
   return out;
 }
 

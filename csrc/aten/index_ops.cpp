@@ -381,18 +381,18 @@ at::Tensor& NF::index_select_out(const at::Tensor& self, int64_t dim, const at::
   if (out.numel() == 0) return out;
   const auto ix = long_index(index, self.device(), "index_select");
   const auto s = as_1d(self);
-  at::Tensor o = out.is_contiguous() ? out : at::empty(sizes, out.options());
-  const auto o1 = as_1d(o);
-  npu_kernels::IndexAlongDim a;
-  a.op = "index_select";
-  a.dim = static_cast<int>(dim);
-  a.dst = tensor_desc(o1, a.op);
-  a.src = restrided(s, o1.sizes(), dim, a.op);
-  a.index = index_along(ix, o1.sizes(), dim, a.op);
-  a.dim_size = s.size(dim);
-  a.dim_stride = s.stride(dim);
-  NPU_CHECK(npu_kernels::index_along_dim(stream_of(self), a));
-  if (!o.is_same(out)) out.copy_(o);
+  into_contiguous(out, [&](const at::Tensor& o) {
+    const auto o1 = as_1d(o);
+    npu_kernels::IndexAlongDim a;
+    a.op = "index_select";
+    a.dim = static_cast<int>(dim);
+    a.dst = tensor_desc(o1, a.op);
+    a.src = restrided(s, o1.sizes(), dim, a.op);
+    a.index = index_along(ix, o1.sizes(), dim, a.op);
+    a.dim_size = s.size(dim);
+    a.dim_stride = s.stride(dim);
+    NPU_CHECK(npu_kernels::index_along_dim(stream_of(self), a));
+  });
   return out;
 }
 

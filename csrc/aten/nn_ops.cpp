@@ -44,17 +44,6 @@ void shape3(const T& t, int64_t dim, int64_t* outer, int64_t* n, int64_t* inner)
   for (int64_t i = dim + 1; i < t.dim(); ++i) *inner *= t.size(i);
 }
 
-// Runs `fn` writing into a contiguous tensor and copies into `out` if that is not contiguous.
-template <class F>
-void into_contiguous(const T& out, F&& fn) {
-  if (out.is_contiguous()) {
-    fn(out);
-    return;
-  }
-  T tmp = at::empty(out.sizes(), out.options());
-  fn(tmp);
-  const_cast<T&>(out).copy_(tmp);
-}
 
 // ---- softmax ----
 void softmax_into(const T& self, int64_t dim, const T& out, bool log) {

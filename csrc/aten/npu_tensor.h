@@ -29,6 +29,14 @@ void check_device_arg(const char* op, const char* arg, const at::Tensor& t, cons
 // the dispatcher: what structured ops allocate their outputs with (at::empty's dispatch cost was a
 // visible part of a small op's host time).
 at::Tensor empty_npu(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options);
+// Runs `write(dst)` with dst = `out` (already resized) when it is contiguous, else a contiguous temporary that is
+// copied into `out` afterwards: for kernels that write a dense output.
+template <class Write>
+void into_contiguous(const at::Tensor& out, Write&& write) {
+  const at::Tensor dst = out.is_contiguous() ? out : empty_npu(out.sizes(), {}, out.options());
+  write(dst);
+  if (!dst.is_same(out)) out.copy_(dst);
+}
 // A scalar argument in the kernels' widest-type-of-its-kind form (fill values, index fills, ...).
 npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s);
 

@@ -43,6 +43,20 @@ using NF = NPUNativeFunctions;
 using T = at::Tensor;
 using S = c10::Scalar;
 
+PointwiseParams clamp_params(const std::optional<S>& lo, const std::optional<S>& hi) {
+  PointwiseParams p;
+  if (lo) p = with_a(*lo);
+  if (hi) {
+    p.b = hi->toDouble();
+    p.has_b = true;
+  }
+  return p;
+}
+
+at::OptionalScalarRef scalar_ref(const std::optional<S>& v) {
+  return v ? at::OptionalScalarRef(&*v) : at::OptionalScalarRef();
+}
+
 // Ops without a structured meta function: libtorch's TensorIterator builders do the same job.
 
 T& logical_out(BinaryOp op, const T& a, const T& b, T& out) {
@@ -375,59 +389,35 @@ T NF::threshold(const T& self, const S& threshold, const S& value) {
       binary_kernel(BinaryOp::kThreshold, with_ab(threshold, value)), self, threshold, value);
 }
 
-// clamp family
+// clamp family: kClamp bounds below by a (has_a) and above by b (has_b).
 T NF::clamp(const T& self, const std::optional<S>& lo, const std::optional<S>& hi) {
-  PointwiseParams p;
-  if (lo) {
-    p.a = lo->toDouble();
-    p.has_a = true;
-  }
-  if (hi) {
-    p.b = hi->toDouble();
-    p.has_b = true;
-  }
-  return structured_functional<at::meta::structured_clamp>(unary_kernel(UnaryOp::kClamp, p), self,
-                                                           lo ? at::OptionalScalarRef(&*lo) : at::OptionalScalarRef(),
-                                                           hi ? at::OptionalScalarRef(&*hi) : at::OptionalScalarRef());
+  return structured_functional<at::meta::structured_clamp>(unary_kernel(UnaryOp::kClamp, clamp_params(lo, hi)), self,
+                                                           scalar_ref(lo), scalar_ref(hi));
 }
 
 T& NF::clamp_(T& self, const std::optional<S>& lo, const std::optional<S>& hi) {
-  PointwiseParams p;
-  if (lo) {
-    p.a = lo->toDouble();
-    p.has_a = true;
-  }
-  if (hi) {
-    p.b = hi->toDouble();
-    p.has_b = true;
-  }
-  return structured_inplace<at::meta::structured_clamp>(unary_kernel(UnaryOp::kClamp, p), self,
-                                                        lo ? at::OptionalScalarRef(&*lo) : at::OptionalScalarRef(),
-                                                        hi ? at::OptionalScalarRef(&*hi) : at::OptionalScalarRef());
+  return structured_inplace<at::meta::structured_clamp>(unary_kernel(UnaryOp::kClamp, clamp_params(lo, hi)), self,
+                                                        scalar_ref(lo), scalar_ref(hi));
 }
 
 T NF::clamp_min(const T& self, const S& lo) {
-  PointwiseParams p = with_a(lo);
-  return structured_functional<at::meta::structured_clamp_min>(unary_kernel(UnaryOp::kClamp, p), self, lo);
+  return structured_functional<at::meta::structured_clamp_min>(unary_kernel(UnaryOp::kClamp, clamp_params(lo, {})),
+                                                               self, lo);
 }
 
 T& NF::clamp_min_(T& self, const S& lo) {
-  PointwiseParams p = with_a(lo);
-  return structured_inplace<at::meta::structured_clamp_min>(unary_kernel(UnaryOp::kClamp, p), self, lo);
+  return structured_inplace<at::meta::structured_clamp_min>(unary_kernel(UnaryOp::kClamp, clamp_params(lo, {})), self,
+                                                            lo);
 }
 
 T NF::clamp_max(const T& self, const S& hi) {
-  PointwiseParams p;
-  p.b = hi.toDouble();
-  p.has_b = true;
-  return structured_functional<at::meta::structured_clamp_max>(unary_kernel(UnaryOp::kClamp, p), self, hi);
+  return structured_functional<at::meta::structured_clamp_max>(unary_kernel(UnaryOp::kClamp, clamp_params({}, hi)),
+                                                               self, hi);
 }
 
 T& NF::clamp_max_(T& self, const S& hi) {
-  PointwiseParams p;
-  p.b = hi.toDouble();
-  p.has_b = true;
-  return structured_inplace<at::meta::structured_clamp_max>(unary_kernel(UnaryOp::kClamp, p), self, hi);
+  return structured_inplace<at::meta::structured_clamp_max>(unary_kernel(UnaryOp::kClamp, clamp_params({}, hi)), self,
+                                                            hi);
 }
 
 }  // namespace torch_npu_sim

@@ -9,6 +9,7 @@
 #include <torch/library.h>
 
 #include "aten/npu_tensor.h"
+#include "aten/window2d.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/pool.h"
@@ -56,14 +57,7 @@ Geometry geometry(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
   a.in_w = in_w;
   a.out_h = out_h;
   a.out_w = out_w;
-  a.kernel_h = k[0];
-  a.kernel_w = k[1];
-  a.stride_h = s[0];
-  a.stride_w = s[1];
-  a.pad_h = p[0];
-  a.pad_w = p[1];
-  a.dilation_h = d[0];
-  a.dilation_w = d[1];
+  set_window2d(a, k, s, p, d);
   g.out_sizes.assign(input.sizes().begin(), input.sizes().end() - 2);
   g.out_sizes.push_back(out_h);
   g.out_sizes.push_back(out_w);

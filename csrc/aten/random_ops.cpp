@@ -28,6 +28,8 @@ namespace torch_npu_sim {
 using NF = NPUNativeFunctions;
 namespace {
 
+using npu_kernels::RandomKind;
+
 npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
 
 // Reserves counters from `gen` (or the device's default generator) for one launch.
@@ -105,20 +107,12 @@ at::Tensor& random_inclusive(at::Tensor& self, int64_t from, int64_t to_inclusiv
 
 at::Tensor& NF::uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kUniform;
-  a.a = from;
-  a.b = to;
-  return fill_random(self, a, gen, "uniform_");
+  return fill_random(self, {RandomKind::kUniform, from, to}, gen, "uniform_");
 }
 
 at::Tensor& NF::normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kNormal;
-  a.a = mean;
-  a.b = std;
-  return fill_random(self, a, gen, "normal_");
+  return fill_random(self, {RandomKind::kNormal, mean, std}, gen, "normal_");
 }
 
 at::Tensor NF::normal(const at::Tensor& mean, double std, std::optional<at::Generator> gen) {
@@ -160,10 +154,7 @@ at::Tensor& NF::normal_out(const at::Tensor& mean, const at::Tensor& std, std::o
 
 at::Tensor& NF::bernoulli_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
   TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kBernoulli;
-  a.a = p;
-  return fill_random(self, a, gen, "bernoulli_");
+  return fill_random(self, {RandomKind::kBernoulli, p}, gen, "bernoulli_");
 }
 
 at::Tensor& NF::bernoulli_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
@@ -207,36 +198,22 @@ at::Tensor& NF::random_(at::Tensor& self, int64_t to, std::optional<at::Generato
 
 at::Tensor& NF::exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
   TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kExponential;
-  a.a = lambd;
-  return fill_random(self, a, gen, "exponential_");
+  return fill_random(self, {RandomKind::kExponential, lambd}, gen, "exponential_");
 }
 
 at::Tensor& NF::log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kLogNormal;
-  a.a = mean;
-  a.b = std;
-  return fill_random(self, a, gen, "log_normal_");
+  return fill_random(self, {RandomKind::kLogNormal, mean, std}, gen, "log_normal_");
 }
 
 at::Tensor& NF::geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
   TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kGeometric;
-  a.a = p;
-  return fill_random(self, a, gen, "geometric_");
+  return fill_random(self, {RandomKind::kGeometric, p}, gen, "geometric_");
 }
 
 at::Tensor& NF::cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
   TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
-  npu_kernels::RandomArgs a;
-  a.kind = npu_kernels::RandomKind::kCauchy;
-  a.a = median;
-  a.b = sigma;
-  return fill_random(self, a, gen, "cauchy_");
+  return fill_random(self, {RandomKind::kCauchy, median, sigma}, gen, "cauchy_");
 }
 
 at::Tensor NF::multinomial(const at::Tensor& self, int64_t n_sample, bool replacement,
@@ -262,11 +239,11 @@ at::Tensor& NF::multinomial_out(const at::Tensor& self, int64_t n_sample, bool r
     at::native::resize_output(out, {self.size(0), n_sample});
   }
   if (out.numel() == 0) return out;
-  at::Tensor o = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
   const auto state = next_state(gen, self.device());
-  NPU_CHECK(npu_kernels::multinomial(stream_of(self), tensor_desc(p2, "multinomial"), o.data_ptr<int64_t>(), n_sample,
-                                     replacement, state));
-  if (!o.is_same(out)) out.copy_(o);
+  into_contiguous(out, [&](const at::Tensor& o) {
+    NPU_CHECK(npu_kernels::multinomial(stream_of(self), tensor_desc(p2, "multinomial"), o.data_ptr<int64_t>(), n_sample,
+                                       replacement, state));
+  });
   return out;
 }
 

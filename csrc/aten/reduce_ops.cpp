@@ -333,15 +333,15 @@ void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out)
     for (int64_t i = dim + 1; i < nd; ++i) d.inner *= in.size(i);
   }
   T src = in.contiguous();
-  T dst = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
   d.in = src.const_data_ptr();
-  d.out = dst.data_ptr();
   d.in_strides[0] = d.n * d.inner;
   d.in_strides[1] = d.inner;
   d.in_strides[2] = 1;
   std::copy(d.in_strides, d.in_strides + 3, d.out_strides);
-  NPU_CHECK(npu_kernels::scan(current_native_stream(self.device().index()), op, d));
-  if (!dst.is_same(out)) const_cast<T&>(out).copy_(dst);
+  into_contiguous(out, [&](const T& dst) {
+    d.out = dst.data_ptr();
+    NPU_CHECK(npu_kernels::scan(current_native_stream(self.device().index()), op, d));
+  });
 }
 // _cummax_helper / _cummin_helper: values and indices are allocated (self's sizes) by ATen's cummax.
 void extreme_scan(npu_kernels::ScanOp op, const T& self, T& values, T& indices, int64_t dim) {

@@ -141,10 +141,10 @@ at::Tensor& NF::searchsorted_out(const at::Tensor& sorted_sequence, const at::Te
   at::native::resize_output(out, self.sizes());
   TORCH_CHECK(out.scalar_type() == (out_int32 ? at::kInt : at::kLong), "torch.searchsorted(): output tensor's dtype is wrong");
   if (self.numel() == 0) return out;
-  at::Tensor o = out.is_contiguous() ? out : at::empty(self.sizes(), out.options());
-  NPU_CHECK(npu_kernels::searchsorted(stream_of(self), tensor_desc(bd, "searchsorted"), tensor_desc(v, "searchsorted"),
-                                      tensor_desc(o, "searchsorted"), use_right));
-  if (!o.is_same(out)) out.copy_(o);
+  into_contiguous(out, [&](const at::Tensor& o) {
+    NPU_CHECK(npu_kernels::searchsorted(stream_of(self), tensor_desc(bd, "searchsorted"), tensor_desc(v, "searchsorted"),
+                                        tensor_desc(o, "searchsorted"), use_right));
+  });
   return out;
 }
 

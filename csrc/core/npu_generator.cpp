@@ -72,14 +72,12 @@ const at::Generator& default_generator(c10::DeviceIndex device) {
       generators->push_back(at::make_generator<NPUGeneratorImpl>(d));
     }
   });
-  if (device < 0) device = current_device();
-  check_device(device, "default_generator");
+  device = resolve_device(device, "default_generator");
   return (*generators)[device];
 }
 
 at::Generator new_generator(c10::DeviceIndex device) {
-  if (device < 0) device = current_device();
-  check_device(device, "Generator");
+  device = resolve_device(device, "Generator");
   return at::make_generator<NPUGeneratorImpl>(device);
 }
 

@@ -61,6 +61,12 @@ void check_device(c10::DeviceIndex device, const char* where) {
               " (", int(device_count()), " NPU devices are visible; see ASCEND_RT_VISIBLE_DEVICES)");
 }
 
+c10::DeviceIndex resolve_device(c10::DeviceIndex device, const char* where) {
+  if (device < 0) device = current_device();
+  check_device(device, where);
+  return device;
+}
+
 c10::DeviceIndex current_device() {
   int d = 0;
   NPU_CHECK(npu_sim::get_device(&d));
@@ -82,21 +88,18 @@ npu_sim::Stream native_stream(const c10::Stream& stream) {
 }
 
 c10::Stream default_stream(c10::DeviceIndex device) {
-  if (device < 0) device = current_device();
-  check_device(device, "default_stream");
+  device = resolve_device(device, "default_stream");
   return make_stream(device, 0);
 }
 
 c10::Stream stream_from_pool(c10::DeviceIndex device) {
-  if (device < 0) device = current_device();
-  check_device(device, "stream_from_pool");
+  device = resolve_device(device, "stream_from_pool");
   const uint32_t k = pools()[device].next.fetch_add(1, std::memory_order_relaxed);
   return make_stream(device, 1 + static_cast<int>(k % kStreamsPerPool));
 }
 
 c10::Stream current_stream(c10::DeviceIndex device) {
-  if (device < 0) device = current_device();
-  check_device(device, "current_stream");
+  device = resolve_device(device, "current_stream");
   const int index = device < static_cast<c10::DeviceIndex>(tls_current_index.size()) ? tls_current_index[device] : 0;
   return make_stream(device, index);
 }

@@ -16,6 +16,8 @@ c10::DeviceIndex current_device();
 void set_device(c10::DeviceIndex device);
 // Throws a clear error for an ordinal outside [0, device_count()).
 void check_device(c10::DeviceIndex device, const char* where);
+// The device an API taking `device=-1` means: the current one for a negative index; checked as above.
+c10::DeviceIndex resolve_device(c10::DeviceIndex device, const char* where);
 
 // Resolve a c10::Stream (of type PrivateUse1) to the runtime's stream handle.
 npu_sim::Stream native_stream(const c10::Stream& stream);

@@ -117,23 +117,20 @@ py::dict runtime_counters() {
 }
 
 void synchronize(c10::DeviceIndex device) {
-  if (device < 0) device = current_device();
-  check_device(device, "synchronize");
+  device = resolve_device(device, "synchronize");
   py::gil_scoped_release no_gil;
   NPU_CHECK(npu_sim::device_synchronize(device));
 }
 
 // The device's sticky error (see npu_sim::device_get_error), or None.
 std::optional<std::string> device_error(c10::DeviceIndex device) {
-  if (device < 0) device = current_device();
-  check_device(device, "device_error");
+  device = resolve_device(device, "device_error");
   if (npu_sim::device_get_error(device) == npu_sim::Status::kSuccess) return std::nullopt;
   return npu_sim::last_error_message();
 }
 
 void restart_device(c10::DeviceIndex device) {
-  if (device < 0) device = current_device();
-  check_device(device, "restart_device");
+  device = resolve_device(device, "restart_device");
   py::gil_scoped_release no_gil;
   NPU_CHECK(npu_sim::device_restart(device));
 }
