@@ -43,7 +43,11 @@ void DeviceCachingAllocator::process_events() {
   if (pending_events_.empty()) return;
   std::vector<std::pair<npu_sim::Event, Block*>> pending;
   pending.swap(pending_events_);
-  for (auto& [ev, block] : pending) {
+  retire_reached(pending);
+}
+
+void DeviceCachingAllocator::retire_reached(std::vector<std::pair<npu_sim::Event, Block*>>& events) {
+  for (auto& [ev, block] : events) {
     // kKernelError etc. still mean the recorded work is over; only kNotReady keeps the block waiting.
     if (npu_sim::event_query(ev) == npu_sim::Status::kNotReady) {
       pending_events_.emplace_back(ev, block);
@@ -68,16 +72,9 @@ void DeviceCachingAllocator::synchronize_and_free_events(Lock& lock) {
   // event_synchronize does not consume a kernel error: that stays for the stream's user.
   for (const auto& entry : pending) npu_sim::event_synchronize(entry.first);
   lock.lock();
-  for (auto& [ev, block] : pending) {
-    // Still not reached: it could not be waited for (an event on the calling worker's own stream, behind
-    // the op running now). The block stays deferred, as process_events would keep it.
-    if (npu_sim::event_query(ev) == npu_sim::Status::kNotReady) {
-      pending_events_.emplace_back(ev, block);
-      continue;
-    }
-    put_event(ev);
-    if (--block->event_count == 0) free_block(block);
-  }
+  // One still not reached could not be waited for (an event on the calling worker's own stream, behind the
+  // op running now): its block stays deferred, as process_events would keep it.
+  retire_reached(pending);
 }
 
 void DeviceCachingAllocator::empty_cache() {

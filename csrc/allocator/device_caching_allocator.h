@@ -159,6 +159,9 @@ class DeviceCachingAllocator {
   void merge_into(Block* dst, Block* src);
   void insert_events(Block* block);  // event_record only
   void process_events();             // event_query only
+  // Of `events` (taken out of pending_events_), the reached ones go back to the event pool and free their
+  // block after its last one; the others wait in pending_events_ again. event_query only.
+  void retire_reached(std::vector<std::pair<npu_sim::Event, Block*>>& events);
   npu_sim::Event get_event();
   void put_event(npu_sim::Event ev);
   std::size_t total_capacity();

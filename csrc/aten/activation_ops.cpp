@@ -39,33 +39,26 @@ PointwiseParams eps_params(std::optional<double> eps) {
 
 // grad_input undefined: allocated by the iterator.
 T log_sigmoid_backward_into(const T& grad, const T& self, at::TensorBase grad_input) {
-  auto iter = at::TensorIterator::binary_op(grad_input, grad, self);
-  binary_kernel(BinaryOp::kLogSigmoidBackward)(iter);
-  return iter.output();
+  return binary_into(grad_input, grad, self, BinaryOp::kLogSigmoidBackward);
 }
 
 }  // namespace
 
 T NF::hardswish(const T& self) {
   at::TensorBase out;
-  auto iter = at::TensorIterator::unary_op(out, self);
-  unary_kernel(UnaryOp::kHardswish)(iter);
-  return iter.output();
+  return unary_into(out, self, UnaryOp::kHardswish);
 }
 
 T& NF::hardswish_(T& self) { return NF::hardswish_out(self, self); }
 
 T& NF::hardswish_out(const T& self, T& out) {
-  auto iter = at::TensorIterator::unary_op(out, self);
-  unary_kernel(UnaryOp::kHardswish)(iter);
+  unary_into(out, self, UnaryOp::kHardswish);
   return out;
 }
 
 T NF::hardswish_backward(const T& grad, const T& self) {
   at::TensorBase out;
-  auto iter = at::TensorIterator::binary_op(out, grad, self);
-  binary_kernel(BinaryOp::kHardswishBackward)(iter);
-  return iter.output();
+  return binary_into(out, grad, self, BinaryOp::kHardswishBackward);
 }
 
 ::std::tuple<at::Tensor, at::Tensor> NF::log_sigmoid_forward(const T& self) {

@@ -1,7 +1,8 @@
-// Helpers shared by the indexing adapters (index_ops.cpp, advanced_index_ops.cpp, sort_ops.cpp).
+// Helpers shared by the indexing adapters (index_ops.cpp, advanced_index_ops.cpp, sort_ops.cpp, median_ops.cpp).
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
 
 #include "aten/npu_tensor.h"
 #include "core/npu_stream.h"
@@ -21,6 +22,24 @@ inline npu_kernels::TensorDesc restrided(const at::Tensor& t, at::IntArrayRef si
   for (int i = 0; i < d.ndim; ++i) d.sizes[i] = sizes[i];
   d.strides[dim] = 0;
   return d;
+}
+
+// The values and indices a selection along `dim` found (that dim kept at size 1) written into the outputs:
+// 0-dim for a 0-dim self, squeezed unless keepdim (median, kthvalue).
+inline void write_selection(at::Tensor v, at::Tensor i, const at::Tensor& self, int64_t dim, bool keepdim,
+                            const at::Tensor& values, const at::Tensor& indices) {
+  if (self.dim() == 0) {
+    // reshape, not view({}): that would pick Tensor::view(ScalarType) and reinterpret the bytes as uint8
+    v = v.reshape(at::IntArrayRef{});
+    i = i.reshape(at::IntArrayRef{});
+  } else if (!keepdim) {
+    v = v.squeeze(dim);
+    i = i.squeeze(dim);
+  }
+  at::native::resize_output(values, v.sizes());
+  at::native::resize_output(indices, i.sizes());
+  values.copy_(v);
+  indices.copy_(i);
 }
 
 }  // namespace index_util

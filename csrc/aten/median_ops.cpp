@@ -15,6 +15,7 @@
 
 #include <limits>
 
+#include "aten/index_util.h"
 #include "aten/npu_tensor.h"
 #include "npu_native_functions.h"
 
@@ -63,17 +64,7 @@ std::tuple<T&, T&> median_dim_out(const T& self, int64_t dim, bool keepdim, T& v
               ": Expected values and indices on the device of self (", self.device(), ")");
   const T line = self.dim() == 0 ? self.reshape({1}) : self;
   auto [v, i] = median_along(line, self.dim() == 0 ? 0 : dim, ignore_nan);
-  if (self.dim() == 0) {
-    v = v.reshape({});
-    i = i.reshape({});
-  } else if (!keepdim) {
-    v = v.squeeze(dim);
-    i = i.squeeze(dim);
-  }
-  at::native::resize_output(values, v.sizes());
-  at::native::resize_output(indices, i.sizes());
-  values.copy_(v);
-  indices.copy_(i);
+  index_util::write_selection(v, i, self, dim, keepdim, values, indices);
   return {values, indices};
 }
 

@@ -84,6 +84,21 @@ inline auto ternary_kernel(npu_kernels::TernaryOp op, npu_kernels::PointwisePara
   };
 }
 
+// A catalogue op through libtorch's TensorIterator::unary_op / binary_op (ops without a structured meta
+// function): an undefined `out` is allocated by the iterator. Returns the output.
+inline at::Tensor unary_into(at::TensorBase out, const at::TensorBase& self, npu_kernels::UnaryOp op,
+                             npu_kernels::PointwiseParams p = {}) {
+  auto iter = at::TensorIterator::unary_op(out, self);
+  unary_kernel(op, p)(iter);
+  return iter.output();
+}
+inline at::Tensor binary_into(at::TensorBase out, const at::TensorBase& a, const at::TensorBase& b,
+                              npu_kernels::BinaryOp op, npu_kernels::PointwiseParams p = {}) {
+  auto iter = at::TensorIterator::binary_op(out, a, b);
+  binary_kernel(op, p)(iter);
+  return iter.output();
+}
+
 inline npu_kernels::PointwiseParams with_a(const c10::Scalar& a) {
   npu_kernels::PointwiseParams p;
   p.a = a.isComplex() ? a.toComplexDouble().real() : a.toDouble();

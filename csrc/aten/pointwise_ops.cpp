@@ -97,21 +97,17 @@ T& inf_predicate_out(UnaryOp op, const T& self, T& out) {
 
 T NF::relu(const T& self) {
   at::TensorBase out;
-  auto iter = at::TensorIterator::unary_op(out, self);
-  unary_kernel(UnaryOp::kRelu)(iter);
-  return iter.output();
+  return unary_into(out, self, UnaryOp::kRelu);
 }
 
 T& NF::relu_(T& self) {
-  auto iter = at::TensorIterator::unary_op(self, self);
-  unary_kernel(UnaryOp::kRelu)(iter);
+  unary_into(self, self, UnaryOp::kRelu);
   return self;
 }
 
 T& NF::abs_out(const T& self, T& out) {
   if (self.is_complex()) throw_no_kernel_for_dtype(c10::str("abs: no npu kernel for dtype ", self.scalar_type()));
-  auto iter = at::TensorIterator::unary_op(out, self);
-  unary_kernel(UnaryOp::kAbs)(iter);
+  unary_into(out, self, UnaryOp::kAbs);
   return out;
 }
 
@@ -197,8 +193,7 @@ T& NF::round_out(const T& self, int64_t decimals, T& out) {
 }
 
 T& NF::hardtanh_out(const T& self, const S& lo, const S& hi, T& out) {
-  auto iter = at::TensorIterator::unary_op(out, self);
-  unary_kernel(UnaryOp::kHardtanh, with_ab(lo, hi))(iter);
+  unary_into(out, self, UnaryOp::kHardtanh, with_ab(lo, hi));
   return out;
 }
 
@@ -211,21 +206,16 @@ T& NF::hardtanh_(T& self, const S& lo, const S& hi) { return NF::hardtanh_out(se
 
 T NF::hardtanh_backward(const T& g, const T& x, const S& lo, const S& hi) {
   at::TensorBase out;
-  auto iter = at::TensorIterator::binary_op(out, g, x);
-  binary_kernel(BinaryOp::kHardtanhBackward, with_ab(lo, hi))(iter);
-  return iter.output();
+  return binary_into(out, g, x, BinaryOp::kHardtanhBackward, with_ab(lo, hi));
 }
 
 T NF::floor_divide(const T& a, const T& b) {
   at::TensorBase out;
-  auto iter = at::TensorIterator::binary_op(out, a, b);
-  binary_kernel(BinaryOp::kDivFloor)(iter);
-  return iter.output();
+  return binary_into(out, a, b, BinaryOp::kDivFloor);
 }
 
 T& NF::floor_divide_out(const T& a, const T& b, T& out) {
-  auto iter = at::TensorIterator::binary_op(out, a, b);
-  binary_kernel(BinaryOp::kDivFloor)(iter);
+  binary_into(out, a, b, BinaryOp::kDivFloor);
   return out;
 }
 

@@ -210,19 +210,7 @@ std::tuple<at::Tensor&, at::Tensor&> NF::kthvalue_out(const at::Tensor& self, in
   at::Tensor v = at::empty({0}, self.options());
   at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
   NF::topk_out(self, k, dim, /*largest=*/false, true, v, i);
-  at::Tensor kv = as_1d(v).narrow(dim, k - 1, 1), ki = as_1d(i).narrow(dim, k - 1, 1);
-  if (self.dim() == 0) {
-    // a 0-dim result; view({}) would pick Tensor::view(ScalarType) and reinterpret the bytes as uint8
-    kv = kv.reshape(at::IntArrayRef{});
-    ki = ki.reshape(at::IntArrayRef{});
-  } else if (!keepdim) {
-    kv = kv.squeeze(dim);
-    ki = ki.squeeze(dim);
-  }
-  at::native::resize_output(values, kv.sizes());
-  at::native::resize_output(indices, ki.sizes());
-  values.copy_(kv);
-  indices.copy_(ki);
+  write_selection(as_1d(v).narrow(dim, k - 1, 1), as_1d(i).narrow(dim, k - 1, 1), self, dim, keepdim, values, indices);
   return {values, indices};
 }
 
