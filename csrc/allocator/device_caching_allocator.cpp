@@ -350,18 +350,22 @@ void DeviceCachingAllocator::free(Block* block) {
     return;
   }
   Guard lock(mutex_);
-  const bool small = block->pool->is_small;
-  block->allocated = false;
-  update_stat_array(stats_.allocation, -1, small);
-  update_stat_array(stats_.allocated_bytes, -static_cast<int64_t>(block->size), small);
-  update_stat_array(stats_.requested_bytes, -static_cast<int64_t>(block->requested_size), small);
-  if (block->size >= config_.max_split_size) update_stat(stats_.oversize_allocations, -1);
+  end_allocation(block);
   block->requested_size = 0;
   if (!block->stream_uses.empty()) {
     insert_events(block);
   } else {
     free_block(block);
   }
+}
+
+void DeviceCachingAllocator::end_allocation(Block* block) {
+  const bool small = block->pool->is_small;
+  block->allocated = false;
+  update_stat_array(stats_.allocation, -1, small);
+  update_stat_array(stats_.allocated_bytes, -static_cast<int64_t>(block->size), small);
+  update_stat_array(stats_.requested_bytes, -static_cast<int64_t>(block->requested_size), small);
+  if (block->size >= config_.max_split_size) update_stat(stats_.oversize_allocations, -1);
 }
 
 void DeviceCachingAllocator::free_block(Block* block) {
@@ -420,14 +424,10 @@ Block* DeviceCachingAllocator::malloc_uncached(std::size_t bytes, npu_sim::Strea
 
 void DeviceCachingAllocator::free_uncached(Block* block) {
   Lock lock(mutex_);
+  end_allocation(block);
   const bool small = block->pool->is_small;
-  block->allocated = false;
-  update_stat_array(stats_.allocation, -1, small);
-  update_stat_array(stats_.allocated_bytes, -static_cast<int64_t>(block->size), small);
-  update_stat_array(stats_.requested_bytes, -static_cast<int64_t>(block->requested_size), small);
   update_stat_array(stats_.active, -1, small);
   update_stat_array(stats_.active_bytes, -static_cast<int64_t>(block->size), small);
-  if (block->size >= config_.max_split_size) update_stat(stats_.oversize_allocations, -1);
   unlink_active(block);  // now in no list: only this thread knows the block until it is recycled
   free_segment(lock, block);  // work queued on any stream may still use it: free_segment waits for them
 }

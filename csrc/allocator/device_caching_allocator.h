@@ -155,6 +155,7 @@ class DeviceCachingAllocator {
   Block* alloc_block(BlockPool& pool, npu_sim::Stream stream, std::size_t alloc_size);  // malloc_device
   bool is_cached_segment(const Block* block) const;
   Block* finish_allocation(Block* block, std::size_t size, std::size_t requested);
+  void end_allocation(Block* block);  // the user's free: not allocated, its allocation stats taken back
   void free_block(Block* block);
   void merge_into(Block* dst, Block* src);
   void insert_events(Block* block);  // event_record only

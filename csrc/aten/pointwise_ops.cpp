@@ -57,6 +57,20 @@ at::OptionalScalarRef scalar_ref(const std::optional<S>& v) {
   return v ? at::OptionalScalarRef(&*v) : at::OptionalScalarRef();
 }
 
+// add / sub: a op alpha * b. A complex alpha is an error for real tensors: the structured path raises it.
+template <class Meta>
+T with_alpha(BinaryOp op, const T& a, const T& b, const S& alpha) {
+  if (!alpha.isComplex()) {
+    if (auto flat = flat_binary(op, a, b, with_a(alpha))) return *std::move(flat);
+  }
+  return structured_functional<Meta>(binary_kernel(op, with_a(alpha)), a, b, alpha);
+}
+template <class Meta>
+T& with_alpha_(BinaryOp op, T& a, const T& b, const S& alpha) {
+  if (!alpha.isComplex() && flat_binary_(op, a, b, with_a(alpha))) return a;
+  return structured_inplace<Meta>(binary_kernel(op, with_a(alpha)), a, b, alpha);
+}
+
 // Ops without a structured meta function: libtorch's TensorIterator builders do the same job.
 
 T& logical_out(BinaryOp op, const T& a, const T& b, T& out) {
@@ -245,29 +259,19 @@ T& NF::nan_to_num_out(const T& self, std::optional<double> nan, std::optional<do
 
 // arithmetic with alpha
 T NF::add(const T& a, const T& b, const S& alpha) {
-  if (!alpha.isComplex()) {  // a complex alpha is an error for real tensors: the structured path raises it
-    if (auto flat = flat_binary(BinaryOp::kAdd, a, b, with_a(alpha))) return *std::move(flat);
-  }
-  return structured_functional<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), a, b,
-                                                                alpha);
+  return with_alpha<at::meta::structured_add_Tensor>(BinaryOp::kAdd, a, b, alpha);
 }
 
 T& NF::add_(T& a, const T& b, const S& alpha) {
-  if (!alpha.isComplex() && flat_binary_(BinaryOp::kAdd, a, b, with_a(alpha))) return a;
-  return structured_inplace<at::meta::structured_add_Tensor>(binary_kernel(BinaryOp::kAdd, with_a(alpha)), a, b, alpha);
+  return with_alpha_<at::meta::structured_add_Tensor>(BinaryOp::kAdd, a, b, alpha);
 }
 
 T NF::sub(const T& a, const T& b, const S& alpha) {
-  if (!alpha.isComplex()) {  // a complex alpha is an error for real tensors: the structured path raises it
-    if (auto flat = flat_binary(BinaryOp::kSub, a, b, with_a(alpha))) return *std::move(flat);
-  }
-  return structured_functional<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), a, b,
-                                                                alpha);
+  return with_alpha<at::meta::structured_sub_Tensor>(BinaryOp::kSub, a, b, alpha);
 }
 
 T& NF::sub_(T& a, const T& b, const S& alpha) {
-  if (!alpha.isComplex() && flat_binary_(BinaryOp::kSub, a, b, with_a(alpha))) return a;
-  return structured_inplace<at::meta::structured_sub_Tensor>(binary_kernel(BinaryOp::kSub, with_a(alpha)), a, b, alpha);
+  return with_alpha_<at::meta::structured_sub_Tensor>(BinaryOp::kSub, a, b, alpha);
 }
 
 T NF::div(const T& a, const T& b, std::optional<c10::string_view> mode) {
