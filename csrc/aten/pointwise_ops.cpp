@@ -377,12 +377,6 @@ T NF::elu_backward(const T& g, const S& alpha, const S& scale, const S& input_sc
                                                                   scale, input_scale, is_result, self_or_result);
 }
 
-T NF::threshold(const T& self, const S& threshold, const S& value) {
-  // threshold(x, t, v) = x > t ? x : v; relu is threshold(x, 0, 0) composite in ATen.
-  return structured_functional<at::meta::structured_threshold>(
-      binary_kernel(BinaryOp::kThreshold, with_ab(threshold, value)), self, threshold, value);
-}
-
 // clamp family: kClamp bounds below by a (has_a) and above by b (has_b).
 T NF::clamp(const T& self, const std::optional<S>& lo, const std::optional<S>& hi) {
   return structured_functional<at::meta::structured_clamp>(unary_kernel(UnaryOp::kClamp, clamp_params(lo, hi)), self,
