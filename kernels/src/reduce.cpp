@@ -34,18 +34,16 @@ int64_t ReduceDesc::reduced() const {
 
 namespace {
 
-template <typename T>
-constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // Accumulation type: double for double, float for float/half/bfloat16, int64 for integers and bool.
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
-                                 std::conditional_t<std::is_same_v<T, float> || is_half_v<T>, float, int64_t>>;
+                                 std::conditional_t<std::is_same_v<T, float> || is_reduced_float_v<T>, float, int64_t>>;
 
 template <typename T>
 inline acc_t<T> ld(const T* p) {
   if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p->bits);  // no libcall, vectorises
-  else if constexpr (is_half_v<T>) return static_cast<float>(*p);
+  else if constexpr (is_reduced_float_v<T>)
+    return static_cast<float>(*p);
   else return static_cast<acc_t<T>>(*p);
 }
 
