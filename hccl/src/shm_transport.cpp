@@ -96,10 +96,10 @@ struct Segment {
   }
 };
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public StreamTransport {
  public:
   ShmTransport(int rank, int size, const std::vector<int>& local, int hbm_device)
-      : Transport(rank, size), segs_(size), local_(size, 0), peer_read_(hbm_device >= 0), rdv_sent_(size, 0) {
+      : StreamTransport(rank, size), segs_(size), local_(size, 0), peer_read_(hbm_device >= 0), rdv_sent_(size, 0) {
     for (int r : local) if (r >= 0 && r < size && r != rank) local_[r] = 1;
     npu_sim::SharedRegion hbm{};
     if (peer_read_ && npu_sim::device_memory_region(hbm_device, &hbm) == npu_sim::Status::kSuccess) {
@@ -201,24 +201,6 @@ class ShmTransport final : public Transport {
     own_name_.clear();
   }
 
-  bool progress(std::vector<Xfer*>& xfers) override {
-    bool moved = false;
-    send_busy_.assign(size_, 0);
-    recv_busy_.assign(size_, 0);
-    for (Xfer* x : xfers) {
-      if (x->finished) continue;
-      if (x->peer < 0) {
-        moved |= try_any_source(*x);
-        continue;
-      }
-      auto& busy = x->is_send ? send_busy_ : recv_busy_;
-      if (busy[x->peer]) continue;
-      moved |= x->is_send ? do_send(*x) : do_recv(*x);
-      if (!x->finished) busy[x->peer] = 1;
-    }
-    return moved;
-  }
-
   uint32_t wait_token() override { return segs_[rank_].hdr()->doorbell.load(std::memory_order_seq_cst); }
 
   void idle_wait(uint32_t token, const std::vector<Xfer*>&, std::chrono::microseconds max_wait) override {
@@ -266,7 +248,7 @@ class ShmTransport final : public Transport {
     if (h->sleeping.load(std::memory_order_seq_cst)) futex(&h->doorbell, FUTEX_WAKE, INT_MAX, nullptr);
   }
 
-  bool do_send(Xfer& x) {
+  bool do_send(Xfer& x) override {
     const Segment& s = segs_[x.peer];
     RingCtl* c = s.ctl(rank_);
     char* data = s.data(rank_, size_);
@@ -318,7 +300,7 @@ class ShmTransport final : public Transport {
     return moved;
   }
 
-  bool do_recv(Xfer& x) {
+  bool do_recv(Xfer& x) override {
     const Segment& s = segs_[rank_];
     RingCtl* c = s.ctl(x.peer);
     const char* data = s.data(x.peer, size_);
@@ -407,18 +389,10 @@ class ShmTransport final : public Transport {
     return true;
   }
 
-  bool try_any_source(Xfer& x) {
-    for (int r = 0; r < size_; ++r) {
-      if (!local_[r] || recv_busy_[r]) continue;
-      RingCtl* c = segs_[rank_].ctl(r);
-      if (c->head.load(std::memory_order_acquire) - c->tail.load(std::memory_order_relaxed) >= kSlot) {
-        x.peer = r;
-        const bool moved = do_recv(x);
-        if (!x.finished) recv_busy_[r] = 1;
-        return moved;
-      }
-    }
-    return false;
+  bool readable_from(int r) override {
+    if (!local_[r]) return false;
+    RingCtl* c = segs_[rank_].ctl(r);
+    return c->head.load(std::memory_order_acquire) - c->tail.load(std::memory_order_relaxed) >= kSlot;
   }
 
   std::vector<Segment> segs_;
@@ -427,7 +401,6 @@ class ShmTransport final : public Transport {
   std::vector<uint64_t> rdv_sent_;  // peer-read messages sent per peer (their acks complete the sends)
   int hbm_fd_ = -1;                 // the runtime's memfd of our device memory (owned by the runtime)
   std::string own_name_;
-  std::vector<char> send_busy_, recv_busy_;
 };
 
 }  // namespace

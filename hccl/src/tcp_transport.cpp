@@ -44,9 +44,10 @@ struct Peer {
   std::size_t fill = 0;
 };
 
-class TcpTransport final : public Transport {
+class TcpTransport final : public StreamTransport {
  public:
-  TcpTransport(int rank, int size, const std::vector<int>& remote) : Transport(rank, size), peers_(size), remote_(size, 0) {
+  TcpTransport(int rank, int size, const std::vector<int>& remote)
+      : StreamTransport(rank, size), peers_(size), remote_(size, 0) {
     for (int r : remote) if (r >= 0 && r < size && r != rank) remote_[r] = 1;
   }
   ~TcpTransport() override {
@@ -112,29 +113,6 @@ class TcpTransport final : public Transport {
     }
   }
 
-  bool progress(std::vector<Xfer*>& xfers) override {
-    bool moved = false;
-    send_busy_.assign(size_, 0);
-    recv_busy_.assign(size_, 0);
-    for (Xfer* x : xfers) {
-      if (x->finished) continue;
-      if (x->peer < 0) {
-        for (int r = 0; r < size_ && x->peer < 0; ++r) {
-          if (peers_[r].fd < 0 || recv_busy_[r]) continue;
-          char c;
-          const ssize_t k = ::recv(peers_[r].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-          if (k >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) x->peer = r;  // data, EOF or error
-        }
-        if (x->peer < 0) continue;
-      }
-      auto& busy = x->is_send ? send_busy_ : recv_busy_;
-      if (busy[x->peer]) continue;
-      moved |= x->is_send ? do_send(*x) : do_recv(*x);
-      if (!x->finished) busy[x->peer] = 1;
-    }
-    return moved;
-  }
-
   uint32_t wait_token() override { return 0; }
 
   void idle_wait(uint32_t, const std::vector<Xfer*>& xfers, std::chrono::microseconds max_wait) override {
@@ -169,7 +147,14 @@ class TcpTransport final : public Transport {
     lost(r, std::strerror(errno));
   }
 
-  bool do_send(Xfer& x) {
+  bool readable_from(int r) override {  // data, EOF or an error
+    if (peers_[r].fd < 0) return false;
+    char c;
+    const ssize_t k = ::recv(peers_[r].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return k >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+
+  bool do_send(Xfer& x) override {
     Peer& p = peers_[x.peer];
     bool moved = false;
     if (!x.hdr_done) {
@@ -192,7 +177,7 @@ class TcpTransport final : public Transport {
     return moved;
   }
 
-  bool do_recv(Xfer& x) {
+  bool do_recv(Xfer& x) override {
     Peer& p = peers_[x.peer];
     bool moved = false;
     if (!x.hdr_done) {
@@ -236,7 +221,6 @@ class TcpTransport final : public Transport {
 
   std::vector<Peer> peers_;
   std::vector<char> remote_;  // ranks this transport connects to
-  std::vector<char> send_busy_, recv_busy_;
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Transport-independent pieces: header checks, the progress loop with spin-then-sleep and timeouts,
-// host identity and random names.
+// Transport-independent pieces: header checks, the stream transports' progress pass, the progress loop
+// with spin-then-sleep and timeouts, host identity and random names.
 #include "transport.h"
 
 #include <sys/random.h>
@@ -25,6 +25,24 @@ const char* comm_error_kind_name(CommErrorKind k) {
     case CommErrorKind::kAborted: return "aborted";
   }
   return "?";
+}
+
+bool StreamTransport::progress(std::vector<Xfer*>& xfers) {
+  bool moved = false;
+  send_busy_.assign(size_, 0);
+  recv_busy_.assign(size_, 0);
+  for (Xfer* x : xfers) {
+    if (x->finished) continue;
+    for (int r = 0; r < size_ && x->peer < 0; ++r) {
+      if (!recv_busy_[r] && readable_from(r)) x->peer = r;
+    }
+    if (x->peer < 0) continue;  // any source, nothing to read yet
+    auto& busy = x->is_send ? send_busy_ : recv_busy_;
+    if (busy[x->peer]) continue;
+    moved |= x->is_send ? do_send(*x) : do_recv(*x);
+    if (!x->finished) busy[x->peer] = 1;
+  }
+  return moved;
 }
 
 std::string describe(const MsgHeader& h) {

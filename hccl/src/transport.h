@@ -107,6 +107,25 @@ class Transport {
   int size_;
 };
 
+// A transport with one ordered byte stream per peer and direction (shm rings, tcp sockets): progress()
+// serves the xfers in list order, at most one unfinished xfer per stream so frames never interleave. A
+// receive from any source takes the first peer whose stream to this rank has something to read.
+class StreamTransport : public Transport {
+ public:
+  bool progress(std::vector<Xfer*>& xfers) final;
+
+ protected:
+  using Transport::Transport;
+  // Moves what it can of x's frame without blocking; returns true if anything moved. Throws CommError.
+  virtual bool do_send(Xfer& x) = 0;
+  virtual bool do_recv(Xfer& x) = 0;
+  // Whether peer r's stream to this rank has data, an end or an error to read now.
+  virtual bool readable_from(int r) = 0;
+
+ private:
+  std::vector<char> send_busy_, recv_busy_;  // per peer: an unfinished xfer was served in this pass
+};
+
 // The key/value rendezvous a transport sets itself up through (the c10d Store in practice).
 class Rendezvous {
  public:

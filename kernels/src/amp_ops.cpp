@@ -26,8 +26,7 @@ npu_sim::Status amp_unscale(npu_sim::Stream stream, const TensorDesc& grad, floa
                         bool bad = false;
                         dispatch_dtype(grad.dtype, [&](auto tag) {
                           using T = decltype(tag);
-                          if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                                        std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+                          if constexpr (std::is_floating_point_v<T> || is_reduced_float_v<T>) {
                             using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
                             T* data = static_cast<T*>(grad.data);
                             auto step = [&](T& v) {

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
+#include "dtype_convert.h"  // branch-free fp16/bf16 <-> fp32 in registers
 #include "npu_kernels/collective_math.h"
 #include "npu_kernels/stream_store.h"
 
@@ -13,26 +13,8 @@ namespace npu_kernels {
 
 namespace {
 
-template <typename T>
-constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
-template <typename T>
-constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
-// bf16 <-> float as bit operations so the loop stays branch-free and vectorisable.
-inline float bf16_to_float(uint16_t b) {
-  uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint16_t float_to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t is_nan = (u & 0x7fffffffu) > 0x7f800000u;
-  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  const uint32_t quiet = (u >> 16) | 0x40u;
-  return static_cast<uint16_t>(is_nan ? quiet : rounded);
-}
+using detail::bf16_bits_to_float;
+using detail::float_to_bf16_bits;
 
 template <typename A, ReduceKind K>
 inline A combine(A a, A b) {
@@ -63,7 +45,8 @@ void reduce_loop(void* dst_v, const void* a_v, const void* src_v, std::size_t n)
     auto* d = static_cast<uint16_t*>(dst_v);
     const auto* a = static_cast<const uint16_t*>(a_v);
     const auto* __restrict s = static_cast<const uint16_t*>(src_v);
-    for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(combine<float, K>(bf16_to_float(a[i]), bf16_to_float(s[i])));
+    for (std::size_t i = 0; i < n; ++i)
+      d[i] = float_to_bf16_bits(combine<float, K>(bf16_bits_to_float(a[i]), bf16_bits_to_float(s[i])));
   } else if constexpr (std::is_same_v<T, Half>) {
     auto* d = static_cast<uint16_t*>(dst_v);
     const auto* a = static_cast<const uint16_t*>(a_v);
@@ -183,7 +166,7 @@ void scale_inplace(DType t, void* dst, std::size_t n, double factor) {
     if constexpr (std::is_same_v<T, BFloat16>) {
       auto* d = static_cast<uint16_t*>(dst);
       const float f = static_cast<float>(factor);
-      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(bf16_to_float(d[i]) * f);
+      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16_bits(bf16_bits_to_float(d[i]) * f);
     } else if constexpr (std::is_same_v<T, Half>) {
       auto* d = static_cast<_Float16*>(dst);
       const float f = static_cast<float>(factor);
@@ -222,7 +205,7 @@ void divide_inplace(DType t, void* dst, std::size_t n, long long divisor) {
     } else if constexpr (std::is_same_v<T, BFloat16>) {
       auto* d = static_cast<uint16_t*>(dst);
       const float q = static_cast<float>(divisor);
-      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16(bf16_to_float(d[i]) / q);
+      for (std::size_t i = 0; i < n; ++i) d[i] = float_to_bf16_bits(bf16_bits_to_float(d[i]) / q);
     } else {
       scale_inplace(t, dst, n, 1.0 / static_cast<double>(divisor));
     }

@@ -90,24 +90,6 @@ npu_sim::Status copy_cast(npu_sim::Stream stream, const TensorDesc& dst, const T
                       });
 }
 
-namespace {
-template <typename T>
-T scalar_as(const ScalarValue& v) {
-  switch (v.kind) {
-    case ScalarValue::kBool: return convert<T>(v.b);
-    case ScalarValue::kInt: return convert<T>(v.i);
-    case ScalarValue::kDouble: return convert<T>(v.d);
-    case ScalarValue::kComplex:
-      if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
-        return T(v.d, v.imag);
-      } else {
-        return convert<T>(std::complex<double>(v.d, v.imag));
-      }
-  }
-  return T{};
-}
-}  // namespace
-
 npu_sim::Status fill(npu_sim::Stream stream, const TensorDesc& dst, ScalarValue value) {
   const bool contig = dst.is_contiguous();
   return parallel_for(stream, "fill", dst.numel(), kCopyGrain,

@@ -1,6 +1,6 @@
-// Private to kernels/: the dtype layer's in-register conversions. Branch-free fp16 <-> fp32 by bits (the
-// compiler's _Float16 conversions are library calls on baseline x86-64), row conversions chosen by CPU
-// feature at run time, and load_as / store_as between a storage type and its accumulation type.
+// Private to kernels/: the dtype layer's in-register conversions. Branch-free fp16/bf16 <-> fp32 by bits
+// (the compiler's _Float16 conversions are library calls on baseline x86-64), row conversions chosen by
+// CPU feature at run time, and load_as / store_as between a storage type and its accumulation type.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +64,23 @@ inline uint16_t float_to_half_bits(float f) {
     o = static_cast<uint16_t>(u >> 13);
   }
   return static_cast<uint16_t>(o | (sign >> 16));
+}
+
+// bf16 <-> fp32 by bit manipulation, the same rounding as BFloat16(float) (nearest even, NaN stays a quiet
+// NaN) but branch-free, so loops over bf16 bits vectorise.
+inline float bf16_bits_to_float(uint16_t b) {
+  uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint16_t float_to_bf16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t is_nan = (u & 0x7fffffffu) > 0x7f800000u;
+  const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const uint32_t quiet = (u >> 16) | 0x40u;
+  return static_cast<uint16_t>(is_nan ? quiet : rounded);
 }
 
 // A contiguous run of fp16 values to float: the branch-free conversion in a loop the compiler

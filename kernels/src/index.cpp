@@ -21,25 +21,6 @@ constexpr int64_t kGrain = 1 << 13;
                              std::to_string(dim) + " with size " + std::to_string(size));
 }
 
-template <typename T>
-T scalar_to(const ScalarValue& v) {
-  switch (v.kind) {
-    case ScalarValue::kBool: return convert<T>(v.b);
-    case ScalarValue::kInt: return convert<T>(v.i);
-    case ScalarValue::kDouble: return convert<T>(v.d);
-    case ScalarValue::kComplex:
-      if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>) {
-        return T(v.d, v.imag);
-      } else {
-        return convert<T>(v.d);
-      }
-  }
-  return T{};
-}
-
-template <typename T>
-constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
-
 // a (reduce) b in the compute type of T.
 template <typename T>
 T combine(IndexReduce r, T a, T b) {
@@ -148,7 +129,7 @@ void scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   T* dst = static_cast<T*>(a.dst.data);
   const T* src = static_cast<const T*>(a.src.data);
   const int64_t* idx = static_cast<const int64_t*>(a.index.data);
-  const T value = a.src_scalar ? scalar_to<T>(a.value) : T{};
+  const T value = a.src_scalar ? scalar_as<T>(a.value) : T{};
   const int d = a.dim;
   const int64_t len = a.index.sizes[d];
   const TensorDesc od = outer_of(a.dst, d), os = outer_of(a.src, d), oi = outer_of(a.index, d);
@@ -311,7 +292,7 @@ npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, cons
                       [self, mask, value](int64_t b, int64_t e, const npu_sim::BlockContext&) {
                         dispatch_dtype(self.dtype, [&](auto tag) {
                           using T = decltype(tag);
-                          const T v = scalar_to<T>(value);
+                          const T v = scalar_as<T>(value);
                           T* out = static_cast<T*>(self.data);
                           const bool* m = static_cast<const bool*>(mask.data);
                           if (self.is_contiguous() && mask.is_contiguous()) {

@@ -18,12 +18,10 @@ namespace npu_kernels {
 namespace {
 
 template <typename T>
-constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
-template <typename T>
 inline acc_t<T> ld(const T* p) {
   if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p->bits);  // no libcall
-  else return static_cast<acc_t<T>>(static_cast<std::conditional_t<is_half_v<T>, float, T>>(*p));
+  else
+    return static_cast<acc_t<T>>(static_cast<std::conditional_t<is_reduced_float_v<T>, float, T>>(*p));
 }
 
 // Calls f(In{}, Out{}) for in == out, or 16-bit in with float32 out.

@@ -1,4 +1,5 @@
-// Private helpers of the pointwise kernels: dtype dispatch that picks the engine instantiation.
+// Private helpers of the pointwise kernels: the real-dtype dispatch (real_dispatch.h), the math shared by
+// their ops (sigmoid, softplus) and the predicate entry points.
 #pragma once
 
 #include <cmath>
@@ -7,27 +8,9 @@
 
 #include "fast_math.h"
 #include "npu_kernels/pointwise.h"
+#include "real_dispatch.h"  // dispatch_real, which picks the engine instantiation
 
 namespace npu_kernels::detail {
-
-// Calls f(T{}) for the real dtypes the pointwise kernels support (complex goes to the CPU fallback).
-template <typename F>
-inline npu_sim::Status dispatch_real(DType t, F&& f) {
-  switch (t) {
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: return f(double{});
-    case DType::kFloat16: return f(Half{});
-    case DType::kBFloat16: return f(BFloat16{});
-    case DType::kInt64: return f(int64_t{});
-    case DType::kInt32: return f(int32_t{});
-    case DType::kInt16: return f(int16_t{});
-    case DType::kInt8: return f(int8_t{});
-    case DType::kUInt8: return f(uint8_t{});
-    case DType::kBool: return f(bool{});
-    default: break;
-  }
-  return npu_sim::Status::kInvalidValue;  // adapters validate dtypes first and name the op
-}
 
 template <typename C>
 constexpr bool is_fp_v = std::is_floating_point_v<C>;

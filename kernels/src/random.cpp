@@ -18,8 +18,6 @@ namespace {
 constexpr int64_t kGrain = 1 << 13;
 constexpr double kTwoPi = 6.283185307179586476925286766559;
 
-template <typename T>
-constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
 
 // uniform in [0, 1) with 53 random bits, and in (0, 1] (safe for log).
 inline double u01(uint32_t lo, uint32_t hi) {

@@ -12,6 +12,7 @@
 
 #include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
 #include "npu_kernels/launch.h"
+#include "real_dispatch.h"
 
 namespace npu_kernels {
 
@@ -34,18 +35,16 @@ int64_t ReduceDesc::reduced() const {
 
 namespace {
 
-template <typename T>
-constexpr bool is_half_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // Accumulation type: double for double, float for float/half/bfloat16, int64 for integers and bool.
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
-                                 std::conditional_t<std::is_same_v<T, float> || is_half_v<T>, float, int64_t>>;
+                                 std::conditional_t<std::is_same_v<T, float> || is_reduced_float_v<T>, float, int64_t>>;
 
 template <typename T>
 inline acc_t<T> ld(const T* p) {
   if constexpr (std::is_same_v<T, Half>) return detail::half_bits_to_float(p->bits);  // no libcall, vectorises
-  else if constexpr (is_half_v<T>) return static_cast<float>(*p);
+  else if constexpr (is_reduced_float_v<T>)
+    return static_cast<float>(*p);
   else return static_cast<acc_t<T>>(*p);
 }
 
@@ -548,28 +547,11 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
   });
 }
 
-template <typename F>
-npu_sim::Status dispatch(DType t, F&& f) {
-  switch (t) {
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: return f(double{});
-    case DType::kFloat16: return f(Half{});
-    case DType::kBFloat16: return f(BFloat16{});
-    case DType::kInt64: return f(int64_t{});
-    case DType::kInt32: return f(int32_t{});
-    case DType::kInt16: return f(int16_t{});
-    case DType::kInt8: return f(int8_t{});
-    case DType::kUInt8: return f(uint8_t{});
-    case DType::kBool: return f(bool{});
-    default: return npu_sim::Status::kInvalidValue;
-  }
-}
-
 }  // namespace
 
 npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d, const ReduceParams& prm) {
   const char* name = reduce_op_name(op);
-  return dispatch(d.dtype, [&](auto tag) -> npu_sim::Status {
+  return detail::dispatch_real(d.dtype, [&](auto tag) -> npu_sim::Status {
     using T = decltype(tag);
     constexpr bool fp = std::is_floating_point_v<acc_t<T>>;
     switch (op) {
@@ -665,7 +647,7 @@ npu_sim::Status run_extreme_scan(npu_sim::Stream stream, const ScanDesc& d) {
 
 npu_sim::Status scan(npu_sim::Stream stream, ScanOp op, const ScanDesc& d) {
   if (d.outer * d.n * d.inner == 0) return npu_sim::Status::kSuccess;
-  return dispatch(d.dtype, [&](auto tag) -> npu_sim::Status {
+  return detail::dispatch_real(d.dtype, [&](auto tag) -> npu_sim::Status {
     using T = decltype(tag);
     if (op == ScanOp::kCummax) return run_extreme_scan<T, true>(stream, d);
     if (op == ScanOp::kCummin) return run_extreme_scan<T, false>(stream, d);

@@ -72,8 +72,7 @@ npu_sim::Status sort_lines(npu_sim::Stream stream, const TensorDesc& in, int dim
                       [in, dim, descending, values, indices, k](int64_t b, int64_t e, const npu_sim::BlockContext&) {
                         bool ok = dispatch_dtype(in.dtype, [&](auto tag) {
                           using T = decltype(tag);
-                          if constexpr (std::is_same_v<T, std::complex<float>> ||
-                                        std::is_same_v<T, std::complex<double>>) {
+                          if constexpr (is_complex_v<T>) {
                             throw npu_sim::KernelError("sort: complex tensors are not ordered");
                           } else {
                             sort_range<T>(in, dim, descending, values, indices, k, b, e);
@@ -87,18 +86,13 @@ npu_sim::Status sort_lines(npu_sim::Stream stream, const TensorDesc& in, int dim
 
 namespace npu_kernels {
 
-namespace {
-template <typename T>
-constexpr bool complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
-}  // namespace
-
 npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void* values, int64_t* inverse,
                               int64_t* counts, int64_t* num_unique) {
   // One block: sort (index order), then one sweep assigns slots; the caller syncs for the count anyway.
   return npu_sim::launch_kernel(stream, "unique", 1, [in, values, inverse, counts, num_unique](const npu_sim::BlockContext&) {
     dispatch_dtype(in.dtype, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (complex_v<T>) {
+      if constexpr (is_complex_v<T>) {
         throw npu_sim::KernelError("unique: complex tensors are not supported");
       } else {
         using C = compute_t<T>;
@@ -154,7 +148,7 @@ npu_sim::Status bincount(npu_sim::Stream stream, const TensorDesc& in, const Ten
   return npu_sim::launch_kernel(stream, "bincount", 1, [in, weights, out](const npu_sim::BlockContext&) {
     dispatch_dtype(out.dtype, [&](auto otag) {
       using O = decltype(otag);
-      if constexpr (!complex_v<O>) {
+      if constexpr (!is_complex_v<O>) {
         O* o = static_cast<O*>(out.data);
         dispatch_dtype(in.dtype, [&](auto itag) {
           using I = decltype(itag);
@@ -167,7 +161,7 @@ npu_sim::Status bincount(npu_sim::Stream stream, const TensorDesc& in, const Ten
             }
             dispatch_dtype(weights.dtype, [&](auto wtag) {
               using W = decltype(wtag);
-              if constexpr (!complex_v<W>) {
+              if constexpr (!is_complex_v<W>) {
                 const W* wt = static_cast<const W*>(weights.data);
                 StridedWalker ww(weights, 0);
                 for (int64_t i = 0; i < in.numel(); ++i, w.next(), ww.next()) {
@@ -192,7 +186,7 @@ npu_sim::Status searchsorted(npu_sim::Stream stream, const TensorDesc& boundarie
     const bool shared = boundaries.numel() == len;
     dispatch_dtype(values.dtype, [&](auto tag) {
       using T = decltype(tag);
-      if constexpr (complex_v<T>) {
+      if constexpr (is_complex_v<T>) {
         throw npu_sim::KernelError("searchsorted: complex tensors are not supported");
       } else {
         using C = compute_t<T>;

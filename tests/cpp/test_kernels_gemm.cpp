@@ -1,6 +1,7 @@
 // gtests of the Cube-unit kernels: npu_kernels::gemm against a naive double-precision reference for
 // odd sizes, strides, transposes, batches, alpha/beta, fp16/bf16, and two streams launching at once;
-// conv2d forward/backward against direct-loop references.
+// conv2d forward/backward against direct-loop references; the dtype layer's fp16/bf16 bit conversions
+// and scalar_as.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -319,6 +320,40 @@ TEST(KernelsGemm, FastHalfConversionsMatchHalf) {
   }
   EXPECT_TRUE(std::isnan(npu_kernels::detail::half_bits_to_float(
       npu_kernels::detail::float_to_half_bits(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(KernelsGemm, FastBf16ConversionsMatchBFloat16) {
+  for (uint32_t bits = 0; bits < 65536; ++bits) {
+    BFloat16 b;
+    b.bits = static_cast<uint16_t>(bits);
+    const float ref = static_cast<float>(b), got = npu_kernels::detail::bf16_bits_to_float(b.bits);
+    ASSERT_EQ(std::memcmp(&ref, &got, 4), 0) << std::hex << bits;
+  }
+  std::vector<uint32_t> words = {0x7f800001u, 0xffc00000u, 0x7f7fffffu, 0x3f808000u, 0x3f818000u};  // NaNs, ties
+  std::mt19937 gen(7);
+  std::uniform_int_distribution<uint32_t> any;
+  for (int i = 0; i < 200000; ++i) words.push_back(any(gen));
+  for (uint32_t u : words) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    ASSERT_EQ(npu_kernels::detail::float_to_bf16_bits(f), BFloat16(f).bits) << std::hex << u;
+  }
+}
+
+TEST(KernelsGemm, ScalarAsFollowsConvert) {
+  npu_kernels::ScalarValue v;
+  v.kind = npu_kernels::ScalarValue::kComplex;
+  v.d = 0.0;
+  v.imag = 2.5;
+  EXPECT_TRUE(npu_kernels::scalar_as<bool>(v));  // complex -> bool is "!= 0" on both parts
+  EXPECT_EQ(npu_kernels::scalar_as<int32_t>(v), 0);
+  EXPECT_EQ(npu_kernels::scalar_as<std::complex<float>>(v), std::complex<float>(0.0f, 2.5f));
+  v.kind = npu_kernels::ScalarValue::kDouble;
+  v.d = 1.5;
+  EXPECT_EQ(static_cast<float>(npu_kernels::scalar_as<Half>(v)), 1.5f);
+  v.kind = npu_kernels::ScalarValue::kInt;
+  v.i = -3;
+  EXPECT_EQ(npu_kernels::scalar_as<int8_t>(v), -3);
 }
 
 TEST(KernelsGemm, Float16StoreRoundsToNearestEven) {

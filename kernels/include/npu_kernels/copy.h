@@ -10,16 +10,7 @@ namespace npu_kernels {
 // passing stride 0). Both tensors live on the stream's device.
 npu_sim::Status copy_cast(npu_sim::Stream stream, const TensorDesc& dst, const TensorDesc& src);
 
-// A scalar to fill with, carried in the widest type of its kind.
-struct ScalarValue {
-  enum Kind { kBool, kInt, kDouble, kComplex } kind = kDouble;
-  bool b = false;
-  int64_t i = 0;
-  double d = 0.0;
-  double imag = 0.0;
-};
-
-// dst[...] = value converted to dst's dtype.
+// dst[...] = value (a ScalarValue, see npu_kernels/dtype.h) converted to dst's dtype.
 npu_sim::Status fill(npu_sim::Stream stream, const TensorDesc& dst, ScalarValue value);
 
 }  // namespace npu_kernels

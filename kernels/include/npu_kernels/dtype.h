@@ -1,5 +1,5 @@
-// Element types of the device kernels (torch-free): the dtype enum, element sizes, and fp16/bf16
-// storage types with round-to-nearest-even conversion.
+// Element types of the device kernels (torch-free): the dtype enum, element sizes, fp16/bf16 storage
+// types with round-to-nearest-even conversion, value conversion between them and from a host scalar.
 #pragma once
 
 #include <cmath>
@@ -69,6 +69,11 @@ struct BFloat16 {
   }
 };
 
+template <typename T>
+constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_same_v<T, std::complex<double>>;
+template <typename T>
+constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;  // fp16, bf16
+
 // Value conversion between element types with PyTorch's rules (complex -> real keeps the real part,
 // anything -> bool is "!= 0").
 template <typename To, typename From>
@@ -76,28 +81,46 @@ inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
     return v;
   } else if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (std::is_same_v<From, std::complex<float>> || std::is_same_v<From, std::complex<double>>) {
+    if constexpr (is_complex_v<From>) {
       return v.real() != 0 || v.imag() != 0;
+    } else if constexpr (is_reduced_float_v<From>) {
+      return static_cast<float>(v) != 0.0f;
     } else {
-      if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
-        return static_cast<float>(v) != 0.0f;
-      } else {
-        return v != From(0);
-      }
+      return v != From(0);
     }
-  } else if constexpr ((std::is_same_v<From, std::complex<float>> || std::is_same_v<From, std::complex<double>>) &&
-                       (std::is_same_v<To, std::complex<float>> || std::is_same_v<To, std::complex<double>>)) {
+  } else if constexpr (is_complex_v<From> && is_complex_v<To>) {
     // complex64 <-> complex128 keeps the imaginary part
     return To(static_cast<typename To::value_type>(v.real()), static_cast<typename To::value_type>(v.imag()));
-  } else if constexpr (std::is_same_v<From, std::complex<float>> || std::is_same_v<From, std::complex<double>>) {
+  } else if constexpr (is_complex_v<From>) {
     return convert<To>(v.real());
-  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+  } else if constexpr (is_reduced_float_v<To>) {
     return To(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+  } else if constexpr (is_reduced_float_v<From>) {
     return static_cast<To>(static_cast<float>(v));
   } else {
     return static_cast<To>(v);
   }
+}
+
+// A host scalar (fill value, masked_fill value), carried in the widest type of its kind.
+struct ScalarValue {
+  enum Kind { kBool, kInt, kDouble, kComplex } kind = kDouble;
+  bool b = false;
+  int64_t i = 0;
+  double d = 0.0;
+  double imag = 0.0;
+};
+
+// The scalar converted to element type T by convert()'s rules.
+template <typename T>
+inline T scalar_as(const ScalarValue& v) {
+  switch (v.kind) {
+    case ScalarValue::kBool: return convert<T>(v.b);
+    case ScalarValue::kInt: return convert<T>(v.i);
+    case ScalarValue::kDouble: return convert<T>(v.d);
+    case ScalarValue::kComplex: return convert<T>(std::complex<double>(v.d, v.imag));
+  }
+  return T{};
 }
 
 // Calls f(T{}) with T the C++ element type of `t`. Returns false for an unsupported dtype.
