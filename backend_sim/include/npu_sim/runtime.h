@@ -239,7 +239,8 @@ inline void record_traffic(const BlockContext& ctx, std::uint64_t gm_read, std::
 struct LaunchRecord {
   std::string kernel;        // the launch's name
   int device;
-  Stream stream;             // the handle (a destroyed stream's address may be reused: see stream_id)
+  Stream stream;             // the stream it ran on (a launch on nullptr: the default stream's handle); a
+                             // destroyed stream's address may be reused, stream_id tells them apart
   std::uint64_t stream_id;   // unique per stream for the process
   std::uint64_t launch_seq;  // the launch's sequence number on its stream (orders one stream's records)
   std::uint32_t block_dim;

@@ -91,6 +91,7 @@ class TPipe {
   template <typename T>
   LocalTensor<T> AllocTensor(int64_t n) {
     static_assert(std::is_trivially_copyable_v<T>, "UB tiles hold plain values");
+    if (n < 0) fail("AllocTensor of " + std::to_string(n) + " elements");
     return LocalTensor<T>{static_cast<T*>(take(sizeof(T) * static_cast<std::size_t>(n))), n, this};
   }
   void InitBuffer(TBuf& buf, std::size_t bytes) { buf = TBuf{take(bytes), bytes, this}; }
@@ -234,12 +235,12 @@ inline void Gelu(const LocalTensor<float>& dst, const LocalTensor<float>& a, int
 }
 // dst(0) = the sum / the max of a's first n elements (n >= 1 for the max).
 inline void ReduceSum(const LocalTensor<float>& dst, const LocalTensor<float>& a, int64_t n) {
-  detail::check_vec(*dst.pipe, "ReduceSum", n, n > 0 ? n : 1, a.size);
+  detail::check_vec(*dst.pipe, "ReduceSum", n, dst.size < 1 ? -1 : n, a.size);
   dst.data[0] = detail::vec_reduce_sum(a.data, n);
   dst.pipe->cost.vector_flops += n;
 }
 inline void ReduceMax(const LocalTensor<float>& dst, const LocalTensor<float>& a, int64_t n) {
-  detail::check_vec(*dst.pipe, "ReduceMax", n, n, a.size);
+  detail::check_vec(*dst.pipe, "ReduceMax", n, dst.size < 1 ? -1 : n, a.size);
   if (n < 1) dst.pipe->fail("ReduceMax of 0 elements");
   dst.data[0] = detail::vec_reduce_max(a.data, n);
   dst.pipe->cost.vector_flops += n;
