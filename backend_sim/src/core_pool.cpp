@@ -20,6 +20,7 @@ namespace {
 struct Job {
   std::uint32_t n = 0;
   const BlockFn* fn = nullptr;  // the caller's (run_blocks waits until no block can still call it)
+  LaunchAccumulators* record = nullptr;  // the caller's too (BlockContext::record)
   std::atomic<std::uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::atomic<std::uint32_t> done{0};  // blocks finished (or skipped after a failure)
@@ -58,7 +59,7 @@ thread_local UnifiedBuffer t_ub;
 
 UnifiedBuffer& this_thread_ub(int pool_core_id) {
   if (t_ub.mem == nullptr) {
-    t_ub.mem = std::aligned_alloc(4096, kUbBytes);
+    t_ub.mem = std::aligned_alloc(4096, (config().ub_bytes + 4095) / 4096 * 4096);
     if (t_ub.mem == nullptr) throw std::bad_alloc();
     // Stream workers (and any other caller) get ids after the pool's: unique per thread.
     t_ub.core_id = pool_core_id >= 0 ? pool_core_id
@@ -82,7 +83,8 @@ void work_on(Job& job, UnifiedBuffer& ub) {
     if (i >= job.n) break;
     if (!job.failed.load(std::memory_order_relaxed)) {
       try {
-        (*job.fn)(BlockContext{static_cast<std::uint32_t>(i), job.n, ub.core_id, ub.mem, kUbBytes});
+        (*job.fn)(BlockContext{static_cast<std::uint32_t>(i), job.n, ub.core_id, ub.mem, config().ub_bytes,
+                                job.record});
       } catch (const AsyncError& e) {
         record_failure(job, e.what(), async_status(e.status));
       } catch (const std::exception& e) {
@@ -134,13 +136,13 @@ void start_pool() {
 
 }  // namespace
 
-bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error, Status* status) {
+bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error, Status* status, LaunchAccumulators* record) {
   if (n == 0) return true;
   UnifiedBuffer& ub = this_thread_ub(-1);
   if (status != nullptr) *status = Status::kKernelError;
   if (n == 1) {  // a single block runs on the caller: no job, no pool wake-up, no locks
     try {
-      fn(BlockContext{0, 1, ub.core_id, ub.mem, kUbBytes});
+      fn(BlockContext{0, 1, ub.core_id, ub.mem, config().ub_bytes, record});
       return true;
     } catch (const AsyncError& e) {
       if (error != nullptr) *error = e.what();
@@ -155,6 +157,7 @@ bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error, Status* status)
   auto job = std::make_shared<Job>();
   job->n = n;
   job->fn = &fn;
+  job->record = record;
   Pool& p = pool();
   std::call_once(p.started, start_pool);
   bool wake = false;

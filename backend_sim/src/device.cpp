@@ -134,6 +134,8 @@ Config* load_config() {
   c->ai_cores = env_int("NPU_SIM_AI_CORES", kDefaultAiCores, 1, 4096);
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   c->core_threads = env_int("NPU_SIM_CORE_THREADS", std::min(hw, kMaxCoreThreads), 1, kMaxCoreThreads);
+  const int ub_kb = env_int("NPU_SIM_UB_KB", static_cast<int>(kDefaultUbBytes / 1024), 16, 16384);
+  c->ub_bytes = static_cast<std::size_t>(ub_kb) * 1024;
   c->launch_blocking = env_launch_blocking();
   c->stream_spin_us = env_int("NPU_SIM_STREAM_SPIN_US", 50, 0, 10000);
   c->shared_hbm = env_int("NPU_SIM_SHARED_HBM", 1, 0, 1) == 1;
@@ -279,7 +281,7 @@ Status get_device_properties(int device, DeviceProperties* props) {
   p.physical_id = c.physical_ids[device];
   p.hbm_bytes = c.hbm_bytes;
   p.ai_core_count = c.ai_cores;
-  p.ub_bytes = detail::kUbBytes;
+  p.ub_bytes = c.ub_bytes;
   p.core_threads = c.core_threads;
   *props = p;
   return Status::kSuccess;

@@ -13,7 +13,8 @@
 //    StreamImpl::mu; it waits for no stream).
 //  - A stream worker takes its own StreamImpl::mu (to sleep, to wake waiters), the EventImpl::mu of
 //    timing markers, DeviceErrors::mu (to record a failure), another stream's mu inside a wait op, and the
-//    core pool's locks. So an API call may block (wait for streams) only with none of these held.
+//    core pool's locks, and the launch records' mutex (launch_record.cpp, a leaf) once per recorded
+//    launch. So an API call may block (wait for streams) only with none of these held.
 #pragma once
 
 #include <atomic>
@@ -60,6 +61,7 @@ struct Config {
   std::size_t hbm_bytes = 0;
   int ai_cores = 0;
   int core_threads = 0;
+  std::size_t ub_bytes = 0;  // NPU_SIM_UB_KB (default 192): each AI core's Unified Buffer
   bool launch_blocking = false;
   int stream_spin_us = 50;  // NPU_SIM_STREAM_SPIN_US: how long an idle stream worker or AI-core thread polls
   bool shared_hbm = true;   // NPU_SIM_SHARED_HBM: device memory from a shareable memfd arena (hbm_arena.cpp)
@@ -72,7 +74,7 @@ inline int device_count() { return static_cast<int>(config().physical_ids.size()
 Status check_device(const char* fn, int device);
 int current_device();  // calling thread's current device (may be invalid if there are 0 devices)
 
-constexpr std::size_t kUbBytes = 192 * 1024;
+constexpr std::size_t kDefaultUbBytes = 192 * 1024;
 
 // Polls `ready()` for up to `spin_us` microseconds before a caller falls back to sleeping; true once it
 // held. Back-to-back work then costs no wake-up (futex + context switch, ~5 us here). The poll yields the
@@ -114,6 +116,15 @@ struct alignas(64) AtomicCounters {
 AtomicCounters& counters();
 
 // ---------------------------------------------------------------------------------------------------
+// Launch records (launch_record.cpp; the public half is in runtime.h). A stream worker asks
+// recording_on() once per kernel op; if on, it runs the blocks with accumulators and then appends the
+// record. append_launch_record takes only the record buffer's own mutex (a leaf).
+bool recording_on();
+void append_launch_record(const char* kernel, int device, Stream stream, std::uint64_t stream_id,
+                          std::uint64_t launch_seq, std::uint32_t block_dim, const LaunchAccumulators& acc,
+                          bool failed);
+
+// ---------------------------------------------------------------------------------------------------
 // Pointer registry (memory.cpp).
 struct AllocInfo {
   MemoryType type = MemoryType::kUnregistered;
@@ -136,8 +147,10 @@ bool arena_free(int device, void* p, std::size_t len);
 // from starting; the first exception's what() is returned in *error (and false is returned).
 // `fn` is referenced, not copied (it outlives the call); a single block runs on the caller alone.
 using BlockFn = FunctionRef<void(const BlockContext&)>;
-// *status (optional) receives the failure's status: AsyncError::status, else kKernelError.
-bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error, Status* status = nullptr);
+// *status (optional) receives the failure's status: AsyncError::status, else kKernelError. `record`
+// (optional) is handed to the blocks as BlockContext::record.
+bool run_blocks(std::uint32_t n, BlockFn fn, std::string* error, Status* status = nullptr,
+                LaunchAccumulators* record = nullptr);
 // Copies (or sets) large ranges in parallel chunks over the pool; small ones on the calling thread.
 void parallel_memcpy(void* dst, const void* src, std::size_t bytes);
 void parallel_memset(void* dst, int value, std::size_t bytes);

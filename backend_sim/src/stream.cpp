@@ -90,12 +90,22 @@ StreamOp* wait_for_work(StreamImpl* s, const StreamOp* cur) {
   }
 }
 
-// Runs one queued op on the worker; "" or the error message to record with *status.
-std::string run_op(const StreamOp& op, Status* status) {
+// Runs one queued op on s's worker; "" or the error message to record with *status. A kernel launch is
+// recorded (append_launch_record, failed or not) when recording is on as it starts.
+std::string run_op(const StreamImpl& s, const StreamOp& op, Status* status) {
   *status = Status::kKernelError;
   if (op.kernel_name == nullptr) return op.fn();
   std::string what;
-  if (run_blocks(op.block_dim, op.body, &what, status)) return std::string();
+  bool ok;
+  if (recording_on()) {
+    LaunchAccumulators acc;
+    ok = run_blocks(op.block_dim, op.body, &what, status, &acc);
+    append_launch_record(op.kernel_name, s.device, const_cast<StreamImpl*>(&s), s.id, op.seq, op.block_dim, acc,
+                         !ok);
+  } else {
+    ok = run_blocks(op.block_dim, op.body, &what, status);
+  }
+  if (ok) return std::string();
   counters().kernels_failed.fetch_add(1, std::memory_order_relaxed);
   return std::string("kernel '") + op.kernel_name + "' failed: " + what;
 }
@@ -109,7 +119,7 @@ void worker_loop(StreamImpl* s, StreamOp* cur) {
     std::string err;
     Status status = Status::kKernelError;
     try {
-      err = run_op(*op, &status);
+      err = run_op(*s, *op, &status);
     } catch (const AsyncError& e) {  // a host function's own status and message (launch_host_func)
       status = async_status(e.status);
       err = e.what();

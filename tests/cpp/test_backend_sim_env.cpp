@@ -21,7 +21,8 @@ TEST(BackendSimEnv, ChildProcessWithCustomEnvironment) {
   exe[len] = '\0';
   const std::string cmd =
       "env NPU_SIM_TEST_ENV_CHILD=1 NPU_SIM_DEVICE_COUNT=6 ASCEND_RT_VISIBLE_DEVICES=5,2,2,9,1 NPU_SIM_HBM_GB=0.5 "
-      "NPU_SIM_AI_CORES=bogus NPU_SIM_CORE_THREADS=3 ASCEND_LAUNCH_BLOCKING=1 NPU_SIM_FAULT_MALLOC_FAIL=1:1 NPU_SIM_SHARED_HBM=0 '" +
+      "NPU_SIM_AI_CORES=bogus NPU_SIM_CORE_THREADS=3 ASCEND_LAUNCH_BLOCKING=1 NPU_SIM_FAULT_MALLOC_FAIL=1:1 NPU_SIM_SHARED_HBM=0 "
+      "NPU_SIM_UB_KB=64 '" +
       std::string(exe) + "' --gtest_filter='BackendSimEnvChild.*' > /dev/null 2>&1";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << "child run failed: " << cmd;
 }
@@ -37,6 +38,7 @@ void parsed_environment() {
   EXPECT_EQ(p.hbm_bytes, std::size_t{512} << 20);
   EXPECT_EQ(p.ai_core_count, 24);  // bad value -> default
   EXPECT_EQ(p.core_threads, 3);
+  EXPECT_EQ(p.ub_bytes, std::size_t{64} << 10);  // NPU_SIM_UB_KB=64: the budget every block gets
   ASSERT_OK(get_device_properties(1, &p));
   EXPECT_EQ(p.physical_id, 2);
   void* d = nullptr;
@@ -57,8 +59,13 @@ void launch_blocking_returns_errors_from_the_launch() {
   Stream s = nullptr;
   ASSERT_OK(stream_create(0, &s));
   std::atomic<int> ran{0};
-  ASSERT_OK(launch_kernel(s, "ok", 4, [&](const BlockContext&) { ran.fetch_add(1); }));
+  std::atomic<std::size_t> ub_seen{0};
+  ASSERT_OK(launch_kernel(s, "ok", 4, [&](const BlockContext& c) {
+    ran.fetch_add(1);
+    ub_seen.store(c.ub_bytes);
+  }));
   EXPECT_EQ(ran.load(), 4);  // complete on return
+  EXPECT_EQ(ub_seen.load(), std::size_t{64} << 10);  // NPU_SIM_UB_KB
   EXPECT_EQ(launch_kernel(s, "blocking_bad", 4, [](const BlockContext& c) {
               if (c.block_idx == 1) throw KernelError("boom");
             }),

@@ -2,10 +2,12 @@
 // host memory, copies, streams, events, kernel launch over AI cores, errors, counters. No torch here.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "npu_sim/inline_fn.h"
 
@@ -46,7 +48,7 @@ struct DeviceProperties {
   int physical_id;         // id before ASCEND_RT_VISIBLE_DEVICES remapping
   std::size_t hbm_bytes;   // NPU_SIM_HBM_GB (default 16) GiB
   int ai_core_count;       // NPU_SIM_AI_CORES (default 24): blocks a kernel grid is meant to span
-  std::size_t ub_bytes;    // Unified Buffer per AI core, 192 KiB
+  std::size_t ub_bytes;    // Unified Buffer per AI core: NPU_SIM_UB_KB (default 192, 16..16384) KiB
   int core_threads;        // host threads that execute AI-core blocks (NPU_SIM_CORE_THREADS, default nproc)
 };
 
@@ -170,12 +172,16 @@ Status memset_async(void* dst, int value, std::size_t bytes, Stream stream);  //
 // AsyncError::status), which becomes the device's sticky error (see Errors) if it is the first. Launches
 // report no async error. With ASCEND_LAUNCH_BLOCKING=1 every launch and async copy completes before the
 // call returns and synchronizes its stream: the launch itself then returns the sticky error.
+struct LaunchAccumulators;
 struct BlockContext {
   std::uint32_t block_idx;
   std::uint32_t block_dim;
   int core_id;            // index of the executing core thread
   void* ub;               // Unified Buffer scratch of this core
-  std::size_t ub_bytes;
+  std::size_t ub_bytes;   // DeviceProperties::ub_bytes
+  // The launch's traffic accumulators while launch recording is on (see Launch records), else null.
+  // Blocks add to them with record_traffic(), once per tile or per block, never per element.
+  LaunchAccumulators* record;
 };
 // Inline storage of a queued kernel body: enough for the elementwise engine's iterator plus its functor,
 // so the common launch allocates nothing (larger bodies go to the heap).
@@ -206,6 +212,56 @@ Status launch_kernel(Stream stream, const char* name, std::uint32_t block_dim, K
 Status launch_host_func(Stream stream, std::function<void()> fn);
 
 bool launch_blocking();  // ASCEND_LAUNCH_BLOCKING=1
+
+// ---------------------------------------------------------------------------------------------------
+// Launch records: per-launch cost accounting, for profiling (DESIGN.md §10). While recording is on, each
+// kernel launch gets accumulators for the global-memory (HBM) bytes its blocks read and wrote and the
+// FLOPs they did on the Cube (matmul) and on the Vector unit; blocks add to them through
+// BlockContext::record (the tile layer, kernels/include/npu_kernels/tile.h, does it for its kernels).
+// When the launch completes, its stream's worker appends a LaunchRecord to a process-wide buffer that
+// keeps the newest `capacity` records (older ones are dropped and counted) and adds it to running totals.
+// Off by default: a launch then costs one relaxed atomic load more, and BlockContext::record is null.
+// Whether a launch is recorded is decided when its stream's worker starts it.
+struct LaunchAccumulators {  // relaxed atomics: blocks of one launch run on several core threads at once
+  std::atomic<std::uint64_t> gm_read{0}, gm_write{0}, cube_flops{0}, vector_flops{0};
+};
+// Adds one block's (or one tile's) traffic to its launch; nothing when recording is off.
+inline void record_traffic(const BlockContext& ctx, std::uint64_t gm_read, std::uint64_t gm_write,
+                           std::uint64_t cube_flops, std::uint64_t vector_flops) {
+  LaunchAccumulators* a = ctx.record;
+  if (a == nullptr) return;
+  constexpr auto r = std::memory_order_relaxed;
+  if (gm_read != 0) a->gm_read.fetch_add(gm_read, r);
+  if (gm_write != 0) a->gm_write.fetch_add(gm_write, r);
+  if (cube_flops != 0) a->cube_flops.fetch_add(cube_flops, r);
+  if (vector_flops != 0) a->vector_flops.fetch_add(vector_flops, r);
+}
+struct LaunchRecord {
+  std::string kernel;        // the launch's name
+  int device;
+  Stream stream;             // the stream it ran on (a launch on nullptr: the default stream's handle); a
+                             // destroyed stream's address may be reused, stream_id tells them apart
+  std::uint64_t stream_id;   // unique per stream for the process
+  std::uint64_t launch_seq;  // the launch's sequence number on its stream (orders one stream's records)
+  std::uint32_t block_dim;
+  std::uint64_t gm_read, gm_write, cube_flops, vector_flops;  // what its blocks recorded
+  bool failed;               // a block threw: the counts are what the blocks recorded before the failure
+};
+struct LaunchTotals {  // over every record appended since the last clear, dropped ones included
+  std::uint64_t launches, failed;
+  std::uint64_t gm_read, gm_write, cube_flops, vector_flops;
+  std::uint64_t dropped;  // records pushed out of the buffer by newer ones
+};
+constexpr std::size_t kDefaultLaunchRecordCapacity = 65536;
+// Turns recording on or off (launches already running keep their choice). `capacity` (>= 1) bounds the
+// buffer; a smaller capacity than the records held drops the oldest ones (counted as dropped).
+Status set_launch_recording(bool on, std::size_t capacity = kDefaultLaunchRecordCapacity);
+bool launch_recording();
+// The buffered records, oldest first. Does not wait for running launches (synchronize first to see them).
+std::vector<LaunchRecord> get_launch_records();
+LaunchTotals get_launch_totals();
+// Empties the buffer and zeroes the totals and the dropped count.
+void clear_launch_records();
 
 // ---------------------------------------------------------------------------------------------------
 // Counters (process-wide, monotonically increasing; reset_counters() zeroes them).
