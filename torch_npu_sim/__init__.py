@@ -16,6 +16,8 @@ import torch  # noqa: E402
 from . import _C  # noqa: F401  (loads the extension: op table, allocator, guard, hooks)
 from . import npu
 from .fallback import fallback_ops, reset_fallback_ops
+from .launch_records import (clear_launch_records, launch_recording, launch_records, launch_totals,  # noqa: F401
+                             record_launches, set_launch_recording)
 
 __all__ = ["npu", "fallback_ops", "reset_fallback_ops"]
 

@@ -116,6 +116,35 @@ py::dict runtime_counters() {
   return d;
 }
 
+// A launch record (npu_sim::LaunchRecord) as the dict torch_npu_sim.launch_records returns.
+py::dict launch_record_dict(const npu_sim::LaunchRecord& r) {
+  py::dict d;
+  d["kernel"] = r.kernel;
+  d["device"] = r.device;
+  d["stream_id"] = r.stream_id;
+  d["launch_seq"] = r.launch_seq;
+  d["block_dim"] = r.block_dim;
+  d["gm_read"] = r.gm_read;
+  d["gm_write"] = r.gm_write;
+  d["cube_flops"] = r.cube_flops;
+  d["vector_flops"] = r.vector_flops;
+  d["failed"] = r.failed;
+  return d;
+}
+
+py::dict launch_totals() {
+  const auto t = npu_sim::get_launch_totals();
+  py::dict d;
+  d["launches"] = t.launches;
+  d["failed"] = t.failed;
+  d["gm_read"] = t.gm_read;
+  d["gm_write"] = t.gm_write;
+  d["cube_flops"] = t.cube_flops;
+  d["vector_flops"] = t.vector_flops;
+  d["dropped"] = t.dropped;
+  return d;
+}
+
 void synchronize(c10::DeviceIndex device) {
   device = resolve_device(device, "synchronize");
   py::gil_scoped_release no_gil;
@@ -223,4 +252,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_fallback_ops", &reset_fallback_ops);
   m.def("_runtime_counters", &runtime_counters);
   m.def("_reset_runtime_counters", [] { npu_sim::reset_counters(); });
+  m.def("_set_launch_recording", [](bool on, std::size_t capacity) {
+    TORCH_CHECK_VALUE(capacity >= 1, "set_launch_recording: capacity must be at least 1, got ", capacity);
+    NPU_CHECK(npu_sim::set_launch_recording(on, capacity));
+  });
+  m.def("_launch_recording", [] { return npu_sim::launch_recording(); });
+  m.def("_launch_records", [] {
+    py::list out;
+    for (const auto& r : npu_sim::get_launch_records()) out.append(launch_record_dict(r));
+    return out;
+  });
+  m.def("_launch_totals", &launch_totals);
+  m.def("_clear_launch_records", [] { npu_sim::clear_launch_records(); });
 }

@@ -81,7 +81,9 @@ npu_sim::Status copy_cast(npu_sim::Stream stream, const TensorDesc& dst, const T
   const bool dst_contig = dst.is_contiguous();
   const bool src_contig = src.is_contiguous();
   return parallel_for(stream, "copy_cast", n, kCopyGrain,
-                      [dst, src, dst_contig, src_contig](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [dst, src, dst_contig, src_contig](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        const auto n = static_cast<std::uint64_t>(e - b);
+                        npu_sim::record_traffic(ctx, n * dtype_size(src.dtype), n * dtype_size(dst.dtype), 0, 0);
                         dispatch_dtype(dst.dtype, [&](auto d) {
                           dispatch_dtype(src.dtype, [&](auto s) {
                             copy_range<decltype(d), decltype(s)>(dst, src, b, e, dst_contig, src_contig);
@@ -93,7 +95,9 @@ npu_sim::Status copy_cast(npu_sim::Stream stream, const TensorDesc& dst, const T
 npu_sim::Status fill(npu_sim::Stream stream, const TensorDesc& dst, ScalarValue value) {
   const bool contig = dst.is_contiguous();
   return parallel_for(stream, "fill", dst.numel(), kCopyGrain,
-                      [dst, value, contig](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [dst, value, contig](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        const auto n = static_cast<std::uint64_t>(e - b);
+                        npu_sim::record_traffic(ctx, 0, n * dtype_size(dst.dtype), 0, 0);
                         dispatch_dtype(dst.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           const T v = scalar_as<T>(value);

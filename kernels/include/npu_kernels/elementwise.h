@@ -241,6 +241,22 @@ struct ElementwiseBatch {
   std::vector<int64_t> offsets;
 };
 
+// What an element costs in the launch records: each tensor input read and each output written once per
+// element (a broadcast input counts as if materialised, host scalars not at all), one Vector op.
+struct Traffic {
+  std::uint64_t read_per_elem, write_per_elem;
+  void record(const npu_sim::BlockContext& ctx, int64_t n) const {
+    const auto u = static_cast<std::uint64_t>(n);
+    npu_sim::record_traffic(ctx, read_per_elem * u, write_per_elem * u, 0, u);
+  }
+};
+template <typename Out, typename In>
+Traffic traffic_of(const ElementwiseIter& it) {
+  std::uint64_t tensors = 0;
+  for (int k = it.noutputs; k < it.noperands(); ++k) tensors += it.is_scalar[k] ? 0 : 1;
+  return {tensors * sizeof(In), static_cast<std::uint64_t>(it.noutputs) * sizeof(Out)};
+}
+
 template <typename Out, typename In, int N, typename F>
 npu_sim::Status launch_batch(npu_sim::Stream stream, const char* name, const ElementwiseIter& it, F f,
                              int64_t grain) {
@@ -251,8 +267,10 @@ npu_sim::Status launch_batch(npu_sim::Stream stream, const char* name, const Ele
     batch->parts.push_back(it.parts[k]);
     batch->offsets.push_back(batch->offsets.back() + it.parts[k].numel());
   }
+  const Traffic traffic = traffic_of<Out, In>(it.parts[0]);
   return parallel_for(stream, name, batch->offsets.back(), grain,
-                      [batch, f](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [batch, f, traffic](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        traffic.record(ctx, e - b);
                         const auto& off = batch->offsets;
                         const auto first = std::upper_bound(off.begin(), off.end(), b) - off.begin() - 1;
                         auto k = static_cast<std::size_t>(first);
@@ -275,8 +293,10 @@ inline npu_sim::Status launch_elementwise(npu_sim::Stream stream, const char* na
   if (it.nparts > 0) return detail::launch_batch<Out, In, N>(stream, name, it, f, kGrain);
   if (it.noperands() < N + 1 || it.noperands() > kMaxOperands) return npu_sim::Status::kInternal;
   const bool streamed = stream_output(it, sizeof(Out));
+  const detail::Traffic traffic = detail::traffic_of<Out, In>(it);
   return parallel_for(stream, name, it.numel(), kGrain,
-                      [it, f, streamed](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [it, f, streamed, traffic](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        traffic.record(ctx, e - b);
                         elementwise_range<Out, In, N>(it, b, e, f, streamed);
                       });
 }
