@@ -71,6 +71,19 @@ T& with_alpha_(BinaryOp op, T& a, const T& b, const S& alpha) {
   return structured_inplace<Meta>(binary_kernel(op, with_a(alpha)), a, b, alpha);
 }
 
+// pow.Scalar's body on the meta's output: 1 ** e is 1 (also for NaN e), otherwise pow.Tensor_Tensor with the base
+// as a CPU scalar operand.
+auto scalar_base_pow(const S& base, const T& e) {
+  return [&base, &e](auto& meta) {
+    T result = meta.maybe_get_output(0);
+    if (base.equal(1.0)) {
+      result.fill_(1);
+    } else {
+      at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
+    }
+  };
+}
+
 // Ops without a structured meta function: libtorch's TensorIterator builders do the same job.
 
 T& logical_out(BinaryOp op, const T& a, const T& b, T& out) {
@@ -291,27 +304,11 @@ T& NF::div_out(const T& a, const T& b, std::optional<c10::string_view> mode, T& 
 
 // Scalar base: ATen's meta sizes the output; the base travels as a CPU scalar operand of pow.Tensor_Tensor.
 T& NF::pow_out(const S& base, const T& e, T& out) {
-  return structured_out<at::meta::structured_pow_Scalar>(
-      [&](auto& meta) {
-        T result = meta.maybe_get_output(0);
-        if (base.equal(1.0))
-          result.fill_(1);
-        else
-          at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
-      },
-      out, base, e);
+  return structured_out<at::meta::structured_pow_Scalar>(scalar_base_pow(base, e), out, base, e);
 }
 
 T NF::pow(const S& base, const T& e) {
-  return structured_functional<at::meta::structured_pow_Scalar>(
-      [&](auto& meta) {
-        T result = meta.maybe_get_output(0);
-        if (base.equal(1.0))
-          result.fill_(1);
-        else
-          at::pow_out(result, at::native::wrapped_scalar_tensor(base), e);
-      },
-      base, e);
+  return structured_functional<at::meta::structured_pow_Scalar>(scalar_base_pow(base, e), base, e);
 }
 
 // polygamma: n = 0 (digamma) and n = 1 (trigamma, digamma's gradient) are native; higher orders run on

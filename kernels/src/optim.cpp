@@ -56,10 +56,10 @@ enum class Decay { kNone, kL2, kDecoupled };
 // The gradient divided by grad_scale (kScaled: the unscaled value is written back, as CUDA's fused kernels
 // do) and signed for maximize (sign = -1).
 template <bool kScaled, typename T, typename Acc>
-inline Acc load_grad(T* g, int64_t i, Acc inv_scale_div, Acc sign) {
+inline Acc load_grad(T* g, int64_t i, Acc grad_scale, Acc sign) {
   Acc grad = load_as<Acc>(g[i]);
   if constexpr (kScaled) {
-    grad /= inv_scale_div;
+    grad /= grad_scale;
     g[i] = store_as<T>(grad);
   }
   return sign * grad;
