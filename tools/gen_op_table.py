@@ -35,6 +35,8 @@ class Op:
     dtypes: list[str] = field(default_factory=list)
     note: str = ""
     pointwise: Pointwise | None = None  # the kernel is generated: a catalogue op over the structured meta
+    namespace: str = "aten"  # or "npu": the project's own ops (torch_npu's npu_* fused ops)
+    schema: str = ""  # an npu op's schema, which the generated TORCH_LIBRARY(npu) defines
 
 
 @dataclass
@@ -70,7 +72,7 @@ def structured_groups(schemas) -> dict[str, tuple[str, str]]:
     from torchgen.model import NativeFunctionsGroup
 
     out = {}
-    for g in get_grouped_native_functions(list(schemas.values())):
+    for g in get_grouped_native_functions([f for f in schemas.values() if not isinstance(f, NpuFunction)]):
         if isinstance(g, NativeFunctionsGroup) and g.structured:
             for f in g.functions():
                 out[str(f.func.name)] = (f"structured_{meta.name(g)}", f"{g.functional.func.name.name.base}_meta.h")
@@ -98,13 +100,19 @@ def load_table(path: str) -> list[Op]:
         for entry in fam["ops"]:
             name, attrs = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
             attrs = attrs or {}
-            unknown = set(attrs) - {"kernel", "or_cpu", "dtypes", "note", "params", *ARITIES}
+            unknown = set(attrs) - {"kernel", "or_cpu", "dtypes", "note", "params", "schema", *ARITIES}
             if unknown:
                 raise SystemExit(f"ops.yaml: {name}: unknown keys {sorted(unknown)}")
             arity = [a for a in ARITIES if a in attrs]
             if len(arity) > 1 or (not arity and "params" in attrs) or (arity and "kernel" in attrs):
                 raise SystemExit(f"ops.yaml: {name}: give at most one of {', '.join(ARITIES)} (params only with one), "
                                  "and no kernel with it")
+            namespace = fam.get("namespace", "aten")
+            if namespace not in ("aten", "npu") or (namespace == "npu") != ("schema" in attrs):
+                raise SystemExit(f"ops.yaml: {name}: an op of namespace npu gives its schema, an aten op does not "
+                                 f"(namespace {namespace!r})")
+            if namespace == "npu" and (arity or attrs.get("or_cpu") or "kernel" in attrs):
+                raise SystemExit(f"ops.yaml: {name}: an npu op has its own kernel (no kernel, or_cpu or {arity})")
             if name in seen:
                 raise SystemExit(f"ops.yaml: {name} is listed twice ({seen[name]} and {fam['family']})")
             seen[name] = fam["family"]
@@ -113,8 +121,34 @@ def load_table(path: str) -> list[Op]:
                           or_cpu=bool(attrs.get("or_cpu", fam.get("or_cpu", False))),
                           dtypes=expand_dtypes(attrs.get("dtypes", fam.get("dtypes", [])), sets),
                           note=attrs.get("note", ""),
-                          pointwise=Pointwise(arity[0], attrs[arity[0]], attrs.get("params", [])) if arity else None))
+                          pointwise=Pointwise(arity[0], attrs[arity[0]], attrs.get("params", [])) if arity else None,
+                          namespace=namespace, schema=attrs.get("schema", "")))
     return ops
+
+
+@dataclass
+class NpuFunction:
+    """An npu op's schema, standing in for torchgen's NativeFunction where the generator needs one."""
+
+    func: object  # torchgen.model.FunctionSchema
+    use_const_ref_for_mutable_tensors: bool = False
+    part_of_structured_group: bool = False
+
+
+def add_npu_schemas(ops: list[Op], schemas) -> None:
+    """Parses the npu ops' schemas into `schemas` (by name), checking each names its own op."""
+    from torchgen.model import FunctionSchema
+
+    for op in ops:
+        if op.namespace != "npu":
+            continue
+        try:
+            func = FunctionSchema.parse(op.schema)
+        except Exception as e:  # torchgen raises AssertionError / RuntimeError with the offending text
+            raise SystemExit(f"ops.yaml: {op.name}: bad schema {op.schema!r}: {e}")
+        if str(func.name) != op.name:
+            raise SystemExit(f"ops.yaml: {op.name}: the schema names {func.name}")
+        schemas[op.name] = NpuFunction(func)
 
 
 def signature(f):
@@ -191,7 +225,17 @@ def gen_register(ops: list[Op], schemas) -> str:
     wrappers: list[str] = []
     includes = set()
     family = None
+    npu_defs: list[str] = []
+    npu_body: list[str] = []
+    npu_cpu: list[str] = []
     for op in ops:
+        if op.namespace == "npu":
+            f = schemas[op.name]
+            npu_defs.append(f'  m.def("{f.func}");')
+            npu_body.append(f'  m.impl("{op.name}", c10::CompileTimeFunctionPointer<{signature(f).type}, '
+                            f'&{STRUCT}::{kernel_name(f)}>());')
+            npu_cpu.append(f'  m.impl("{op.name}", torch::CppFunction::makeFromBoxedFunction<&npu_op_on_cpu>());')
+            continue
         if op.family != family:
             family = op.family
             body.append(f"  // {op.family} ({op.file})")
@@ -229,6 +273,7 @@ def gen_register(ops: list[Op], schemas) -> str:
         "",
         '#include "fallback/dtype_fallback.h"',
         '#include "npu_native_functions.h"',
+        '#include "aten/npu_ops_check.h"',
         "",
         f"namespace {NAMESPACE} {{",
         "namespace {",
@@ -238,6 +283,20 @@ def gen_register(ops: list[Op], schemas) -> str:
         "",
         "TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {",
         *body,
+        "}",
+        "",
+        "// The project's own ops (torch_npu's names and schemas): defined here, npu kernels, and on CPU tensors an",
+        "// error naming the argument (their Meta/fake kernels and autograd are registered from Python).",
+        "TORCH_LIBRARY(npu, m) {",
+        *npu_defs,
+        "}",
+        "",
+        "TORCH_LIBRARY_IMPL(npu, PrivateUse1, m) {",
+        *npu_body,
+        "}",
+        "",
+        "TORCH_LIBRARY_IMPL(npu, CPU, m) {",
+        *npu_cpu,
         "}",
         "",
         f"}}  // namespace {NAMESPACE}",
@@ -380,7 +439,8 @@ def gen_doc(ops: list[Op], schemas, backend_indices) -> str:
             if op.or_cpu:
                 dt += "; others → CPU"
             extra = f" ({op.note})" if op.note else ""
-            lines.append(f"| `{op.name}`{extra} | {dt} | {backward_of(op.name, derivs, schemas, native)} |")
+            shown = op.name if op.namespace == "aten" else f"{op.namespace}::{op.name}"
+            lines.append(f"| `{shown}`{extra} | {dt} | {backward_of(op.name, derivs, schemas, native)} |")
         lines.append("")
     lines += ["## Through the CPU fallback", "",
               "Aten ops with a CPU kernel and no npu kernel: they run on the CPU with a warning (an error under",
@@ -410,6 +470,7 @@ def main() -> int:
     args = ap.parse_args()
     ops = load_table(args.table)
     schemas, backend_indices = load_schemas()
+    add_npu_schemas(ops, schemas)
     missing = [op.name for op in ops if op.name not in schemas]
     if missing:
         raise SystemExit(f"ops.yaml: not aten schemas: {', '.join(missing)}")

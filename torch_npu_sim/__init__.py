@@ -16,10 +16,12 @@ import torch  # noqa: E402
 from . import _C  # noqa: F401  (loads the extension: op table, allocator, guard, hooks)
 from . import npu
 from .fallback import fallback_ops, reset_fallback_ops
+from .fused_ops import *  # noqa: F401,F403  (torch_npu's npu_* fused ops)
+from . import fused_ops
 from .launch_records import (clear_launch_records, launch_recording, launch_records, launch_totals,  # noqa: F401
                              record_launches, set_launch_recording)
 
-__all__ = ["npu", "fallback_ops", "reset_fallback_ops"]
+__all__ = ["npu", "fallback_ops", "reset_fallback_ops", *fused_ops.__all__]
 
 
 def _register():

@@ -1,6 +1,8 @@
 // at::Tensor -> kernel TensorDesc conversion and dtype mapping (see npu_tensor.h).
 #include "aten/npu_tensor.h"
 
+#include "aten/npu_ops_check.h"
+
 #include <c10/core/ScalarType.h>
 
 namespace torch_npu_sim {
@@ -67,6 +69,24 @@ npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s) {
     v.d = s.toDouble();
   }
   return v;
+}
+
+void npu_op_on_cpu(const c10::OperatorHandle& op, c10::DispatchKeySet, torch::jit::Stack* stack) {
+  const auto& schema = op.schema();
+  const auto& args = schema.arguments();
+  const size_t first = stack->size() - args.size();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& v = (*stack)[first + i];
+    auto refuse = [&](const at::Tensor& t) {
+      TORCH_CHECK(!t.defined() || is_npu(t), schema.name(), ": expected argument '", args[i].name(),
+                  "' on an npu device, got a tensor on ", t.device(),
+                  " (torch_npu's ops run on the NPU only: move the inputs with .npu() or .to('npu'))");
+    };
+    if (v.isTensor()) refuse(v.toTensor());
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorVector()) refuse(t);
+  }
+  TORCH_CHECK(false, schema.name(), ": expected its tensor arguments on an npu device");
 }
 
 }  // namespace torch_npu_sim

@@ -145,7 +145,7 @@ npu_sim::Status forward_typed(npu_sim::Stream stream, const Conv2dArgs& a) {
       }
     }
   };
-  return detail::tiled_gemm<Acc>(stream, "conv2d_forward", a.batch * G, Og, P, KK, pack_a, pack_b, store);
+  return detail::tiled_gemm<Acc>(stream, "conv2d_forward", a.batch * G, Og, P, KK, pack_a, pack_b, store, sizeof(T));
 }
 
 template <typename T>
@@ -196,7 +196,7 @@ npu_sim::Status backward_weight_typed(npu_sim::Stream stream, const Conv2dArgs& 
       }
     }
   };
-  return detail::tiled_gemm<Acc>(stream, "conv2d_backward_weight", G, Og, KK, a.batch * P, pack_a, pack_b, store);
+  return detail::tiled_gemm<Acc>(stream, "conv2d_backward_weight", G, Og, KK, a.batch * P, pack_a, pack_b, store, sizeof(T));
 }
 
 template <typename T>
@@ -265,7 +265,7 @@ npu_sim::Status backward_input_typed(npu_sim::Stream stream, const Conv2dArgs& a
     auto store = [=](int64_t bi, int64_t i0, int64_t mc, int64_t j0, int64_t nc, const Acc* acc) {
       for (int64_t i = 0; i < mc; ++i) std::copy(acc + i * nc, acc + (i + 1) * nc, col + (bi * KK + i0 + i) * P + j0);
     };
-    auto st = detail::tiled_gemm<Acc>(stream, "conv2d_backward_input", nb * G, KK, P, Og, pack_a, pack_b, store);
+    auto st = detail::tiled_gemm<Acc>(stream, "conv2d_backward_input", nb * G, KK, P, Og, pack_a, pack_b, store, sizeof(T));
     if (st != npu_sim::Status::kSuccess) return st;
     // col2im as a gather: each block owns whole input planes.
     st = parallel_for(stream, "conv2d_col2im", nb * a.in_channels, 1,

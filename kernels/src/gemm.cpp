@@ -97,7 +97,8 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
                                                       g.cin_row_stride == g.c_row_stride && g.cin_col_stride == 1)
                      ? nullptr
                      : static_cast<const T*>(g.cin);
-  return parallel_for(stream, "gemm", units, 1, [=](int64_t begin, int64_t end, const npu_sim::BlockContext&) {
+  const bool reads_c = g.beta != 0.0;
+  return parallel_for(stream, "gemm", units, 1, [=](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
     for (int64_t u = begin; u < end; ++u) {
       const int64_t bi = u / parts, part = u % parts;
       const int64_t lo = len * part / parts, hi = len * (part + 1) / parts;
@@ -114,6 +115,12 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
       blas_gemm(la.trans, lb.trans, mc, nc, g.k, static_cast<T>(g.alpha),
                 a + bi * g.a_batch_stride + i0 * g.a_row_stride, la.ld,
                 b + bi * g.b_batch_stride + j0 * g.b_col_stride, lb.ld, static_cast<T>(g.beta), ct, lc.ld);
+      // Launch records, as the Cube would move it: C in output tiles of kCubeTile x kCubeTile, each loading
+      // its A rows and B columns over all of k (BLAS's own cache blocking is not what an NPU's GM sees), so a
+      // C element costs 2 k / kCubeTile element reads; C read for the beta term, written once.
+      const auto mn = static_cast<std::uint64_t>(mc * nc), k = static_cast<std::uint64_t>(g.k);
+      npu_sim::record_traffic(ctx, sizeof(T) * (2 * mn * k / kCubeTile + (reads_c ? mn : 0)), sizeof(T) * mn,
+                              2 * mn * k, 0);
     }
   });
 }
@@ -175,7 +182,7 @@ npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
       }
     }
   };
-  return tiled_gemm<Acc>(stream, "gemm", g.batch, g.m, g.n, g.k, pack_a, pack_b, store);
+  return tiled_gemm<Acc>(stream, "gemm", g.batch, g.m, g.n, g.k, pack_a, pack_b, store, sizeof(T));
 }
 
 npu_sim::Status invalid(const std::string&) { return npu_sim::Status::kInvalidValue; }

@@ -17,6 +17,10 @@ namespace npu_kernels {
 namespace detail {
 
 // Panel sizes: A is mc x kc, B is kc x nc, the accumulator mc x nc, all inside ub_bytes.
+// The Cube's output tile (fp32 128 x 128 x 32 panels, double-buffered, fit the 192 KiB UB): the launch
+// records of GEMMs that BLAS blocks for the CPU's caches count GM traffic as if C were tiled so.
+inline constexpr std::uint64_t kCubeTile = 128;
+
 struct TilePlan {
   int64_t mc = 0, nc = 0, kc = 0;
 };
@@ -47,9 +51,11 @@ void gemm_rowmajor(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 //   pack_a(b, i0, mc, k0, kc, Acc* dst)  dst[i * kc + p] = op(A)[b][i0 + i][k0 + p]
 //   pack_b(b, k0, kc, j0, nc, Acc* dst)  dst[p * nc + j] = op(B)[b][k0 + p][j0 + j]
 //   store(b, i0, mc, j0, nc, const Acc* acc)  acc[i * nc + j] = (A @ B)[b][i0 + i][j0 + j]
+// Launch records: each tile reads its A and B panels (elem_bytes per element, as stored in GM) at every
+// k step and writes its C tile once; the Cube does 2 * mc * nc * k FLOPs for it.
 template <typename Acc, typename PackA, typename PackB, typename Store>
 npu_sim::Status tiled_gemm(npu_sim::Stream stream, const char* name, int64_t batch, int64_t m, int64_t n,
-                           int64_t k, PackA pack_a, PackB pack_b, Store store) {
+                           int64_t k, PackA pack_a, PackB pack_b, Store store, std::size_t elem_bytes) {
   if (batch <= 0 || m <= 0 || n <= 0) return npu_sim::Status::kSuccess;
   ensure_micro_kernel_loaded();
   std::size_t ub_bytes = 0;
@@ -87,6 +93,8 @@ npu_sim::Status tiled_gemm(npu_sim::Stream stream, const char* name, int64_t bat
             micro_gemm(mc, nc, kc, pa, pb, pc, k0 > 0);
           }
           store(bi, i0, mc, j0, nc, static_cast<const Acc*>(pc));
+          const auto mn = static_cast<std::uint64_t>(mc * nc);
+          npu_sim::record_traffic(ctx, elem_bytes * static_cast<std::uint64_t>((mc + nc) * k), elem_bytes * mn, 2 * mn * k, 0);
         }
       });
 }

@@ -22,14 +22,14 @@ def table():
     for fam in doc["families"]:
         for entry in fam["ops"]:
             name = entry if isinstance(entry, str) else next(iter(entry))
-            ops[name] = fam
+            ops[name if fam.get("namespace", "aten") == "aten" else f"{fam['namespace']}::{name}"] = fam
     return ops, doc["families"]
 
 
 def registered():
-    """aten ops with an npu (PrivateUse1) kernel, as the dispatcher lists them."""
+    """aten ops (unqualified) and npu:: ops with an npu (PrivateUse1) kernel, as the dispatcher lists them."""
     regs = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
-    return {r[len("aten::"):] for r in regs if r.startswith("aten::")}
+    return {r[len("aten::"):] for r in regs if r.startswith("aten::")} | {r for r in regs if r.startswith("npu::")}
 
 
 def test_every_registered_op_is_in_the_table_and_every_table_op_is_registered():
@@ -44,9 +44,38 @@ def test_every_table_op_is_an_aten_schema_with_an_npu_kernel():
     # "remainder.Tensor_out" left torch.remainder(a, b, out=c) on the CPU fallback
     ops, _ = table()
     for name in ops:
-        base, _, overload = name.partition(".")
-        torch._C._dispatch_find_schema_or_throw("aten::" + base, overload)
-        assert torch._C._dispatch_has_kernel_for_dispatch_key("aten::" + name, "PrivateUse1"), name
+        qualified = name if "::" in name else "aten::" + name
+        base, _, overload = qualified.partition(".")
+        torch._C._dispatch_find_schema_or_throw(base, overload)
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "PrivateUse1"), name
+
+
+def test_npu_namespace_ops_are_defined_by_the_table_with_their_schema_and_a_cpu_refusal():
+    # the table's npu:: ops: defined with the table's schema, an npu kernel, a CPU kernel that names the
+    # argument, and a Meta (fake) kernel from torch_npu_sim/fused_ops.py
+    with open(TABLE) as f:
+        doc = yaml.safe_load(f)
+    npu_ops = [(next(iter(e)), next(iter(e.values()))) for fam in doc["families"] if fam.get("namespace") == "npu"
+               for e in fam["ops"]]
+    assert npu_ops
+    for name, attrs in npu_ops:
+        op = getattr(torch.ops.npu, name).default
+        assert str(op._schema) == "npu::" + attrs["schema"], name
+        for key in ("PrivateUse1", "CPU", "Meta"):
+            assert torch._C._dispatch_has_kernel_for_dispatch_key("npu::" + name, key), (name, key)
+
+
+def test_the_generator_refuses_bad_npu_entries(tmp_path):
+    bad = {"no schema": "  - npu_x: {note: n}\n",
+           "wrong name": '  - npu_x: {schema: "npu_y(Tensor a) -> Tensor"}\n',
+           "unparsable": '  - npu_x: {schema: "npu_x(Tensor a -> Tensor"}\n',
+           "generated kernel": '  - npu_x: {schema: "npu_x(Tensor a) -> Tensor", unary: kExp}\n'}
+    for what, line in bad.items():
+        path = tmp_path / "ops.yaml"
+        path.write_text("families:\n- family: f\n  file: f.cpp\n  namespace: npu\n  ops:\n" + line)
+        r = subprocess.run([sys.executable, GEN, "--table", str(path), "--out-dir", str(tmp_path / "gen")],
+                           capture_output=True, text=True)
+        assert r.returncode != 0 and "npu_x" in r.stderr, (what, r.stderr)
 
 
 def test_family_files_register_nothing_by_hand():
@@ -105,6 +134,8 @@ def declared_dtypes():
         return out
 
     for fam in doc["families"]:
+        if fam.get("namespace", "aten") != "aten":
+            continue  # the npu:: ops have their own tests (test_fused_ops.py)
         for entry in fam["ops"]:
             name, attrs = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
             spec = (attrs or {}).get("dtypes", fam.get("dtypes"))

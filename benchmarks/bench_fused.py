@@ -1,0 +1,89 @@
+"""torch_npu's fused ops on npu against the unfused sequence of aten ops on npu that computes the same thing
+(and CPU eager's unfused sequence, for reference): LinearAddGelu, RMSNorm, add-RMSNorm, SwiGLU, rotary, fast
+GELU, the scaled masked softmax, forward and forward+backward where the op is differentiable. Prints ms
+per call and fused / unfused. Run alone on the machine."""
+import datetime
+import platform
+
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim  # noqa: F401
+from _common import best_of_each, print_table, synced
+
+ops = torch.ops.npu
+
+
+def rms_norm_ref(x, g, eps=1e-6):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype) * g
+
+
+def rotate_half(x):
+    a, b = x.chunk(2, -1)
+    return torch.cat((-b, a), -1)
+
+
+def cases(device, dtype):
+    """(name, fused fn, unfused fn, tensors needing grad) per case, on `device`."""
+    g = torch.Generator().manual_seed(0)
+
+    def r(*s, scale=1.0):
+        return (torch.randn(s, generator=g) * scale).to(device=device, dtype=dtype)
+
+    out = []
+    if dtype == torch.float32:
+        x, w, b = r(1024, 1024), r(1024, 1024, scale=1 / 32), r(1024)
+        out.append(("LinearAddGelu 1024^3", lambda: ops.npu_linear_add_gelu(x, w, b),
+                    lambda: F.gelu(torch.mm(x, w) + b), None))
+    x, gamma = r(8192, 1024), r(1024)
+    out.append(("RMSNorm 8192x1024", lambda: ops.npu_rms_norm(x, gamma)[0], lambda: rms_norm_ref(x, gamma),
+                [x, gamma]))
+    x2 = r(8192, 1024)
+    out.append(("add-RMSNorm 8192x1024", lambda: ops.npu_add_rms_norm(x, x2, gamma)[0],
+                lambda: rms_norm_ref(x + x2, gamma), None))
+    h = r(4096, 2 * 2752)
+    out.append(("SwiGLU 4096x2x2752", lambda: ops.npu_swiglu(h), lambda: (lambda a, b: F.silu(a) * b)(*h.chunk(2, -1)),
+                [h]))
+    q, cos, sin = r(4, 1024, 16, 128), r(1, 1024, 1, 128), r(1, 1024, 1, 128)
+    out.append(("rotary 4x1024x16x128", lambda: ops.npu_rotary_mul(q, cos, sin),
+                lambda: q * cos + rotate_half(q) * sin, [q]))
+    y = r(16, 1024, 1024)
+    out.append(("fast GELU 16M", lambda: ops.npu_fast_gelu(y), lambda: y * torch.sigmoid(1.702 * y), [y]))
+    s = r(4, 8, 512, 512)
+    mask = (torch.rand(4, 1, 512, 512, generator=g) < 0.2).to(device)
+    out.append(("scaled masked softmax 4x8x512x512", lambda: ops.npu_scaled_masked_softmax(s, mask, 0.125),
+                lambda: torch.softmax((s.float() * 0.125).masked_fill(mask, -10000.0), -1).to(dtype), [s]))
+    return out
+
+
+def with_backward(fn, leaves):
+    def run():
+        for t in leaves:
+            t.grad = None
+        fn().float().sum().backward()
+    return run
+
+
+def main():
+    print(f"# bench_fused {datetime.date.today()} on {platform.processor() or platform.machine()}, "
+          f"torch {torch.__version__}")
+    for dtype in (torch.float32, torch.bfloat16):
+        rows = []
+        for (name, fused, unfused, leaves), (_, _, cpu_unfused, _) in zip(cases("npu", dtype), cases("cpu", dtype)):
+            t_f, t_u, t_c = best_of_each([synced(fused), synced(unfused), cpu_unfused], repeat=10)
+            rows.append([f"{name} fwd", f"{t_f * 1e3:.2f}", f"{t_u * 1e3:.2f}", f"{t_c * 1e3:.2f}", f"{t_f / t_u:.2f}"])
+            if leaves:
+                for t in leaves:
+                    t.requires_grad_()
+                t_fb, t_ub = best_of_each([synced(with_backward(fused, leaves)), synced(with_backward(unfused, leaves))],
+                                          repeat=5)
+                rows.append([f"{name} fwd+bwd", f"{t_fb * 1e3:.2f}", f"{t_ub * 1e3:.2f}", "", f"{t_fb / t_ub:.2f}"])
+                for t in leaves:
+                    t.requires_grad_(False)
+        print_table(f"Fused ops, {dtype} (ms)", ["case", "npu fused", "npu unfused", "cpu unfused",
+                                                 "fused / unfused"], rows)
+
+
+if __name__ == "__main__":
+    main()
