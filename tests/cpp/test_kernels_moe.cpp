@@ -1,5 +1,4 @@
-// gtests of the MoE kernels (npu_kernels/moe.h) against plain references (ties, finished rows, active_num,
-// empty groups, bad indices, launch records) and the chain gating -> init_routing -> grouped_matmul -> finalize.
+// gtests of the MoE kernels (npu_kernels/moe.h) against plain references and of the chain as a MoE layer.
 #include <gtest/gtest.h>
 
 #include <algorithm>

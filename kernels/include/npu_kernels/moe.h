@@ -1,6 +1,7 @@
-// torch_npu's Mixture-of-Experts kernels (torch-free): gating softmax + top-k, init routing (counting sort
-// by expert), the grouped GEMM over experts, finalize routing. float32, float16 and bfloat16; 16-bit data
-// is widened to fp32 in registers, accumulation in fp32. Every launch records its GM bytes and FLOPs.
+// torch_npu's Mixture-of-Experts kernels (torch-free): gating top-k softmax, init routing, grouped matmul, finalize.
+
+// float32, float16 and bfloat16; 16-bit data is widened to fp32 in registers, accumulation in fp32. Every
+// launch records its GM bytes and FLOPs (launch records).
 //
 // Semantics, as documented by torch_npu / CANN (where the docs are silent the choice matching a
 // plain-PyTorch reference is said so):
