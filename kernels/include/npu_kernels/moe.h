@@ -100,7 +100,7 @@ struct GroupedMatmulArgs {
 };
 npu_sim::Status grouped_matmul(npu_sim::Stream stream, const GroupedMatmulArgs& args);
 
-// expanded_rows (expanded_rows, hidden); skip1, skip2, out (rows, hidden); bias (num_experts, hidden);
+// expanded_permuted_rows (expanded_rows, hidden); skip1, skip2, out (rows, hidden); bias (num_experts, hidden);
 // scales (rows, k): all contiguous in `dtype`. expanded_src_to_dst_row (rows * k) and
 // export_for_source_row (rows, k) int32; the latter is needed only with bias.
 struct MoeFinalizeRoutingArgs {
