@@ -79,3 +79,170 @@ def test_linear_add_gelu_gm_traffic_against_the_unfused_sequence():
     assert (per["add"]["gm_read"], per["add"]["gm_write"]) == (8 * MiB, 4 * MiB)
     assert (per["gelu"]["gm_read"], per["gelu"]["gm_write"]) == (4 * MiB, 4 * MiB)
     assert (unfused.gm_read + unfused.gm_write) - (fused.gm_read + fused.gm_write) == 20 * MiB - 64 * 512
+
+
+# --- the vector fused ops: forward and backward against CPU compositions ----------------------------------
+
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5),
+       # 16-bit: fp32 math in registers, each output rounded once (CPU's composition rounds after every op)
+       torch.bfloat16: dict(rtol=2e-2, atol=2e-2), torch.float16: dict(rtol=5e-3, atol=5e-3)}
+DTYPES = list(TOL)
+
+
+def rms_norm_ref(x, gamma, eps=1e-6):
+    xf = x.float()
+    rstd = torch.rsqrt(xf.pow(2).mean(tuple(range(x.dim() - gamma.dim(), x.dim())), keepdim=True) + eps)
+    return (xf * rstd * gamma.float()).to(x.dtype), rstd
+
+
+def rotate_ref(x, mode):
+    if mode == "half":
+        a, b = x.chunk(2, -1)
+        return torch.cat((-b, a), -1)
+    pairs = x.unflatten(-1, (-1, 2))
+    return torch.stack((-pairs[..., 1], pairs[..., 0]), -1).flatten(-2)
+
+
+def check_fwd_bwd(fused, ref, inputs, dtype, grad_of=None, tol=None):
+    """fused(*npu inputs) against ref(*cpu inputs in fp32, rounded to dtype at the end): outputs, and the
+    gradients of the inputs listed in grad_of (indices) for a random upstream gradient."""
+    tol = tol or TOL[dtype]
+    grad_of = grad_of or []
+    cpu = [t.clone().requires_grad_(i in grad_of) for i, t in enumerate(inputs)]
+    dev = [t.to("npu").requires_grad_(i in grad_of) for i, t in enumerate(inputs)]
+    out_ref = ref(*[t.float() if t.is_floating_point() else t for t in cpu])
+    out_dev = fused(*dev)
+    out_ref = out_ref if isinstance(out_ref, tuple) else (out_ref,)
+    out_dev = out_dev if isinstance(out_dev, tuple) else (out_dev,)
+    for o_d, o_r in zip(out_dev, out_ref):
+        torch.testing.assert_close(o_d.cpu().float(), o_r.detach().to(o_d.dtype).float(), **tol)
+    if grad_of:
+        g = torch.randn(out_ref[0].shape)
+        out_ref[0].backward(g)
+        out_dev[0].backward(g.to(out_dev[0].dtype).to("npu"))
+        for i in grad_of:
+            torch.testing.assert_close(dev[i].grad.cpu().float(), cpu[i].grad.float(), **tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,gdims", [((4, 7, 33), 1), ((5, 4097), 1), ((3, 1), 1), ((2, 3, 8, 16), 2)])
+def test_rms_norm(dtype, shape, gdims, native_only):
+    x, gamma = torch.randn(shape).to(dtype), torch.randn(shape[-gdims:]).to(dtype)
+    check_fwd_bwd(torch_npu_sim.npu_rms_norm, rms_norm_ref, [x, gamma], dtype, grad_of=[0, 1],
+                  tol=dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else None)
+    y, rstd = torch_npu_sim.npu_rms_norm(x.to("npu"), gamma.to("npu"), 1e-3)
+    assert rstd.dtype == torch.float32 and rstd.shape == (*shape[:-gdims], *([1] * gdims))
+    torch.testing.assert_close(rstd.cpu(), rms_norm_ref(x, gamma, 1e-3)[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_add_rms_norm_returns_the_sum_and_backpropagates_through_both_outputs(dtype, native_only):
+    x1, x2, gamma = torch.randn(6, 130).to(dtype), torch.randn(6, 130).to(dtype), torch.randn(130).to(dtype)
+
+    def ref(a, b, g):
+        s = (a + b).to(dtype).float()  # torch_npu normalises the rounded sum
+        y, rstd = rms_norm_ref(s, g)
+        return y, rstd, s
+
+    check_fwd_bwd(torch_npu_sim.npu_add_rms_norm, ref, [x1, x2, gamma], dtype, grad_of=[0, 1, 2],
+                  tol=dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else None)
+    # a gradient through the returned sum (the residual stream) adds to both inputs'
+    a, b, g = [t.to("npu").requires_grad_() for t in (x1, x2, gamma)]
+    y, _, s = torch_npu_sim.npu_add_rms_norm(a, b, g)
+    (y.float().sum() + 3 * s.float().sum()).backward()
+    ra, rb, rg = [t.clone().float().requires_grad_() for t in (x1, x2, gamma)]
+    ry, _, rs = ref(ra, rb, rg)
+    (ry.sum() + 3 * rs.sum()).backward()
+    torch.testing.assert_close(a.grad.cpu().float(), ra.grad, **TOL[dtype])
+    torch.testing.assert_close(b.grad.cpu().float(), rb.grad, **TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode", ["half", "interleave"])
+@pytest.mark.parametrize("xshape,rshape", [((2, 5, 3, 8), (1, 5, 1, 8)), ((2, 3, 7, 66), (1, 1, 7, 66)),
+                                           ((4, 16), (4, 16)), ((3, 2, 4, 6), (3, 2, 4, 6))])
+def test_rotary_mul(dtype, mode, xshape, rshape, native_only):
+    x, r1, r2 = torch.randn(xshape).to(dtype), torch.randn(rshape).to(dtype), torch.randn(rshape).to(dtype)
+    check_fwd_bwd(lambda a, c, s: torch_npu_sim.npu_rotary_mul(a, c, s, mode),
+                  lambda a, c, s: a * c + rotate_ref(a, mode) * s, [x, r1, r2], dtype, grad_of=[0, 1, 2],
+                  tol=dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=3e-2, atol=6e-2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,dim", [((4, 2 * 37), -1), ((3, 6, 5), 1), ((2, 2), 0), ((5, 3, 4096), -1)])
+def test_swiglu(dtype, shape, dim, native_only):
+    x = torch.randn(shape).to(dtype)
+    check_fwd_bwd(lambda t: torch_npu_sim.npu_swiglu(t, dim), lambda t: (lambda a, b: F.silu(a) * b)(*t.chunk(2, dim)),
+                  [x], dtype, grad_of=[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fast_gelu(dtype, native_only):
+    x = torch.cat([torch.randn(1000) * 4, torch.tensor([0.0, -30.0, 30.0, -200.0, 200.0])]).to(dtype)
+    check_fwd_bwd(torch_npu_sim.npu_fast_gelu, lambda t: t * torch.sigmoid(1.702 * t), [x], dtype, grad_of=[0])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mshape", [(2, 3, 17, 40), (1, 1, 17, 40), (2, 1, 1, 40)])
+def test_scaled_masked_softmax(dtype, mshape, native_only):
+    x = torch.randn(2, 3, 17, 40).to(dtype)
+    mask = torch.rand(mshape) < 0.3
+    mask[..., 0, :] = True  # a fully masked row: the -10000 fill gives the uniform distribution
+
+    def ref(t, m):
+        return torch.softmax((t * 0.7).masked_fill(m, -10000.0), -1)
+
+    check_fwd_bwd(lambda t, m: torch_npu_sim.npu_scaled_masked_softmax(t, m, 0.7), ref, [x, mask], dtype, grad_of=[0])
+
+
+def test_scaled_masked_softmax_fixed_triu_mask(native_only):
+    x = torch.randn(2, 2, 9, 9)
+    triu = torch.ones(9, 9, dtype=torch.bool).triu(1)
+    out = torch_npu_sim.npu_scaled_masked_softmax(x.npu(), torch.zeros(1, dtype=torch.bool).npu(), 2.0, True)
+    torch.testing.assert_close(out.cpu(), torch.softmax((x * 2).masked_fill(triu, -10000.0), -1))
+
+
+def test_fused_ops_fake_kernels_propagate_shapes():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        x = torch.empty(2, 8, 4, 16, device="npu", dtype=torch.bfloat16)
+        g = torch.empty(16, device="npu", dtype=torch.bfloat16)
+        y, rstd = torch.ops.npu.npu_rms_norm(x, g)
+        assert y.shape == x.shape and rstd.shape == (2, 8, 4, 1) and rstd.dtype == torch.float32
+        assert torch.ops.npu.npu_add_rms_norm(x, x, g)[2].shape == x.shape
+        assert torch.ops.npu.npu_swiglu(x, 1).shape == (2, 4, 4, 16)
+        assert torch.ops.npu.npu_rotary_mul(x, x[:1], x[:1]).shape == x.shape
+        assert torch.ops.npu.npu_fast_gelu(x).dtype == torch.bfloat16
+        assert torch.ops.npu.npu_scaled_masked_softmax(x, torch.empty(1, 1, 4, 16, dtype=torch.bool,
+                                                                      device="npu")).shape == x.shape
+
+
+def test_fused_ops_compile_with_fullgraph():
+    def f(x, g, cos, sin):
+        y, _ = torch.ops.npu.npu_rms_norm(x, g)
+        return torch.ops.npu.npu_swiglu(torch.ops.npu.npu_rotary_mul(y, cos, sin), -1)
+
+    args = [t.npu() for t in (torch.randn(2, 6, 3, 8), torch.randn(8), torch.randn(1, 6, 1, 8), torch.randn(1, 6, 1, 8))]
+    compiled = torch.compile(f, backend="aot_eager", fullgraph=True)
+    torch.testing.assert_close(compiled(*args).cpu(), f(*args).cpu())
+
+
+def test_fused_ops_bad_input_names_the_argument():
+    x = torch.randn(4, 8, device="npu")
+    with pytest.raises(RuntimeError, match=r"npu_rms_norm: expected argument 'self' on an npu device"):
+        torch_npu_sim.npu_rms_norm(x.cpu(), torch.ones(8))
+    with pytest.raises(RuntimeError, match=r"npu_rms_norm: argument 'gamma' of shape \[7\] must match"):
+        torch_npu_sim.npu_rms_norm(x, torch.ones(7, device="npu"))
+    with pytest.raises(RuntimeError, match=r"npu_rotary_mul: argument 'rotary_mode' must be 'half' or 'interleave'"):
+        torch_npu_sim.npu_rotary_mul(x.view(1, 1, 4, 8), x.view(1, 1, 4, 8), x.view(1, 1, 4, 8), "full")
+    with pytest.raises(RuntimeError, match=r"npu_rotary_mul: argument 'r1' of shape \[3, 8\] does not broadcast"):
+        torch_npu_sim.npu_rotary_mul(x, x[:3], x)
+    with pytest.raises(RuntimeError, match=r"npu_swiglu: the size of 'self' along dim 1 must be even"):
+        torch_npu_sim.npu_swiglu(torch.randn(4, 7, device="npu"))
+    with pytest.raises(RuntimeError, match=r"npu_scaled_masked_softmax: argument 'mask' must be bool"):
+        torch_npu_sim.npu_scaled_masked_softmax(x.view(1, 1, 4, 8), x.view(1, 1, 4, 8))
+    with pytest.raises(RuntimeError, match=r"npu_scaled_masked_softmax: expected argument 'x' to be 4-D"):
+        torch_npu_sim.npu_scaled_masked_softmax(x, x > 0)
+    with pytest.raises(RuntimeError, match=r"npu_fast_gelu: argument 'self' has dtype Double"):
+        torch_npu_sim.npu_fast_gelu(x.double())
