@@ -391,4 +391,32 @@ TEST(KernelsAttention, ForwardRecordsItsGmBytesAndFlops) {
   EXPECT_EQ(recs[0].vector_flops, 350u);
 }
 
+// The same shape in bfloat16: 2-byte operands, the float32 lse: read 2 x 2 B x 69 = 276 B, write
+// 2 x (2 B x 15 + 4 B x 5) = 100 B; the FLOPs are the dtype's business no more than the shape's.
+TEST(KernelsAttention, BFloat16ForwardRecordsItsGmBytes) {
+  const Case c{1, 2, 5, 7, 4, 3, false, false};
+  DeviceBuf<BFloat16> q(randoms<BFloat16>(40, 1)), k(randoms<BFloat16>(56, 2)), v(randoms<BFloat16>(42, 3));
+  DeviceBuf<BFloat16> out(std::vector<BFloat16>(30));
+  DeviceBuf<float> lse(std::vector<float>(10));
+  AttentionArgs a = args_for(c, DType::kBFloat16);
+  a.q = dense(q.ptr, c.H, c.L, c.E);
+  a.k = dense(k.ptr, c.H, c.S, c.E);
+  a.v = dense(v.ptr, c.H, c.S, c.Ev);
+  a.out = dense(out.ptr, c.H, c.L, c.Ev);
+  a.lse = lse.ptr;
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  ASSERT_OK(npu_sim::set_launch_recording(true));
+  npu_sim::clear_launch_records();
+  ASSERT_OK(npu_kernels::attention_forward(nullptr, a));
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  const auto recs = npu_sim::get_launch_records();
+  ASSERT_OK(npu_sim::set_launch_recording(false));
+  npu_sim::clear_launch_records();
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0].gm_read, 276u);
+  EXPECT_EQ(recs[0].gm_write, 100u);
+  EXPECT_EQ(recs[0].cube_flops, 980u);
+  EXPECT_EQ(recs[0].vector_flops, 350u);
+}
+
 }  // namespace
