@@ -132,7 +132,7 @@ template <typename T>
 Panel<acc_t<T>> widen(const T* src, int64_t rows, int64_t cols, int64_t ld, acc_t<T>* scratch) {
   if constexpr (kWidened<T>) {
     detail::pack_strided(scratch, src, rows, cols, ld, 1);
-    return {scratch, cols};
+    return {scratch, std::max<int64_t>(cols, 1)};  // BLAS wants a leading dimension >= 1, even for 0 columns
   } else {
     return {src, ld};
   }
@@ -290,8 +290,9 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
       if (hd.lse != nullptr) hd.lse[i0 + r] = m + std::log(sum);
     }
     if constexpr (kWidened<T>) {
-      keys_times<T>(br, nk, Ev, A(1), s, S, hd.v, a.v.row_stride, oacc, Ev, chunk);
-      store_rows(out, a.out.row_stride, oacc, Ev, br, Ev);
+      const int64_t ldo = std::max<int64_t>(Ev, 1);
+      keys_times<T>(br, nk, Ev, A(1), s, S, hd.v, a.v.row_stride, oacc, ldo, chunk);
+      store_rows(out, a.out.row_stride, oacc, ldo, br, Ev);
     } else {
       keys_times<T>(br, nk, Ev, A(1), s, S, hd.v, a.v.row_stride, out, a.out.row_stride, chunk);
     }
@@ -328,15 +329,15 @@ void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::Bloc
   const uint64_t es = sizeof(T);
   // dK, dV accumulate over the query tiles: in the outputs themselves for float32/float64; for 16-bit in
   // float32 block scratch of one head, rounded into the outputs once at the end.
-  std::vector<A> acc_scratch(wide ? S * (E + Ev) : 0);
+  std::vector<A> acc_scratch(wide ? S * (std::max<int64_t>(E, 1) + std::max<int64_t>(Ev, 1)) : 0);
   A* dk_acc;
   A* dv_acc;
   int64_t ld_dk, ld_dv;
   if constexpr (wide) {
     dk_acc = acc_scratch.data();
-    dv_acc = dk_acc + S * E;
-    ld_dk = E;
-    ld_dv = Ev;
+    ld_dk = std::max<int64_t>(E, 1);
+    ld_dv = std::max<int64_t>(Ev, 1);
+    dv_acc = dk_acc + S * ld_dk;
   } else {
     zero_rows(dk, S, E, g.dk.row_stride);
     zero_rows(dv, S, Ev, g.dv.row_stride);
@@ -393,8 +394,8 @@ void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::Bloc
     const A scale = static_cast<A>(a.scale);
     // dQ = scale * dS K; dK += scale * dS^T Q
     if constexpr (wide) {
-      keys_times<T>(br, nk, E, scale, dp, S, hd.k, a.k.row_stride, dqacc, E, chunk);
-      store_rows(dq_t, g.dq.row_stride, dqacc, E, br, E);
+      keys_times<T>(br, nk, E, scale, dp, S, hd.k, a.k.row_stride, dqacc, ld_dk, chunk);
+      store_rows(dq_t, g.dq.row_stride, dqacc, ld_dk, br, E);
     } else {
       keys_times<T>(br, nk, E, scale, dp, S, hd.k, a.k.row_stride, dq_t, g.dq.row_stride, chunk);
       tr.read += es * nk * (E + Ev);  // the read half of dK, dV's read-modify-write (the write below)
@@ -407,8 +408,8 @@ void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::Bloc
     tr.vector += cells * (4 + (hd.bias != nullptr) + 2 * drop.on) + 2 * static_cast<uint64_t>(br) * Ev;
   }
   if constexpr (wide) {
-    store_rows(dk, g.dk.row_stride, dk_acc, E, S, E);
-    store_rows(dv, g.dv.row_stride, dv_acc, Ev, S, Ev);
+    store_rows(dk, g.dk.row_stride, dk_acc, ld_dk, S, E);
+    store_rows(dv, g.dv.row_stride, dv_acc, ld_dv, S, Ev);
     tr.write += es * S * (E + Ev);
   }
 }

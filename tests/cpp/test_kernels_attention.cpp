@@ -276,7 +276,7 @@ TEST(KernelsAttention, SixteenBitKvLimit) {
 
 // float16 / bfloat16 against the double reference of the rounded inputs: odd lengths (1, 37, 130: partial
 // key chunks of 64), causal, the broadcast bias with its fully masked row, more queries than keys and the
-// reverse, and a head of many query tiles.
+// reverse, an empty value dim, and a head of many query tiles.
 template <typename T>
 void sixteen_bit_cases() {
   run<T>({2, 3, 9, 9, 8, 8, false, false});
@@ -286,6 +286,7 @@ void sixteen_bit_cases() {
   run<T>({1, 1, 1, 130, 16, 16, false, false});
   run<T>({1, 1, 130, 1, 16, 16, true, false});
   run<T>({1, 1, 37, 37, 5, 3, true, true});
+  run<T>({1, 1, 5, 7, 4, 0, true, false});  // no value columns: dQ, dK are 0
 }
 TEST(KernelsAttention, Float16MatchesTheReference) { sixteen_bit_cases<Half>(); }
 TEST(KernelsAttention, BFloat16MatchesTheReference) { sixteen_bit_cases<BFloat16>(); }
