@@ -2,12 +2,20 @@
 // matrix (Br x S) sits in the core's Unified Buffer; the products are Cube GEMMs on the strided operands,
 // the softmax runs on the tile in place. The backward recomputes each tile's probabilities from the
 // forward's log-sum-exp and accumulates dK, dV over the tiles of its head (so heads never share outputs).
+// float16 / bfloat16 operands are widened to float32 tile by tile (Q / dO rows of the tile, K / V rows in
+// chunks of kKeyChunk keys) into the UB next to the scores, everything accumulates in float32 and each
+// output is rounded once; float32 / float64 read their operands in place, as before. Dropout keeps a
+// probability by a counter-based hash of its [B, H, L, S] index (see keep_bits), so the backward and
+// attention_dropout_mask regenerate the forward's mask exactly, whatever the tiling or thread count.
 #include "npu_kernels/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <vector>
 
+#include "dtype_convert.h"
 #include "fast_math.h"
 #include "gemm_tiling.h"
 #include "npu_kernels/launch.h"
@@ -15,9 +23,18 @@
 namespace npu_kernels {
 namespace {
 
+using detail::acc_t;
+
 // Row reductions in kLanes independent accumulators, which the compiler turns into vector ops (a single
 // float accumulator is an ordered chain it may not reorder).
 constexpr int64_t kLanes = 16;
+// Keys whose K or V rows a 16-bit tile widens at a time (the UB chunk next to the scores).
+constexpr int64_t kKeyChunk = 64;
+// Head dims the two-argument attention_max_kv_len assumes for 16-bit operands.
+constexpr int64_t kDefaultHalfDim = 256;
+
+template <typename T>
+constexpr bool kWidened = !std::is_same_v<T, acc_t<T>>;  // fp16 / bf16: converted into the UB
 
 template <typename T>
 T row_max(const T* x, int64_t n) {
@@ -44,11 +61,46 @@ T exp_sum(T* x, int64_t n, T m) {
   return sum;
 }
 
+// ---- dropout ---------------------------------------------------------------------------------------
+// Element n of the flat [B, H, L, S] index is kept iff the upper 32 bits of the n-th SplitMix64 output
+// from state key(seed, offset) fall under keep_prob * 2^32. The output is a pure function of (key, n):
+// mix64(key + (n + 1) * gamma), so any element is drawn on its own.
+constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;
+
+inline uint64_t mix64(uint64_t z) {  // SplitMix64's output function
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+struct Dropout {
+  bool on = false;
+  uint64_t key = 0, threshold = 0;  // kept iff keep_bits(n) < threshold
+  double inv_keep = 1.0;
+  uint64_t keep_bits(uint64_t n) const { return mix64(key + (n + 1) * kGamma) >> 32; }
+  bool kept(uint64_t n) const { return keep_bits(n) < threshold; }
+};
+
+Dropout dropout_of(const AttentionArgs& a) {
+  Dropout d;
+  d.on = a.keep_prob < 1.0;
+  d.key = mix64(a.seed ^ mix64(a.offset + kGamma));  // distinct offsets give unrelated streams, not shifts
+  d.threshold = static_cast<uint64_t>(std::ldexp(a.keep_prob, 32));
+  d.inv_keep = 1.0 / a.keep_prob;
+  return d;
+}
+
+// First flat index of row i of unit (b * H + h).
+inline uint64_t row_counter(const AttentionArgs& a, int64_t unit, int64_t i) {
+  return (static_cast<uint64_t>(unit) * a.q_len + i) * static_cast<uint64_t>(a.kv_len);
+}
+
+// ---- operands --------------------------------------------------------------------------------------
 template <typename T>
 struct Head {  // one (batch, head): base pointers of every operand
   const T *q, *k, *v, *bias;
   T* out;
-  T* lse;
+  acc_t<T>* lse;
 };
 
 template <typename T>
@@ -64,21 +116,97 @@ Head<T> head_of(const AttentionArgs& a, int64_t unit) {
   hd.out = const_cast<T*>(at(a.out));
   hd.bias = a.bias == nullptr ? nullptr
                               : static_cast<const T*>(a.bias) + b * a.bias_batch_stride + h * a.bias_head_stride;
-  hd.lse = a.lse == nullptr ? nullptr : static_cast<T*>(a.lse) + unit * a.q_len;
+  hd.lse = a.lse == nullptr ? nullptr : static_cast<acc_t<T>*>(a.lse) + unit * a.q_len;
   return hd;
 }
 
-// Scores of query rows [i0, i0 + br) against keys [0, nk): s = scale * Q K^T + bias, causal mask applied.
+// rows x cols of a T operand (row stride ld, unit columns) as its accumulation type.
+template <typename A>
+struct Panel {
+  const A* p;
+  int64_t ld;
+};
+
+// The operand itself when T is its own accumulation type, else converted into `scratch` (rows x cols).
 template <typename T>
-void scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t br, int64_t nk, T* s, int64_t lds) {
-  detail::gemm_rowmajor<T>(false, true, br, nk, a.head_dim, static_cast<T>(a.scale), hd.q + i0 * a.q.row_stride,
-                           a.q.row_stride, hd.k, a.k.row_stride, T(0), s, lds);
-  const T neg_inf = -std::numeric_limits<T>::infinity();
+Panel<acc_t<T>> widen(const T* src, int64_t rows, int64_t cols, int64_t ld, acc_t<T>* scratch) {
+  if constexpr (kWidened<T>) {
+    detail::pack_strided(scratch, src, rows, cols, ld, 1);
+    return {scratch, std::max<int64_t>(cols, 1)};  // BLAS wants a leading dimension >= 1, even for 0 columns
+  } else {
+    return {src, ld};
+  }
+}
+
+// dst rows (T, row stride ldd) = src rows (accumulation type), each value rounded once.
+template <typename T, typename A>
+void store_rows(T* dst, int64_t ldd, const A* src, int64_t lds, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* d = dst + r * ldd;
+    const A* s = src + r * lds;
+    if constexpr (std::is_same_v<T, Half>) {
+      if (detail::cpu_has_f16c()) {
+        detail::float_row_to_half_f16c(reinterpret_cast<uint16_t*>(d), s, cols);
+        continue;
+      }
+    }
+    if constexpr (std::is_same_v<T, BFloat16>) {
+      auto* bits = reinterpret_cast<uint16_t*>(d);
+      for (int64_t c = 0; c < cols; ++c) bits[c] = detail::float_to_bf16_bits(s[c]);
+    } else {
+      for (int64_t c = 0; c < cols; ++c) d[c] = detail::store_as<T>(s[c]);
+    }
+  }
+}
+
+template <typename T>
+void zero_rows(T* p, int64_t rows, int64_t cols, int64_t row_stride) {
+  const T zero = detail::store_as<T>(acc_t<T>(0));
+  for (int64_t r = 0; r < rows; ++r) std::fill(p + r * row_stride, p + r * row_stride + cols, zero);
+}
+
+// c (m x nk, ldc) = alpha * x (m x d) . y^T, y the key rows [0, nk) of a T operand (row stride ldy):
+// one GEMM on y in place, or kKeyChunk widened rows at a time.
+template <typename T, typename A = acc_t<T>>
+void times_keys_t(int64_t m, int64_t nk, int64_t d, A alpha, Panel<A> x, const T* y, int64_t ldy, A* c,
+                  int64_t ldc, A* scratch) {
+  if constexpr (!kWidened<T>) {
+    detail::gemm_rowmajor<A>(false, true, m, nk, d, alpha, x.p, x.ld, y, ldy, A(0), c, ldc);
+  } else {
+    for (int64_t j0 = 0; j0 < nk; j0 += kKeyChunk) {
+      const int64_t kc = std::min(kKeyChunk, nk - j0);
+      const Panel<A> yw = widen(y + j0 * ldy, kc, d, ldy, scratch);
+      detail::gemm_rowmajor<A>(false, true, m, kc, d, alpha, x.p, x.ld, yw.p, yw.ld, A(0), c + j0, ldc);
+    }
+  }
+}
+
+// c (m x d, ldc) = alpha * p (m x nk) . y, y the key rows [0, nk) of a T operand; chunked as above.
+template <typename T, typename A = acc_t<T>>
+void keys_times(int64_t m, int64_t nk, int64_t d, A alpha, const A* p, int64_t ldp, const T* y, int64_t ldy, A* c,
+                int64_t ldc, A* scratch) {
+  if constexpr (!kWidened<T>) {
+    detail::gemm_rowmajor<A>(false, false, m, d, nk, alpha, p, ldp, y, ldy, A(0), c, ldc);
+  } else {
+    for (int64_t j0 = 0; j0 < nk; j0 += kKeyChunk) {
+      const int64_t kc = std::min(kKeyChunk, nk - j0);
+      const Panel<A> yw = widen(y + j0 * ldy, kc, d, ldy, scratch);
+      detail::gemm_rowmajor<A>(false, false, m, d, kc, alpha, p + j0, ldp, yw.p, yw.ld, A(j0 > 0), c, ldc);
+    }
+  }
+}
+
+// Scores of query rows [i0, i0 + br) against keys [0, nk): s = scale * Q K^T + bias, causal mask applied.
+template <typename T, typename A = acc_t<T>>
+void scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t br, int64_t nk, Panel<A> q, A* s,
+            int64_t lds, A* scratch) {
+  times_keys_t<T>(br, nk, a.head_dim, static_cast<A>(a.scale), q, hd.k, a.k.row_stride, s, lds, scratch);
+  const A neg_inf = -std::numeric_limits<A>::infinity();
   for (int64_t r = 0; r < br; ++r) {
-    T* row = s + r * lds;
+    A* row = s + r * lds;
     if (hd.bias != nullptr) {
       const T* brow = hd.bias + (i0 + r) * a.bias_row_stride;
-      for (int64_t j = 0; j < nk; ++j) row[j] += brow[j * a.bias_col_stride];
+      for (int64_t j = 0; j < nk; ++j) row[j] += detail::load_as<A>(brow[j * a.bias_col_stride]);
     }
     if (a.causal) {
       for (int64_t j = i0 + r + 1; j < nk; ++j) row[j] = neg_inf;
@@ -91,52 +219,94 @@ inline int64_t visible_keys(const AttentionArgs& a, int64_t i0, int64_t br) {
   return a.causal ? std::min(a.kv_len, i0 + br) : a.kv_len;
 }
 
-// Query rows per tile so that `per_row` values of T per row fit in the UB.
-inline int64_t tile_rows(const AttentionArgs& a, std::size_t ub_bytes, std::size_t elem, int64_t per_row) {
-  const int64_t fit = static_cast<int64_t>(ub_bytes / elem) / std::max<int64_t>(per_row, 1);
+// The UB layout of a tile, in elements of the accumulation type: per query row the score rows (one in
+// the forward; P, dP and rowsum(dO * O) in the backward) and, for 16-bit operands, the widened Q (and
+// dO) rows and the float32 output accumulator; once per tile the widened chunk of K or V rows.
+struct UbPlan {
+  int64_t per_row = 0, fixed = 0;
+};
+inline UbPlan ub_plan(bool widened, bool backward, int64_t kv_len, int64_t head_dim, int64_t v_dim) {
+  UbPlan p;
+  p.per_row = backward ? 2 * kv_len + 1 : kv_len;
+  if (widened) {
+    p.per_row += backward ? 2 * head_dim + v_dim : head_dim + v_dim;
+    p.fixed = kKeyChunk * std::max(head_dim, v_dim);
+  }
+  return p;
+}
+
+// Query rows per tile for a plan.
+inline int64_t tile_rows(const AttentionArgs& a, std::size_t ub_bytes, std::size_t elem, const UbPlan& p) {
+  const int64_t fit = (static_cast<int64_t>(ub_bytes / elem) - p.fixed) / std::max<int64_t>(p.per_row, 1);
   return std::max<int64_t>(1, std::min<int64_t>({fit, a.q_len, 256}));
 }
 
-template <typename T>
-void zero_rows(T* p, int64_t rows, int64_t cols, int64_t row_stride) {
-  for (int64_t r = 0; r < rows; ++r) std::fill(p + r * row_stride, p + r * row_stride + cols, T(0));
-}
+// What one block moved and computed, recorded once per block.
+struct Traffic {
+  uint64_t read = 0, write = 0, cube = 0, vector = 0;
+};
 
 template <typename T>
-void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockContext& ctx) {
+void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockContext& ctx, Traffic& tr) {
+  using A = acc_t<T>;
   const Head<T> hd = head_of<T>(a, unit);
-  const int64_t S = a.kv_len, br_max = tile_rows(a, ctx.ub_bytes, sizeof(T), S);
-  T* s = static_cast<T*>(ctx.ub);
-  const T neg_inf = -std::numeric_limits<T>::infinity();
+  const int64_t S = a.kv_len, E = a.head_dim, Ev = a.v_dim;
+  const int64_t br_max = tile_rows(a, ctx.ub_bytes, sizeof(A), ub_plan(kWidened<T>, false, S, E, Ev));
+  A* s = static_cast<A*>(ctx.ub);     // br x S scores, then probabilities
+  A* qw = s + br_max * S;             // 16-bit: br x E widened Q rows
+  A* oacc = qw + br_max * E;          // 16-bit: br x Ev float32 output
+  A* chunk = oacc + br_max * Ev;      // 16-bit: kKeyChunk widened K or V rows
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  const Dropout drop = dropout_of(a);
+  const uint64_t es = sizeof(T), lse_es = hd.lse != nullptr ? sizeof(A) : 0;
   for (int64_t i0 = 0; i0 < a.q_len; i0 += br_max) {
     const int64_t br = std::min(br_max, a.q_len - i0), nk = visible_keys(a, i0, br);
     T* out = hd.out + i0 * a.out.row_stride;
+    tr.write += br * (Ev * es + lse_es);
     if (nk == 0) {  // no key at all: zero output rows
-      zero_rows(out, br, a.v_dim, a.out.row_stride);
+      zero_rows(out, br, Ev, a.out.row_stride);
       if (hd.lse != nullptr) std::fill(hd.lse + i0, hd.lse + i0 + br, neg_inf);
       continue;
     }
-    scores(a, hd, i0, br, nk, s, S);
+    const Panel<A> q = widen(hd.q + i0 * a.q.row_stride, br, E, a.q.row_stride, qw);
+    scores(a, hd, i0, br, nk, q, s, S, chunk);
     for (int64_t r = 0; r < br; ++r) {
-      T* row = s + r * S;
-      const T m = row_max(row, nk);
+      A* row = s + r * S;
+      const A m = row_max(row, nk);
       if (m == neg_inf) {  // every key masked: probabilities 0, as torch's math path
-        std::fill(row, row + nk, T(0));
+        std::fill(row, row + nk, A(0));
         if (hd.lse != nullptr) hd.lse[i0 + r] = neg_inf;
         continue;
       }
-      const T sum = exp_sum(row, nk, m);
-      const T inv = T(1) / sum;
-      for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
+      const A sum = exp_sum(row, nk, m);
+      const A inv = A(1) / sum;
+      if (drop.on) {  // softmax, then dropout: kept values scaled by 1 / keep_prob
+        const A kept_scale = inv * static_cast<A>(drop.inv_keep);
+        const uint64_t n0 = row_counter(a, unit, i0 + r);
+        for (int64_t j = 0; j < nk; ++j) row[j] *= drop.kept(n0 + j) ? kept_scale : A(0);
+      } else {
+        for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
+      }
       if (hd.lse != nullptr) hd.lse[i0 + r] = m + std::log(sum);
     }
-    detail::gemm_rowmajor<T>(false, false, br, a.v_dim, nk, T(1), s, S, hd.v, a.v.row_stride, T(0), out,
-                             a.out.row_stride);
+    if constexpr (kWidened<T>) {
+      const int64_t ldo = std::max<int64_t>(Ev, 1);
+      keys_times<T>(br, nk, Ev, A(1), s, S, hd.v, a.v.row_stride, oacc, ldo, chunk);
+      store_rows(out, a.out.row_stride, oacc, ldo, br, Ev);
+    } else {
+      keys_times<T>(br, nk, Ev, A(1), s, S, hd.v, a.v.row_stride, out, a.out.row_stride, chunk);
+    }
+    const uint64_t cells = static_cast<uint64_t>(br) * nk;
+    tr.read += es * (br * E + nk * (E + Ev) + (hd.bias != nullptr ? br * nk : 0));
+    tr.cube += 2 * cells * (E + Ev);
+    tr.vector += cells * (5 + (hd.bias != nullptr) + drop.on);  // max, subtract, exp, sum, normalise
   }
 }
 
 template <typename T>
-void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::BlockContext& ctx) {
+void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::BlockContext& ctx, Traffic& tr) {
+  using A = acc_t<T>;
+  constexpr bool wide = kWidened<T>;
   const AttentionArgs& a = g.fwd;
   const Head<T> hd = head_of<T>(a, unit);
   const int64_t b = unit / a.heads, h = unit % a.heads;
@@ -145,100 +315,194 @@ void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::Bloc
   };
   const T* dout = at(g.dout);
   T *dq = at(g.dq), *dk = at(g.dk), *dv = at(g.dv);
-  const int64_t S = a.kv_len, br_max = tile_rows(a, ctx.ub_bytes, sizeof(T), 2 * S + 1);
-  T* p = static_cast<T*>(ctx.ub);  // br x S probabilities
-  T* dp = p + br_max * S;          // br x S: dP, then dS in place
-  T* dsum = dp + br_max * S;       // br: rowsum(dO * O)
-  const T neg_inf = -std::numeric_limits<T>::infinity();
-  zero_rows(dk, S, a.head_dim, g.dk.row_stride);
-  zero_rows(dv, S, a.v_dim, g.dv.row_stride);
+  const int64_t S = a.kv_len, E = a.head_dim, Ev = a.v_dim;
+  const int64_t br_max = tile_rows(a, ctx.ub_bytes, sizeof(A), ub_plan(wide, true, S, E, Ev));
+  A* p = static_cast<A*>(ctx.ub);  // br x S probabilities (after dS: dropped ones)
+  A* dp = p + br_max * S;          // br x S: dP, then dS in place
+  A* dsum = dp + br_max * S;       // br: rowsum(dO * O)
+  A* qw = dsum + br_max;           // 16-bit: br x E widened Q rows
+  A* dow = qw + br_max * E;        // 16-bit: br x Ev widened dO rows
+  A* dqacc = dow + br_max * Ev;    // 16-bit: br x E float32 dQ
+  A* chunk = dqacc + br_max * E;   // 16-bit: kKeyChunk widened K or V rows
+  const A neg_inf = -std::numeric_limits<A>::infinity();
+  const Dropout drop = dropout_of(a);
+  const uint64_t es = sizeof(T);
+  // dK, dV accumulate over the query tiles: in the outputs themselves for float32/float64; for 16-bit in
+  // float32 block scratch of one head, rounded into the outputs once at the end.
+  std::vector<A> acc_scratch(wide ? S * (std::max<int64_t>(E, 1) + std::max<int64_t>(Ev, 1)) : 0);
+  A* dk_acc;
+  A* dv_acc;
+  int64_t ld_dk, ld_dv;
+  if constexpr (wide) {
+    dk_acc = acc_scratch.data();
+    ld_dk = std::max<int64_t>(E, 1);
+    ld_dv = std::max<int64_t>(Ev, 1);
+    dv_acc = dk_acc + S * ld_dk;
+  } else {
+    zero_rows(dk, S, E, g.dk.row_stride);
+    zero_rows(dv, S, Ev, g.dv.row_stride);
+    dk_acc = dk;
+    dv_acc = dv;
+    ld_dk = g.dk.row_stride;
+    ld_dv = g.dv.row_stride;
+    tr.write += es * S * (E + Ev);
+  }
   for (int64_t i0 = 0; i0 < a.q_len; i0 += br_max) {
     const int64_t br = std::min(br_max, a.q_len - i0), nk = visible_keys(a, i0, br);
     T* dq_t = dq + i0 * g.dq.row_stride;
-    const T* do_t = dout + i0 * g.dout.row_stride;
+    tr.write += es * br * E;
     if (nk == 0) {
-      zero_rows(dq_t, br, a.head_dim, g.dq.row_stride);
+      zero_rows(dq_t, br, E, g.dq.row_stride);
       continue;
     }
-    scores(a, hd, i0, br, nk, p, S);
+    const Panel<A> q = widen(hd.q + i0 * a.q.row_stride, br, E, a.q.row_stride, qw);
+    const Panel<A> d_o = widen(dout + i0 * g.dout.row_stride, br, Ev, g.dout.row_stride, dow);
+    scores(a, hd, i0, br, nk, q, p, S, chunk);
     for (int64_t r = 0; r < br; ++r) {
-      T* row = p + r * S;
-      const T lse = hd.lse[i0 + r];
+      A* row = p + r * S;
+      const A lse = hd.lse[i0 + r];
       if (lse == neg_inf) {
-        std::fill(row, row + nk, T(0));
+        std::fill(row, row + nk, A(0));
       } else {
         for (int64_t j = 0; j < nk; ++j) row[j] = detail::fast_exp(row[j] - lse);
       }
       const T* o = hd.out + (i0 + r) * a.out.row_stride;
-      const T* d = do_t + r * g.dout.row_stride;
-      T acc = 0;
-      for (int64_t e = 0; e < a.v_dim; ++e) acc += d[e] * o[e];
+      const A* d = d_o.p + r * d_o.ld;
+      A acc = 0;
+      for (int64_t e = 0; e < Ev; ++e) acc += d[e] * detail::load_as<A>(o[e]);
       dsum[r] = acc;
     }
-    // dP = dO V^T; dV += P^T dO
-    detail::gemm_rowmajor<T>(false, true, br, nk, a.v_dim, T(1), do_t, g.dout.row_stride, hd.v, a.v.row_stride, T(0),
-                             dp, S);
-    detail::gemm_rowmajor<T>(true, false, nk, a.v_dim, br, T(1), p, S, do_t, g.dout.row_stride, T(1), dv,
-                             g.dv.row_stride);
-    for (int64_t r = 0; r < br; ++r) {  // dS = P * (dP - rowsum(dO * O))
-      T* dr = dp + r * S;
-      const T* pr = p + r * S;
-      for (int64_t j = 0; j < nk; ++j) dr[j] = pr[j] * (dr[j] - dsum[r]);
+    // dP = dO V^T
+    times_keys_t<T>(br, nk, Ev, A(1), d_o, hd.v, a.v.row_stride, dp, S, chunk);
+    for (int64_t r = 0; r < br; ++r) {  // dS = P * (dP - rowsum(dO * O)), dP through the dropout mask
+      A* dr = dp + r * S;
+      A* pr = p + r * S;
+      if (drop.on) {  // dP of the undropped probabilities, and P as dropped for dV
+        const A kept_scale = static_cast<A>(drop.inv_keep);
+        const uint64_t n0 = row_counter(a, unit, i0 + r);
+        for (int64_t j = 0; j < nk; ++j) {
+          const A f = drop.kept(n0 + j) ? kept_scale : A(0);
+          dr[j] = pr[j] * (dr[j] * f - dsum[r]);
+          pr[j] *= f;
+        }
+      } else {
+        for (int64_t j = 0; j < nk; ++j) dr[j] = pr[j] * (dr[j] - dsum[r]);
+      }
     }
-    const T scale = static_cast<T>(a.scale);
+    // dV += P^T dO
+    detail::gemm_rowmajor<A>(true, false, nk, Ev, br, A(1), p, S, d_o.p, d_o.ld, A(1), dv_acc, ld_dv);
+    const A scale = static_cast<A>(a.scale);
     // dQ = scale * dS K; dK += scale * dS^T Q
-    detail::gemm_rowmajor<T>(false, false, br, a.head_dim, nk, scale, dp, S, hd.k, a.k.row_stride, T(0), dq_t,
-                             g.dq.row_stride);
-    detail::gemm_rowmajor<T>(true, false, nk, a.head_dim, br, scale, dp, S, hd.q + i0 * a.q.row_stride,
-                             a.q.row_stride, T(1), dk, g.dk.row_stride);
+    if constexpr (wide) {
+      keys_times<T>(br, nk, E, scale, dp, S, hd.k, a.k.row_stride, dqacc, ld_dk, chunk);
+      store_rows(dq_t, g.dq.row_stride, dqacc, ld_dk, br, E);
+    } else {
+      keys_times<T>(br, nk, E, scale, dp, S, hd.k, a.k.row_stride, dq_t, g.dq.row_stride, chunk);
+      tr.read += es * nk * (E + Ev);  // the read half of dK, dV's read-modify-write (the write below)
+      tr.write += es * nk * (E + Ev);
+    }
+    detail::gemm_rowmajor<A>(true, false, nk, E, br, scale, dp, S, q.p, q.ld, A(1), dk_acc, ld_dk);
+    const uint64_t cells = static_cast<uint64_t>(br) * nk;
+    tr.read += es * (br * (E + 2 * Ev) + nk * (E + Ev) + (hd.bias != nullptr ? br * nk : 0)) + sizeof(A) * br;
+    tr.cube += 2 * cells * (3 * E + 2 * Ev);
+    tr.vector += cells * (4 + (hd.bias != nullptr) + 2 * drop.on) + 2 * static_cast<uint64_t>(br) * Ev;
+  }
+  if constexpr (wide) {
+    store_rows(dk, g.dk.row_stride, dk_acc, ld_dk, S, E);
+    store_rows(dv, g.dv.row_stride, dv_acc, ld_dv, S, Ev);
+    tr.write += es * S * (E + Ev);
   }
 }
 
-bool valid(npu_sim::Stream stream, const AttentionArgs& a) {
+bool valid_dims(const AttentionArgs& a) {
   return a.batch >= 0 && a.heads >= 0 && a.q_len >= 0 && a.kv_len >= 0 && a.head_dim >= 0 && a.v_dim >= 0 &&
-         a.kv_len <= attention_max_kv_len(stream, a.dtype);
+         a.keep_prob > 0.0 && a.keep_prob <= 1.0;  // NaN fails both
 }
 
-// One (batch, head) per unit of work, contiguous runs of heads per block.
+bool valid(npu_sim::Stream stream, const AttentionArgs& a) {
+  return valid_dims(a) && a.kv_len <= attention_max_kv_len(stream, a.dtype, a.head_dim, a.v_dim);
+}
+
+// One (batch, head) per unit of work, contiguous runs of heads per block; each block records its traffic
+// once.
 template <typename Body>
 npu_sim::Status per_head(npu_sim::Stream stream, const char* name, const AttentionArgs& a, Body body) {
   if (a.q_len == 0) return npu_sim::Status::kSuccess;
   detail::ensure_micro_kernel_loaded();
   return parallel_for(stream, name, a.batch * a.heads, 1,
                       [body](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
-                        for (int64_t u = begin; u < end; ++u) body(u, ctx);
+                        Traffic tr;
+                        for (int64_t u = begin; u < end; ++u) body(u, ctx, tr);
+                        npu_sim::record_traffic(ctx, tr.read, tr.write, tr.cube, tr.vector);
                       });
+}
+
+// Calls f(T{}) for the element types the kernels take; kInvalidValue for the others.
+template <typename F>
+npu_sim::Status dispatch_attention(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kFloat16: return f(Half{});
+    case DType::kBFloat16: return f(BFloat16{});
+    default: return npu_sim::Status::kInvalidValue;
+  }
 }
 
 }  // namespace
 
 npu_sim::Status attention_forward(npu_sim::Stream stream, const AttentionArgs& a) {
   if (!valid(stream, a)) return npu_sim::Status::kInvalidValue;
-  if (a.dtype == DType::kFloat32) {
+  return dispatch_attention(a.dtype, [&](auto t) {
+    using T = decltype(t);
     return per_head(stream, "attention_forward", a,
-                    [a](int64_t u, const npu_sim::BlockContext& ctx) { forward_head<float>(a, u, ctx); });
-  }
-  return per_head(stream, "attention_forward", a,
-                  [a](int64_t u, const npu_sim::BlockContext& ctx) { forward_head<double>(a, u, ctx); });
+                    [a](int64_t u, const npu_sim::BlockContext& ctx, Traffic& tr) { forward_head<T>(a, u, ctx, tr); });
+  });
 }
 
 npu_sim::Status attention_backward(npu_sim::Stream stream, const AttentionGradArgs& g) {
   if (!valid(stream, g.fwd) || g.fwd.lse == nullptr) return npu_sim::Status::kInvalidValue;
-  if (g.fwd.dtype == DType::kFloat32) {
+  return dispatch_attention(g.fwd.dtype, [&](auto t) {
+    using T = decltype(t);
     return per_head(stream, "attention_backward", g.fwd,
-                    [g](int64_t u, const npu_sim::BlockContext& ctx) { backward_head<float>(g, u, ctx); });
-  }
-  return per_head(stream, "attention_backward", g.fwd,
-                  [g](int64_t u, const npu_sim::BlockContext& ctx) { backward_head<double>(g, u, ctx); });
+                    [g](int64_t u, const npu_sim::BlockContext& ctx, Traffic& tr) { backward_head<T>(g, u, ctx, tr); });
+  });
 }
 
-int64_t attention_max_kv_len(npu_sim::Stream stream, DType dtype) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) return -1;
+npu_sim::Status attention_dropout_mask(npu_sim::Stream stream, const AttentionArgs& a, uint8_t* mask) {
+  if (!valid_dims(a) || (mask == nullptr && a.batch * a.heads * a.q_len * a.kv_len > 0))
+    return npu_sim::Status::kInvalidValue;
+  if (a.q_len == 0 || a.kv_len == 0) return npu_sim::Status::kSuccess;
+  return parallel_for(stream, "attention_dropout_mask", a.batch * a.heads, 1,
+                      [a, mask](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
+                        const Dropout drop = dropout_of(a);
+                        for (int64_t u = begin; u < end; ++u) {
+                          for (int64_t i = 0; i < a.q_len; ++i) {
+                            const uint64_t n0 = row_counter(a, u, i);
+                            uint8_t* row = mask + n0;
+                            for (int64_t j = 0; j < a.kv_len; ++j) row[j] = !drop.on || drop.kept(n0 + j);
+                          }
+                        }
+                        const uint64_t cells = static_cast<uint64_t>(end - begin) * a.q_len * a.kv_len;
+                        npu_sim::record_traffic(ctx, 0, cells, 0, cells);
+                      });
+}
+
+int64_t attention_max_kv_len(npu_sim::Stream stream, DType dtype, int64_t head_dim, int64_t v_dim) {
+  const bool widened = dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64 && !widened) return -1;
   std::size_t ub = 0;
   int ai_cores = 1, core_threads = 1;
   if (!detail::device_limits(stream, &ub, &ai_cores, &core_threads)) return -1;
-  const std::size_t elem = dtype == DType::kFloat32 ? sizeof(float) : sizeof(double);
-  return (static_cast<int64_t>(ub / elem) - 1) / 2;  // the backward's two score rows of one query
+  const std::size_t elem = dtype == DType::kFloat64 ? sizeof(double) : sizeof(float);
+  // The backward's tile of one query row: its two score rows, rowsum(dO * O) and, for 16-bit operands,
+  // the widened rows and the key chunk (ub_plan with kv_len 0).
+  const UbPlan p = ub_plan(widened, true, 0, std::max<int64_t>(head_dim, 0), std::max<int64_t>(v_dim, 0));
+  return std::max<int64_t>(0, (static_cast<int64_t>(ub / elem) - p.fixed - p.per_row) / 2);
+}
+
+int64_t attention_max_kv_len(npu_sim::Stream stream, DType dtype) {
+  return attention_max_kv_len(stream, dtype, kDefaultHalfDim, kDefaultHalfDim);
 }
 
 }  // namespace npu_kernels
