@@ -93,32 +93,42 @@ inline float dot(const float* a, const float* b, int64_t n) {
   for (; i < n; ++i) t += a[i] * b[i];
   return t;
 }
-inline float row_sum(const float* a, int64_t n) {
-  v16sf s0 = {}, s1 = {};
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    s0 += vload(a + i);
-    s1 += vload(a + i + 16);
-  }
-  float t = hsum(s0 + s1);
-  for (; i < n; ++i) t += a[i];
-  return t;
-}
-inline float row_max(const float* a, int64_t n) {  // NaNs are skipped here and surface through the exp sum
+// Two passes of the softmax row in the lane layout above: v[i] = f(i) with the row max (f inlined into a
+// fixed 32-wide loop the compiler vectorises), and v[i] = g(v[i]) with the row sum. Each value is reduced
+// right after it is made, while it is in registers / L1.
+template <typename F>
+inline float fill_max(float* v, int64_t n, F f) {
   const float ninf = -std::numeric_limits<float>::infinity();
   v16sf m0, m1;
   for (int j = 0; j < 16; ++j) m0[j] = m1[j] = ninf;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    const v16sf x0 = vload(a + i), x1 = vload(a + i + 16);
+    for (int k = 0; k < 32; ++k) v[i + k] = f(i + k);
+    const v16sf x0 = vload(v + i), x1 = vload(v + i + 16);
     m0 = x0 > m0 ? x0 : m0;
     m1 = x1 > m1 ? x1 : m1;
   }
   m0 = m1 > m0 ? m1 : m0;
   float m = ninf;
   for (int j = 0; j < 16; ++j) m = m0[j] > m ? m0[j] : m;
-  for (; i < n; ++i) m = a[i] > m ? a[i] : m;
+  for (; i < n; ++i) {
+    v[i] = f(i);
+    m = v[i] > m ? v[i] : m;
+  }
   return m;
+}
+template <typename G>
+inline float map_sum(float* v, int64_t n, G g) {
+  v16sf s0 = {}, s1 = {};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 32; ++k) v[i + k] = g(v[i + k]);
+    s0 += vload(v + i);
+    s1 += vload(v + i + 16);
+  }
+  float t = hsum(s0 + s1);
+  for (; i < n; ++i) t += (v[i] = g(v[i]));
+  return t;
 }
 
 // One block's GM traffic and Vector FLOPs, recorded once at its end.
@@ -246,19 +256,25 @@ npu_sim::Status rms_norm_backward(npu_sim::Stream stream, const RmsNormGradArgs&
         const float* s = to_f32(x + r * n, n, buf + n);
         const float* d = to_f32(dy + r * n, n, buf + 2 * n);
         const float rs = rstd[r];
-        if (dx) {
-          float* g = buf + 3 * n;
+        float* g = buf + 3 * n;
+        if (dx && p) {  // one pass for g and the dgamma terms
+          for (int64_t i = 0; i < n; ++i) {
+            g[i] = d[i] * buf[i];
+            p[i] += d[i] * s[i] * rs;
+          }
+        } else if (dx) {
           for (int64_t i = 0; i < n; ++i) g[i] = d[i] * buf[i];
+        } else {
+          for (int64_t i = 0; i < n; ++i) p[i] += d[i] * s[i] * rs;
+        }
+        if (p) c.flops += 3 * static_cast<uint64_t>(n);
+        if (dx) {
           const float k2 = rs * rs * dot(g, s, n) * inv_n;
           float* out = out_f32(dx + r * n, g);
           for (int64_t i = 0; i < n; ++i) out[i] = rs * (g[i] - s[i] * k2);
           from_f32(dx + r * n, out, n);
           c.wr += row_bytes;
           c.flops += 6 * static_cast<uint64_t>(n);
-        }
-        if (p) {
-          for (int64_t i = 0; i < n; ++i) p[i] += d[i] * s[i] * rs;
-          c.flops += 3 * static_cast<uint64_t>(n);
         }
         c.rd += 2 * row_bytes + sizeof(float);
       }
@@ -479,13 +495,11 @@ Status scaled_masked_softmax_impl(npu_sim::Stream stream, const ScaledMaskedSoft
       float* o = out_f32(out + r * n, buf);  // 16-bit: computed over the input tile
       if (fwd) {
         float* v = buf + n;
-        for (int64_t j = 0; j < n; ++j) v[j] = xv[j] * scale;
-        if (m)
-          for (int64_t j = 0; j < n; ++j) v[j] = m[j] ? kMaskFill : v[j];
-        for (int64_t j = masked_from; j < n; ++j) v[j] = kMaskFill;
-        const float mx = row_max(v, n);
-        for (int64_t j = 0; j < n; ++j) v[j] = detail::fast_exp(v[j] - mx);
-        const float inv = 1.0f / row_sum(v, n);
+        float mx;
+        if (m) mx = fill_max(v, n, [=](int64_t j) { return m[j] ? kMaskFill : xv[j] * scale; });
+        else if (triu) mx = fill_max(v, n, [=](int64_t j) { return j >= masked_from ? kMaskFill : xv[j] * scale; });
+        else mx = fill_max(v, n, [=](int64_t j) { return xv[j] * scale; });
+        const float inv = 1.0f / map_sum(v, n, [=](float t) { return detail::fast_exp(t - mx); });
         for (int64_t j = 0; j < n; ++j) o[j] = v[j] * inv;
         c.flops += 5 * static_cast<uint64_t>(n);
       } else {  // dx = scale * y * (dy - sum(dy * y)), 0 where masked
