@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -11,7 +12,9 @@
 
 #include "dtype_convert.h"
 #include "fast_math.h"
+#include "npu_kernels/elementwise.h"  // kStreamOutputBytes
 #include "npu_kernels/launch.h"
+#include "npu_kernels/stream_store.h"
 
 namespace npu_kernels {
 
@@ -49,24 +52,42 @@ inline const float* to_f32(const T* src, int64_t n, float* buf) {
     return buf;
   }
 }
-// Where to compute an output row in fp32: dst itself for float, buf for 16-bit (then from_f32).
+// Output rows. Beyond kStreamOutputBytes (elementwise.h) per launch an output not read back is written with
+// streaming stores (no read-for-ownership of its lines); `stream` is decided per launch.
+bool streams(int64_t out_bytes, const void* out, std::initializer_list<const void*> inputs) {
+  if (out_bytes < kStreamOutputBytes) return false;
+  for (const void* in : inputs)
+    if (in == out) return false;  // in place: the lines are in cache already
+  return true;
+}
+// Where to compute an output row in fp32: dst itself for float stored plainly, else buf (then put).
 template <typename T>
-inline float* out_f32(T* dst, float* buf) {
-  if constexpr (std::is_same_v<T, float>) return dst;
+inline float* out_f32(T* dst, float* buf, bool stream) {
+  if constexpr (std::is_same_v<T, float>) return stream ? buf : dst;
   else return buf;
 }
-// Rounds an fp32 result row to T (a no-op when it was computed in place).
+// Stores an fp32 row to T (nothing to do for a float row computed in place). round_back: src gets the
+// values as rounded to T (add_rms_norm's sum).
 template <typename T>
-inline void from_f32(T* dst, const float* src, int64_t n) {
+inline void put(T* dst, float* src, int64_t n, bool stream, bool round_back = false) {
   if constexpr (std::is_same_v<T, float>) {
-    if (dst != src) std::memcpy(dst, src, sizeof(float) * n);
-  } else if constexpr (std::is_same_v<T, Half>) {
-    uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-    if (detail::cpu_has_f16c()) detail::float_row_to_half_f16c(d, src, n);
-    else for (int64_t i = 0; i < n; ++i) d[i] = detail::float_to_half_bits(src[i]);
+    if (stream) stream_store_bytes(dst, src, sizeof(float) * n);
+    else if (dst != src) std::memcpy(dst, src, sizeof(float) * n);
   } else {
-    uint16_t* d = reinterpret_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) d[i] = detail::float_to_bf16_bits(src[i]);
+    constexpr int64_t kChunk = 1024;
+    alignas(64) uint16_t tmp[kChunk];
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - i0);
+      uint16_t* d = stream ? tmp : reinterpret_cast<uint16_t*>(dst + i0);
+      if constexpr (std::is_same_v<T, Half>) {
+        if (detail::cpu_has_f16c()) detail::float_row_to_half_f16c(d, src + i0, m);
+        else for (int64_t i = 0; i < m; ++i) d[i] = detail::float_to_half_bits(src[i0 + i]);
+      } else {
+        for (int64_t i = 0; i < m; ++i) d[i] = detail::float_to_bf16_bits(src[i0 + i]);
+      }
+      if (round_back) to_f32(reinterpret_cast<const T*>(d), m, src + i0);
+      if (stream) stream_store_bytes(dst + i0, tmp, sizeof(T) * m);
+    }
   }
 }
 
@@ -148,6 +169,7 @@ Status for_units(npu_sim::Stream stream, const char* name, int64_t units, int64_
                         Cost c;
                         setup(buf.data(), c);
                         for (int64_t u = b; u < e; ++u) unit(u, buf.data(), c);
+                        stream_fence();
                         npu_sim::record_traffic(ctx, c.rd, c.wr, 0, c.flops);
                       });
 }
@@ -191,6 +213,7 @@ npu_sim::Status rms_norm(npu_sim::Stream stream, const RmsNormArgs& a) {
     T* y = static_cast<T*>(a.y);
     T* xs = static_cast<T*>(a.x_sum);
     float* rstd = a.rstd;
+    const bool nt = streams(a.rows * n * static_cast<int64_t>(es), a.y, {a.x, a.x2, a.x_sum});
     // scratch: gamma | s | x2 | y, n floats each
     auto setup = [=](float* buf, Cost& c) {
       const float* g = to_f32(gamma, n, buf);
@@ -203,15 +226,15 @@ npu_sim::Status rms_norm(npu_sim::Stream stream, const RmsNormArgs& a) {
       const float* s = to_f32(x + r * n, n, sb);
       if (x2) {  // s = x + x2, written to x_sum; statistics from the sum as rounded to T
         const float* b = to_f32(x2 + r * n, n, buf + 2 * n);
-        float* sum = out_f32(xs + r * n, sb);
+        float* sum = out_f32(xs + r * n, sb, nt);
         for (int64_t i = 0; i < n; ++i) sum[i] = s[i] + b[i];
-        from_f32(xs + r * n, sum, n);
-        s = to_f32(xs + r * n, n, sb);  // 16-bit: the rounded sum (read back from cache, not GM traffic)
+        put(xs + r * n, sum, n, nt, /*round_back=*/true);
+        s = sum;
       }
       const float rs = 1.0f / std::sqrt(dot(s, s, n) * inv_n + eps);
-      float* out = out_f32(y + r * n, buf + 3 * n);
+      float* out = out_f32(y + r * n, buf + 3 * n, nt);
       for (int64_t i = 0; i < n; ++i) out[i] = s[i] * rs * g[i];
-      from_f32(y + r * n, out, n);
+      put(y + r * n, out, n, nt);
       if (rstd) rstd[r] = rs;
       c.rd += ops * row_bytes;
       c.wr += ops * row_bytes + (rstd ? sizeof(float) : 0);
@@ -241,6 +264,7 @@ npu_sim::Status rms_norm_backward(npu_sim::Stream stream, const RmsNormGradArgs&
     const T* gamma = static_cast<const T*>(a.gamma);
     const float* rstd = a.rstd;
     T* dx = static_cast<T*>(a.dx);
+    const bool nt = streams(rows * n * static_cast<int64_t>(es), a.dx, {a.dy, a.x});
     // scratch: gamma | s | dy | g (dx) , n floats each
     auto setup = [=](float* buf, Cost& c) {
       if (!dx) return;
@@ -270,9 +294,9 @@ npu_sim::Status rms_norm_backward(npu_sim::Stream stream, const RmsNormGradArgs&
         if (p) c.flops += 3 * static_cast<uint64_t>(n);
         if (dx) {
           const float k2 = rs * rs * dot(g, s, n) * inv_n;
-          float* out = out_f32(dx + r * n, g);
+          float* out = out_f32(dx + r * n, g, nt);
           for (int64_t i = 0; i < n; ++i) out[i] = rs * (g[i] - s[i] * k2);
-          from_f32(dx + r * n, out, n);
+          put(dx + r * n, out, n, nt);
           c.wr += row_bytes;
           c.flops += 6 * static_cast<uint64_t>(n);
         }
@@ -293,7 +317,7 @@ npu_sim::Status rms_norm_backward(npu_sim::Stream stream, const RmsNormGradArgs&
       for (int64_t k = 0; k < chunks; ++k, p += n) {
         for (int64_t j = 0; j < cnt; ++j) acc[j] += p[j];
       }
-      from_f32(dgamma + j0, acc, cnt);
+      put(dgamma + j0, acc, cnt, false);
       c.rd += sizeof(float) * chunks * cnt;
       c.wr += es * cnt;
       c.flops += static_cast<uint64_t>(chunks * cnt);
@@ -339,6 +363,7 @@ Status rotary(npu_sim::Stream stream, const RotaryArgs& a, bool fwd) {
     T* out = static_cast<T*>(a.out);
     const int64_t s1[3] = {a.r1_strides[0], a.r1_strides[1], a.r1_strides[2]};
     const int64_t s2[3] = {a.r2_strides[0], a.r2_strides[1], a.r2_strides[2]};
+    const bool nt = streams(rows * d * static_cast<int64_t>(sizeof(T)), a.out, {a.x});
     auto fn = fwd ? (a.mode == RotaryMode::kHalf ? rotary_row<true, true> : rotary_row<true, false>)
                   : (a.mode == RotaryMode::kHalf ? rotary_row<false, true> : rotary_row<false, false>);
     auto row = [=](int64_t r, float* buf, Cost& c) {
@@ -346,10 +371,10 @@ Status rotary(npu_sim::Stream stream, const RotaryArgs& a, bool fwd) {
       const float* xr = to_f32(x + r * d, d, buf);
       const float* cr = to_f32(r1 + i0 * s1[0] + i1 * s1[1] + i2 * s1[2], d, buf + d);
       const float* sr = to_f32(r2 + i0 * s2[0] + i1 * s2[1] + i2 * s2[2], d, buf + 2 * d);
-      float* o = out_f32(out + r * d, buf + 3 * d);
+      float* o = out_f32(out + r * d, buf + 3 * d, nt);
       if (o == xr || o == cr || o == sr) o = buf + 3 * d;  // in place: rotary_row's operands do not alias
       fn(xr, cr, sr, o, d / 2);
-      from_f32(out + r * d, o, d);
+      put(out + r * d, o, d, nt);
       c.rd += 3 * sizeof(T) * d;
       c.wr += sizeof(T) * d;
       c.flops += 3 * static_cast<uint64_t>(d);
@@ -377,12 +402,13 @@ npu_sim::Status swiglu(npu_sim::Stream stream, const SwiGluArgs& a) {
     const int64_t inner = a.inner;
     const T* x = static_cast<const T*>(a.x);
     T* out = static_cast<T*>(a.out);
+    const bool nt = streams(a.outer * inner * static_cast<int64_t>(sizeof(T)), a.out, {a.x});
     auto seg = [=](int64_t o, int64_t i, int64_t cnt, float* buf, Cost& c) {
       const float* av = to_f32(x + 2 * o * inner + i, cnt, buf);
       const float* bv = to_f32(x + (2 * o + 1) * inner + i, cnt, buf + kTile);
-      float* y = out_f32(out + o * inner + i, buf + 2 * kTile);
+      float* y = out_f32(out + o * inner + i, buf + 2 * kTile, nt);
       for (int64_t k = 0; k < cnt; ++k) y[k] = av[k] * detail::fast_sigmoid(av[k]) * bv[k];
-      from_f32(out + o * inner + i, y, cnt);
+      put(out + o * inner + i, y, cnt, nt);
       c.rd += 2 * sizeof(T) * cnt;
       c.wr += sizeof(T) * cnt;
       c.flops += 6 * static_cast<uint64_t>(cnt);
@@ -402,22 +428,23 @@ npu_sim::Status swiglu_backward(npu_sim::Stream stream, const SwiGluArgs& a) {
     const T* x = static_cast<const T*>(a.x);
     const T* dy = static_cast<const T*>(a.dy);
     T* dx = static_cast<T*>(a.dx);
+    const bool nt = streams(2 * a.outer * inner * static_cast<int64_t>(sizeof(T)), a.dx, {a.x, a.dy});
     auto seg = [=](int64_t o, int64_t i, int64_t cnt, float* buf, Cost& c) {
       const float* av = to_f32(x + 2 * o * inner + i, cnt, buf);
       const float* bv = to_f32(x + (2 * o + 1) * inner + i, cnt, buf + kTile);
       const float* g = to_f32(dy + o * inner + i, cnt, buf + 2 * kTile);
       T* da_p = dx + 2 * o * inner + i;
       T* db_p = dx + (2 * o + 1) * inner + i;
-      float* da = out_f32(da_p, buf + 3 * kTile);
-      float* db = out_f32(db_p, buf + 4 * kTile);
+      float* da = out_f32(da_p, buf + 3 * kTile, nt);
+      float* db = out_f32(db_p, buf + 4 * kTile, nt);
       for (int64_t k = 0; k < cnt; ++k) {
         const float sg = detail::fast_sigmoid(av[k]), silu = av[k] * sg;
         const float gk = g[k], bk = bv[k];  // read before the writes: dx may alias x
         da[k] = gk * bk * (sg + silu * (1.0f - sg));
         db[k] = gk * silu;
       }
-      from_f32(da_p, da, cnt);
-      from_f32(db_p, db, cnt);
+      put(da_p, da, cnt, nt);
+      put(db_p, db, cnt, nt);
       c.rd += 3 * sizeof(T) * cnt;
       c.wr += 2 * sizeof(T) * cnt;
       c.flops += 11 * static_cast<uint64_t>(cnt);
@@ -438,10 +465,11 @@ Status fast_gelu_impl(npu_sim::Stream stream, const FastGeluArgs& a, bool fwd) {
     const T* x = static_cast<const T*>(a.x);
     const T* dy = static_cast<const T*>(a.dy);
     T* out = static_cast<T*>(fwd ? a.y : a.dx);
+    const bool nt = streams(a.n * static_cast<int64_t>(sizeof(T)), out, {a.x, fwd ? nullptr : a.dy});
     constexpr float k = 1.702f;
     auto seg = [=](int64_t, int64_t i, int64_t cnt, float* buf, Cost& c) {
       const float* xv = to_f32(x + i, cnt, buf);
-      float* o = out_f32(out + i, buf + 2 * kTile);
+      float* o = out_f32(out + i, buf + 2 * kTile, nt);
       if (fwd) {
         for (int64_t j = 0; j < cnt; ++j) o[j] = xv[j] * detail::fast_sigmoid(k * xv[j]);
       } else {
@@ -451,7 +479,7 @@ Status fast_gelu_impl(npu_sim::Stream stream, const FastGeluArgs& a, bool fwd) {
           o[j] = g[j] * (sg + k * xv[j] * sg * (1.0f - sg));
         }
       }
-      from_f32(out + i, o, cnt);
+      put(out + i, o, cnt, nt);
       c.rd += (fwd ? 1 : 2) * sizeof(T) * cnt;
       c.wr += sizeof(T) * cnt;
       c.flops += (fwd ? 6 : 11) * static_cast<uint64_t>(cnt);
@@ -487,12 +515,14 @@ Status scaled_masked_softmax_impl(npu_sim::Stream stream, const ScaledMaskedSoft
     const uint8_t* mask = reinterpret_cast<const uint8_t*>(a.mask);
     const int64_t m0 = a.mask_strides[0], m1 = a.mask_strides[1], m2 = a.mask_strides[2];
     const bool triu = a.fixed_triu_mask;
+    const int64_t out_bytes = rows * n * static_cast<int64_t>(sizeof(T));
+    const bool nt = fwd ? streams(out_bytes, out, {a.x}) : streams(out_bytes, out, {a.y, a.dy});
     auto row = [=](int64_t r, float* buf, Cost& c) {
       const int64_t is = r % s, ih = r / s % h, ib = r / (s * h);
       const uint8_t* m = mask ? mask + ib * m0 + ih * m1 + is * m2 : nullptr;
       const int64_t masked_from = triu ? std::min(n, is + 1) : n;  // triu: j > is masked
       const float* xv = to_f32(x + r * n, n, buf);
-      float* o = out_f32(out + r * n, buf);  // 16-bit: computed over the input tile
+      float* o = out_f32(out + r * n, buf, nt);  // else over the input tile
       if (fwd) {
         float* v = buf + n;
         float mx;
@@ -512,7 +542,7 @@ Status scaled_masked_softmax_impl(npu_sim::Stream stream, const ScaledMaskedSoft
         c.rd += sizeof(T) * n;
         c.flops += 5 * static_cast<uint64_t>(n);
       }
-      from_f32(out + r * n, o, n);
+      put(out + r * n, o, n, nt);
       c.rd += sizeof(T) * n + (m ? n : 0);
       c.wr += sizeof(T) * n;
     };

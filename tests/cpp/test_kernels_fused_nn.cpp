@@ -399,6 +399,16 @@ TEST(KernelsFusedNn, ScaledMaskedSoftmaxFloat32) { softmax_suite<float>(); }
 TEST(KernelsFusedNn, ScaledMaskedSoftmaxFloat16) { softmax_suite<Half>(); }
 TEST(KernelsFusedNn, ScaledMaskedSoftmaxBFloat16) { softmax_suite<BFloat16>(); }
 
+// Outputs of 16 MiB and more are written with streaming stores: the same results.
+TEST(KernelsFusedNn, LargeOutputsWithStreamingStores) {
+  check_rms<float>(1024, 4097, false, 40);
+  check_rms<BFloat16>(2048, 4097, true, 41);
+  check_rotary<float>(RotaryMode::kInterleave, 1, 1024, 1, 4098, 1, 1024, 1, 42);
+  check_swiglu<Half>(2049, 4097, 43);
+  check_gelu<float>(4200000, 44);
+  check_softmax<float>(1, 1, 1024, 4097, MaskKind::kShared, 45);
+}
+
 // ---- finite differences (float32): each backward against its forward run on the device ----
 
 using Fwd = std::function<std::vector<float>(const std::vector<float>&)>;
