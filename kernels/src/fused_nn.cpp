@@ -158,7 +158,7 @@ struct Cost {
 };
 
 // The engine every kernel runs on: units [0, units) (rows, row chunks or tiles) split over blocks of at
-// least `grain` units; each block owns `scratch` floats of fp32 registers-in-UB, runs setup(scratch, cost)
+// least `grain` units; each block owns `scratch` floats of fp32 working rows (its UB), runs setup(scratch, cost)
 // once (broadcast operands) and unit(u, scratch, cost) per unit, then records its cost.
 template <typename Setup, typename Unit>
 Status for_units(npu_sim::Stream stream, const char* name, int64_t units, int64_t grain, int64_t scratch,
@@ -489,7 +489,9 @@ Status fast_gelu_impl(npu_sim::Stream stream, const FastGeluArgs& a, bool fwd) {
 }
 }  // namespace
 
-npu_sim::Status fast_gelu(npu_sim::Stream stream, const FastGeluArgs& args) { return fast_gelu_impl(stream, args, true); }
+npu_sim::Status fast_gelu(npu_sim::Stream stream, const FastGeluArgs& args) {
+  return fast_gelu_impl(stream, args, true);
+}
 npu_sim::Status fast_gelu_backward(npu_sim::Stream stream, const FastGeluArgs& args) {
   return fast_gelu_impl(stream, args, false);
 }

@@ -1,4 +1,4 @@
-// gtests of the fused vector kernels (npu_kernels/fused_nn.h) against double-precision references and finite differences.
+// gtests of the fused vector kernels (npu_kernels/fused_nn.h) against double references and finite differences.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,7 +75,8 @@ struct RmsRef {
 
 // Forward and the analytic backward in double, from the (rounded) inputs; s is x + x2 rounded to T.
 template <typename T>
-RmsRef rms_reference(int64_t rows, int64_t n, const std::vector<T>& x, const std::vector<T>* x2, const std::vector<T>& g,
+RmsRef rms_reference(int64_t rows, int64_t n, const std::vector<T>& x, const std::vector<T>* x2,
+                     const std::vector<T>& g,
                      const std::vector<T>& dy, double eps) {
   RmsRef r;
   r.s.resize(rows * n);
@@ -83,7 +84,8 @@ RmsRef rms_reference(int64_t rows, int64_t n, const std::vector<T>& x, const std
   r.dx.resize(rows * n);
   r.rstd.resize(rows);
   r.dgamma.assign(n, 0.0);
-  for (int64_t i = 0; i < rows * n; ++i) r.s[i] = x2 ? D(T(static_cast<float>(x[i]) + static_cast<float>((*x2)[i]))) : D(x[i]);
+  for (int64_t i = 0; i < rows * n; ++i)
+    r.s[i] = x2 ? D(T(static_cast<float>(x[i]) + static_cast<float>((*x2)[i]))) : D(x[i]);
   for (int64_t k = 0; k < rows; ++k) {
     const double* s = &r.s[k * n];
     double ss = 0, gs = 0;
@@ -185,7 +187,8 @@ void check_rotary(RotaryMode mode, int64_t d0, int64_t d1, int64_t d2, int64_t d
   SCOPED_TRACE(::testing::Message() << "mode " << int(mode) << " [" << d0 << "," << d1 << "," << d2 << "," << d
                                     << "] r [" << e0 << "," << e1 << "," << e2 << "] dtype " << int(dt<T>()));
   const int64_t rows = d0 * d1 * d2, rn = e0 * e1 * e2 * d, h = d / 2;
-  auto hx = rnd<T>(rows * d, seed), hr1 = rnd<T>(rn, seed + 1), hr2 = rnd<T>(rn, seed + 2), hdy = rnd<T>(rows * d, seed + 3);
+  auto hx = rnd<T>(rows * d, seed), hr1 = rnd<T>(rn, seed + 1), hr2 = rnd<T>(rn, seed + 2);
+  auto hdy = rnd<T>(rows * d, seed + 3);
   const int64_t st[3] = {e0 == 1 ? 0 : e1 * e2 * d, e1 == 1 ? 0 : e2 * d, e2 == 1 ? 0 : d};
   Vec out(rows * d), dx(rows * d);
   for (int64_t r = 0; r < rows; ++r) {
@@ -348,7 +351,8 @@ void check_softmax(int64_t B, int64_t H, int64_t S, int64_t n, MaskKind mk, unsi
   std::vector<T> hy(rows * n);  // the reference y rounded to T: the backward's input
   for (int64_t r = 0; r < rows; ++r) {
     double mx = -INFINITY, sum = 0, dot = 0;
-    for (int64_t j = 0; j < n; ++j) mx = std::max(mx, y[r * n + j] = masked(r, j) ? -10000.0 : D(hx[r * n + j]) * scale);
+    for (int64_t j = 0; j < n; ++j)
+      mx = std::max(mx, y[r * n + j] = masked(r, j) ? -10000.0 : D(hx[r * n + j]) * scale);
     for (int64_t j = 0; j < n; ++j) sum += (y[r * n + j] = std::exp(y[r * n + j] - mx));
     for (int64_t j = 0; j < n; ++j) {
       y[r * n + j] /= sum;
@@ -414,7 +418,8 @@ TEST(KernelsFusedNn, LargeOutputsWithStreamingStores) {
 using Fwd = std::function<std::vector<float>(const std::vector<float>&)>;
 
 // grad[i] against (L(v + h e_i) - L(v - h e_i)) / 2h, L(v) = sum(w * f(v)) summed in double.
-void fd_check(const Fwd& f, std::vector<float> v, const std::vector<float>& w, const std::vector<float>& grad, const char* what,
+void fd_check(const Fwd& f, std::vector<float> v, const std::vector<float>& w, const std::vector<float>& grad,
+              const char* what,
               double h = 1e-2, double tl = 2e-3) {
   auto L = [&](const std::vector<float>& p) {
     const auto y = f(p);
@@ -451,7 +456,8 @@ TEST(KernelsFusedNn, BackwardsMatchFiniteDifferences) {
   rms(x, gm, &rstd);
   DeviceBuf<float> bx(x), bg(gm), bw(w), brs(rstd), dx(filled<float>(rows * n)), dg(filled<float>(n));
   npu_kernels::RmsNormGradArgs b;
-  b.rows = rows; b.n = n; b.dy = bw.ptr; b.x = bx.ptr; b.rstd = brs.ptr; b.gamma = bg.ptr; b.dx = dx.ptr; b.dgamma = dg.ptr;
+  b.rows = rows; b.n = n; b.dy = bw.ptr; b.x = bx.ptr; b.rstd = brs.ptr; b.gamma = bg.ptr;
+  b.dx = dx.ptr; b.dgamma = dg.ptr;
   ASSERT_OK(npu_kernels::rms_norm_backward(nullptr, b));
   ASSERT_OK(sync());
   fd_check([&](const std::vector<float>& v) { return rms(v, gm, nullptr); }, x, w, dx.read(), "rms dx");
@@ -460,7 +466,8 @@ TEST(KernelsFusedNn, BackwardsMatchFiniteDifferences) {
   // rotary_mul (linear in x), both modes, broadcast r
   for (RotaryMode mode : {RotaryMode::kHalf, RotaryMode::kInterleave}) {
     const int64_t d1 = 3, d = 10;
-    auto rx = rnd<float>(2 * d1 * d, 4), r1 = rnd<float>(d1 * d, 5), r2 = rnd<float>(d1 * d, 6), rw = rnd<float>(2 * d1 * d, 7);
+    auto rx = rnd<float>(2 * d1 * d, 4), r1 = rnd<float>(d1 * d, 5), r2 = rnd<float>(d1 * d, 6);
+    auto rw = rnd<float>(2 * d1 * d, 7);
     DeviceBuf<float> br1(r1), br2(r2);
     npu_kernels::RotaryArgs a;
     a.mode = mode;
@@ -472,7 +479,8 @@ TEST(KernelsFusedNn, BackwardsMatchFiniteDifferences) {
       npu_kernels::RotaryArgs c = a;
       c.x = bi.ptr;
       c.out = bo.ptr;
-      EXPECT_EQ(fwd ? npu_kernels::rotary_mul(nullptr, c) : npu_kernels::rotary_mul_backward(nullptr, c), npu_sim::Status::kSuccess);
+      EXPECT_EQ(fwd ? npu_kernels::rotary_mul(nullptr, c) : npu_kernels::rotary_mul_backward(nullptr, c),
+                npu_sim::Status::kSuccess);
       EXPECT_EQ(sync(), npu_sim::Status::kSuccess);
       return bo.read();
     };
@@ -485,7 +493,8 @@ TEST(KernelsFusedNn, BackwardsMatchFiniteDifferences) {
     DeviceBuf<float> bi(in), bo(filled<float>(dy ? in.size() : in.size() / 2)), bd(dy ? *dy : in);
     npu_kernels::SwiGluArgs a;
     a.outer = 2; a.inner = 9; a.x = bi.ptr; a.out = bo.ptr; a.dy = bd.ptr; a.dx = bo.ptr;
-    EXPECT_EQ(dy ? npu_kernels::swiglu_backward(nullptr, a) : npu_kernels::swiglu(nullptr, a), npu_sim::Status::kSuccess);
+    EXPECT_EQ(dy ? npu_kernels::swiglu_backward(nullptr, a) : npu_kernels::swiglu(nullptr, a),
+              npu_sim::Status::kSuccess);
     EXPECT_EQ(sync(), npu_sim::Status::kSuccess);
     return bo.read();
   };
@@ -495,7 +504,8 @@ TEST(KernelsFusedNn, BackwardsMatchFiniteDifferences) {
     DeviceBuf<float> bi(in), bo(filled<float>(in.size())), bd(dy ? *dy : in);
     npu_kernels::FastGeluArgs a;
     a.n = int64_t(in.size()); a.x = bi.ptr; a.y = bo.ptr; a.dy = bd.ptr; a.dx = bo.ptr;
-    EXPECT_EQ(dy ? npu_kernels::fast_gelu_backward(nullptr, a) : npu_kernels::fast_gelu(nullptr, a), npu_sim::Status::kSuccess);
+    EXPECT_EQ(dy ? npu_kernels::fast_gelu_backward(nullptr, a) : npu_kernels::fast_gelu(nullptr, a),
+              npu_sim::Status::kSuccess);
     EXPECT_EQ(sync(), npu_sim::Status::kSuccess);
     return bo.read();
   };
@@ -546,7 +556,12 @@ TEST(KernelsFusedNn, RefusesInvalidArguments) {
   npu_kernels::RotaryArgs ro;
   ro.d0 = 2; ro.d = 4; ro.x = buf; ro.r1 = buf; ro.r2 = buf; ro.out = buf + 32;
   ASSERT_OK(npu_kernels::rotary_mul(nullptr, ro));
-  { auto c = ro; c.d = 5; EXPECT_EQ(npu_kernels::rotary_mul(nullptr, c), bad); EXPECT_EQ(npu_kernels::rotary_mul_backward(nullptr, c), bad); }
+  {
+    auto c = ro;
+    c.d = 5;
+    EXPECT_EQ(npu_kernels::rotary_mul(nullptr, c), bad);
+    EXPECT_EQ(npu_kernels::rotary_mul_backward(nullptr, c), bad);
+  }
   { auto c = ro; c.d1 = -1; EXPECT_EQ(npu_kernels::rotary_mul(nullptr, c), bad); }
   { auto c = ro; c.r2 = nullptr; EXPECT_EQ(npu_kernels::rotary_mul_backward(nullptr, c), bad); }
   { auto c = ro; c.dtype = DType::kInt64; EXPECT_EQ(npu_kernels::rotary_mul(nullptr, c), bad); }
@@ -608,7 +623,8 @@ TEST(KernelsFusedNn, LaunchRecordsShowTheGmBytes) {
   ASSERT_OK(npu_sim::set_launch_recording(true));
   npu_sim::clear_launch_records();
   const int64_t rows = 6, n = 40, outer = 3, inner = 50;
-  DeviceBuf<float> x(rnd<float>(rows * n, 1)), g(rnd<float>(n, 2)), y(filled<float>(rows * n)), rstd(filled<float>(rows));
+  DeviceBuf<float> x(rnd<float>(rows * n, 1)), g(rnd<float>(n, 2)), y(filled<float>(rows * n));
+  DeviceBuf<float> rstd(filled<float>(rows));
   DeviceBuf<float> sx(rnd<float>(outer * 2 * inner, 3)), sy(filled<float>(outer * inner));
   npu_kernels::RmsNormArgs a;
   a.rows = rows; a.n = n; a.x = x.ptr; a.gamma = g.ptr; a.y = y.ptr; a.rstd = rstd.ptr;
@@ -639,7 +655,8 @@ TEST(KernelsFusedNn, TwoStreamsRunRmsNormConcurrently) {
     std::vector<float> x, g, dy, y, dgamma;
   };
   auto run = [&](npu_sim::Stream st, Job& j) {
-    DeviceBuf<float> x(j.x), g(j.g), dy(j.dy), y(filled<float>(rows * n)), rstd(filled<float>(rows)), dg(filled<float>(n));
+    DeviceBuf<float> x(j.x), g(j.g), dy(j.dy), y(filled<float>(rows * n)), rstd(filled<float>(rows));
+    DeviceBuf<float> dg(filled<float>(n));
     npu_kernels::RmsNormArgs a;
     a.rows = rows; a.n = n; a.x = x.ptr; a.gamma = g.ptr; a.y = y.ptr; a.rstd = rstd.ptr;
     ASSERT_OK(npu_kernels::rms_norm(st, a));
