@@ -15,6 +15,7 @@ namespace npu_kernels {
 //   s = x (+ x2);  rstd = 1 / sqrt(mean(s^2) + eps);  y = s * rstd * gamma
 // x, x2, gamma, y and x_sum have `dtype`; rstd is float32 (rows). With x2 (npu_add_rms_norm) the sum s is
 // written to x_sum in `dtype` and the statistics are taken from that rounded sum, as torch_npu does.
+// rstd may be null (not written); x_sum is not read or written without x2. rows or n == 0 writes nothing.
 struct RmsNormArgs {
   DType dtype = DType::kFloat32;
   int64_t rows = 0, n = 0;
@@ -31,6 +32,9 @@ npu_sim::Status rms_norm(npu_sim::Stream stream, const RmsNormArgs& args);
 // Its backward, from the forward's input x (the sum s for add_rms_norm) and rstd:
 //   g = dy * gamma;  dx = rstd * (g - s * rstd^2 * mean(g * s))  (written, `dtype`; may be null)
 //   dgamma = sum over rows of dy * s * rstd  (fp32 accumulation, written in `dtype`; may be null)
+// gamma is read only for dx. dgamma is deterministic: rows are cut into at most 64 fixed chunks, each summed
+// in row order into its own fp32 partial, and the partials are added in chunk order (a second launch,
+// "rms_norm_backward_dgamma"); the result does not depend on the number of core threads.
 struct RmsNormGradArgs {
   DType dtype = DType::kFloat32;
   int64_t rows = 0, n = 0;
@@ -46,7 +50,7 @@ npu_sim::Status rms_norm_backward(npu_sim::Stream stream, const RmsNormGradArgs&
 // Rotary position embedding, npu_rotary_mul: out = x * r1 + rotate(x) * r2 over rows of d elements.
 // kHalf: rotate(x) = cat(-x[d/2:], x[:d/2]); kInterleave: rotate(x)[2i] = -x[2i+1], rotate(x)[2i+1] = x[2i].
 // x and out are contiguous [d0, d1, d2, d]; r1 and r2 are read at r[i0 * s0 + i1 * s1 + i2 * s2 + j]
-// (element strides, 0 where broadcast; unit stride along d). d is even.
+// (element strides, 0 where broadcast; unit stride along d). d is even (odd: kInvalidValue). out may be x.
 enum class RotaryMode { kHalf, kInterleave };
 struct RotaryArgs {
   DType dtype = DType::kFloat32;
@@ -96,7 +100,8 @@ npu_sim::Status fast_gelu_backward(npu_sim::Stream stream, const FastGeluArgs& a
 // masking: y = softmax(masked_fill(x * scale, mask, -10000)), fp32 math. A masked position gives ~0, a fully
 // masked row the uniform 1/n. mask is bool (true = masked out), read at mask[ib*ms0 + ih*ms1 + is*ms2 + j]
 // (element strides, 0 where broadcast; unit stride along n); with fixed_triu_mask it is null and j > is is
-// masked (the upper triangle). y has `dtype`.
+// masked (the upper triangle). y has `dtype`. A null mask without fixed_triu_mask masks nothing; a mask with
+// fixed_triu_mask is kInvalidValue. The backward reads scale, the mask (or fixed_triu_mask), y and dy, not x.
 struct ScaledMaskedSoftmaxArgs {
   DType dtype = DType::kFloat32;
   int64_t b = 1, h = 1, s = 1, n = 0;
