@@ -11,7 +11,8 @@ _ops = torch.ops.npu
 _lib = "npu::"
 
 __all__ = ["npu_linear_add_gelu", "npu_rms_norm", "npu_add_rms_norm", "npu_rotary_mul", "npu_swiglu", "npu_fast_gelu",
-           "npu_scaled_masked_softmax"]
+           "npu_scaled_masked_softmax", "npu_fusion_attention", "npu_fusion_attention_grad",
+           "npu_moe_gating_top_k_softmax", "npu_moe_init_routing", "npu_grouped_matmul", "npu_moe_finalize_routing"]
 
 
 def _fake(name):
@@ -200,3 +201,139 @@ def _masked_softmax_backward(ctx, grad):
 
 
 _autograd("npu_scaled_masked_softmax", _masked_softmax_backward, _masked_softmax_setup)
+
+
+# --- npu_fusion_attention ----------------------------------------------------------------------------------
+
+npu_fusion_attention = _ops.npu_fusion_attention
+npu_fusion_attention_grad = _ops.npu_fusion_attention_grad
+
+
+def _bns(query, head_num, input_layout):
+    """(B, N, Sq) of query in a layout."""
+    if input_layout == "BNSD":
+        return query.shape[0], query.shape[1], query.shape[2]
+    if input_layout == "BSND":
+        return query.shape[0], query.shape[2], query.shape[1]
+    if input_layout == "BSH":
+        return query.shape[0], head_num, query.shape[1]
+    return query.shape[1], head_num, query.shape[0]  # SBH
+
+
+@_fake("npu_fusion_attention")
+def _(query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0,
+      keep_prob=1.0, pre_tockens=2147483647, next_tockens=2147483647, inner_precise=0, prefix=None,
+      actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False):
+    b, n, sq = _bns(query, head_num, input_layout)
+    shape = list(query.shape)
+    shape[-1] = shape[-1] * value.shape[-1] // key.shape[-1]
+    ctx = torch.library.get_ctx()
+    stats = query.new_empty((b, n, sq, 8), dtype=torch.float32)
+    skv = key.shape[2] if input_layout == "BNSD" else key.shape[0] if input_layout == "SBH" else key.shape[1]
+    return (query.new_empty(shape), stats, stats.new_empty(stats.shape), query.new_empty((0,)),
+            ctx.new_dynamic_size(), ctx.new_dynamic_size(), b * n * sq * skv)
+
+
+@_fake("npu_fusion_attention_grad")
+def _(query, key, value, dy, head_num, input_layout, **kwargs):
+    return query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape), query.new_empty((0,))
+
+
+_FA_ARGS = ("head_num", "input_layout", "pse", "padding_mask", "atten_mask", "scale", "keep_prob", "pre_tockens",
+            "next_tockens", "inner_precise", "prefix", "actual_seq_qlen", "actual_seq_kvlen", "sparse_mode",
+            "gen_mask_parallel", "sync")
+_FA_DEFAULTS = dict(pse=None, padding_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0, pre_tockens=2147483647,
+                    next_tockens=2147483647, inner_precise=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None,
+                    sparse_mode=0, gen_mask_parallel=True, sync=False)
+
+
+def _fusion_attention_setup(ctx, inputs, output):
+    q, k, v = inputs[:3]
+    kw = dict(_FA_DEFAULTS)
+    kw.update(zip(_FA_ARGS, inputs[3:]))
+    ctx.kw = {name: val for name, val in kw.items() if not isinstance(val, torch.Tensor)}
+    ctx.save_for_backward(q, k, v, output[0], output[1], output[2], kw["pse"], kw["atten_mask"])
+    ctx.seed, ctx.offset, ctx.numels = output[4], output[5], output[6]
+
+
+def _fusion_attention_backward(ctx, dout, *_):
+    if ctx.needs_input_grad[5]:
+        raise NotImplementedError("npu_fusion_attention: the gradient of pse is not supported on npu")
+    q, k, v, out, smax, ssum, pse, mask = ctx.saved_tensors
+    kw = dict(ctx.kw)
+    head_num, layout, scale = kw.pop("head_num"), kw.pop("input_layout"), kw.pop("scale")
+    dq, dk, dv, _ = _ops.npu_fusion_attention_grad(
+        q, k, v, dout, head_num, layout, pse=pse, atten_mask=mask, softmax_max=smax, softmax_sum=ssum,
+        attention_in=out, scale_value=scale, seed=ctx.seed, offset=ctx.offset, numels=ctx.numels, **kw)
+    return (dq, dk, dv) + (None,) * 16
+
+
+_autograd("npu_fusion_attention", _fusion_attention_backward, _fusion_attention_setup)
+
+
+# --- the MoE chain (inference ops, as in torch_npu) --------------------------------------------------------
+
+npu_moe_gating_top_k_softmax = _ops.npu_moe_gating_top_k_softmax  # (x, finished=None, k=1)
+npu_moe_init_routing = _ops.npu_moe_init_routing  # (x, row_idx, expert_idx, active_num)
+npu_moe_finalize_routing = _ops.npu_moe_finalize_routing
+
+
+def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None, antiquant_offset=None,
+                       per_token_scale=None, group_list=None, activation_input=None, activation_quant_scale=None,
+                       activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0,
+                       output_dtype=None, tuning_config=None):
+    """torch_npu.npu_grouped_matmul: y_i = x_i @ weight_i (+ bias_i), or one x split by group_list (the MoE case:
+    cumulative row counts per expert with group_list_type=0, counts with 1). Returns a list. The quantized
+    variants' arguments are not supported and raise, naming the argument."""
+    unsupported = dict(scale=scale, offset=offset, antiquant_scale=antiquant_scale, antiquant_offset=antiquant_offset,
+                       per_token_scale=per_token_scale, activation_input=activation_input,
+                       activation_quant_scale=activation_quant_scale, activation_quant_offset=activation_quant_offset,
+                       output_dtype=output_dtype)
+    for name, val in unsupported.items():
+        if val is not None:
+            raise NotImplementedError(f"npu_grouped_matmul: argument '{name}' (quantized grouped matmul) is not "
+                                      "supported on npu")
+    if act_type != 0:
+        raise NotImplementedError("npu_grouped_matmul: argument 'act_type' (a fused activation) is not supported")
+    if isinstance(x, torch.Tensor):
+        x = [x]
+    if isinstance(weight, torch.Tensor):
+        weight = [weight]
+    if isinstance(bias, torch.Tensor):
+        bias = [bias]
+    if group_list is not None and not isinstance(group_list, torch.Tensor):
+        group_list = torch.tensor(list(group_list), dtype=torch.int64)
+    return _ops.npu_grouped_matmul(x, weight, bias=bias, group_list=group_list, split_item=split_item,
+                                   group_type=group_type, group_list_type=group_list_type)
+
+
+@_fake("npu_moe_gating_top_k_softmax")
+def _(x, finished=None, k=1):
+    shape = (*x.shape[:-1], k)
+    return x.new_empty(shape), x.new_empty(shape, dtype=torch.int32), x.new_empty(shape, dtype=torch.int32)
+
+
+@_fake("npu_moe_init_routing")
+def _(x, row_idx, expert_idx, active_num):
+    rows, k = expert_idx.shape
+    return (x.new_empty((min(rows, active_num) * k, x.shape[1])), x.new_empty((rows * k,), dtype=torch.int32),
+            x.new_empty((rows * k,), dtype=torch.int32))
+
+
+@_fake("npu_grouped_matmul")
+def _(x, weight, *, bias=None, group_list=None, split_item=0, group_type=None, group_list_type=0):
+    if group_list is None:
+        outs = [xi.new_empty((xi.shape[0], wi.shape[1])) for xi, wi in zip(x, weight)]
+        return [torch.cat(outs)] if split_item in (2, 3) else outs
+    n = weight[0].shape[-1]
+    if split_item in (2, 3):
+        return [x[0].new_empty((x[0].shape[0], n))]
+    ctx = torch.library.get_ctx()
+    return [x[0].new_empty((ctx.new_dynamic_size(), n)) for _ in range(group_list.shape[0])]
+
+
+@_fake("npu_moe_finalize_routing")
+def _(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row, export_for_source_row,
+      drop_pad_mode=0):
+    rows = next(t.shape[0] for t in (scales, export_for_source_row, skip1) if t is not None)
+    return expanded_permuted_rows.new_empty((rows, expanded_permuted_rows.shape[1]))

@@ -34,9 +34,7 @@ npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.
 
 // Reserves counters from `gen` (or the device's default generator) for one launch.
 npu_kernels::PhiloxState next_state(const std::optional<at::Generator>& gen, const at::Device& device) {
-  auto* g = at::get_generator_or_default<NPUGeneratorImpl>(gen, default_generator(device.index()));
-  std::lock_guard<std::mutex> lock(g->mutex_);
-  const auto [seed, offset] = g->philox_engine_inputs(4);
+  const auto [seed, offset] = reserve_philox(gen, device.index(), 4);
   return {seed, offset};
 }
 

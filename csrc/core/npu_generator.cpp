@@ -57,6 +57,13 @@ std::pair<uint64_t, uint64_t> NPUGeneratorImpl::philox_engine_inputs(uint64_t in
   return {seed_, offset};
 }
 
+std::pair<uint64_t, uint64_t> reserve_philox(const std::optional<at::Generator>& gen, c10::DeviceIndex device,
+                                             uint64_t increment) {
+  auto* g = at::get_generator_or_default<NPUGeneratorImpl>(gen, default_generator(device));
+  std::lock_guard<std::mutex> lock(g->mutex_);
+  return g->philox_engine_inputs(increment);
+}
+
 NPUGeneratorImpl* NPUGeneratorImpl::clone_impl() const {
   auto* gen = new NPUGeneratorImpl(device().index(), seed_);
   gen->set_offset(offset_);

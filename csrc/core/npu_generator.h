@@ -5,6 +5,7 @@
 #include <ATen/core/Generator.h>
 #include <c10/core/GeneratorImpl.h>
 
+#include <optional>
 #include <utility>
 
 namespace torch_npu_sim {
@@ -31,6 +32,9 @@ struct NPUGeneratorImpl : public c10::GeneratorImpl {
 };
 
 const at::Generator& default_generator(c10::DeviceIndex device);
+// Reserves `increment` counters from `gen` (or `device`'s default generator) under its lock, for one launch.
+std::pair<uint64_t, uint64_t> reserve_philox(const std::optional<at::Generator>& gen, c10::DeviceIndex device,
+                                             uint64_t increment);
 at::Generator new_generator(c10::DeviceIndex device);
 
 }  // namespace torch_npu_sim
