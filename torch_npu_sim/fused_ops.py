@@ -227,11 +227,19 @@ def _(query, key, value, head_num, input_layout, pse=None, padding_mask=None, at
     b, n, sq = _bns(query, head_num, input_layout)
     shape = list(query.shape)
     shape[-1] = shape[-1] * value.shape[-1] // key.shape[-1]
-    ctx = torch.library.get_ctx()
     stats = query.new_empty((b, n, sq, 8), dtype=torch.float32)
     skv = key.shape[2] if input_layout == "BNSD" else key.shape[0] if input_layout == "SBH" else key.shape[1]
-    return (query.new_empty(shape), stats, stats.new_empty(stats.shape), query.new_empty((0,)),
-            ctx.new_dynamic_size(), ctx.new_dynamic_size(), b * n * sq * skv)
+    return (query.new_empty(shape), stats, stats.new_empty(stats.shape), query.new_empty((0,)), _unknown_int(),
+            _unknown_int(), b * n * sq * skv)
+
+
+def _unknown_int():
+    """A data-dependent int output (the dropout seed and offset): unbacked under a shape environment (dynamo,
+    export), 0 in a bare FakeTensorMode, which cannot represent one."""
+    try:
+        return torch.library.get_ctx().new_dynamic_size()
+    except torch._subclasses.fake_tensor.DynamicOutputShapeException:
+        return 0
 
 
 @_fake("npu_fusion_attention_grad")
@@ -251,7 +259,7 @@ def _fusion_attention_setup(ctx, inputs, output):
     q, k, v = inputs[:3]
     kw = dict(_FA_DEFAULTS)
     kw.update(zip(_FA_ARGS, inputs[3:]))
-    ctx.kw = {name: val for name, val in kw.items() if not isinstance(val, torch.Tensor)}
+    ctx.kw = {name: val for name, val in kw.items() if name not in ("pse", "padding_mask", "atten_mask")}
     ctx.save_for_backward(q, k, v, output[0], output[1], output[2], kw["pse"], kw["atten_mask"])
     ctx.seed, ctx.offset, ctx.numels = output[4], output[5], output[6]
 
@@ -328,8 +336,7 @@ def _(x, weight, *, bias=None, group_list=None, split_item=0, group_type=None, g
     n = weight[0].shape[-1]
     if split_item in (2, 3):
         return [x[0].new_empty((x[0].shape[0], n))]
-    ctx = torch.library.get_ctx()
-    return [x[0].new_empty((ctx.new_dynamic_size(), n)) for _ in range(group_list.shape[0])]
+    return [x[0].new_empty((torch.library.get_ctx().new_dynamic_size(), n)) for _ in range(group_list.shape[0])]
 
 
 @_fake("npu_moe_finalize_routing")

@@ -142,13 +142,17 @@ npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArg
     if (s != npu_sim::Status::kSuccess || kept == 0 || r.hidden == 0) return s;
     const int64_t grain = std::max<int64_t>(1, 16384 / (r.hidden * static_cast<int64_t>(sizeof(T))));
     return parallel_for(stream, "moe_init_routing_gather", n, grain,
-                        [r, kept](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
+                        [r, kept, n](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
       const std::size_t row_bytes = r.hidden * sizeof(T);
       const char* x = static_cast<const char*>(r.x);
       char* out = static_cast<char*>(r.expanded_x);
       uint64_t copied = 0;
       for (int64_t src = begin; src < end; ++src) {
         const int64_t d = r.expanded_row_idx[src];
+        if (d < 0 || d >= n) {  // the sort failed (its error is the device's): never write outside expanded_x
+          fail("moe_init_routing", "expanded_row_idx[" + std::to_string(src) + "] = " + std::to_string(d) +
+                                       " is out of range (the routing sort did not complete)");
+        }
         if (d >= kept) continue;  // past active_num: not materialised
         std::memcpy(out + d * row_bytes, x + (src % r.rows) * row_bytes, row_bytes);
         ++copied;

@@ -92,21 +92,11 @@ def test_the_gpt_block_layout_is_read_in_place_and_output_reshapes_without_copy(
     torch.testing.assert_close(y_n.cpu(), y, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("case", ["dropout", "float16", "bfloat16", "gqa", "mask_requires_grad", "forced_math"])
+@pytest.mark.parametrize("case", ["gqa", "mask_requires_grad", "forced_math"])
 def test_unfused_cases_take_the_math_path_and_stay_correct(case):
     torch.manual_seed(4)
     q, k, v = torch.randn(2, 4, 6, 8), torch.randn(2, 4, 9, 8), torch.randn(2, 4, 9, 8)
     kw = {}
-    if case == "dropout":  # random: check the path and the shape only, and that no element is NaN
-        qn, kn, vn = (t.to("npu") for t in (q, k, v))
-        with torch.autograd.profiler.profile() as prof:
-            out = F.scaled_dot_product_attention(qn, kn, vn, dropout_p=0.5)
-        assert FUSED not in {e.name for e in prof.function_events}
-        assert out.shape == (2, 4, 6, 8) and not out.isnan().any()
-        return
-    if case in ("float16", "bfloat16"):
-        dt = getattr(torch, case)
-        q, k, v = (t.to(dt) for t in (q, k, v))
     if case == "gqa":
         k, v = k[:, :2].contiguous(), v[:, :2].contiguous()
         kw["enable_gqa"] = True
@@ -140,9 +130,65 @@ def test_keys_beyond_the_unified_buffer_take_the_math_path():
 def test_direct_calls_with_unsupported_arguments_name_the_op():
     q = torch.randn(1, 1, 3, 4, device="npu")
     op = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
-    with pytest.raises(RuntimeError, match="_scaled_dot_product_fused_attention_overrideable: dropout_p must be 0"):
-        op(q, q, q, dropout_p=0.5)
+    with pytest.raises(RuntimeError, match="_scaled_dot_product_fused_attention_overrideable: expected 4-D"):
+        op(q, q, q, dropout_p=1.0)
     with pytest.raises(RuntimeError, match="_scaled_dot_product_fused_attention_overrideable: expected 4-D"):
         op(q, q, q.half())
     with pytest.raises(RuntimeError, match="_scaled_dot_product_fused_attention_overrideable: expected 4-D"):
         op(q, torch.randn(1, 2, 3, 4, device="npu"), q)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_16bit_attention_takes_the_fused_kernel(dtype, causal):
+    # the Cube's fp32 accumulation, each output rounded once: compared with CPU's SDPA in fp32 on the same
+    # 16-bit inputs, within one rounding of the 16-bit output (and a little more for the gradients)
+    torch.manual_seed(6)
+    q, k, v = (torch.randn(2, 3, 37, 16).to(dtype) for _ in range(3))
+    npu_leaves = [t.to("npu").requires_grad_() for t in (q, k, v)]
+    with torch.autograd.profiler.profile() as prof:
+        out = F.scaled_dot_product_attention(*npu_leaves, is_causal=causal)
+        out.backward(torch.randn(out.shape).to(dtype).to("npu").fill_(1.0))
+        torch.npu.synchronize()
+    assert FUSED in {e.name for e in prof.function_events} and FUSED_BWD in {e.name for e in prof.function_events}
+    tol = dict(rtol=1e-2, atol=1e-2) if dtype == torch.float16 else dict(rtol=4e-2, atol=4e-2)
+    ref = [t.float().requires_grad_() for t in (q, k, v)]
+    ref_out = F.scaled_dot_product_attention(*ref, is_causal=causal)
+    ref_out.sum().backward()
+    torch.testing.assert_close(out.detach().cpu().float(), ref_out.detach(), **tol)
+    for n, r in zip(npu_leaves, ref):
+        torch.testing.assert_close(n.grad.cpu().float(), r.grad, **tol)
+    assert out.dtype == dtype
+
+
+def test_dropout_is_fused_reproducible_and_its_gradient_matches_the_mask():
+    torch.manual_seed(8)
+    B, H, L, S, E, p = 2, 2, 7, 9, 8, 0.3
+    q, k, v = torch.randn(B, H, L, E), torch.randn(B, H, S, E), torch.randn(B, H, S, 5)
+    qn, kn = q.to("npu"), k.to("npu")
+    # with V = I the output is the dropped, rescaled probabilities: the mask is where it is not 0
+    eye = torch.eye(S).expand(B, H, S, S).contiguous().to("npu")
+    torch.npu.manual_seed(123)
+    with torch.autograd.profiler.profile() as prof:
+        probs = F.scaled_dot_product_attention(qn, kn, eye, dropout_p=p).cpu()
+    assert FUSED in {e.name for e in prof.function_events}
+    keep = probs != 0
+    assert 0.55 < keep.float().mean() < 0.85
+    ref_p = torch.softmax(q @ k.transpose(-1, -2) / E ** 0.5, -1)
+    torch.testing.assert_close(probs, ref_p * keep / (1 - p), rtol=1e-4, atol=1e-6)
+    torch.npu.manual_seed(123)
+    again = F.scaled_dot_product_attention(qn, kn, eye, dropout_p=p).cpu()
+    assert torch.equal(again, probs)  # same generator state, same mask
+    assert not torch.equal(F.scaled_dot_product_attention(qn, kn, eye, dropout_p=p).cpu() != 0, keep)
+    # the same mask again (same generator state), now through V and the backward
+    leaves = [t.to("npu").requires_grad_() for t in (q, k, v)]
+    torch.npu.manual_seed(123)
+    out = F.scaled_dot_product_attention(*leaves, dropout_p=p)
+    g = torch.randn(out.shape)
+    out.backward(g.to("npu"))
+    ref = [t.clone().requires_grad_() for t in (q, k, v)]
+    ref_out = (torch.softmax(ref[0] @ ref[1].transpose(-1, -2) / E ** 0.5, -1) * keep / (1 - p)) @ ref[2]
+    ref_out.backward(g)
+    torch.testing.assert_close(out.detach().cpu(), ref_out.detach(), rtol=1e-4, atol=1e-5)
+    for n, r in zip(leaves, ref):
+        torch.testing.assert_close(n.grad.cpu(), r.grad, rtol=1e-4, atol=1e-5)
