@@ -1,7 +1,10 @@
 """torch_npu's fused ops on npu against the unfused sequence of aten ops on npu that computes the same thing
 (and CPU eager's unfused sequence, for reference): LinearAddGelu, RMSNorm, add-RMSNorm, SwiGLU, rotary, fast
-GELU, the scaled masked softmax, forward and forward+backward where the op is differentiable. Prints ms
-per call and fused / unfused. Run alone on the machine."""
+GELU, the scaled masked softmax, forward and forward+backward where the op is differentiable; the MoE layer
+through torch_npu's MoE ops against the same layer in plain torch ops on npu; fused attention against CPU
+eager's scaled_dot_product_attention. Prints ms per call and the ratios. Run alone on the machine."""
+import os
+import sys
 import datetime
 import platform
 
@@ -65,6 +68,36 @@ def with_backward(fn, leaves):
     return run
 
 
+def moe_rows():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "python"))
+    from test_moe import moe_layer_fused, moe_layer_ref
+
+    rows = []
+    for T, H, F_ in ((64, 256, 512), (256, 512, 1024), (1024, 1024, 2048)):
+        g = torch.Generator().manual_seed(0)
+        args = [(torch.randn(s, generator=g) * sc).npu() for s, sc in
+                (((T, H), 1.0), ((H, 8), 0.5), ((8, H, 2 * F_), 0.05), ((8, F_, H), 0.05))]
+        t_f, t_u = best_of_each([synced(lambda: moe_layer_fused(*args, 2)), synced(lambda: moe_layer_ref(*args, 2))],
+                                repeat=10)
+        rows.append([f"T={T} H={H} F={F_}", f"{t_f * 1e3:.2f}", f"{t_u * 1e3:.2f}", f"{t_u / t_f:.2f}x"])
+    print_table("MoE layer, 8 SwiGLU experts, top-2, float32 (ms)",
+                ["tokens / hidden / ffn", "npu fused ops", "npu plain torch ops", "speed-up"], rows)
+
+
+def attention_rows():
+    rows = []
+    for dtype in (torch.float32, torch.bfloat16):
+        for S in (512, 1024, 2048):
+            g = torch.Generator().manual_seed(0)
+            q, k, v = (torch.randn(1, 8, S, 64, generator=g).to(dtype) for _ in range(3))
+            qn, kn, vn = (t.npu() for t in (q, k, v))
+            t_n, t_c = best_of_each([synced(lambda: F.scaled_dot_product_attention(qn, kn, vn, is_causal=True)),
+                                     lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)], repeat=5)
+            rows.append([f"{dtype} causal, B1 H8 S{S} D64 fwd", f"{t_n * 1e3:.2f}", f"{t_c * 1e3:.2f}",
+                         f"{t_n / t_c:.2f}"])
+    print_table("Fused attention (npu) against CPU eager SDPA (ms)", ["case", "npu", "cpu", "npu / cpu"], rows)
+
+
 def main():
     print(f"# bench_fused {datetime.date.today()} on {platform.processor() or platform.machine()}, "
           f"torch {torch.__version__}")
@@ -83,6 +116,8 @@ def main():
                     t.requires_grad_(False)
         print_table(f"Fused ops, {dtype} (ms)", ["case", "npu fused", "npu unfused", "cpu unfused",
                                                  "fused / unfused"], rows)
+    moe_rows()
+    attention_rows()
 
 
 if __name__ == "__main__":

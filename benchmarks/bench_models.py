@@ -16,10 +16,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "pytho
 from test_models import GPTMini  # noqa: E402
 
 
-def step_fn(device, amp_dtype=None):
+def step_fn(device, amp_dtype=None, fused=None):
     torch.manual_seed(0)
     model = GPTMini(vocab=256, d=128, heads=4, layers=4, ctx=64).to(device)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, fused=fused)
     g = torch.Generator().manual_seed(0)
     seq = torch.randint(0, 256, (8, 65), generator=g)
     x, y = seq[:, :-1].to(device), seq[:, 1:].to(device)
@@ -39,11 +39,12 @@ def step_fn(device, amp_dtype=None):
 
 def main():
     rows = []
-    cases = [("float32", None, None), ("bf16 autocast", torch.bfloat16, torch.bfloat16),
-             ("fp16 autocast (cpu: bf16)", torch.float16, torch.bfloat16)]
+    cases = [("float32", None, None, None), ("bf16 autocast", torch.bfloat16, torch.bfloat16, None),
+             ("fp16 autocast (cpu: bf16)", torch.float16, torch.bfloat16, None),
+             ("float32, fused AdamW (both)", None, None, True)]
     base32 = None
-    for name, npu_amp, cpu_amp in cases:
-        cpu_step, npu_step = step_fn("cpu", cpu_amp), step_fn("npu", npu_amp)
+    for name, npu_amp, cpu_amp, fused in cases:
+        cpu_step, npu_step = step_fn("cpu", cpu_amp, fused), step_fn("npu", npu_amp, fused)
         cpu_step(), npu_step()  # warm-up
         torch_npu_sim.reset_fallback_ops()
         c, n = best_of_each([cpu_step, npu_step], repeat=8)
