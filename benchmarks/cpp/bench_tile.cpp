@@ -6,9 +6,12 @@
 //            three launches of the kernel library, as eager torch would run x @ w + b, gelu
 // and the ratios: tile/direct (the layer's goal: <= 1.15x), tile/gemm (the fused kernel's matmul speed),
 // unfused/tile (the fusion's speed-up). Asserts nothing.
+// Usage: bench_tile [tile_m tile_n tile_k]  (LinearAddGelu's tiles; default: its own plan). Bigger tiles may
+// need bigger Cube buffers: NPU_SIM_L1_KB, NPU_SIM_L0C_KB (and NPU_SIM_UB_KB for the epilogue).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "npu_kernels/fused.h"
@@ -71,7 +74,9 @@ void bias_add_gelu(float* c, const float* bias, int64_t m, int64_t n) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const int64_t tm = argc > 3 ? std::atoll(argv[1]) : 0, tn = argc > 3 ? std::atoll(argv[2]) : 0,
+                tk = argc > 3 ? std::atoll(argv[3]) : 0;
   std::printf("micro-kernel: %s\n", npu_kernels::gemm_micro_kernel_name());
   std::printf("%-16s %9s %9s %9s %9s %11s %10s %10s %11s\n", "MxKxN (fp32)", "tile ms", "direct ms", "gemm ms",
               "unfused", "tile/direct", "tile/gemm", "gemm/unf", "unf/tile");
@@ -83,7 +88,7 @@ int main() {
     float* b = device_filled(n, 0.1f);
     float* out = device_filled(m * n, 0.0f);
     float* c = device_filled(m * n, 0.0f);
-    const npu_kernels::LinearAddGeluArgs args{x, w, b, out, m, n, k};
+    const npu_kernels::LinearAddGeluArgs args{x, w, b, out, m, n, k, tm, tn, tk};
     const npu_kernels::GemmArgs g = gemm_args(x, w, c, m, n, k);
     // Interleaved rounds so that all see the same machine state; the best of each.
     const int reps = m * n * k > (int64_t{1} << 31) ? 3 : 5;
@@ -98,6 +103,11 @@ int main() {
                                         bias_add_gelu(c, b, m, n);
                                       },
                                       reps));
+    }
+    if (npu_sim::device_synchronize(0) != npu_sim::Status::kSuccess) {  // e.g. tiles over a buffer's budget
+      std::printf("%lldx%lldx%lld: %s\n", static_cast<long long>(m), static_cast<long long>(k),
+                  static_cast<long long>(n), npu_sim::last_error_message().c_str());
+      npu_sim::device_restart(0);
     }
     char label[64];
     std::snprintf(label, sizeof(label), "%lldx%lldx%lld", static_cast<long long>(m), static_cast<long long>(k),

@@ -15,6 +15,8 @@ namespace npu_kernels {
 namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The epilogue streams an output tile from L0C through the UB in chunks of this many rows.
+constexpr int64_t kEpilogueRows = 32;
 std::size_t aligned(std::size_t bytes) {
   return (bytes + tile::TPipe::kAlign - 1) / tile::TPipe::kAlign * tile::TPipe::kAlign;
 }
@@ -48,7 +50,7 @@ LinearAddGeluTiling linear_add_gelu_tiling(const LinearAddGeluArgs& a, int ai_co
   const std::size_t f = sizeof(float);
   t.l1_bytes = 2 * (aligned(f * t.tile_m * t.tile_k) + aligned(f * t.tile_k * t.tile_n));
   t.l0c_bytes = aligned(f * t.tile_m * t.tile_n);
-  t.ub_bytes = aligned(f * t.tile_n) + 2 * aligned(f * t.tile_m * t.tile_n);
+  t.ub_bytes = aligned(f * t.tile_n) + 2 * aligned(f * std::min(t.tile_m, kEpilogueRows) * t.tile_n);
   return t;
 }
 
@@ -72,11 +74,12 @@ npu_sim::Status linear_add_gelu(npu_sim::Stream stream, const LinearAddGeluArgs&
                       pipe.AllocTensor<float>(t.tile_k * t.tile_n, TPosition::B1)};
     });
     const LocalTensor<float> acc = pipe.AllocTensor<float>(t.tile_m * t.tile_n, TPosition::CO1);
-    // Vector side, in the UB: the bias row and two output tiles (the epilogue of one output tile and its
-    // copy-out overlap the Cube's next tile).
+    // Vector side, in the UB: the bias row and two chunks of output rows (the epilogue of one chunk overlaps
+    // the copy-out of the previous one).
+    const int64_t chunk_rows = std::min(t.tile_m, kEpilogueRows);
     const LocalTensor<float> bias_row = pipe.AllocTensor<float>(t.tile_n, TPosition::VECIN);
-    const LocalTensor<float> res[2] = {pipe.AllocTensor<float>(t.tile_m * t.tile_n, TPosition::VECOUT),
-                                       pipe.AllocTensor<float>(t.tile_m * t.tile_n, TPosition::VECOUT)};
+    const LocalTensor<float> res[2] = {pipe.AllocTensor<float>(chunk_rows * t.tile_n, TPosition::VECOUT),
+                                       pipe.AllocTensor<float>(chunk_rows * t.tile_n, TPosition::VECOUT)};
     // Block index -> a contiguous run of output tiles (row-major: neighbours share x rows).
     const int64_t tiles = t.tiles_m * t.tiles_n;
     const int64_t begin = tiles * pipe.GetBlockIdx() / pipe.GetBlockNum();
@@ -95,13 +98,17 @@ npu_sim::Status linear_add_gelu(npu_sim::Stream stream, const LinearAddGeluArgs&
           [&](int64_t kt, Operands& s) {  // compute: acc (+)= x_tile @ w_tile on the Cube, fp32
             Mmad(acc, s.x, s.w, MmadParams{mc, nc, kc_of(kt), kt > 0});
           });
-      // Epilogue on the Vector unit: the accumulator to the UB, + bias on every row, GELU, then copy-out.
-      const LocalTensor<float>& o = res[u & 1];
-      DataCopy(o, acc, mc * nc);
+      // Epilogue on the Vector unit, chunk by chunk of rows: the accumulator rows to the UB, + bias on every
+      // row, GELU, then copy-out.
       DataCopy(bias_row, bias[j0], nc);
-      for (int64_t r = 0; r < mc; ++r) Add(o[r * nc], o[r * nc], bias_row, nc);
-      Gelu(o, o, mc * nc);
-      DataCopy(out[i0 * t.n + j0], o, DataCopyParams2D{mc, nc, t.n, nc});
+      for (int64_t r0 = 0, c = 0; r0 < mc; r0 += chunk_rows, ++c) {
+        const int64_t rows = std::min(chunk_rows, mc - r0);
+        const LocalTensor<float>& o = res[c & 1];
+        DataCopy(o, acc[r0 * nc], rows * nc);
+        for (int64_t r = 0; r < rows; ++r) Add(o[r * nc], o[r * nc], bias_row, nc);
+        Gelu(o, o, rows * nc);
+        DataCopy(out[(i0 + r0) * t.n + j0], o, DataCopyParams2D{rows, nc, t.n, nc});
+      }
     }
   });
 }
@@ -119,7 +126,8 @@ npu_sim::Status linear_add_gelu_direct(npu_sim::Stream stream, const LinearAddGe
   return npu_sim::launch_kernel(
       stream, "linear_add_gelu_direct", t.block_dim, [a, t](const npu_sim::BlockContext& ctx) {
         const std::size_t l1 = sizeof(float) * (t.tile_m * t.tile_k + t.tile_k * t.tile_n);
-        const std::size_t l0c = sizeof(float) * t.tile_m * t.tile_n, ub = l0c;
+        const std::size_t l0c = sizeof(float) * t.tile_m * t.tile_n;
+        const std::size_t ub = sizeof(float) * std::min(t.tile_m, kEpilogueRows) * t.tile_n;
         if (l1 > tile::L1Bytes() || l0c > tile::L0CBytes() || ub > ctx.ub_bytes) {
           throw npu_sim::KernelError("tile plan needs " + std::to_string(l1) + " bytes of L1, " + std::to_string(l0c) +
                                      " of L0C and " + std::to_string(ub) + " of UB");
@@ -148,7 +156,7 @@ npu_sim::Status linear_add_gelu_direct(npu_sim::Stream stream, const LinearAddGe
           const float* b = a.bias + j0;
           for (int64_t r = 0; r < mc; ++r) {
             const float* in = acc + r * nc;
-            float* row = res + r * nc;
+            float* row = res + r % kEpilogueRows * nc;
             for (int64_t j = 0; j < nc; ++j) row[j] = detail::gelu_erf(in[j] + b[j]);
             std::memcpy(a.out + (i0 + r) * t.n + j0, row, sizeof(float) * nc);
           }

@@ -18,7 +18,8 @@ struct LinearAddGeluArgs {
   int64_t m = 0, n = 0, k = 0;
   // Tile sizes; 0 takes the default 128 x 128 x 256. The Cube side: x tile 128 KiB and w tile 128 KiB in
   // L1, both double-buffered (512 KiB, the 910B's L1), the fp32 accumulator in L0C (64 KiB of 128 KiB).
-  // The Vector side: the bias row and two output tiles for the epilogue in the UB (128.5 KiB of 192 KiB).
+  // The Vector side, in the UB: the bias row and two chunks of 32 output rows that the epilogue streams
+  // the accumulator through (32.5 KiB of 192 KiB; 64.5 KiB for tile_n 256).
   // A plan that needs more than a buffer fails the launch with the tile layer's overflow error for that
   // buffer (L1, L0C or Unified Buffer; NPU_SIM_L1_KB / NPU_SIM_L0C_KB / NPU_SIM_UB_KB size them).
   int64_t tile_m = 0, tile_n = 0, tile_k = 0;
@@ -33,7 +34,7 @@ struct LinearAddGeluTiling {
   uint32_t block_dim;
   std::size_t l1_bytes;   // what one block allocates from L1 (x / w tiles, double-buffered; 64-byte aligned)
   std::size_t l0c_bytes;  // ... from L0C (the accumulator)
-  std::size_t ub_bytes;   // ... from the UB (the bias row, two output tiles)
+  std::size_t ub_bytes;   // ... from the UB (the bias row, two chunks of min(tile_m, 32) output rows)
 };
 // Launch records (both kernels, exactly): every output tile (mc x nc) reads its mc rows of x and nc columns
 // of w over all of K and its nc bias values, and writes its outputs once; 2 mc nc K Cube FLOPs; two Vector
