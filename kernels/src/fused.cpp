@@ -149,7 +149,10 @@ npu_sim::Status linear_add_gelu_direct(npu_sim::Stream stream, const LinearAddGe
             const int64_t k0 = kt * t.tile_k, kc = std::min(t.tile_k, t.k - k0);
             for (int64_t r = 0; r < mc; ++r) std::memcpy(px + r * kc, a.x + (i0 + r) * t.k + k0, sizeof(float) * kc);
             for (int64_t r = 0; r < kc; ++r) std::memcpy(pw + r * nc, a.w + (k0 + r) * t.n + j0, sizeof(float) * nc);
-            detail::micro_gemm(mc, nc, kc, px, pw, acc, kt > 0);
+            if (kc == 0 ||
+                !detail::blas_gemm<float>(false, false, mc, nc, kc, 1.0f, px, kc, pw, nc, kt > 0 ? 1.0f : 0.0f, acc, nc)) {
+              detail::micro_gemm(mc, nc, kc, px, pw, acc, kt > 0);  // as the tile layer's Mmad
+            }
             gm_read += sizeof(float) * (mc * kc + kc * nc);
             cube += 2 * static_cast<uint64_t>(mc) * nc * kc;
           }
