@@ -111,8 +111,8 @@ TEST(KernelsTile, LinearAddGeluUbOverflowNamesTheKernelAndTheBytes) {
             npu_sim::Status::kInvalidValue);
 }
 
-// The record of one 1024 x 1024 x 1024 launch, exactly. Tiles 128 x 128 x 256: 8 x 8 = 64 output tiles,
-// each reduced over 4 K steps (the record does not depend on tile_k). Per output tile the kernel reads its 128 rows of x in full (128 x 1024 x
+// The record of one 1024 x 1024 x 1024 launch, exactly. Tiles 128 x 128 x 32: 8 x 8 = 64 output tiles,
+// each reduced over 32 K steps (the record does not depend on tile_k). Per output tile the kernel reads its 128 rows of x in full (128 x 1024 x
 // 4 B = 512 KiB), its 128 columns of w in full (512 KiB) and its 128 bias values (512 B), and writes its
 // 128 x 128 outputs once (64 KiB). So x is read once per tile column (8 times), w once per tile row (8
 // times), bias 8 times:
@@ -157,7 +157,7 @@ TEST(KernelsTile, LinearAddGeluRecordsItsGmBytesAndFlops) {
 
 // A tail shape's record follows the same formula: read = 4 (tiles_n M K + tiles_m K N + tiles_m N).
 TEST(KernelsTile, LinearAddGeluRecordWithTails) {
-  const int64_t m = 130, n = 200, k = 70;  // 2 x 2 output tiles of 128 x 128, 1 K step of 70
+  const int64_t m = 130, n = 200, k = 70;  // 2 x 2 output tiles of 128 x 128, 3 K steps (32, 32, 6)
   DeviceBuf<float> x(random_vec(m * k, 7)), w(random_vec(k * n, 8)), b(random_vec(n, 9)),
       out(std::vector<float>(m * n));
   ASSERT_OK(npu_sim::device_synchronize(0));

@@ -16,8 +16,8 @@ struct LinearAddGeluArgs {
   const float* bias = nullptr;
   float* out = nullptr;
   int64_t m = 0, n = 0, k = 0;
-  // Tile sizes; 0 takes the default 128 x 128 x 256. The Cube side: x tile 128 KiB and w tile 128 KiB in
-  // L1, both double-buffered (512 KiB, the 910B's L1), the fp32 accumulator in L0C (64 KiB of 128 KiB).
+  // Tile sizes; 0 takes the default 128 x 128 x 32. The Cube side: x tile 16 KiB and w tile 16 KiB in L1,
+  // both double-buffered (64 KiB of the 910B's 512 KiB), the fp32 accumulator in L0C (64 KiB of 128 KiB).
   // The Vector side, in the UB: the bias row and two chunks of 32 output rows that the epilogue streams
   // the accumulator through (32.5 KiB of 192 KiB; 64.5 KiB for tile_n 256).
   // A plan that needs more than a buffer fails the launch with the tile layer's overflow error for that
