@@ -3,6 +3,7 @@
 #include "npu_kernels/tile.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -12,12 +13,57 @@
 
 namespace npu_kernels::tile {
 
+namespace {
+
+std::size_t budget_kb(const char* env, int fallback) {
+  const char* v = std::getenv(env);
+  if (v == nullptr || *v == '\0') return static_cast<std::size_t>(fallback) << 10;
+  char* end = nullptr;
+  const long kb = std::strtol(v, &end, 10);
+  if (*end != '\0' || kb < 16 || kb > 16384) return static_cast<std::size_t>(fallback) << 10;
+  return static_cast<std::size_t>(kb) << 10;
+}
+
+// The executing core thread's L1 and L0C: host memory kept per thread (a core thread runs one block at a
+// time), allocated on the thread's first block, like the runtime's UB.
+struct CubeMemory {
+  void* l1 = nullptr;
+  void* l0c = nullptr;
+  CubeMemory() {
+    l1 = std::aligned_alloc(4096, (L1Bytes() + 4095) / 4096 * 4096);
+    l0c = std::aligned_alloc(4096, (L0CBytes() + 4095) / 4096 * 4096);
+    if (l1 == nullptr || l0c == nullptr) throw npu_sim::KernelError("cannot allocate the Cube buffers");
+  }
+  ~CubeMemory() { std::free(l1), std::free(l0c); }
+};
+
+}  // namespace
+
+std::size_t L1Bytes() {
+  static const std::size_t bytes = budget_kb("NPU_SIM_L1_KB", 512);
+  return bytes;
+}
+std::size_t L0CBytes() {
+  static const std::size_t bytes = budget_kb("NPU_SIM_L0C_KB", 128);
+  return bytes;
+}
+
+TPipe::TPipe(const npu_sim::BlockContext& ctx, const char* kernel) : ctx_(ctx), kernel_(kernel) {
+  thread_local CubeMemory cube;
+  base_[0] = ctx.ub, budget_[0] = ctx.ub_bytes;
+  base_[1] = cube.l1, budget_[1] = L1Bytes();
+  base_[2] = cube.l0c, budget_[2] = L0CBytes();
+}
+
 void TPipe::fail(const std::string& what) const { throw npu_sim::KernelError(what); }
 
-void TPipe::overflow(std::size_t bytes) const {
-  fail(std::string("Unified Buffer overflow in kernel '") + kernel_ + "': asked for " + std::to_string(bytes) +
-       " bytes with " + std::to_string(used_) + " in use, over the budget of " + std::to_string(ctx_.ub_bytes) +
-       " bytes per AI core (NPU_SIM_UB_KB sets it)");
+void TPipe::overflow(Buffer b, std::size_t bytes) const {
+  static const char* const kName[] = {"Unified Buffer", "L1 buffer", "L0C buffer"};
+  static const char* const kEnv[] = {"NPU_SIM_UB_KB", "NPU_SIM_L1_KB", "NPU_SIM_L0C_KB"};
+  const int i = static_cast<int>(b);
+  fail(std::string(kName[i]) + " overflow in kernel '" + kernel_ + "': asked for " + std::to_string(bytes) +
+       " bytes with " + std::to_string(used_[i]) + " in use, over the budget of " + std::to_string(budget_[i]) +
+       " bytes per AI core (" + kEnv[i] + " sets it)");
 }
 
 void PrepareCube() { npu_kernels::detail::ensure_micro_kernel_loaded(); }
@@ -42,6 +88,20 @@ void copy_rows(void* dst, int64_t dst_stride, const void* src, int64_t src_strid
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
   for (int64_t r = 0; r < rows; ++r) std::memcpy(d + r * dst_stride, s + r * src_stride, row_bytes);
+}
+
+void check_ub(const TPipe& pipe, const char* op, TPosition dst, TPosition src) {
+  if (buffer_of(dst) != Buffer::kUB || buffer_of(src) != Buffer::kUB) {
+    pipe.fail(std::string(op) + ": the Vector unit works on UB tiles only (copy a CO1 tile to the UB first)");
+  }
+}
+
+void check_fixpipe(const TPipe& pipe, int64_t n, TPosition dst, int64_t dst_size, TPosition src, int64_t src_size) {
+  if (src != TPosition::CO1 || buffer_of(dst) != Buffer::kUB) pipe.fail("DataCopy between tiles goes from CO1 to the UB");
+  if (n < 0 || n > dst_size || n > src_size) {
+    pipe.fail("DataCopy CO1 -> UB of " + std::to_string(n) + " elements on tiles of " + std::to_string(dst_size) +
+              " (dst) and " + std::to_string(src_size) + " (src) elements");
+  }
 }
 
 void check_vec(const TPipe& pipe, const char* op, int64_t n, int64_t dst_size, int64_t src_size) {
@@ -132,7 +192,11 @@ template <typename T>
 void mmad(float* c, const T* a, const T* b, int64_t m, int64_t n, int64_t k, bool accumulate) {
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    npu_kernels::detail::micro_gemm(m, n, k, a, b, c, accumulate);
+    // BLAS with beta 0 on the first K step: the L0C tile is overwritten, not zero-filled and then added to.
+    if (k == 0 || !npu_kernels::detail::blas_gemm<float>(false, false, m, n, k, 1.0f, a, k, b, n,
+                                                         accumulate ? 1.0f : 0.0f, c, n)) {
+      npu_kernels::detail::micro_gemm(m, n, k, a, b, c, accumulate);
+    }
   } else {
     // fp16 / bf16 operands widened in registers, products summed in float32: row p of b is converted once
     // (a chunk of columns at a time), then every row of c takes a[i][p] times it.

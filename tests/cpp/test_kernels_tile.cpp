@@ -77,13 +77,33 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LinearAddGeluTest,
                                            LinearCase{128, 256, 64, 0, 0, 0}));   // exact multiples
 
 TEST(KernelsTile, LinearAddGeluUbOverflowNamesTheKernelAndTheBytes) {
-  DeviceBuf<float> x(std::vector<float>(256 * 64)), w(std::vector<float>(64 * 256)), b(std::vector<float>(256)),
-      out(std::vector<float>(256 * 256));
-  // 256 x 256 x 64 tiles: the two x/w slots take 4 x 64 KiB, the 4th tile no longer fits 192 KiB.
-  ASSERT_OK(linear_add_gelu(nullptr, LinearAddGeluArgs{x.ptr, w.ptr, b.ptr, out.ptr, 256, 256, 64, 256, 256, 64}));
-  const std::string msg = sync_error();
+  DeviceBuf<float> x(std::vector<float>(256 * 64)), w(std::vector<float>(64 * 1024)), b(std::vector<float>(1024)),
+      out(std::vector<float>(256 * 1024));
+  // 32 x 1024 x 16 tiles: the Cube side fits (L1 2 x (2 + 64) KiB, L0C 128 KiB), but the Vector side's bias
+  // row (4 KiB) and two chunks of 32 output rows (128 KiB each) do not fit the 192 KiB UB.
+  ASSERT_OK(linear_add_gelu(nullptr, LinearAddGeluArgs{x.ptr, w.ptr, b.ptr, out.ptr, 256, 1024, 64, 32, 1024, 16}));
+  std::string msg = sync_error();
   EXPECT_EQ(msg.rfind("kernel 'linear_add_gelu' failed: Unified Buffer overflow in kernel 'linear_add_gelu': "
-                      "asked for 65536 bytes with 196608 in use, over the budget of 196608 bytes per AI core",
+                      "asked for 131072 bytes with 135168 in use, over the budget of 196608 bytes per AI core "
+                      "(NPU_SIM_UB_KB sets it)",
+                      0),
+            0u)
+      << msg;
+  // 256 x 256 x 16 tiles: the 256 KiB accumulator does not fit the 128 KiB L0C.
+  ASSERT_OK(linear_add_gelu(nullptr, LinearAddGeluArgs{x.ptr, w.ptr, b.ptr, out.ptr, 256, 256, 64, 256, 256, 16}));
+  msg = sync_error();
+  EXPECT_EQ(msg.rfind("kernel 'linear_add_gelu' failed: L0C buffer overflow in kernel 'linear_add_gelu': "
+                      "asked for 262144 bytes with 0 in use, over the budget of 131072 bytes per AI core "
+                      "(NPU_SIM_L0C_KB sets it)",
+                      0),
+            0u)
+      << msg;
+  // 128 x 128 x 512 tiles: one x / w slot takes 2 x 256 KiB, the whole 512 KiB L1; the second does not fit.
+  ASSERT_OK(linear_add_gelu(nullptr, LinearAddGeluArgs{x.ptr, w.ptr, b.ptr, out.ptr, 256, 256, 64, 128, 128, 512}));
+  msg = sync_error();
+  EXPECT_EQ(msg.rfind("kernel 'linear_add_gelu' failed: L1 buffer overflow in kernel 'linear_add_gelu': "
+                      "asked for 262144 bytes with 524288 in use, over the budget of 524288 bytes per AI core "
+                      "(NPU_SIM_L1_KB sets it)",
                       0),
             0u)
       << msg;
@@ -92,14 +112,14 @@ TEST(KernelsTile, LinearAddGeluUbOverflowNamesTheKernelAndTheBytes) {
 }
 
 // The record of one 1024 x 1024 x 1024 launch, exactly. Tiles 128 x 128 x 32: 8 x 8 = 64 output tiles,
-// each reduced over 32 K steps. Per output tile the kernel reads its 128 rows of x in full (128 x 1024 x
+// each reduced over 32 K steps (the record does not depend on tile_k). Per output tile the kernel reads its 128 rows of x in full (128 x 1024 x
 // 4 B = 512 KiB), its 128 columns of w in full (512 KiB) and its 128 bias values (512 B), and writes its
 // 128 x 128 outputs once (64 KiB). So x is read once per tile column (8 times), w once per tile row (8
 // times), bias 8 times:
 //   read  = 64 x (512 KiB + 512 KiB + 512 B) = 67,108,864 + 32,768 = 67,141,632 B  (64.03 MiB)
 //   write = 1024 x 1024 x 4 B                                      =  4,194,304 B  (4 MiB)
 // against the textbook 12 MiB (8 MiB read once + 4 MiB written): the 8x re-reads of x and w are the price
-// of 128 x 128 output tiles in a 192 KiB UB. Cube FLOPs 2 x 1024^3 = 2,147,483,648; Vector FLOPs: the
+// of 128 x 128 output tiles (a 64 KiB fp32 accumulator in the 128 KiB L0C). Cube FLOPs 2 x 1024^3 = 2,147,483,648; Vector FLOPs: the
 // bias add and the GELU, one per output element each: 2 x 1024^2 = 2,097,152.
 TEST(KernelsTile, LinearAddGeluRecordsItsGmBytesAndFlops) {
   constexpr int64_t kDim = 1024;
@@ -233,13 +253,15 @@ void check_low_precision_mmad() {
   ASSERT_OK(npu_sim::set_launch_recording(true));
   npu_sim::clear_launch_records();
   ASSERT_OK(Launch(nullptr, "tile_mmad_low", 1, [=](TPipe& pipe) {
-    auto ta = pipe.AllocTensor<T>(m * k), tb = pipe.AllocTensor<T>(k * n);
-    auto tc = pipe.AllocTensor<float>(m * n);
+    auto ta = pipe.AllocTensor<T>(m * k, TPosition::A1), tb = pipe.AllocTensor<T>(k * n, TPosition::B1);
+    auto tc = pipe.AllocTensor<float>(m * n, TPosition::CO1);
+    auto tu = pipe.AllocTensor<float>(m * n, TPosition::VECOUT);
     DataCopy(ta, GlobalTensor<T>(pa, m * k), m * k);
     DataCopy(tb, GlobalTensor<T>(pb, k * n), k * n);
     Mmad(tc, ta, tb, MmadParams{m, n, 20, false});  // K in two steps: 20, then 25 accumulated
     Mmad(tc, ta[20], tb[20 * n], MmadParams{m, n, 25, true});
-    DataCopy(GlobalTensor<float>(pc, m * n), tc, m * n);
+    DataCopy(tu, tc, m * n);  // CO1 -> UB, then out
+    DataCopy(GlobalTensor<float>(pc, m * n), tu, m * n);
   }));
   ASSERT_OK(npu_sim::device_synchronize(0));
   const auto recs = npu_sim::get_launch_records();
@@ -292,6 +314,46 @@ TEST(KernelsTile, DoubleBufferPipelinePingPongs) {
     EXPECT_EQ(s[2 * k], k % 2 == 0 ? 0 : kTile) << "step " << k << " uses slot " << k % 2;
     EXPECT_EQ(s[2 * k + 1], k);
   }
+}
+
+// The Cube buffers: L1 and L0C budgets (910B defaults), each its own allocator; Mmad wants A1 / B1 / CO1
+// tiles, the Vector ops UB tiles.
+TEST(KernelsTile, CubeBuffersAndPositions) {
+  EXPECT_EQ(L1Bytes(), std::size_t{512} << 10);
+  EXPECT_EQ(L0CBytes(), std::size_t{128} << 10);
+  ASSERT_OK(Launch(nullptr, "tile_cube_budget", 2, [](TPipe& pipe) {
+    if (pipe.budget(Buffer::kL1) != L1Bytes() || pipe.budget(Buffer::kL0C) != L0CBytes()) pipe.fail("budgets");
+    auto a = pipe.AllocTensor<float>(L1Bytes() / 8, TPosition::A1);
+    auto b = pipe.AllocTensor<float>(L1Bytes() / 8, TPosition::B1);  // A1 and B1 share L1: now full
+    auto c = pipe.AllocTensor<float>(L0CBytes() / 4, TPosition::CO1);
+    if (pipe.used(Buffer::kL1) != L1Bytes() || pipe.used(Buffer::kL0C) != L0CBytes() || pipe.used() != 0) {
+      pipe.fail("used");
+    }
+    if (a.pos != TPosition::A1 || b.pos != TPosition::B1 || c.pos != TPosition::CO1) pipe.fail("positions");
+    pipe.Reset();
+    if (pipe.used(Buffer::kL1) != 0 || pipe.used(Buffer::kL0C) != 0) pipe.fail("reset");
+  }));
+  EXPECT_EQ(sync_error(), "");
+  ASSERT_OK(Launch(nullptr, "tile_mmad_in_ub", 1, [](TPipe& pipe) {
+    auto a = pipe.AllocTensor<float>(4), b = pipe.AllocTensor<float>(4), c = pipe.AllocTensor<float>(4);
+    Mmad(c, a, b, MmadParams{2, 2, 2, false});
+  }));
+  std::string msg = sync_error();
+  EXPECT_EQ(msg.rfind("kernel 'tile_mmad_in_ub' failed: Mmad takes its operands from L1 (A1 / B1) and accumulates "
+                      "in L0C (CO1)",
+                      0),
+            0u)
+      << msg;
+  ASSERT_OK(Launch(nullptr, "tile_gelu_in_l0c", 1, [](TPipe& pipe) {
+    auto c = pipe.AllocTensor<float>(4, TPosition::CO1);
+    Gelu(c, c, 4);
+  }));
+  msg = sync_error();
+  EXPECT_EQ(msg.rfind("kernel 'tile_gelu_in_l0c' failed: Gelu: the Vector unit works on UB tiles only (copy a CO1 "
+                      "tile to the UB first)",
+                      0),
+            0u)
+      << msg;
 }
 
 // The budget is the block's UB size; DataCopy ranges are checked.

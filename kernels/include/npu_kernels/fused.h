@@ -16,9 +16,12 @@ struct LinearAddGeluArgs {
   const float* bias = nullptr;
   float* out = nullptr;
   int64_t m = 0, n = 0, k = 0;
-  // Tile sizes; 0 takes the default 128 x 128 x 32 (x tile 16 KiB, w tile 16 KiB, both double-buffered,
-  // the fp32 accumulator 64 KiB and the bias row: 128.5 KiB of the 192 KiB UB). A plan that needs more
-  // than the UB fails the launch with the tile layer's overflow error.
+  // Tile sizes; 0 takes the default 128 x 128 x 32. The Cube side: x tile 16 KiB and w tile 16 KiB in L1,
+  // both double-buffered (64 KiB of the 910B's 512 KiB), the fp32 accumulator in L0C (64 KiB of 128 KiB).
+  // The Vector side, in the UB: the bias row and two chunks of 32 output rows that the epilogue streams
+  // the accumulator through (32.5 KiB of 192 KiB; 64.5 KiB for tile_n 256).
+  // A plan that needs more than a buffer fails the launch with the tile layer's overflow error for that
+  // buffer (L1, L0C or Unified Buffer; NPU_SIM_L1_KB / NPU_SIM_L0C_KB / NPU_SIM_UB_KB size them).
   int64_t tile_m = 0, tile_n = 0, tile_k = 0;
 };
 
@@ -29,8 +32,14 @@ struct LinearAddGeluTiling {
   int64_t tile_m, tile_n, tile_k;
   int64_t tiles_m, tiles_n, tiles_k;  // tiles_k >= 1 (k == 0 still zero-fills the accumulator)
   uint32_t block_dim;
-  std::size_t ub_bytes;  // what one block allocates from the UB (64-byte aligned tiles)
+  std::size_t l1_bytes;   // what one block allocates from L1 (x / w tiles, double-buffered; 64-byte aligned)
+  std::size_t l0c_bytes;  // ... from L0C (the accumulator)
+  std::size_t ub_bytes;   // ... from the UB (the bias row, two chunks of min(tile_m, 32) output rows)
 };
+// Launch records (both kernels, exactly): every output tile (mc x nc) reads its mc rows of x and nc columns
+// of w over all of K and its nc bias values, and writes its outputs once; 2 mc nc K Cube FLOPs; two Vector
+// FLOPs per output (bias add, GELU). So read = 4 (tiles_n M K + tiles_m K N + tiles_m N) bytes, write =
+// 4 M N, independent of tile_k. The CO1 -> UB move of the accumulator moves no GM bytes.
 LinearAddGeluTiling linear_add_gelu_tiling(const LinearAddGeluArgs& args, int ai_cores);
 
 // kInvalidValue for null pointers (with nonzero sizes) or negative sizes; else the launch's status.
