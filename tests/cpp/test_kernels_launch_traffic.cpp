@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "npu_kernels/amp.h"
+#include "npu_kernels/fold.h"
 #include "npu_kernels/index.h"
 #include "npu_kernels/nn.h"
 #include "npu_kernels/optim.h"
@@ -410,6 +411,94 @@ TEST(KernelsLaunchTraffic, AmpUnscale) {
   ASSERT_EQ(recs.size(), 1u);
   expect_record(only(recs, "amp_unscale"), F + 10 * F, 10 * F);
   EXPECT_EQ(found.read()[0], 0.0f);
+}
+
+// mse_loss over 10 elements: input and target read (2 x 10 x 4 = 80 B), the losses written (40 B). Its
+// backward with a broadcast scalar grad (grad_stride 0, re-read per element): grad, input and target
+// (3 x 40 = 120 B) read, grad_in (40 B) written.
+TEST(KernelsLaunchTraffic, MseLossForwardAndBackward) {
+  DeviceBuf<float> x(ramp(10)), t(ramp(10, 0.3f)), out{std::vector<float>(10)}, g{std::vector<float>{1.0f}},
+      gi{std::vector<float>(10)};
+  PointLossDesc d;
+  d.n = 10;
+  d.input = x.ptr;
+  d.target = t.ptr;
+  d.out = out.ptr;
+  d.grad = g.ptr;
+  d.grad_stride = 0;
+  d.grad_in = gi.ptr;
+  const auto recs = records_of([&] {
+    ASSERT_OK(pointwise_loss(nullptr, LossKind::kMse, d));
+    ASSERT_OK(pointwise_loss_backward(nullptr, LossKind::kMse, d));
+  });
+  ASSERT_EQ(recs.size(), 2u);
+  expect_record(only(recs, "mse_loss"), 80, 40);
+  expect_record(only(recs, "mse_loss_backward"), 120, 40);
+}
+
+// im2col / col2im of one 3 x 3 plane, 2 x 2 kernel, padding 1, stride 1: 4 x 4 window positions, 4 taps
+// each = 64 column elements. A tap is inside when its row and column are: per axis the kernel offsets 0
+// and 1 over the 4 positions hit rows -1..2 and 0..3, 3 + 3 = 6 inside; 6 x 6 = 36 inside taps.
+//   im2col: 36 x 4 = 144 B read (padding taps read nothing), 64 x 4 = 256 B written.
+//   col2im: the 36 inside column elements read (144 B), the 3 x 3 plane written (36 B).
+TEST(KernelsLaunchTraffic, Im2colAndCol2imWithPadding) {
+  DeviceBuf<float> img(ramp(9)), cols{std::vector<float>(64)}, back{std::vector<float>(9)};
+  FoldArgs a;
+  a.planes = 1;
+  a.in_h = a.in_w = 3;
+  a.out_h = a.out_w = 4;
+  a.kernel_h = a.kernel_w = 2;
+  a.pad_h = a.pad_w = 1;
+  const auto recs = records_of([&] {
+    ASSERT_OK(im2col(nullptr, a, img.ptr, cols.ptr));
+    ASSERT_OK(col2im(nullptr, a, cols.ptr, back.ptr));
+  });
+  ASSERT_EQ(recs.size(), 2u);
+  expect_record(only(recs, "im2col"), 144, 256);
+  expect_record(only(recs, "col2im"), 144, 36);
+}
+
+// dropout of 100 floats: the input read (400 B), the output (400 B) and the bool mask (100 B) written.
+TEST(KernelsLaunchTraffic, Dropout) {
+  DeviceBuf<float> x(ramp(100)), y{std::vector<float>(100)};
+  DeviceBuf<uint8_t> mask{std::vector<uint8_t>(100)};
+  const auto recs = records_of([&] {
+    ASSERT_OK(dropout(nullptr, desc(y.ptr, DType::kFloat32, {100}, {1}), reinterpret_cast<bool*>(mask.ptr),
+                      desc(x.ptr, DType::kFloat32, {100}, {1}), 0.5, 2.0, {3, 4}));
+  });
+  ASSERT_EQ(recs.size(), 1u);
+  expect_record(only(recs, "native_dropout"), 400, 500);
+}
+
+// A fused SGD step with momentum (not the first step) over 3 + 5 elements: param, grad and the momentum
+// buffer read (8 x 3 x 4 = 96 B), param and buffer written (8 x 2 x 4 = 64 B); no device scalars.
+TEST(KernelsLaunchTraffic, FusedSgdMomentum) {
+  DeviceBuf<float> p0(ramp(3)), g0(ramp(3, 0.2f)), b0(ramp(3, 0.01f)), p1(ramp(5)), g1(ramp(5, 0.2f)),
+      b1(ramp(5, 0.01f));
+  OptimLists l;
+  l.param = {p0.ptr, p1.ptr};
+  l.grad = {g0.ptr, g1.ptr};
+  l.state1 = {b0.ptr, b1.ptr};
+  l.numel = {3, 5};
+  const SgdHyper h{0.0, 0.9, 0.1, 0.0, false, false, false};
+  const auto recs = records_of([&] { ASSERT_OK(fused_sgd(nullptr, l, h, OptimScalars{})); });
+  ASSERT_EQ(recs.size(), 1u);
+  expect_record(only(recs, "fused_sgd"), 96, 64);
+}
+
+// topk (k = 2) of 2 lines of 5: per line 5 keys plus the 2 kept values read again (7 x 4 = 28 B), 2 values
+// and 2 int64 indices written (2 x 12 = 24 B). Two lines: 56 B / 48 B.
+TEST(KernelsLaunchTraffic, Topk) {
+  DeviceBuf<float> x{std::vector<float>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3}}, v{std::vector<float>(4)};
+  DeviceBuf<int64_t> ix{std::vector<int64_t>(4)};
+  const auto recs = records_of([&] {
+    ASSERT_OK(sort_lines(nullptr, desc(x.ptr, DType::kFloat32, {2, 5}, {5, 1}), 1, true,
+                         desc(v.ptr, DType::kFloat32, {2, 2}, {2, 1}), desc(ix.ptr, DType::kInt64, {2, 2}, {2, 1}), 2,
+                         "topk"));
+  });
+  ASSERT_EQ(recs.size(), 1u);
+  expect_record(only(recs, "topk"), 56, 48);
+  EXPECT_EQ(v.read(), (std::vector<float>{5, 4, 9, 6}));
 }
 
 // Recording off: the same launches record nothing (the buffer stays empty).
