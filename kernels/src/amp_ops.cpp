@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -21,7 +22,11 @@ void flag_found(float* found_inf) {
 npu_sim::Status amp_unscale(npu_sim::Stream stream, const TensorDesc& grad, float* found_inf, const float* inv_scale) {
   const bool contiguous = grad.is_contiguous();
   return parallel_for(stream, "amp_unscale", grad.numel(), 1 << 15,
-                      [grad, found_inf, inv_scale, contiguous](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [grad, found_inf, inv_scale, contiguous](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // Launch records: inv_scale read once per block, every grad element read and written
+                        // back, found_inf written by a block that saw a non-finite value; 2 Vector ops per
+                        // element (the finite check, the multiply).
+                        const int64_t es = static_cast<int64_t>(dtype_size(grad.dtype));
                         const float inv = *inv_scale;
                         bool bad = false;
                         dispatch_dtype(grad.dtype, [&](auto tag) {
@@ -43,24 +48,33 @@ npu_sim::Status amp_unscale(npu_sim::Stream stream, const TensorDesc& grad, floa
                           }
                         });
                         if (bad) flag_found(found_inf);
+                        detail::record_vec(ctx, int64_t{sizeof(float)} + (e - b) * es,
+                                           (e - b) * es + (bad ? int64_t{sizeof(float)} : 0), 2 * (e - b));
                       });
 }
 
 npu_sim::Status amp_update_scale(npu_sim::Stream stream, float* scale, int32_t* growth_tracker, const float* found_inf,
                                  double growth_factor, double backoff_factor, int64_t growth_interval) {
-  return npu_sim::launch_kernel(stream, "amp_update_scale", 1, [=](const npu_sim::BlockContext&) {
+  // Launch records: found_inf and the int32 tracker (and the scale when it changes) read, the tracker
+  // and a changed scale written; 1 or 2 Vector ops.
+  return npu_sim::launch_kernel(stream, "amp_update_scale", 1, [=](const npu_sim::BlockContext& ctx) {
+    constexpr int64_t f = sizeof(float), i = sizeof(int32_t);
     if (*found_inf != 0.0f) {
       *scale = static_cast<float>(*scale * backoff_factor);
       *growth_tracker = 0;
+      detail::record_vec(ctx, 2 * f, f + i, 1);
       return;
     }
     const int32_t successful = *growth_tracker + 1;
     if (successful == growth_interval) {
       const float grown = static_cast<float>(*scale * growth_factor);
-      if (std::isfinite(grown)) *scale = grown;
+      const bool finite = std::isfinite(grown);
+      if (finite) *scale = grown;
       *growth_tracker = 0;
+      detail::record_vec(ctx, 2 * f + i, (finite ? f : 0) + i, 2);
     } else {
       *growth_tracker = successful;
+      detail::record_vec(ctx, f + i, i, 1);
     }
   });
 }

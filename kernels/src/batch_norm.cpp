@@ -9,6 +9,7 @@
 #include "npu_kernels/launch.h"
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/nn.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -29,7 +30,11 @@ npu_sim::Status batch_norm(npu_sim::Stream stream, const BatchNormDesc& d) {
   return dispatch_fp(d.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    return parallel_for(stream, "batch_norm", d.C, 1, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    // Launch records, per channel of cnt = N*HW elements: training reads x three times (sum, squared
+    // deviations, normalise), eval once; weight/bias one value each when given; running stats are read
+    // (eval) or read and written (training); save_mean/save_invstd written (training); y written once.
+    // Vector ops per element: training 6 (add; subtract, multiply, add; multiply, add), eval 2.
+    return parallel_for(stream, "batch_norm", d.C, 1, [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
       const T* x = static_cast<const T*>(d.x);
       T* y = static_cast<T*>(d.y);
       const A* w = static_cast<const A*>(d.weight);
@@ -37,6 +42,14 @@ npu_sim::Status batch_norm(npu_sim::Stream stream, const BatchNormDesc& d) {
       A* rm = static_cast<A*>(d.running_mean);
       A* rv = static_cast<A*>(d.running_var);
       const int64_t cnt = d.N * d.HW;
+      {
+        constexpr int64_t ts = sizeof(T), as = sizeof(A);
+        const int64_t ch = e - b, params = (w ? 1 : 0) + (bias ? 1 : 0);
+        const int64_t stats = (rm ? 1 : 0) + (rv ? 1 : 0);
+        const int64_t rd = d.training ? 3 * cnt * ts + (params + stats) * as : cnt * ts + (params + 2) * as;
+        const int64_t wr = cnt * ts + (d.training ? (stats + (d.save_mean ? 1 : 0) + (d.save_invstd ? 1 : 0)) * as : 0);
+        detail::record_vec(ctx, ch * rd, ch * wr, ch * cnt * (d.training ? 6 : 2));
+      }
       for (int64_t c = b; c < e; ++c) {
         A mean, invstd;
         if (d.training) {
@@ -78,12 +91,24 @@ npu_sim::Status batch_norm_backward(npu_sim::Stream stream, const BatchNormDesc&
   return dispatch_fp(d.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    return parallel_for(stream, "batch_norm_backward", d.C, 1, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    // Launch records, per channel of cnt elements: the saved (or running) mean and invstd and the weight
+    // (when given) one value each; dy and x read by the sums pass, then again by the dx pass in training
+    // (dy only in eval); dx written, dweight/dbias one value each. Vector ops per element: 4 for the sums,
+    // dx 6 (training) or 2 (eval).
+    return parallel_for(stream, "batch_norm_backward", d.C, 1, [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
       const T* x = static_cast<const T*>(d.x);
       const T* dy = static_cast<const T*>(d.dy);
       T* dx = static_cast<T*>(d.dx);
       const A* w = static_cast<const A*>(d.weight);
       const int64_t cnt = d.N * d.HW;
+      {
+        constexpr int64_t ts = sizeof(T), as = sizeof(A);
+        const int64_t ch = e - b;
+        const bool tr = d.training && cnt > 0;
+        const int64_t rd = (2 + (w ? 1 : 0)) * as + 2 * cnt * ts + (dx ? (tr ? 2 : 1) * cnt * ts : 0);
+        const int64_t wr = (dx ? cnt * ts : 0) + ((d.dweight ? 1 : 0) + (d.dbias ? 1 : 0)) * as;
+        detail::record_vec(ctx, ch * rd, ch * wr, ch * cnt * (4 + (dx ? (tr ? 6 : 2) : 0)));
+      }
       for (int64_t c = b; c < e; ++c) {
         A mean, invstd;
         if (d.training) {
@@ -133,7 +158,11 @@ npu_sim::Status group_norm_backward(npu_sim::Stream stream, const GroupNormBackw
     using A = acc_t<T>;
     auto sums = std::make_shared<std::vector<A>>(static_cast<size_t>(2 * d.N * d.C));
     auto st = parallel_for(stream, "group_norm_backward", d.N * d.C, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.HW, 1)),
-                           [d, sums](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                           [d, sums](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                             // Launch records: dy and x read once per element, two partial sums per (n, c)
+                             // written to the workspace; 3 Vector ops per element.
+                             detail::record_vec(ctx, (e - b) * d.HW * 2 * static_cast<int64_t>(sizeof(T)),
+                                                (e - b) * 2 * static_cast<int64_t>(sizeof(A)), (e - b) * d.HW * 3);
                              const T* x = static_cast<const T*>(d.x);
                              const T* dy = static_cast<const T*>(d.dy);
                              for (int64_t nc = b; nc < e; ++nc) {
@@ -149,12 +178,26 @@ npu_sim::Status group_norm_backward(npu_sim::Stream stream, const GroupNormBackw
                            });
     if (st != npu_sim::Status::kSuccess) return st;
     const int64_t D = d.C / d.G;
-    return parallel_for(stream, "group_norm_backward", d.N * d.G + d.C, 1, [d, sums, D](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    // Launch records: a (n, g) item reads mean and rstd, D partial-sum pairs and the D weights twice (when
+    // given), dy and x per element, and writes dx (5 Vector ops per element); a channel item reads N
+    // partial-sum pairs and N (mean, rstd) pairs and writes dweight/dbias (4 Vector ops per n).
+    return parallel_for(stream, "group_norm_backward", d.N * d.G + d.C, 1, [d, sums, D](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
       const T* x = static_cast<const T*>(d.x);
       const T* dy = static_cast<const T*>(d.dy);
       const A* w = static_cast<const A*>(d.weight);
       const A* mean = static_cast<const A*>(d.mean);
       const A* rstd = static_cast<const A*>(d.rstd);
+      {
+        constexpr int64_t ts = sizeof(T), as = sizeof(A);
+        const int64_t NG = d.N * d.G;
+        const int64_t groups = d.dx ? std::max<int64_t>(0, std::min(e, NG) - b) : 0;
+        const int64_t chans = e - std::max(b, NG) > 0 ? e - std::max(b, NG) : 0;
+        const int64_t group_rd = (2 + 2 * D + (w ? 2 * D : 0)) * as + 2 * D * d.HW * ts;
+        const int64_t chan_rd = 4 * d.N * as;
+        const int64_t chan_wr = ((d.dweight ? 1 : 0) + (d.dbias ? 1 : 0)) * as;
+        detail::record_vec(ctx, groups * group_rd + chans * chan_rd, groups * D * d.HW * ts + chans * chan_wr,
+                           groups * D * d.HW * 5 + chans * d.N * 4);
+      }
       for (int64_t item = b; item < e; ++item) {
         if (item < d.N * d.G) {
           if (!d.dx) continue;

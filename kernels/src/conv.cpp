@@ -9,6 +9,7 @@
 
 #include "gemm_tiling.h"
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 namespace {
@@ -199,6 +200,23 @@ npu_sim::Status backward_weight_typed(npu_sim::Stream stream, const Conv2dArgs& 
   return detail::tiled_gemm<Acc>(stream, "conv2d_backward_weight", G, Og, KK, a.batch * P, pack_a, pack_b, store, sizeof(T));
 }
 
+// The column elements conv2d_col2im adds into one input plane: a (row, column) tap is used when its row
+// and its column are, so the count is (used row taps) x (used column taps).
+inline int64_t col2im_taps(const Conv2dArgs& a) {
+  auto axis = [](int64_t in, int64_t k, int64_t pad, int64_t dil, int64_t stride, int64_t out) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < in; ++i) {
+      for (int64_t t = 0; t < k; ++t) {
+        const int64_t x = i + pad - t * dil;
+        n += x >= 0 && x % stride == 0 && x / stride < out ? 1 : 0;
+      }
+    }
+    return n;
+  };
+  return axis(a.in_h, a.kernel_h, a.pad_h, a.dilation_h, a.stride_h, a.out_h) *
+         axis(a.in_w, a.kernel_w, a.pad_w, a.dilation_w, a.stride_w, a.out_w);
+}
+
 template <typename T>
 npu_sim::Status backward_input_typed(npu_sim::Stream stream, const Conv2dArgs& a, void* scratch,
                                      std::size_t scratch_bytes) {
@@ -268,8 +286,15 @@ npu_sim::Status backward_input_typed(npu_sim::Stream stream, const Conv2dArgs& a
     auto st = detail::tiled_gemm<Acc>(stream, "conv2d_backward_input", nb * G, KK, P, Og, pack_a, pack_b, store, sizeof(T));
     if (st != npu_sim::Status::kSuccess) return st;
     // col2im as a gather: each block owns whole input planes.
+    // Launch records, per input plane: its bias (when given), every column element that lands in it
+    // (col2im_taps, in the accumulation type: the scratch is device memory) read, the plane written once;
+    // 1 Vector op (add) per tap.
+    const int64_t plane_rd = (bias != nullptr ? int64_t{sizeof(T)} : 0) + col2im_taps(a) * int64_t{sizeof(Acc)};
+    const int64_t plane_wr = a.in_h * a.in_w * int64_t{sizeof(T)}, plane_ops = col2im_taps(a);
     st = parallel_for(stream, "conv2d_col2im", nb * a.in_channels, 1,
-                      [=](int64_t begin, int64_t end, const npu_sim::BlockContext&) {
+                      [=](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
+                        detail::record_vec(ctx, (end - begin) * plane_rd, (end - begin) * plane_wr,
+                                           (end - begin) * plane_ops);
                         for (int64_t q = begin; q < end; ++q) {
                           const int64_t nl = q / a.in_channels, ch = q % a.in_channels;
                           const int64_t g = ch / Cg, c = ch % Cg;
@@ -304,8 +329,13 @@ template <typename T>
 npu_sim::Status backward_bias_typed(npu_sim::Stream stream, const Conv2dArgs& a, void* grad_bias, int64_t gb_stride) {
   const T* gy = static_cast<const T*>(a.y);
   T* gb = static_cast<T*>(grad_bias);
+  // Launch records, per output channel: its batch x out_h x out_w grads read, one value written; 1 Vector
+  // op (add) per element read.
+  const int64_t per_ch = a.batch * a.out_h * a.out_w;
   return parallel_for(stream, "conv2d_backward_bias", a.out_channels, 1,
-                      [=](int64_t begin, int64_t end, const npu_sim::BlockContext&) {
+                      [=](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
+                        detail::record_vec(ctx, (end - begin) * per_ch * int64_t{sizeof(T)},
+                                           (end - begin) * int64_t{sizeof(T)}, (end - begin) * per_ch);
                         for (int64_t o = begin; o < end; ++o) {
                           double s = 0;
                           for (int64_t n = 0; n < a.batch; ++n) {

@@ -9,6 +9,7 @@
 
 #include "npu_kernels/elementwise.h"
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -124,8 +125,10 @@ void gather_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   }
 }
 
+// Returns the slots a mean divided (touched lines' distinct indices), for the launch records.
 template <typename T>
-void scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
+int64_t scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
+  int64_t divided = 0;
   T* dst = static_cast<T*>(a.dst.data);
   const T* src = static_cast<const T*>(a.src.data);
   const int64_t* idx = static_cast<const int64_t*>(a.index.data);
@@ -164,6 +167,7 @@ void scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
       slot = combine<T>(a.reduce, slot, v);
     }
     if (track) {
+      if (a.reduce == IndexReduce::kMean) divided += static_cast<int64_t>(touched.size());
       for (const int64_t k : touched) {
         if (a.reduce == IndexReduce::kMean) {
           T& slot = dst[base_d + k * a.dim_stride];
@@ -174,22 +178,36 @@ void scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
       touched.clear();
     }
   }
+  return divided;
 }
 
 }  // namespace
 
 npu_sim::Status index_along_dim(npu_sim::Stream stream, const IndexAlongDim& a) {
   if (a.index.numel() == 0) return npu_sim::Status::kSuccess;
+  const int64_t es = static_cast<int64_t>(dtype_size(a.dst.dtype));
   if (!a.scatter) {
-    return parallel_for(stream, a.op, a.index.numel(), kGrain, [a](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    // Launch records (gather): per element its int64 index and one source element read, one written;
+    // 1 Vector op (the bounds check / move) per element.
+    return parallel_for(stream, a.op, a.index.numel(), kGrain, [a, es](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+      detail::record_vec(ctx, (e - b) * (8 + es), (e - b) * es, e - b);
       dispatch_dtype(a.dst.dtype, [&](auto tag) { gather_range<decltype(tag)>(a, b, e); });
     });
   }
   const int64_t outer = outer_of(a.index, a.dim).numel();
   const int64_t line = std::max<int64_t>(1, a.index.sizes[a.dim]);
+  // Launch records (scatter): per element its int64 index and the source element (none for a scalar
+  // source) read, the destination slot written; a reducing scatter also reads the slot (counted for every
+  // element, include_self=False's first hits included) and mean reads and writes each divided slot again.
+  // 1 Vector op per element (+1 per divided slot).
   return parallel_for(stream, a.op, outer, std::max<int64_t>(1, kGrain / line),
-                      [a](int64_t b, int64_t e, const npu_sim::BlockContext&) {
-                        dispatch_dtype(a.dst.dtype, [&](auto tag) { scatter_range<decltype(tag)>(a, b, e); });
+                      [a, es](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        int64_t divided = 0;
+                        dispatch_dtype(a.dst.dtype, [&](auto tag) { divided = scatter_range<decltype(tag)>(a, b, e); });
+                        const int64_t n = (e - b) * a.index.sizes[a.dim];
+                        const int64_t rmw = a.reduce == IndexReduce::kAssign ? 0 : 1;
+                        detail::record_vec(ctx, n * (8 + (a.src_scalar ? 0 : es) + rmw * es) + divided * es,
+                                           (n + divided) * es, n + divided);
                       });
 }
 
@@ -282,14 +300,23 @@ npu_sim::Status advanced_index(npu_sim::Stream stream, const AdvancedIndexArgs& 
   if (n == 0) return npu_sim::Status::kSuccess;
   // accumulate: one block, so that duplicate indices add up without races.
   const int64_t grain = (a.put && a.accumulate) ? n : kGrain;
-  return parallel_for(stream, a.op, n, grain, [a](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+  // Launch records: per element its nindex int64 indices, one element read (data for index, other for
+  // index_put; accumulate also reads the data slot) and one written; nindex + 1 Vector ops per element
+  // (offset multiply-adds, the move or add).
+  const int64_t es = static_cast<int64_t>(dtype_size(a.data.dtype));
+  const int64_t per_rd = 8 * a.nindex + es + (a.put && a.accumulate ? es : 0);
+  return parallel_for(stream, a.op, n, grain, [a, es, per_rd](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    detail::record_vec(ctx, (e - b) * per_rd, (e - b) * es, (e - b) * (a.nindex + 1));
     dispatch_dtype(a.data.dtype, [&](auto tag) { advanced_range<decltype(tag)>(a, b, e); });
   });
 }
 
 npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask, ScalarValue value) {
   return parallel_for(stream, "masked_fill", self.numel(), kGrain * 2,
-                      [self, mask, value](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [self, mask, value](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // Launch records: the bool mask read per element, the value written where it is
+                        // set; 1 Vector op (select) per element.
+                        int64_t set = 0;
                         dispatch_dtype(self.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           const T v = scalar_as<T>(value);
@@ -298,20 +325,29 @@ npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, cons
                           if (self.is_contiguous() && mask.is_contiguous()) {
                             for (int64_t i = b; i < e; ++i) {
                               if (m[i]) out[i] = v;
+                              set += m[i] ? 1 : 0;
                             }
                             return;
                           }
                           StridedWalker ws(self, b), wm(mask, b);
                           for (int64_t i = b; i < e; ++i, ws.next(), wm.next()) {
-                            if (m[wm.offset()]) out[ws.offset()] = v;
+                            if (m[wm.offset()]) {
+                              out[ws.offset()] = v;
+                              ++set;
+                            }
                           }
                         });
+                        detail::record_vec(ctx, e - b, set * static_cast<int64_t>(dtype_size(self.dtype)), e - b);
                       });
 }
 
 npu_sim::Status masked_scatter(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask,
                                const void* source, int64_t source_numel) {
-  return npu_sim::launch_kernel(stream, "masked_scatter_", 1, [self, mask, source, source_numel](const npu_sim::BlockContext&) {
+  // Launch records: the bool mask read per element, and per set element one source element read and one
+  // written; 1 Vector op per mask element.
+  return npu_sim::launch_kernel(stream, "masked_scatter_", 1, [self, mask, source, source_numel](const npu_sim::BlockContext& ctx) {
+    const int64_t es = static_cast<int64_t>(dtype_size(self.dtype));
+    int64_t moved = 0;
     dispatch_dtype(self.dtype, [&](auto tag) {
       using T = decltype(tag);
       T* out = static_cast<T*>(self.data);
@@ -326,14 +362,19 @@ npu_sim::Status masked_scatter(npu_sim::Stream stream, const TensorDesc& self, c
         }
         out[ws.offset()] = src[j++];
       }
+      moved = j;
     });
+    detail::record_vec(ctx, self.numel() + moved * es, moved * es, self.numel());
   });
 }
 
 npu_sim::Status triangle(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& in, int64_t diagonal,
                          bool upper) {
   return parallel_for(stream, upper ? "triu" : "tril", out.numel(), kGrain * 2,
-                      [out, in, diagonal, upper](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [out, in, diagonal, upper](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // Launch records: each element read and written once; 1 Vector op (the compare).
+                        const int64_t es = static_cast<int64_t>(dtype_size(out.dtype));
+                        detail::record_vec(ctx, (e - b) * es, (e - b) * es, e - b);
                         dispatch_dtype(out.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           T* o = static_cast<T*>(out.data);
@@ -359,9 +400,11 @@ bool nonzero_at(const T* p, int64_t off) {
 
 npu_sim::Status count_nonzero(npu_sim::Stream stream, const TensorDesc& in, int64_t* count) {
   // One block: the count is tiny work next to the host sync that follows it.
-  return npu_sim::launch_kernel(stream, "nonzero", 1, [in, count](const npu_sim::BlockContext&) {
+  // Launch records: every element read, the int64 count written; 1 Vector op per element.
+  return npu_sim::launch_kernel(stream, "nonzero", 1, [in, count](const npu_sim::BlockContext& ctx) {
     int64_t c = 0;
     const int64_t n = in.numel();
+    detail::record_vec(ctx, n * static_cast<int64_t>(dtype_size(in.dtype)), 8, n);
     dispatch_dtype(in.dtype, [&](auto tag) {
       using T = decltype(tag);
       const T* p = static_cast<const T*>(in.data);
@@ -373,14 +416,17 @@ npu_sim::Status count_nonzero(npu_sim::Stream stream, const TensorDesc& in, int6
 }
 
 npu_sim::Status nonzero(npu_sim::Stream stream, const TensorDesc& in, int64_t* out, int64_t n) {
-  return npu_sim::launch_kernel(stream, "nonzero", 1, [in, out, n](const npu_sim::BlockContext&) {
+  // Launch records: the elements scanned (up to the n-th nonzero) read, ndim int64 coordinates written per
+  // nonzero; 1 Vector op per element scanned.
+  return npu_sim::launch_kernel(stream, "nonzero", 1, [in, out, n](const npu_sim::BlockContext& ctx) {
     const int64_t total = in.numel();
-    int64_t row = 0;
+    int64_t row = 0, scanned = 0;
     dispatch_dtype(in.dtype, [&](auto tag) {
       using T = decltype(tag);
       const T* p = static_cast<const T*>(in.data);
       StridedWalker w(in, 0);
       for (int64_t i = 0; i < total && row < n; ++i, w.next()) {
+        scanned = i + 1;
         if (!nonzero_at<T>(p, w.offset())) continue;
         int64_t rem = i;
         for (int d = in.ndim - 1; d >= 0; --d) {
@@ -390,13 +436,18 @@ npu_sim::Status nonzero(npu_sim::Stream stream, const TensorDesc& in, int64_t* o
         ++row;
       }
     });
+    detail::record_vec(ctx, scanned * static_cast<int64_t>(dtype_size(in.dtype)), row * in.ndim * 8, scanned);
   });
 }
 
 npu_sim::Status masked_select(npu_sim::Stream stream, const TensorDesc& in, const TensorDesc& mask, void* out,
                               int64_t n) {
-  return npu_sim::launch_kernel(stream, "masked_select", 1, [in, mask, out, n](const npu_sim::BlockContext&) {
+  // Launch records: the mask scanned (up to the n-th set element) read, each selected element read and
+  // written; 1 Vector op per element scanned.
+  return npu_sim::launch_kernel(stream, "masked_select", 1, [in, mask, out, n](const npu_sim::BlockContext& ctx) {
     const int64_t total = in.numel();
+    const int64_t es = static_cast<int64_t>(dtype_size(in.dtype));
+    int64_t scanned = 0, picked = 0;
     dispatch_dtype(in.dtype, [&](auto tag) {
       using T = decltype(tag);
       const T* p = static_cast<const T*>(in.data);
@@ -406,8 +457,11 @@ npu_sim::Status masked_select(npu_sim::Stream stream, const TensorDesc& in, cons
       StridedWalker w(in, 0), wm(mask, 0);
       for (int64_t i = 0; i < total && j < n; ++i, w.next(), wm.next()) {
         if (m[wm.offset()]) o[j++] = p[w.offset()];
+        scanned = i + 1;
       }
+      picked = j;
     });
+    detail::record_vec(ctx, scanned + picked * es, picked * es, scanned);
   });
 }
 
@@ -417,7 +471,11 @@ npu_sim::Status embedding_backward(npu_sim::Stream stream, const TensorDesc& gra
   const int64_t rows = grad_weight.sizes[0];
   return parallel_for(stream, "embedding_dense_backward", cols, 64,
                       [grad_weight, grad, indices, n, padding_idx, rows](int64_t b, int64_t e,
-                                                                         const npu_sim::BlockContext&) {
+                                                                         const npu_sim::BlockContext& ctx) {
+                        // Launch records: every block reads all n int64 indices (its columns of every
+                        // row); per row not padding, its columns of grad read and of grad_weight read,
+                        // added to and written back; 1 Vector op per (row, column).
+                        int64_t hits = 0;
                         dispatch_dtype(grad_weight.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           T* gw = static_cast<T*>(grad_weight.data);
@@ -425,6 +483,7 @@ npu_sim::Status embedding_backward(npu_sim::Stream stream, const TensorDesc& gra
                           for (int64_t i = 0; i < n; ++i) {
                             const int64_t r = indices[i];
                             if (r == padding_idx) continue;
+                            ++hits;
                             if (r < 0 || r >= rows) out_of_bounds("embedding_dense_backward", r, 0, rows);
                             for (int64_t c = b; c < e; ++c) {
                               T& slot = gw[r * grad_weight.strides[0] + c * grad_weight.strides[1]];
@@ -432,6 +491,8 @@ npu_sim::Status embedding_backward(npu_sim::Stream stream, const TensorDesc& gra
                             }
                           }
                         });
+                        const int64_t es = static_cast<int64_t>(dtype_size(grad_weight.dtype));
+                        detail::record_vec(ctx, n * 8 + 2 * hits * (e - b) * es, hits * (e - b) * es, hits * (e - b));
                       });
 }
 

@@ -7,6 +7,7 @@
 #include "npu_kernels/launch.h"
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/nn.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -36,11 +37,19 @@ npu_sim::Status pointwise_loss(npu_sim::Stream stream, LossKind kind, const Poin
     using T = decltype(tag);
     using A = acc_t<T>;
     return parallel_for(stream, loss_name(kind, false),
-                        d.n, 1 << 14, [d, kind](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        d.n, 1 << 14, [d, kind](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
       const T* x = static_cast<const T*>(d.input);
       const T* t = static_cast<const T*>(d.target);
       const T* w = static_cast<const T*>(d.weight);
       T* out = static_cast<T*>(d.out);
+      {
+        // Launch records: input and target (and binary_cross_entropy's weight) read once per element, the
+        // loss written once; Vector ops per element: mse 2, smooth_l1 / huber 5, binary_cross_entropy 8.
+        static constexpr int64_t kFlops[] = {2, 5, 8, 5};  // LossKind order
+        constexpr int64_t ts = sizeof(T);
+        const int64_t n = e - b, ins = 2 + (kind == LossKind::kBce && w ? 1 : 0);
+        detail::record_vec(ctx, n * ins * ts, n * ts, n * kFlops[static_cast<int>(kind)]);
+      }
       const A beta = static_cast<A>(d.beta);
       switch (kind) {
         case LossKind::kMse:
@@ -80,11 +89,19 @@ npu_sim::Status pointwise_loss_backward(npu_sim::Stream stream, LossKind kind, c
     using T = decltype(tag);
     using A = acc_t<T>;
     return parallel_for(stream, loss_name(kind, true),
-                        d.n, 1 << 14, [d, kind](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        d.n, 1 << 14, [d, kind](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
       const T* x = static_cast<const T*>(d.input);
       const T* t = static_cast<const T*>(d.target);
       const T* w = static_cast<const T*>(d.weight);
       const T* g = static_cast<const T*>(d.grad);
+      {
+        // Launch records: grad (one element per output, a broadcast scalar is re-read each time), input and
+        // target (and binary_cross_entropy's weight) read per element, grad_in written; Vector ops per
+        // element: 4 (scale, subtract, derivative, multiply), binary_cross_entropy 7.
+        constexpr int64_t ts = sizeof(T);
+        const int64_t n = e - b, ins = 3 + (kind == LossKind::kBce && w ? 1 : 0);
+        detail::record_vec(ctx, n * ins * ts, n * ts, n * (kind == LossKind::kBce ? 7 : 4));
+      }
       T* gi = static_cast<T*>(d.grad_in);
       const A beta = static_cast<A>(d.beta), scale = static_cast<A>(d.scale);
       for (int64_t i = b; i < e; ++i) {

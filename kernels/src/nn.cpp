@@ -12,6 +12,7 @@
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/nn.h"
 #include "fast_math.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -184,8 +185,13 @@ npu_sim::Status softmax(npu_sim::Stream stream, const SoftmaxDesc& d) {
     using In = decltype(ti);
     using Out = decltype(to);
     const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.n);
+    // Launch records: each line's n inputs are read once into the block's buffer and n outputs written;
+    // 5 Vector ops per element (max, subtract, exp, sum, scale / log-subtract).
     return parallel_for(stream, d.log ? "log_softmax" : "softmax", lines, grain,
-                        [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                          const int64_t elems = (e - b) * d.n;
+                          detail::record_vec(ctx, elems * static_cast<int64_t>(sizeof(In)),
+                                             elems * static_cast<int64_t>(sizeof(Out)), 5 * elems);
                           std::vector<acc_t<In>> buf(static_cast<size_t>(2 * d.n));
                           for (int64_t l = b; l < e; ++l) {
                             const int64_t o = l / d.inner, i = l % d.inner;
@@ -206,8 +212,13 @@ npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDe
     using Out = decltype(to);
     using A = std::conditional_t<std::is_same_v<G, double>, double, float>;
     const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.n);
+    // Launch records: grad and output are read once each into the block's buffers, grad_in written once;
+    // 4 Vector ops per element (softmax: multiply, sum, multiply, subtract; log: sum, exp, multiply, subtract).
     return parallel_for(stream, d.log ? "log_softmax_backward" : "softmax_backward", lines, grain,
-                        [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                          const int64_t elems = (e - b) * d.n;
+                          detail::record_vec(ctx, 2 * elems * static_cast<int64_t>(sizeof(G)),
+                                             elems * static_cast<int64_t>(sizeof(Out)), 4 * elems);
                           const G* g = static_cast<const G*>(d.grad);
                           const G* y = static_cast<const G*>(d.output);
                           Out* gi = static_cast<Out*>(d.grad_in);
@@ -251,9 +262,19 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.N, 1));
-    return parallel_for(stream, "layer_norm", d.M, grain, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    // Launch records: each row reads x three times from GM (sum, squared deviations, normalise) and the
+    // weight and bias once (re-read per row), writes y and the row's mean/rstd when asked; 8 Vector ops per
+    // element (add; subtract, multiply, add; subtract, multiply, multiply, add).
+    return parallel_for(stream, "layer_norm", d.M, grain, [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
       const T* w = static_cast<const T*>(d.weight);
       const T* bias = static_cast<const T*>(d.bias);
+      {
+        constexpr int64_t t = sizeof(T);
+        const int64_t rows = e - b;
+        const int64_t per_row_rd = (3 + (w ? 1 : 0) + (bias ? 1 : 0)) * d.N * t;
+        const int64_t per_row_wr = d.N * t + ((d.mean ? 1 : 0) + (d.rstd ? 1 : 0)) * t;
+        detail::record_vec(ctx, rows * per_row_rd, rows * per_row_wr, 8 * rows * d.N);
+      }
       for (int64_t r = b; r < e; ++r) {
         const T* x = static_cast<const T*>(d.x) + r * d.N;
         T* y = static_cast<T*>(d.y) + r * d.N;
@@ -297,8 +318,17 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
     using A = acc_t<T>;
     if (d.dx) {
       const int64_t grain = std::max<int64_t>(1, (1 << 14) / d.N);
-      auto st = parallel_for(stream, "layer_norm_backward", d.M, grain, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      // Launch records: per row, mean and rstd (one element each) and dy, weight and x from GM: float reads
+      // dy and the weight once (into a buffer) and x twice (dot product, output pass); the other types read
+      // dy, weight and x in both passes. dx written once; 9 Vector ops per element.
+      auto st = parallel_for(stream, "layer_norm_backward", d.M, grain, [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
         const T* w = static_cast<const T*>(d.weight);
+        {
+          constexpr int64_t t = sizeof(T);
+          const int64_t rows = e - b, wr = w ? 1 : 0;
+          const int64_t per_row = std::is_same_v<T, float> ? (1 + wr + 2) * d.N : 2 * (2 + wr) * d.N;
+          detail::record_vec(ctx, rows * (per_row + 2) * t, rows * d.N * t, 9 * rows * d.N);
+        }
         std::vector<A> gbuf;
         if constexpr (std::is_same_v<T, float>) gbuf.resize(static_cast<size_t>(d.N));
         for (int64_t r = b; r < e; ++r) {
@@ -338,8 +368,17 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
     if (d.dweight || d.dbias) {
       // columns in tiles of 64, each block walks all rows of its tiles (inner loop along memory)
         const int64_t tiles = (d.N + kTile - 1) / kTile;
+      // Launch records: a tile of cnt columns reads cnt elements of dy and of x plus mean and rstd per row,
+      // and writes cnt elements of dweight and/or dbias; 5 Vector ops per (row, column).
       return parallel_for(stream, "layer_norm_backward_params", tiles, 1,
-                          [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                          [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                            {
+                              constexpr int64_t ts = sizeof(T);
+                              const int64_t cols = std::min(d.N, e * kTile) - b * kTile;
+                              const int64_t outs = (d.dweight ? 1 : 0) + (d.dbias ? 1 : 0);
+                              detail::record_vec(ctx, (e - b) * d.M * 2 * ts + cols * d.M * 2 * ts, cols * outs * ts,
+                                                 5 * cols * d.M);
+                            }
                             for (int64_t t = b; t < e; ++t) {
                               const int64_t j0 = t * kTile, cnt = std::min(kTile, d.N - j0);
                               A dw[kTile] = {}, db[kTile] = {};
@@ -380,10 +419,13 @@ npu_sim::Status nll_loss_forward(npu_sim::Stream stream, const NllLossDesc& d) {
     using A = acc_t<T>;
     if (d.reduction == 0) {
       if (d.N == 0) return npu_sim::Status::kSuccess;
-      return parallel_for(stream, "nll_loss_forward", d.N, 1 << 12, [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+      // Launch records: each sample reads its int64 target and writes its loss; a sample not ignored also
+      // reads one input element and its class weight; 2 Vector ops per such sample (multiply, negate).
+      return parallel_for(stream, "nll_loss_forward", d.N, 1 << 12, [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
         const T* x = static_cast<const T*>(d.input);
         const T* w = static_cast<const T*>(d.weight);
         T* out = static_cast<T*>(d.out);
+        int64_t hits = 0;
         for (int64_t i = b; i < e; ++i) {
           const int64_t t = d.target[i];
           if (t == d.ignore_index) {
@@ -392,13 +434,19 @@ npu_sim::Status nll_loss_forward(npu_sim::Stream stream, const NllLossDesc& d) {
           }
           if (t < 0 || t >= d.C) bad_target(t, d.C);
           out[i] = convert<T>(-ld(x + i * d.C + t) * (w ? ld(w + t) : A(1)));
+          ++hits;
         }
+        constexpr int64_t ts = sizeof(T);
+        detail::record_vec(ctx, (e - b) * 8 + hits * (w ? 2 : 1) * ts, (e - b) * ts, 2 * hits);
       });
     }
-    return npu_sim::launch_kernel(stream, "nll_loss_forward", 1, [d](const npu_sim::BlockContext&) {
+    // Launch records (mean/sum): as above, plus the loss and the total weight written; 3 Vector ops per
+    // sample not ignored (multiply, subtract, add).
+    return npu_sim::launch_kernel(stream, "nll_loss_forward", 1, [d](const npu_sim::BlockContext& ctx) {
       const T* x = static_cast<const T*>(d.input);
       const T* w = static_cast<const T*>(d.weight);
       A total = 0, tw = 0;
+      int64_t hits = 0;
       for (int64_t i = 0; i < d.N; ++i) {
         const int64_t t = d.target[i];
         if (t == d.ignore_index) continue;
@@ -406,7 +454,10 @@ npu_sim::Status nll_loss_forward(npu_sim::Stream stream, const NllLossDesc& d) {
         const A wt = w ? ld(w + t) : A(1);
         total -= ld(x + i * d.C + t) * wt;
         tw += wt;
+        ++hits;
       }
+      constexpr int64_t ts = sizeof(T);
+      detail::record_vec(ctx, d.N * 8 + hits * (w ? 2 : 1) * ts, 2 * ts, 3 * hits);
       if (d.reduction == 1) total = total / tw;  // 0/0 = nan when everything is ignored, as on CPU
       *static_cast<T*>(d.out) = convert<T>(total);
       *static_cast<T*>(d.total_weight) = convert<T>(tw);
@@ -420,7 +471,12 @@ npu_sim::Status nll_loss_backward(npu_sim::Stream stream, const NllLossDesc& d) 
     using T = decltype(tag);
     using A = acc_t<T>;
     return parallel_for(stream, "nll_loss_backward", d.N, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.C, 1)),
-                        [d](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        [d](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                          // Launch records: each sample reads its int64 target and zeroes its row of C; a
+                          // sample not ignored reads grad_out (its own, or the scalar) and its class weight
+                          // and writes its target's element again; mean also reads total_weight once per
+                          // block. 3 Vector ops per sample not ignored.
+                          int64_t hits = 0;
                           const T* w = static_cast<const T*>(d.weight);
                           const T* g = static_cast<const T*>(d.grad_out);
                           T* gi = static_cast<T*>(d.grad_in);
@@ -433,7 +489,11 @@ npu_sim::Status nll_loss_backward(npu_sim::Stream stream, const NllLossDesc& d) 
                             if (t < 0 || t >= d.C) bad_target(t, d.C);
                             const A go = d.reduction == 0 ? ld(g + i) : ld(g);
                             row[t] = convert<T>(-(w ? ld(w + t) : A(1)) * go * scale);
+                            ++hits;
                           }
+                          constexpr int64_t ts = sizeof(T);
+                          detail::record_vec(ctx, (e - b) * 8 + hits * (w ? 2 : 1) * ts + (d.reduction == 1 ? ts : 0),
+                                             ((e - b) * d.C + hits) * ts, 3 * hits);
                         });
   });
 }

@@ -11,6 +11,7 @@
 #include "dtype_convert.h"
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 namespace {
@@ -166,15 +167,32 @@ void sgd_piece(const Flat& f, std::size_t t, int64_t lo, int64_t hi, const SgdHy
   });
 }
 
+// What a step costs in the launch records: GM bytes read and written per element (over every list the
+// update touches), Vector ops per element, and bytes read per piece of a tensor (its device scalars: the
+// step count, lr, grad_scale). Each block also reads found_inf (when given) and stops there when it is set.
+struct StepCost {
+  int64_t rd_elem, wr_elem, ops_elem, rd_piece;
+};
+
 // One launch over the flattened lists; `piece(flat, tensor, lo, hi, scalars)` updates a part of a tensor.
 template <typename Piece>
 npu_sim::Status launch_step(npu_sim::Stream s, const char* name, OptimLists lists, const OptimScalars& sc,
-                            Piece piece) {
+                            StepCost cost, Piece piece) {
   auto flat = std::make_shared<const Flat>(std::move(lists));
   const int64_t total = flat->total;
-  return parallel_for(s, name, total, kGrain, [flat, sc, piece](int64_t lo, int64_t hi, const npu_sim::BlockContext&) {
-    if (sc.found_inf != nullptr && *sc.found_inf == 1.0f) return;  // an inf/NaN gradient: the step is skipped
-    flat->for_pieces(lo, hi, [&](std::size_t t, int64_t a, int64_t b) { piece(*flat, t, a, b, sc); });
+  return parallel_for(s, name, total, kGrain, [flat, sc, cost, piece](int64_t lo, int64_t hi, const npu_sim::BlockContext& ctx) {
+    const int64_t flag = sc.found_inf != nullptr ? int64_t{sizeof(float)} : 0;
+    if (sc.found_inf != nullptr && *sc.found_inf == 1.0f) {  // an inf/NaN gradient: the step is skipped
+      detail::record_vec(ctx, flag, 0, 0);
+      return;
+    }
+    int64_t pieces = 0;
+    flat->for_pieces(lo, hi, [&](std::size_t t, int64_t a, int64_t b) {
+      piece(*flat, t, a, b, sc);
+      ++pieces;
+    });
+    const int64_t n = hi - lo;
+    detail::record_vec(ctx, flag + pieces * cost.rd_piece + n * cost.rd_elem, n * cost.wr_elem, n * cost.ops_elem);
   });
 }
 
@@ -194,7 +212,14 @@ npu_sim::Status fused_adam(npu_sim::Stream s, const OptimLists& lists, const Ada
   const char* name = h.decoupled_weight_decay ? "fused_adamw" : "fused_adam";
   return dispatch_fp(lists.dtype, [&](auto tag) {
     using T = decltype(tag);
-    return launch_step(s, name, lists, sc,
+    // Launch records: param, grad, exp_avg, exp_avg_sq (+ max_exp_avg_sq) read and param, exp_avg,
+    // exp_avg_sq (+ max_exp_avg_sq, + the unscaled grad) written per element; the float32 step (and lr,
+    // grad_scale when given) per piece; 16 Vector ops per element (+1 amsgrad, +1 unscale).
+    constexpr int64_t ts = sizeof(T), fs = sizeof(float);
+    const int64_t ams = h.amsgrad ? 1 : 0, scaled = sc.grad_scale != nullptr ? 1 : 0;
+    const StepCost cost{(4 + ams) * ts, (3 + ams + scaled) * ts, 16 + ams + scaled,
+                        fs * (1 + (sc.lr != nullptr ? 1 : 0) + scaled)};
+    return launch_step(s, name, lists, sc, cost,
                        [h](const Flat& f, std::size_t t, int64_t lo, int64_t hi, const OptimScalars& c) {
                          adam_piece<T>(f, t, lo, hi, h, c);
                        });
@@ -205,7 +230,15 @@ npu_sim::Status fused_sgd(npu_sim::Stream s, const OptimLists& lists, const SgdH
   if (auto st = check_lists(lists, false, false); st != npu_sim::Status::kSuccess) return st;
   return dispatch_fp(lists.dtype, [&](auto tag) {
     using T = decltype(tag);
-    return launch_step(s, "fused_sgd", lists, sc,
+    // Launch records: param and grad read, param written per element; with momentum the buffer is written
+    // and (but on the first step) read; the unscaled grad written back when scaled; lr and grad_scale per
+    // piece when given. Vector ops per element: 3 (decay, lr multiply, subtract), +3 with momentum, +1
+    // unscale.
+    constexpr int64_t ts = sizeof(T), fs = sizeof(float);
+    const int64_t mom = lists.state1.empty() ? 0 : 1, scaled = sc.grad_scale != nullptr ? 1 : 0;
+    const StepCost cost{(2 + (mom && !h.is_first_step ? 1 : 0)) * ts, (1 + mom + scaled) * ts, 3 + 3 * mom + scaled,
+                        fs * ((sc.lr != nullptr ? 1 : 0) + scaled)};
+    return launch_step(s, "fused_sgd", lists, sc, cost,
                        [h](const Flat& f, std::size_t t, int64_t lo, int64_t hi, const OptimScalars& c) {
                          sgd_piece<T>(f, t, lo, hi, h, c);
                        });

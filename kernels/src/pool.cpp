@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -40,9 +41,37 @@ int64_t avg_divisor(const Pool2dArgs& a, const Window& wh, const Window& ww) {
          (std::min(ww.end, a.in_w) - std::max<int64_t>(ww.begin, 0));
 }
 
+// In-bounds input taps along one axis, summed over that axis's outputs: the windows of avg_pool2d and of
+// the adaptive kernels (window()), or max_pool2d's dilated kernel taps. Every plane visits the same
+// (sum over rows) x (sum over columns) input elements.
+int64_t axis_taps(const Pool2dArgs& a, bool rows, bool dilated) {
+  const int64_t in = rows ? a.in_h : a.in_w, out = rows ? a.out_h : a.out_w;
+  int64_t total = 0;
+  for (int64_t o = 0; o < out; ++o) {
+    if (dilated && !a.adaptive) {
+      const int64_t k = rows ? a.kernel_h : a.kernel_w, s = rows ? a.stride_h : a.stride_w;
+      const int64_t p = rows ? a.pad_h : a.pad_w, dl = rows ? a.dilation_h : a.dilation_w;
+      for (int64_t t = 0; t < k; ++t) {
+        const int64_t i = o * s - p + t * dl;
+        total += i >= 0 && i < in ? 1 : 0;
+      }
+    } else {
+      const Window w = window(a, rows, o);
+      total += std::max<int64_t>(0, std::min(w.end, in) - std::max<int64_t>(w.begin, 0));
+    }
+  }
+  return total;
+}
+
+// What one plane costs in the launch records (the same for every plane).
+struct PlaneCost {
+  int64_t rd, wr, flops;
+};
+
 template <typename Body>
-npu_sim::Status per_plane(npu_sim::Stream s, const char* name, const Pool2dArgs& a, Body body) {
-  return parallel_for(s, name, a.planes, 1, [a, body](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+npu_sim::Status per_plane(npu_sim::Stream s, const char* name, const Pool2dArgs& a, PlaneCost c, Body body) {
+  return parallel_for(s, name, a.planes, 1, [a, c, body](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    detail::record_vec(ctx, (e - b) * c.rd, (e - b) * c.wr, (e - b) * c.flops);
     for (int64_t p = b; p < e; ++p) body(p);
   });
 }
@@ -55,7 +84,12 @@ npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
     using A = acc_t<T>;
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
-    return per_plane(s, a.adaptive ? "adaptive_max_pool2d" : "max_pool2d", a, [=](int64_t p) {
+    // Launch records, per plane: every in-bounds tap of every window read once (a window stopped early by
+    // a NaN is counted whole), each output writes its value and an int64 index; 1 Vector op (compare) per tap.
+    constexpr int64_t ts = sizeof(T);
+    const int64_t taps = axis_taps(a, true, true) * axis_taps(a, false, true), n_out = a.out_h * a.out_w;
+    const PlaneCost c{taps * ts, n_out * (ts + 8), taps};
+    return per_plane(s, a.adaptive ? "adaptive_max_pool2d" : "max_pool2d", a, c, [=](int64_t p) {
       const T* plane = x + p * a.in_h * a.in_w;
       for (int64_t oh = 0; oh < a.out_h; ++oh) {
         for (int64_t ow = 0; ow < a.out_w; ++ow) {
@@ -102,7 +136,12 @@ npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, cons
     using A = acc_t<T>;
     const T* g = static_cast<const T*>(grad_out);
     T* gi = static_cast<T*>(grad_in);
-    return per_plane(s, a.adaptive ? "adaptive_max_pool2d_backward" : "max_pool2d_backward", a, [=](int64_t p) {
+    // Launch records, per plane: grad_in zeroed (n_in written), then per output its int64 index and grad
+    // read and the target element read, added to and written back; 1 Vector op per output.
+    constexpr int64_t ts = sizeof(T);
+    const int64_t n_in = a.in_h * a.in_w, n_out = a.out_h * a.out_w;
+    const PlaneCost c{n_out * (8 + 2 * ts), (n_in + n_out) * ts, n_out};
+    return per_plane(s, a.adaptive ? "adaptive_max_pool2d_backward" : "max_pool2d_backward", a, c, [=](int64_t p) {
       T* plane = gi + p * a.in_h * a.in_w;
       const int64_t n_in = a.in_h * a.in_w, n_out = a.out_h * a.out_w;
       for (int64_t i = 0; i < n_in; ++i) plane[i] = static_cast<T>(A(0));
@@ -124,7 +163,12 @@ npu_sim::Status avg_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
     using A = acc_t<T>;
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
-    return per_plane(s, a.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", a, [=](int64_t p) {
+    // Launch records, per plane: every in-bounds tap of every window read once, each output written; 1
+    // Vector op (add) per tap and 1 (divide) per output.
+    constexpr int64_t ts = sizeof(T);
+    const int64_t taps = axis_taps(a, true, false) * axis_taps(a, false, false), n_out = a.out_h * a.out_w;
+    const PlaneCost c{taps * ts, n_out * ts, taps + n_out};
+    return per_plane(s, a.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", a, c, [=](int64_t p) {
       const T* plane = x + p * a.in_h * a.in_w;
       for (int64_t oh = 0; oh < a.out_h; ++oh) {
         const Window wh = window(a, true, oh);
@@ -149,7 +193,12 @@ npu_sim::Status avg_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, cons
     using A = acc_t<T>;
     const T* g = static_cast<const T*>(grad_out);
     T* gi = static_cast<T*>(grad_in);
-    return per_plane(s, a.adaptive ? "adaptive_avg_pool2d_backward" : "avg_pool2d_backward", a, [=](int64_t p) {
+    // Launch records, per plane: grad_in zeroed (n_in written), each output's grad read once, and every
+    // in-bounds tap of its window read, added to and written back; 1 Vector op per tap and 1 per output.
+    constexpr int64_t ts = sizeof(T);
+    const int64_t taps = axis_taps(a, true, false) * axis_taps(a, false, false), n_out = a.out_h * a.out_w;
+    const PlaneCost c{(n_out + taps) * ts, (a.in_h * a.in_w + taps) * ts, taps + n_out};
+    return per_plane(s, a.adaptive ? "adaptive_avg_pool2d_backward" : "avg_pool2d_backward", a, c, [=](int64_t p) {
       T* plane = gi + p * a.in_h * a.in_w;
       for (int64_t i = 0; i < a.in_h * a.in_w; ++i) plane[i] = static_cast<T>(A(0));
       for (int64_t oh = 0; oh < a.out_h; ++oh) {

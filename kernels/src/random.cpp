@@ -10,6 +10,7 @@
 
 #include "npu_kernels/dtype.h"
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -17,6 +18,10 @@ namespace {
 
 constexpr int64_t kGrain = 1 << 13;
 constexpr double kTwoPi = 6.283185307179586476925286766559;
+// Launch records: random kernels read no GM (but the operands of bernoulli_ / dropout) and write their
+// outputs; a Philox-4x32-10 draw plus the distribution's transform is counted as kDrawOps Vector ops per
+// element (ten rounds of 2 multiplies, 2 xors, key bumps, amortised over the words used, plus the transform).
+constexpr int64_t kDrawOps = 16;
 
 
 // uniform in [0, 1) with 53 random bits, and in (0, 1] (safe for log).
@@ -106,7 +111,8 @@ void normal_range(const TensorDesc& out, const RandomArgs& a, PhiloxState s, int
 }  // namespace
 
 npu_sim::Status random_fill(npu_sim::Stream stream, const TensorDesc& out, const RandomArgs& args, PhiloxState s) {
-  return parallel_for(stream, "random", out.numel(), kGrain, [out, args, s](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+  return parallel_for(stream, "random", out.numel(), kGrain, [out, args, s](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    detail::record_vec(ctx, 0, (e - b) * static_cast<int64_t>(dtype_size(out.dtype)), (e - b) * kDrawOps);
     dispatch_dtype(out.dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (is_complex_v<T>) {
@@ -129,7 +135,10 @@ npu_sim::Status random_fill(npu_sim::Stream stream, const TensorDesc& out, const
 }
 
 npu_sim::Status bernoulli_tensor(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& p, PhiloxState s) {
-  return parallel_for(stream, "bernoulli_", out.numel(), kGrain, [out, p, s](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+  return parallel_for(stream, "bernoulli_", out.numel(), kGrain, [out, p, s](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    // the probability read and the result written per element
+    detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(p.dtype)),
+                       (e - b) * static_cast<int64_t>(dtype_size(out.dtype)), (e - b) * kDrawOps);
     dispatch_dtype(out.dtype, [&](auto tag) {
       using T = decltype(tag);
       dispatch_dtype(p.dtype, [&](auto ptag) {
@@ -157,7 +166,11 @@ npu_sim::Status bernoulli_tensor(npu_sim::Stream stream, const TensorDesc& out, 
 npu_sim::Status dropout(npu_sim::Stream stream, const TensorDesc& out, bool* mask, const TensorDesc& in, double p,
                         double scale, PhiloxState s) {
   return parallel_for(stream, "native_dropout", out.numel(), kGrain,
-                      [out, mask, in, p, scale, s](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [out, mask, in, p, scale, s](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // the input read, the output and the bool mask written per element; +1 op (scale)
+                        detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(in.dtype)),
+                                           (e - b) * (static_cast<int64_t>(dtype_size(out.dtype)) + 1),
+                                           (e - b) * (kDrawOps + 1));
                         dispatch_dtype(out.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           if constexpr (is_complex_v<T>) {
@@ -180,7 +193,10 @@ npu_sim::Status dropout(npu_sim::Stream stream, const TensorDesc& out, bool* mas
 npu_sim::Status dropout_backward(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& grad,
                                  const TensorDesc& mask, double scale) {
   return parallel_for(stream, "native_dropout_backward", out.numel(), kGrain,
-                      [out, grad, mask, scale](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [out, grad, mask, scale](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // no draws: grad and the bool mask read, the output written; 1 op (select-scale)
+                        detail::record_vec(ctx, (e - b) * (static_cast<int64_t>(dtype_size(grad.dtype)) + 1),
+                                           (e - b) * static_cast<int64_t>(dtype_size(out.dtype)), e - b);
                         dispatch_dtype(out.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           if constexpr (is_complex_v<T>) {
@@ -203,8 +219,12 @@ npu_sim::Status multinomial(npu_sim::Stream stream, const TensorDesc& probs, int
                             bool replacement, PhiloxState s) {
   const int64_t rows = probs.sizes[0];
   return parallel_for(stream, "multinomial", rows, 1, [probs, out, n, replacement, s](int64_t b, int64_t e,
-                                                                                     const npu_sim::BlockContext&) {
+                                                                                     const npu_sim::BlockContext& ctx) {
     const int64_t cats = probs.sizes[1];
+    // per row its cats probabilities read once (into a local buffer), n int64 samples written; per sample a
+    // draw and a cumulative sum over the categories
+    detail::record_vec(ctx, (e - b) * cats * static_cast<int64_t>(dtype_size(probs.dtype)), (e - b) * n * 8,
+                       (e - b) * n * (kDrawOps + cats));
     std::vector<double> w(cats), cdf(cats);
     for (int64_t r = b; r < e; ++r) {
       dispatch_dtype(probs.dtype, [&](auto tag) {
@@ -241,8 +261,10 @@ npu_sim::Status multinomial(npu_sim::Stream stream, const TensorDesc& probs, int
 }
 
 npu_sim::Status randperm(npu_sim::Stream stream, const TensorDesc& out, PhiloxState s) {
-  return npu_sim::launch_kernel(stream, "randperm", 1, [out, s](const npu_sim::BlockContext&) {
+  return npu_sim::launch_kernel(stream, "randperm", 1, [out, s](const npu_sim::BlockContext& ctx) {
     const int64_t n = out.numel();
+    // the shuffle is block-local; the permutation written once, a draw per element
+    detail::record_vec(ctx, 0, n * static_cast<int64_t>(dtype_size(out.dtype)), n * kDrawOps);
     std::vector<int64_t> perm(n);
     for (int64_t i = 0; i < n; ++i) perm[i] = i;
     for (int64_t i = n - 1; i > 0; --i) {
@@ -262,7 +284,9 @@ npu_sim::Status randperm(npu_sim::Stream stream, const TensorDesc& out, PhiloxSt
 npu_sim::Status arange(npu_sim::Stream stream, const TensorDesc& out, double start, double step, int64_t istart,
                        int64_t istep) {
   return parallel_for(stream, "arange", out.numel(), kGrain * 4,
-                      [out, start, step, istart, istep](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [out, start, step, istart, istep](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // writes only; 2 ops (multiply-add) per element
+                        detail::record_vec(ctx, 0, (e - b) * static_cast<int64_t>(dtype_size(out.dtype)), 2 * (e - b));
                         dispatch_dtype(out.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           T* o = static_cast<T*>(out.data);
@@ -282,7 +306,10 @@ npu_sim::Status linspace(npu_sim::Stream stream, const TensorDesc& out, double s
                          double base) {
   const int64_t steps = out.numel();
   return parallel_for(stream, log ? "logspace" : "linspace", steps, kGrain * 4,
-                      [out, start, end, log, base, steps](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [out, start, end, log, base, steps](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // writes only; 2 ops (multiply-add) per element, 3 with logspace's pow
+                        detail::record_vec(ctx, 0, (e - b) * static_cast<int64_t>(dtype_size(out.dtype)),
+                                           (log ? 3 : 2) * (e - b));
                         const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
                         const int64_t half = steps / 2;
                         dispatch_dtype(out.dtype, [&](auto tag) {
@@ -300,7 +327,9 @@ npu_sim::Status linspace(npu_sim::Stream stream, const TensorDesc& out, double s
 }
 
 npu_sim::Status eye(npu_sim::Stream stream, const TensorDesc& out) {
-  return parallel_for(stream, "eye", out.numel(), kGrain * 4, [out](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+  return parallel_for(stream, "eye", out.numel(), kGrain * 4, [out](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    // writes only; 1 op (the compare) per element
+    detail::record_vec(ctx, 0, (e - b) * static_cast<int64_t>(dtype_size(out.dtype)), e - b);
     const int64_t cols = out.sizes[1];
     dispatch_dtype(out.dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -315,7 +344,8 @@ npu_sim::Status triangle_indices(npu_sim::Stream stream, const TensorDesc& out, 
                                  int64_t offset, bool upper) {
   // One block: a row-major walk; row r's columns are [0, r + offset] (lower) or [r + offset, cols) (upper).
   return npu_sim::launch_kernel(stream, upper ? "triu_indices" : "tril_indices", 1,
-                                [=](const npu_sim::BlockContext&) {
+                                [=](const npu_sim::BlockContext& ctx) {
+    int64_t pairs = 0;
     dispatch_dtype(out.dtype, [&](auto tag) {
       using T = decltype(tag);
       T* o = static_cast<T*>(out.data);
@@ -329,7 +359,10 @@ npu_sim::Status triangle_indices(npu_sim::Stream stream, const TensorDesc& out, 
           o[s0 + k * s1] = convert<T>(c);
         }
       }
+      pairs = k;
     });
+    // writes only: a (row, column) pair per index; 1 op per pair
+    detail::record_vec(ctx, 0, 2 * pairs * static_cast<int64_t>(dtype_size(out.dtype)), pairs);
   });
 }
 

@@ -13,6 +13,7 @@
 #include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
 #include "npu_kernels/launch.h"
 #include "real_dispatch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -458,8 +459,14 @@ inline void for_reduced_runs(const ReduceDesc& d, int64_t rb, int64_t re, Body&&
   }
 }
 
+// Launch records (all three splits): every input element is read once from GM (sizeof(T)) and costs one
+// Vector op; each output writes `ob` bytes (values and/or int64 indices, see out_bytes). var/std's second
+// pass re-reads a 1024-element chunk it has just read (UB-resident), so it is not counted again; all/any
+// are counted as reading their whole range (the early exit is not tracked). The two-phase split also
+// writes its partial states (sizeof(S) per block) to a GM workspace and its merge launch reads them back
+// (one Vector op per partial).
 template <typename T, class R>
-npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const ReduceDesc& d0, const R red) {
+npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const ReduceDesc& d0, const R red, int64_t ob) {
   using S = typename R::S;
   ReduceDesc d = d0;
   if (d.n_red == 0) {  // nothing reduced: one element per output
@@ -485,14 +492,16 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
           outer_offsets(d, o, &in_off, out_off);
           S s = red.init();
           const int64_t rb = Rn * k / parts, re = Rn * (k + 1) / parts;
+          detail::record_vec(ctx, (re - rb) * static_cast<int64_t>(sizeof(T)), sizeof(S), re - rb);
           for_reduced_runs(d, rb, re, [&](int64_t off, int64_t n, int64_t r0) {
             red.run(s, in + in_off + off, n, d.red_strides[d.n_red - 1], r0);
           });
           (*partial)[ctx.block_idx] = s;
         });
     if (st != npu_sim::Status::kSuccess) return st;
-    return npu_sim::launch_kernel(stream, name, static_cast<uint32_t>(O), [d, red, parts, Rn, partial](const npu_sim::BlockContext& ctx) {
+    return npu_sim::launch_kernel(stream, name, static_cast<uint32_t>(O), [d, red, parts, Rn, partial, ob](const npu_sim::BlockContext& ctx) {
       const int64_t o = ctx.block_idx;
+      detail::record_vec(ctx, parts * static_cast<int64_t>(sizeof(S)), ob, parts);
       int64_t in_off, out_off[2];
       outer_offsets(d, o, &in_off, out_off);
       S s = (*partial)[o * parts];
@@ -509,7 +518,10 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
     const int64_t tiles_per_row = (inner + kTile - 1) / kTile;
     const int64_t ntiles = O / inner * tiles_per_row;
     return parallel_for(stream, name, ntiles, std::max<int64_t>(1, grain / kTile),
-                        [d, in, red, inner, tiles_per_row, Rn](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        [d, in, red, inner, tiles_per_row, Rn, ob](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                          int64_t outs = 0;  // outputs of this block's tiles (a row's last tile may be partial)
+                          for (int64_t t = b; t < e; ++t) outs += std::min(kTile, inner - (t % tiles_per_row) * kTile);
+                          detail::record_vec(ctx, outs * Rn * static_cast<int64_t>(sizeof(T)), outs * ob, outs * Rn);
                           S acc[kTile];
                           for (int64_t t = b; t < e; ++t) {
                             const int64_t row = t / tiles_per_row, j0 = (t % tiles_per_row) * kTile;
@@ -534,7 +546,8 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
                         });
   }
 
-  return parallel_for(stream, name, O, grain, [d, in, red, Rn](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+  return parallel_for(stream, name, O, grain, [d, in, red, Rn, ob](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    detail::record_vec(ctx, (e - b) * Rn * static_cast<int64_t>(sizeof(T)), (e - b) * ob, (e - b) * Rn);
     for (int64_t o = b; o < e; ++o) {
       int64_t in_off, out_off[2];
       outer_offsets(d, o, &in_off, out_off);
@@ -547,6 +560,24 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
   });
 }
 
+// GM bytes one output writes: its value (sizeof(T)), int64 indices, all/any's byte, count_nonzero's int64;
+// var/std also write the mean when asked (out[1]).
+int64_t out_bytes(ReduceOp op, size_t elem, bool second) {
+  const int64_t t = static_cast<int64_t>(elem);
+  switch (op) {
+    case ReduceOp::kArgmax:
+    case ReduceOp::kArgmin:
+    case ReduceOp::kCountNonzero: return 8;
+    case ReduceOp::kMaxIdx:
+    case ReduceOp::kMinIdx: return t + 8;
+    case ReduceOp::kAll:
+    case ReduceOp::kAny: return 1;
+    case ReduceOp::kVar:
+    case ReduceOp::kStd: return second ? 2 * t : t;
+    default: return t;
+  }
+}
+
 }  // namespace
 
 npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d, const ReduceParams& prm) {
@@ -554,35 +585,36 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
   return detail::dispatch_real(d.dtype, [&](auto tag) -> npu_sim::Status {
     using T = decltype(tag);
     constexpr bool fp = std::is_floating_point_v<acc_t<T>>;
+    const int64_t ob = out_bytes(op, sizeof(T), d.out[1] != nullptr);
     switch (op) {
-      case ReduceOp::kSum: return run_reduce<T>(stream, name, d, SumR<T, false>{});
-      case ReduceOp::kProd: return run_reduce<T>(stream, name, d, ProdR<T>{});
-      case ReduceOp::kMax: return run_reduce<T>(stream, name, d, ExtremeR<T, true>{});
-      case ReduceOp::kMin: return run_reduce<T>(stream, name, d, ExtremeR<T, false>{});
-      case ReduceOp::kArgmax: return run_reduce<T>(stream, name, d, ArgR<T, true, 0>{});
-      case ReduceOp::kArgmin: return run_reduce<T>(stream, name, d, ArgR<T, false, 0>{});
-      case ReduceOp::kMaxIdx: return run_reduce<T>(stream, name, d, ArgR<T, true, 1>{});
-      case ReduceOp::kMinIdx: return run_reduce<T>(stream, name, d, ArgR<T, false, 1>{});
-      case ReduceOp::kAll: return run_reduce<T>(stream, name, d, LogicR<T, true>{});
-      case ReduceOp::kAny: return run_reduce<T>(stream, name, d, LogicR<T, false>{});
-      case ReduceOp::kNansum: return run_reduce<T>(stream, name, d, NanSumR<T>{});
-      case ReduceOp::kCountNonzero: return run_reduce<T>(stream, name, d, CountR<T>{});
+      case ReduceOp::kSum: return run_reduce<T>(stream, name, d, SumR<T, false>{}, ob);
+      case ReduceOp::kProd: return run_reduce<T>(stream, name, d, ProdR<T>{}, ob);
+      case ReduceOp::kMax: return run_reduce<T>(stream, name, d, ExtremeR<T, true>{}, ob);
+      case ReduceOp::kMin: return run_reduce<T>(stream, name, d, ExtremeR<T, false>{}, ob);
+      case ReduceOp::kArgmax: return run_reduce<T>(stream, name, d, ArgR<T, true, 0>{}, ob);
+      case ReduceOp::kArgmin: return run_reduce<T>(stream, name, d, ArgR<T, false, 0>{}, ob);
+      case ReduceOp::kMaxIdx: return run_reduce<T>(stream, name, d, ArgR<T, true, 1>{}, ob);
+      case ReduceOp::kMinIdx: return run_reduce<T>(stream, name, d, ArgR<T, false, 1>{}, ob);
+      case ReduceOp::kAll: return run_reduce<T>(stream, name, d, LogicR<T, true>{}, ob);
+      case ReduceOp::kAny: return run_reduce<T>(stream, name, d, LogicR<T, false>{}, ob);
+      case ReduceOp::kNansum: return run_reduce<T>(stream, name, d, NanSumR<T>{}, ob);
+      case ReduceOp::kCountNonzero: return run_reduce<T>(stream, name, d, CountR<T>{}, ob);
       default: break;
     }
     if constexpr (fp) {
       using A = acc_t<T>;
       switch (op) {
-        case ReduceOp::kMean: return run_reduce<T>(stream, name, d, SumR<T, true>{});
-        case ReduceOp::kVar: return run_reduce<T>(stream, name, d, VarR<T, false>{prm.correction});
-        case ReduceOp::kStd: return run_reduce<T>(stream, name, d, VarR<T, true>{prm.correction});
-        case ReduceOp::kLogsumexp: return run_reduce<T>(stream, name, d, LseR<T>{});
+        case ReduceOp::kMean: return run_reduce<T>(stream, name, d, SumR<T, true>{}, ob);
+        case ReduceOp::kVar: return run_reduce<T>(stream, name, d, VarR<T, false>{prm.correction}, ob);
+        case ReduceOp::kStd: return run_reduce<T>(stream, name, d, VarR<T, true>{prm.correction}, ob);
+        case ReduceOp::kLogsumexp: return run_reduce<T>(stream, name, d, LseR<T>{}, ob);
         case ReduceOp::kNorm: {
           int kind = 5;
           if (prm.p == 0) kind = 0;
           else if (prm.p == 1) kind = 1;
           else if (prm.p == 2) kind = 2;
           else if (std::isinf(prm.p)) kind = prm.p > 0 ? 3 : 4;
-          return run_reduce<T>(stream, name, d, NormR<T>{kind, static_cast<A>(prm.p)});
+          return run_reduce<T>(stream, name, d, NormR<T>{kind, static_cast<A>(prm.p)}, ob);
         }
         default: break;
       }
@@ -596,10 +628,14 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
 namespace {
 // Runs line(in_line, out_offset) for every (outer, inner) line of the scan, lines split over the AI
 // cores; in_line points at the line's first input element, out_offset is its first output element.
+// Launch records: each line reads its n inputs and writes n outputs (`out_elem` bytes each: the value, plus
+// an int64 index for cummax/cummin), one Vector op per element.
 template <typename T, class Line>
-npu_sim::Status for_scan_lines(npu_sim::Stream stream, const char* name, const ScanDesc& d, Line line) {
+npu_sim::Status for_scan_lines(npu_sim::Stream stream, const char* name, const ScanDesc& d, Line line,
+                               int64_t out_elem = sizeof(T)) {
   const int64_t grain = std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(d.n, 1));
-  return parallel_for(stream, name, d.outer * d.inner, grain, [d, line](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+  return parallel_for(stream, name, d.outer * d.inner, grain, [d, line, out_elem](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    detail::record_vec(ctx, (e - b) * d.n * static_cast<int64_t>(sizeof(T)), (e - b) * d.n * out_elem, (e - b) * d.n);
     for (int64_t l = b; l < e; ++l) {
       const int64_t o = l / d.inner, i = l % d.inner;
       line(static_cast<const T*>(d.in) + o * d.in_strides[0] + i * d.in_strides[2],
@@ -641,7 +677,7 @@ npu_sim::Status run_extreme_scan(npu_sim::Stream stream, const ScanDesc& d) {
       out[q + k * d.out_strides[1]] = best;
       d.indices[q + k * d.out_strides[1]] = arg;
     }
-  });
+  }, sizeof(T) + sizeof(int64_t));
 }
 }  // namespace
 

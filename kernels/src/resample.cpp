@@ -10,6 +10,7 @@
 
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
@@ -96,7 +97,13 @@ npu_sim::Status gather(npu_sim::Stream s, const ResampleArgs& a, const void* in,
   E* y = static_cast<E*>(out);
   const int64_t rows = a.planes * a.h.out;
   return parallel_for(s, resample_name(a.mode, false), rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(a.w.out, 1)),
-                      [=](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // Launch records, per output row: its int64 row tap, then per element the int64
+                        // column tap (the table is re-read each row) and the element; the row written.
+                        // 1 Vector op (the move) per element.
+                        const int64_t n = (e - b) * a.w.out;
+                        detail::record_vec(ctx, (e - b) * 8 + n * (8 + static_cast<int64_t>(sizeof(E))),
+                                           n * static_cast<int64_t>(sizeof(E)), n);
                         const int64_t* iw = plan->w.i0.data();
                         for (int64_t r = b; r < e; ++r) {
                           const int64_t p = r / a.h.out, oh = r % a.h.out;
@@ -115,7 +122,15 @@ npu_sim::Status linear(npu_sim::Stream s, const ResampleArgs& a, const void* in,
   T* y = static_cast<T*>(out);
   const int64_t rows = a.planes * a.h.out;
   return parallel_for(s, resample_name(a.mode, false), rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(a.w.out, 1)),
-                      [=](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        // Launch records, per output row: its two int64 row taps and two weights, then per
+                        // element the two column taps and weights (re-read each row) and four input elements;
+                        // the row written. 9 Vector ops per element (6 multiplies, 3 adds).
+                        {
+                          constexpr int64_t ts = sizeof(T), tap = 2 * (8 + static_cast<int64_t>(sizeof(A)));
+                          const int64_t n = (e - b) * a.w.out;
+                          detail::record_vec(ctx, (e - b) * tap + n * (tap + 4 * ts), n * ts, 9 * n);
+                        }
                         const Taps<A>& tw = plan->w;
                         for (int64_t r = b; r < e; ++r) {
                           const int64_t p = r / a.h.out, oh = r % a.h.out;
@@ -165,7 +180,18 @@ npu_sim::Status resample2d_backward(npu_sim::Stream s, const ResampleArgs& a, co
     T* gi = static_cast<T*>(grad_in);
     const bool two_taps = a.mode == ResampleMode::kLinear;
     return parallel_for(s, resample_name(a.mode, true), a.planes, 1,
-                        [=](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                        [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                          // Launch records, per plane: grad_out read once, the taps read per output row
+                          // (gathers: one int64 index; linear: two indices and two weights) and per element
+                          // (likewise, re-read each row); the accumulation plane is block-local (UB), written
+                          // to grad_in once. Vector ops per grad element: gathers 1 (add), linear 10.
+                          {
+                            constexpr int64_t ts = sizeof(T);
+                            const int64_t tap = two_taps ? 2 * (8 + static_cast<int64_t>(sizeof(A))) : 8;
+                            const int64_t n_out = a.h.out * a.w.out;
+                            detail::record_vec(ctx, (e - b) * (n_out * ts + a.h.out * tap + n_out * tap),
+                                               (e - b) * a.h.in * a.w.in * ts, (e - b) * n_out * (two_taps ? 10 : 1));
+                          }
                           const Taps<A>&th = plan->h, &tw = plan->w;
                           const int64_t n_in = a.h.in * a.w.in;
                           std::vector<A> acc(static_cast<size_t>(n_in));  // one plane, in the UB's role

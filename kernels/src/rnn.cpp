@@ -6,6 +6,7 @@
 #include "fast_math.h"
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 #include "npu_kernels/rnn.h"
 
 namespace npu_kernels {
@@ -26,13 +27,22 @@ inline void st(void* p, int64_t i, acc_t<T> v) {
 using detail::fast_sigmoid;
 using detail::fast_tanh;
 
+// What one (row, hidden unit) cell costs in the launch records: elements (of the cell's dtype) read and
+// written in GM, and Vector ops (an activation counts as 4: exp, add, divide or the tanh equivalent).
+struct CellCost {
+  int64_t rd, wr, ops;
+};
+inline int64_t opt(const void* p, int64_t n) { return p != nullptr ? n : 0; }
+
 // Runs cell(T{}, d, row, j) for every (row, hidden unit) of the batch, rows split over the AI cores.
 template <class Desc, class Cell>
-npu_sim::Status over_cells(npu_sim::Stream stream, const char* name, const Desc& d, Cell cell) {
+npu_sim::Status over_cells(npu_sim::Stream stream, const char* name, const Desc& d, CellCost cost, Cell cell) {
   if (d.batch == 0 || d.H == 0) return npu_sim::Status::kSuccess;
   const int64_t grain = std::max<int64_t>(1, (1 << 13) / d.H);
   return dispatch_fp(d.dtype, [&](auto tag) {
-    return parallel_for(stream, name, d.batch, grain, [d, cell, tag](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+    return parallel_for(stream, name, d.batch, grain, [d, cell, tag, cost](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+      const int64_t cells = (e - b) * d.H, es = sizeof(decltype(tag));
+      detail::record_vec(ctx, cells * cost.rd * es, cells * cost.wr * es, cells * cost.ops);
       for (int64_t r = b; r < e; ++r) {
         for (int64_t j = 0; j < d.H; ++j) cell(tag, d, r, j);
       }
@@ -43,7 +53,11 @@ npu_sim::Status over_cells(npu_sim::Stream stream, const char* name, const Desc&
 }  // namespace
 
 npu_sim::Status lstm_cell(npu_sim::Stream stream, const RnnCellDesc& d) {
-  return over_cells(stream, "lstm_cell", d, [](auto tag, const RnnCellDesc& d, int64_t r, int64_t j) {
+  // Per cell: 4 input-gate and 4 hidden-gate elements, the 4 biases of each kind when given, and the
+  // previous cell state read; cy, hy and the 4 saved gates written. 36 Vector ops (12 adds, 5 activations,
+  // the state update's 3 and hy's multiply).
+  const CellCost cost{9 + opt(d.input_bias, 4) + opt(d.hidden_bias, 4), 6, 36};
+  return over_cells(stream, "lstm_cell", d, cost, [](auto tag, const RnnCellDesc& d, int64_t r, int64_t j) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const int64_t H = d.H, G = 4 * H;
@@ -65,7 +79,10 @@ npu_sim::Status lstm_cell(npu_sim::Stream stream, const RnnCellDesc& d) {
 }
 
 npu_sim::Status lstm_cell_backward(npu_sim::Stream stream, const RnnCellBackwardDesc& d) {
-  return over_cells(stream, "lstm_cell_backward", d, [](auto tag, const RnnCellBackwardDesc& d, int64_t r, int64_t j) {
+  // Per cell: the 4 saved gates, cy and cx, grad_hy and grad_cy when given read; the 4 gate grads and
+  // grad_prev written. 30 Vector ops (one tanh, ~25 multiplies and subtracts).
+  const CellCost cost{6 + opt(d.grad_hy, 1) + opt(d.grad_cy, 1), 5, 30};
+  return over_cells(stream, "lstm_cell_backward", d, cost, [](auto tag, const RnnCellBackwardDesc& d, int64_t r, int64_t j) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const int64_t H = d.H, G = 4 * H;
@@ -83,7 +100,11 @@ npu_sim::Status lstm_cell_backward(npu_sim::Stream stream, const RnnCellBackward
 }
 
 npu_sim::Status gru_cell(npu_sim::Stream stream, const RnnCellDesc& d) {
-  return over_cells(stream, "gru_cell", d, [](auto tag, const RnnCellDesc& d, int64_t r, int64_t j) {
+  // Per cell: 3 input-gate and 3 hidden-gate elements, the 3 biases of each kind when given, and the
+  // previous hidden state read; hy and the 5 saved values written. 30 Vector ops (10 adds, 3 activations,
+  // the candidate's and the output's 8).
+  const CellCost cost{7 + opt(d.input_bias, 3) + opt(d.hidden_bias, 3), 6, 30};
+  return over_cells(stream, "gru_cell", d, cost, [](auto tag, const RnnCellDesc& d, int64_t r, int64_t j) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const int64_t H = d.H, G = 3 * H, W = 5 * H;
@@ -103,7 +124,10 @@ npu_sim::Status gru_cell(npu_sim::Stream stream, const RnnCellDesc& d) {
 }
 
 npu_sim::Status gru_cell_backward(npu_sim::Stream stream, const RnnCellBackwardDesc& d) {
-  return over_cells(stream, "gru_cell_backward", d, [](auto tag, const RnnCellBackwardDesc& d, int64_t r, int64_t j) {
+  // Per cell: the 5 saved values and grad_hy (when given) read; 3 input-gate grads, 3 hidden-gate grads and
+  // grad_prev written. 20 Vector ops.
+  const CellCost cost{5 + opt(d.grad_hy, 1), 7, 20};
+  return over_cells(stream, "gru_cell_backward", d, cost, [](auto tag, const RnnCellBackwardDesc& d, int64_t r, int64_t j) {
     using T = decltype(tag);
     using A = acc_t<T>;
     const int64_t H = d.H, G = 3 * H, W = 5 * H;

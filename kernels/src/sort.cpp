@@ -8,10 +8,18 @@
 #include "npu_kernels/elementwise.h"
 #include "npu_kernels/index.h"
 #include "npu_kernels/launch.h"
+#include "traffic.h"
 
 namespace npu_kernels {
 
 namespace {
+
+// Comparisons a comparison sort of n keys is counted with: n * ceil(log2 n), at least n.
+int64_t sort_ops(int64_t n) {
+  int64_t lg = 0;
+  while ((int64_t(1) << lg) < n) ++lg;
+  return n * std::max<int64_t>(1, lg);
+}
 
 // PyTorch's order: NaN is greater than every number (ascending puts NaNs last, descending first).
 template <typename C>
@@ -68,8 +76,14 @@ npu_sim::Status sort_lines(npu_sim::Stream stream, const TensorDesc& in, int dim
   const int64_t lines = outer.numel();
   if (lines == 0 || k == 0) return npu_sim::Status::kSuccess;
   const int64_t len = std::max<int64_t>(1, in.sizes[dim]);
+  // Launch records, per line: its len keys read (into a block-local buffer), then the k kept values read
+  // again from the input by position, and k values plus k int64 indices written; Vector ops: len *
+  // ceil(log2 len) comparisons (sort_ops).
+  const int64_t es = static_cast<int64_t>(dtype_size(in.dtype));
+  const int64_t line_rd = (in.sizes[dim] + k) * es, line_wr = k * (es + 8), line_ops = sort_ops(in.sizes[dim]);
   return parallel_for(stream, op, lines, std::max<int64_t>(1, 4096 / len),
-                      [in, dim, descending, values, indices, k](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [in, dim, descending, values, indices, k, line_rd, line_wr, line_ops](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        detail::record_vec(ctx, (e - b) * line_rd, (e - b) * line_wr, (e - b) * line_ops);
                         bool ok = dispatch_dtype(in.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           if constexpr (is_complex_v<T>) {
@@ -89,7 +103,10 @@ namespace npu_kernels {
 npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void* values, int64_t* inverse,
                               int64_t* counts, int64_t* num_unique) {
   // One block: sort (index order), then one sweep assigns slots; the caller syncs for the count anyway.
-  return npu_sim::launch_kernel(stream, "unique", 1, [in, values, inverse, counts, num_unique](const npu_sim::BlockContext&) {
+  // Launch records: every element read once (keys sorted in a block-local buffer); the unique values, their
+  // int64 counts (when asked), one int64 inverse index per element (when asked) and the int64 number of
+  // uniques written; Vector ops: the sort's comparisons plus one per element for the sweep.
+  return npu_sim::launch_kernel(stream, "unique", 1, [in, values, inverse, counts, num_unique](const npu_sim::BlockContext& ctx) {
     dispatch_dtype(in.dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (is_complex_v<T>) {
@@ -118,13 +135,17 @@ npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void
           if (inverse) inverse[i] = k;
         }
         *num_unique = k + 1;
+        const int64_t es = sizeof(T), u = k + 1;
+        detail::record_vec(ctx, n * es, u * es + (counts ? u * 8 : 0) + (inverse ? n * 8 : 0) + 8, sort_ops(n) + n);
       }
     });
   });
 }
 
 npu_sim::Status bincount_max(npu_sim::Stream stream, const TensorDesc& in, int64_t* max_out) {
-  return npu_sim::launch_kernel(stream, "bincount", 1, [in, max_out](const npu_sim::BlockContext&) {
+  // Launch records: every element read, the int64 maximum written; 1 Vector op per element.
+  return npu_sim::launch_kernel(stream, "bincount", 1, [in, max_out](const npu_sim::BlockContext& ctx) {
+    detail::record_vec(ctx, in.numel() * static_cast<int64_t>(dtype_size(in.dtype)), 8, in.numel());
     int64_t m = -1;
     dispatch_dtype(in.dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -145,7 +166,15 @@ npu_sim::Status bincount_max(npu_sim::Stream stream, const TensorDesc& in, int64
 }
 
 npu_sim::Status bincount(npu_sim::Stream stream, const TensorDesc& in, const TensorDesc& weights, const TensorDesc& out) {
-  return npu_sim::launch_kernel(stream, "bincount", 1, [in, weights, out](const npu_sim::BlockContext&) {
+  // Launch records: per element the input (and its weight) read, and its bin read, added to and written
+  // back; 1 Vector op per element.
+  return npu_sim::launch_kernel(stream, "bincount", 1, [in, weights, out](const npu_sim::BlockContext& ctx) {
+    {
+      const int64_t n = in.numel(), os = static_cast<int64_t>(dtype_size(out.dtype));
+      const int64_t per = static_cast<int64_t>(dtype_size(in.dtype)) +
+                          (weights.ndim == 0 ? 0 : static_cast<int64_t>(dtype_size(weights.dtype))) + os;
+      detail::record_vec(ctx, n * per, n * os, n);
+    }
     dispatch_dtype(out.dtype, [&](auto otag) {
       using O = decltype(otag);
       if constexpr (!is_complex_v<O>) {
@@ -181,9 +210,18 @@ npu_sim::Status searchsorted(npu_sim::Stream stream, const TensorDesc& boundarie
                              const TensorDesc& out, bool right) {
   const int64_t m = values.ndim == 0 ? 1 : values.sizes[values.ndim - 1];
   return parallel_for(stream, "searchsorted", values.numel(), 4096,
-                      [boundaries, values, out, right, m](int64_t b, int64_t e, const npu_sim::BlockContext&) {
+                      [boundaries, values, out, right, m](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
     const int64_t len = boundaries.ndim == 0 ? 1 : boundaries.sizes[boundaries.ndim - 1];
     const bool shared = boundaries.numel() == len;
+    {
+      // Launch records: per value, the value and ceil(log2(len + 1)) boundaries read (a binary search's
+      // probes, the shared row re-read per value), its index written; 1 Vector op per probe.
+      int64_t probes = 0;
+      while ((int64_t(1) << probes) < len + 1) ++probes;
+      const int64_t es = static_cast<int64_t>(dtype_size(values.dtype));
+      detail::record_vec(ctx, (e - b) * (1 + probes) * es, (e - b) * (out.dtype == DType::kInt32 ? 4 : 8),
+                         (e - b) * std::max<int64_t>(1, probes));
+    }
     dispatch_dtype(values.dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (is_complex_v<T>) {
