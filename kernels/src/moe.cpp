@@ -164,7 +164,8 @@ npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArg
         r.expanded_expert_idx[d] = e;
         r.expanded_row_idx[src] = static_cast<int32_t>(d);
       }
-      npu_sim::record_traffic(ctx, (r.num_experts == 0 ? 4 : 3) * n * sizeof(int32_t), 2 * n * sizeof(int32_t), 0, 2 * n);
+      const int64_t reads = r.num_experts == 0 ? 4 : 3;  // expert_idx once more to find its max
+      npu_sim::record_traffic(ctx, reads * n * sizeof(int32_t), 2 * n * sizeof(int32_t), 0, 2 * n);
     };
     npu_sim::Status s = npu_sim::launch_kernel(stream, "moe_init_routing_sort", 1, std::move(sort));
     if (s != npu_sim::Status::kSuccess || kept == 0 || r.hidden == 0) return s;
@@ -225,7 +226,8 @@ void read_group_list(const int64_t* gl, int64_t groups, int64_t x_rows, std::vec
       fail("grouped_matmul", "group_list[" + std::to_string(g) + "] = " + std::to_string(v) + " is negative");
     }
     if (v < prev) {
-      fail("grouped_matmul", "group_list[" + std::to_string(g) + "] = " + std::to_string(v) + " is less than group_list[" +
+      fail("grouped_matmul", "group_list[" + std::to_string(g) + "] = " + std::to_string(v) +
+                                 " is less than group_list[" +
                                  std::to_string(g - 1) + "] = " + std::to_string(prev) +
                                  " (cumulative row counts must be non-decreasing)");
     }
@@ -242,7 +244,8 @@ template <typename T>
 uint64_t zero_tail(T* y, int64_t rows, int64_t x_rows, int64_t n, const npu_sim::BlockContext& ctx) {
   const int64_t tail = x_rows - rows;
   if (tail <= 0 || n == 0) return 0;
-  const int64_t lo = rows + tail * ctx.block_idx / ctx.block_dim, hi = rows + tail * (ctx.block_idx + 1) / ctx.block_dim;
+  const int64_t lo = rows + tail * ctx.block_idx / ctx.block_dim;
+  const int64_t hi = rows + tail * (ctx.block_idx + 1) / ctx.block_dim;
   if (hi <= lo) return 0;
   std::memset(static_cast<void*>(y + lo * n), 0, static_cast<std::size_t>((hi - lo) * n) * sizeof(T));
   return static_cast<uint64_t>((hi - lo) * n) * sizeof(T);
@@ -307,7 +310,8 @@ void packed_tiles(const npu_sim::BlockContext& ctx, const std::vector<int64_t>& 
 }
 
 template <typename T>
-npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulArgs& a, int ai_cores, int core_threads) {
+npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulArgs& a, int ai_cores,
+                                    int core_threads) {
   const int64_t min_units = 2 * int64_t{core_threads};
   auto w = std::make_shared<std::vector<const T*>>(a.groups);
   auto b = std::make_shared<std::vector<const T*>>(a.groups, nullptr);
@@ -326,9 +330,6 @@ npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulA
     read_group_list(gl, G, x_rows, &cum);
     const int64_t rows = G > 0 ? cum.back() : 0;
     uint64_t read = 0, written = zero_tail(y, rows, x_rows, N, ctx), flops = 0;
-    // Units of about half a block's share of the m * n outputs: a group is cut along its longer side (rows
-    // if m >= n, else columns, as gemm_direct: a column slice packs only its part of the weight), into
-    // slices of >= kGmmMinSlice. Block b runs the units whose middle falls in its share of the total.
     int64_t max_m = 0;
     for (int64_t g = 0; g < G; ++g) max_m = std::max(max_m, cum[g] - (g > 0 ? cum[g - 1] : 0));
     if (max_m < kGmmSmallGroup) {  // only small groups: the packed tiles are faster than BLAS on them
@@ -336,6 +337,9 @@ npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulA
       npu_sim::record_traffic(ctx, read, written, flops, 0);
       return;
     }
+    // Units of about half a block's share of the m * n outputs: a group is cut along its longer side (rows
+    // if m >= n, else columns, as gemm_direct: a column slice packs only its part of the weight), into
+    // slices of >= kGmmMinSlice. Block b runs the units whose middle falls in its share of the total.
     const int64_t P = std::min<int64_t>(ctx.block_dim, min_units), total = rows * N;
     const int64_t target = std::max<int64_t>(1, total / (2 * P));
     int64_t start = 0;

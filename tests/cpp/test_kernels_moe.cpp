@@ -370,7 +370,7 @@ TEST(MoeGroupedMatmul, GroupsSpanningSeveralTiles) {
   check_grouped<float>({150, 150, 420}, 96, 130, true, 6);
   check_grouped<double>({150, 150, 420}, 96, 130, true, 6);
   check_grouped<Half>({150, 150, 420}, 96, 130, true, 7);
-  check_grouped<float>({70, 71, 200, 203, 330}, 40, 300, true, 8);  // BLAS units: groups cut along rows and along columns
+  check_grouped<float>({70, 71, 200, 203, 330}, 40, 300, true, 8);  // BLAS: groups cut along rows and columns
 }
 
 TEST(MoeGroupedMatmul, RowsPastTheLastGroupAreZeroFilled) {
