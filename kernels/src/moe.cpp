@@ -97,7 +97,7 @@ npu_sim::Status moe_gating_top_k_softmax(npu_sim::Stream stream, const MoeGating
 // stable scatter: deterministic, equal experts keep flattened order) and writes expanded_expert_idx and
 // expanded_row_idx; then the copy of the kept x rows, parallel over the sources, each into its destination.
 npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArgs& a) {
-  if (a.rows < 0 || a.hidden < 0 || a.k < 1 || a.num_experts < 1 || a.active_num < 0 ||
+  if (a.rows < 0 || a.hidden < 0 || a.k < 1 || a.num_experts < 0 || a.num_experts > INT32_MAX || a.active_num < 0 ||
       a.rows * a.k > INT32_MAX) {
     return npu_sim::Status::kInvalidValue;
   }
@@ -112,17 +112,45 @@ npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArg
     using T = decltype(tag);
     const MoeInitRoutingArgs r = a;
     auto sort = [r, n](const npu_sim::BlockContext& ctx) {
-      const int64_t buckets = r.num_experts + 1;  // expert == num_experts: gating's finished rows, last
-      std::vector<int64_t> start(buckets + 1, 0);
-      for (int64_t p = 0; p < n; ++p) {
-        const int32_t e = r.expert_idx[p];
-        if (e < 0 || e > r.num_experts) {
-          fail("moe_init_routing", "expert_idx[" + std::to_string(p) + "] = " + std::to_string(e) +
-                                       " is out of range [0, " + std::to_string(r.num_experts) + "]");
+      // The experts' range: given, or [0, max] from the data (num_experts == 0; one more scan).
+      int64_t top = r.num_experts;
+      if (top == 0) {
+        int64_t bad = -1;
+        for (int64_t p = 0; p < n; ++p) {
+          const int32_t e = r.expert_idx[p];
+          if (e < 0 && bad < 0) bad = p;
+          top = std::max<int64_t>(top, e);
         }
-        ++start[e + 1];
+        if (bad >= 0) {
+          fail("moe_init_routing", "expert_idx[" + std::to_string(bad) + "] = " + std::to_string(r.expert_idx[bad]) +
+                                       " is out of range [0, " + std::to_string(top) +
+                                       "] (num_experts = 0: the range is taken from the data)");
+        }
+      } else {
+        for (int64_t p = 0; p < n; ++p) {
+          const int32_t e = r.expert_idx[p];
+          if (e < 0 || e > top) {
+            fail("moe_init_routing", "expert_idx[" + std::to_string(p) + "] = " + std::to_string(e) +
+                                         " is out of range [0, " + std::to_string(top) + "]");
+          }
+        }
       }
-      for (int64_t e = 0; e < buckets; ++e) start[e + 1] += start[e];
+      // dest[p]: p's row in the sorted order (stable: equal experts keep flattened order). A counting sort
+      // over top + 1 buckets (top == num_experts: gating's finished rows, last); a stable comparison sort,
+      // same order, when the buckets would far outnumber the entries (a huge expert value).
+      std::vector<int64_t> dest(n);
+      if (top + 1 <= 4 * n + 4096) {
+        std::vector<int64_t> start(top + 2, 0);
+        for (int64_t p = 0; p < n; ++p) ++start[r.expert_idx[p] + 1];
+        for (int64_t e = 0; e <= top; ++e) start[e + 1] += start[e];
+        for (int64_t p = 0; p < n; ++p) dest[p] = start[r.expert_idx[p]]++;
+      } else {
+        std::vector<int64_t> order(n);
+        for (int64_t p = 0; p < n; ++p) order[p] = p;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t u, int64_t v) { return r.expert_idx[u] < r.expert_idx[v]; });
+        for (int64_t d = 0; d < n; ++d) dest[order[d]] = d;
+      }
       std::vector<char> seen(n, 0);  // row_idx must be a permutation of [0, n): every destination once
       for (int64_t p = 0; p < n; ++p) {
         const int32_t e = r.expert_idx[p], src = r.row_idx[p];
@@ -132,11 +160,12 @@ npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArg
                                                             : " repeats (row_idx must be a permutation)"));
         }
         seen[src] = 1;
-        const int64_t d = start[e]++;
+        const int64_t d = dest[p];
         r.expanded_expert_idx[d] = e;
         r.expanded_row_idx[src] = static_cast<int32_t>(d);
       }
-      npu_sim::record_traffic(ctx, 3 * n * sizeof(int32_t), 2 * n * sizeof(int32_t), 0, 2 * n);
+      const int64_t reads = r.num_experts == 0 ? 4 : 3;  // expert_idx once more to find its max
+      npu_sim::record_traffic(ctx, reads * n * sizeof(int32_t), 2 * n * sizeof(int32_t), 0, 2 * n);
     };
     npu_sim::Status s = npu_sim::launch_kernel(stream, "moe_init_routing_sort", 1, std::move(sort));
     if (s != npu_sim::Status::kSuccess || kept == 0 || r.hidden == 0) return s;
@@ -163,97 +192,251 @@ npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArg
 }
 
 // ---------------------------------------------------------------------------------------------------
-// One launch over the C tiles of every group (a group of m_g rows has ceil(m_g / mc) * ceil(n / nc) of
-// them; empty groups have none), the Cube GEMM's tiling and micro-kernel: A and B panels packed (widened)
-// into the UB, fp32 accumulator, bias added and rounded once on the store.
-npu_sim::Status grouped_matmul(npu_sim::Stream stream, const GroupedMatmulArgs& a) {
-  if (a.groups < 0 || a.k < 0 || a.n < 0) return npu_sim::Status::kInvalidValue;
-  if (a.groups == 0) return npu_sim::Status::kSuccess;
-  if (a.group_list == nullptr) return npu_sim::Status::kInvalidValue;
-  int64_t prev = 0, max_m = 0;
-  for (int64_t g = 0; g < a.groups; ++g) {
-    if (a.group_list[g] < prev) return npu_sim::Status::kInvalidValue;  // negative or decreasing
-    max_m = std::max(max_m, a.group_list[g] - prev);
-    prev = a.group_list[g];
-  }
-  const int64_t rows = prev;
-  if (rows == 0 || a.n == 0) return npu_sim::Status::kSuccess;
-  if (a.y == nullptr || (a.k > 0 && (a.x == nullptr || a.weight == nullptr))) return npu_sim::Status::kInvalidValue;
-  for (int64_t g = 0; g < a.groups && a.k > 0; ++g) {
-    if (a.weight[g] == nullptr) return npu_sim::Status::kInvalidValue;
-  }
-  return dispatch_moe(a.dtype, [&](auto tag) -> npu_sim::Status {
-    using T = decltype(tag);
-    detail::ensure_micro_kernel_loaded();
-    std::size_t ub_bytes = 0;
-    int ai_cores = 1, core_threads = 1;
-    if (!detail::device_limits(stream, &ub_bytes, &ai_cores, &core_threads)) return npu_sim::Status::kInvalidHandle;
-    const detail::TilePlan plan =
-        detail::plan_tiles(ub_bytes, sizeof(float), 1, max_m, a.n, a.k, 2 * int64_t{core_threads});
-    const int64_t nt = (a.n + plan.nc - 1) / plan.nc;
-    // Per group: first row, rows, first tile, operands (the host arrays are copied: the kernel owns them).
-    struct Group {
-      int64_t row0, m, tile0;
-      const T* w;
-      const T* bias;
-    };
-    auto groups = std::make_shared<std::vector<Group>>();
-    int64_t tiles = 0, row0 = 0;
-    for (int64_t g = 0; g < a.groups; ++g) {
-      const int64_t m = a.group_list[g] - row0;
-      groups->push_back({row0, m, tiles, a.k > 0 ? static_cast<const T*>(a.weight[g]) : nullptr,
-                         a.bias != nullptr ? static_cast<const T*>(a.bias[g]) : nullptr});
-      tiles += (m + plan.mc - 1) / plan.mc * nt;
-      row0 = a.group_list[g];
+// One launch, planned without the row counts: group_list lives on the device and is read by every block
+// when the kernel runs (no host sync). Each block validates it (the same scan in every block, so every
+// block that fails names the same first bad entry), derives the work from it and takes its share, a pure
+// function of (group_list, block_idx, block_dim): deterministic.
+//  - float32/float64 with OpenBLAS loaded (and K > 0, sizes within int): as gemm_direct does, one BLAS GEMM
+//    per unit, on the operands in place (x's rows of a group and its weight are contiguous row-major): a
+//    group is cut along its longer side into units of about half a block's share of all outputs (so both
+//    core threads get work, however the rows fall), units are dealt to the first blocks (two per core
+//    thread) in order by their work. Launch records use gemm_direct's model: 2 m n k / kCubeTile element reads and
+//    m n writes per call. Exception: when every group has fewer than kGmmSmallGroup rows, the packed tiles
+//    below (decided at run time, from group_list).
+//  - otherwise (float16/bfloat16, no BLAS): the Cube GEMM's tiling and micro-kernel over the C tiles of every
+//    group (a group of m_g rows has ceil(m_g / mc) * ceil(n / nc) of them; empty groups none; the tile plan is
+//    made from the largest group), A and B panels packed (widened) into the UB, fp32 (fp64 for float64)
+//    accumulator, bias added and rounded once on the store; the grid is the AI-core count.
+// Rows of y from group_list[groups - 1] to x_rows are zero-filled, split evenly over the blocks.
+namespace {
+
+constexpr int64_t kGmmMinSlice = 32;
+// Below this many rows in its largest group a launch takes the packed tiles even with BLAS. Measured on 8
+// groups, K 512 / N 2048 and K 1024 / N 512: with groups of 6-34 rows BLAS ran 10-15% slower than the UB
+// tiles; with groups of 38-132 rows it was even or better, and better still on larger ones.
+constexpr int64_t kGmmSmallGroup = 64;
+
+// Reads and checks the device's group_list (cumulative row counts): non-decreasing, >= 0, <= x_rows.
+void read_group_list(const int64_t* gl, int64_t groups, int64_t x_rows, std::vector<int64_t>* cum) {
+  cum->resize(groups);
+  int64_t prev = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    const int64_t v = gl[g];
+    if (v < 0) {
+      fail("grouped_matmul", "group_list[" + std::to_string(g) + "] = " + std::to_string(v) + " is negative");
     }
-    const uint32_t grid = static_cast<uint32_t>(std::min<int64_t>(tiles, std::max(ai_cores, 1)));
-    const T* x = static_cast<const T*>(a.x);
-    T* y = static_cast<T*>(a.y);
-    const int64_t K = a.k, N = a.n;
-    return npu_sim::launch_kernel(stream, "grouped_matmul", grid, [=](const npu_sim::BlockContext& ctx) {
-      const std::size_t need = sizeof(float) * (plan.mc * plan.kc + plan.kc * plan.nc + plan.mc * plan.nc);
-      if (need > ctx.ub_bytes) {
-        fail("grouped_matmul", "tile plan needs " + std::to_string(need) + " bytes of Unified Buffer, the core has " +
-                                   std::to_string(ctx.ub_bytes));
+    if (v < prev) {
+      fail("grouped_matmul", "group_list[" + std::to_string(g) + "] = " + std::to_string(v) +
+                                 " is less than group_list[" +
+                                 std::to_string(g - 1) + "] = " + std::to_string(prev) +
+                                 " (cumulative row counts must be non-decreasing)");
+    }
+    if (v > x_rows) {
+      fail("grouped_matmul", "group_list[" + std::to_string(g) + "] = " + std::to_string(v) + " exceeds x_rows = " +
+                                 std::to_string(x_rows));
+    }
+    (*cum)[g] = prev = v;
+  }
+}
+
+// This block's share of y's rows past the last group: zero-filled. Returns the bytes written.
+template <typename T>
+uint64_t zero_tail(T* y, int64_t rows, int64_t x_rows, int64_t n, const npu_sim::BlockContext& ctx) {
+  const int64_t tail = x_rows - rows;
+  if (tail <= 0 || n == 0) return 0;
+  const int64_t lo = rows + tail * ctx.block_idx / ctx.block_dim;
+  const int64_t hi = rows + tail * (ctx.block_idx + 1) / ctx.block_dim;
+  if (hi <= lo) return 0;
+  std::memset(static_cast<void*>(y + lo * n), 0, static_cast<std::size_t>((hi - lo) * n) * sizeof(T));
+  return static_cast<uint64_t>((hi - lo) * n) * sizeof(T);
+}
+
+// The packed-UB tiling over the C tiles of every group (this block's contiguous run of them).
+template <typename T, typename Acc>
+void packed_tiles(const npu_sim::BlockContext& ctx, const std::vector<int64_t>& cum, const T* x, T* y,
+                  const std::vector<const T*>& wv, const std::vector<const T*>& bv, int64_t K, int64_t N,
+                  int64_t min_units, uint64_t& read, uint64_t& written, uint64_t& flops) {
+  const int64_t G = static_cast<int64_t>(cum.size());
+  int64_t max_m = 0;
+  for (int64_t g = 0; g < G; ++g) max_m = std::max(max_m, cum[g] - (g > 0 ? cum[g - 1] : 0));
+  if (max_m > 0 && N > 0) {
+    const detail::TilePlan plan = detail::plan_tiles(ctx.ub_bytes, sizeof(Acc), 1, max_m, N, K, min_units);
+    const std::size_t need = sizeof(Acc) * (plan.mc * plan.kc + plan.kc * plan.nc + plan.mc * plan.nc);
+    if (need > ctx.ub_bytes) {
+      fail("grouped_matmul", "tile plan needs " + std::to_string(need) + " bytes of Unified Buffer, the core has " +
+                                 std::to_string(ctx.ub_bytes));
+    }
+    const int64_t nt = (N + plan.nc - 1) / plan.nc;
+    std::vector<int64_t> tile0(G + 1, 0);  // first tile of each group; tile0[G] = all tiles
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t m = cum[g] - (g > 0 ? cum[g - 1] : 0);
+      tile0[g + 1] = tile0[g] + (m + plan.mc - 1) / plan.mc * nt;
+    }
+    const int64_t tiles = tile0[G];
+    Acc* pa = static_cast<Acc*>(ctx.ub);
+    Acc* pb = pa + plan.mc * plan.kc;
+    Acc* pc = pb + plan.kc * plan.nc;
+    const int64_t begin = tiles * ctx.block_idx / ctx.block_dim, end = tiles * (ctx.block_idx + 1) / ctx.block_dim;
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t g = std::upper_bound(tile0.begin(), tile0.end(), u) - tile0.begin() - 1;
+      const int64_t row0 = g > 0 ? cum[g - 1] : 0, m = cum[g] - row0;
+      const T* wg = wv[g];
+      const T* bias = bv[g];
+      const int64_t r = u - tile0[g];
+      const int64_t i0 = (r / nt) * plan.mc, j0 = (r % nt) * plan.nc;
+      const int64_t mc = std::min(plan.mc, m - i0), nc = std::min(plan.nc, N - j0);
+      if (K == 0) std::fill(pc, pc + mc * nc, Acc(0));
+      for (int64_t k0 = 0; k0 < K; k0 += plan.kc) {
+        const int64_t kc = std::min(plan.kc, K - k0);
+        detail::pack_strided(pa, x + (row0 + i0) * K + k0, mc, kc, K, int64_t{1});
+        detail::pack_strided(pb, wg + k0 * N + j0, kc, nc, N, int64_t{1});
+        detail::micro_gemm(mc, nc, kc, pa, pb, pc, k0 > 0);
+        read += (mc + nc) * kc * sizeof(T);
       }
-      float* pa = static_cast<float*>(ctx.ub);
-      float* pb = pa + plan.mc * plan.kc;
-      float* pc = pb + plan.kc * plan.nc;
-      const int64_t begin = tiles * ctx.block_idx / ctx.block_dim, end = tiles * (ctx.block_idx + 1) / ctx.block_dim;
-      uint64_t read = 0, written = 0, flops = 0;
-      for (int64_t u = begin; u < end; ++u) {
-        const auto it = std::upper_bound(groups->begin(), groups->end(), u,
-                                         [](int64_t t, const Group& gr) { return t < gr.tile0; }) - 1;
-        const Group& gr = *it;
-        const int64_t r = u - gr.tile0;
-        const int64_t i0 = (r / nt) * plan.mc, j0 = (r % nt) * plan.nc;
-        const int64_t mc = std::min(plan.mc, gr.m - i0), nc = std::min(plan.nc, N - j0);
-        if (K == 0) std::fill(pc, pc + mc * nc, 0.0f);
-        for (int64_t k0 = 0; k0 < K; k0 += plan.kc) {
-          const int64_t kc = std::min(plan.kc, K - k0);
-          detail::pack_strided(pa, x + (gr.row0 + i0) * K + k0, mc, kc, K, int64_t{1});
-          detail::pack_strided(pb, gr.w + k0 * N + j0, kc, nc, N, int64_t{1});
-          detail::micro_gemm(mc, nc, kc, pa, pb, pc, k0 > 0);
-          read += (mc + nc) * kc * sizeof(T);
+      for (int64_t i = 0; i < mc; ++i) {
+        T* out = y + (row0 + i0 + i) * N + j0;
+        const Acc* acc = pc + i * nc;
+        if (bias != nullptr) {
+          for (int64_t j = 0; j < nc; ++j) out[j] = store_as<T>(acc[j] + load_as<Acc>(bias[j0 + j]));
+        } else {
+          for (int64_t j = 0; j < nc; ++j) out[j] = store_as<T>(acc[j]);
         }
-        for (int64_t i = 0; i < mc; ++i) {
-          T* out = y + (gr.row0 + i0 + i) * N + j0;
-          const float* acc = pc + i * nc;
-          if (gr.bias != nullptr) {
-            for (int64_t j = 0; j < nc; ++j) out[j] = store_as<T>(acc[j] + load_as<float>(gr.bias[j0 + j]));
-          } else {
-            for (int64_t j = 0; j < nc; ++j) out[j] = store_as<T>(acc[j]);
-          }
-        }
-        if (gr.bias != nullptr) read += nc * sizeof(T);
-        written += mc * nc * sizeof(T);
-        flops += 2 * mc * nc * K;
       }
+      if (bias != nullptr) read += nc * sizeof(T);
+      written += mc * nc * sizeof(T);
+      flops += 2 * mc * nc * K;
+    }
+  }
+}
+
+template <typename T>
+npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulArgs& a, int ai_cores,
+                                    int core_threads) {
+  const int64_t min_units = 2 * int64_t{core_threads};
+  auto w = std::make_shared<std::vector<const T*>>(a.groups);
+  auto b = std::make_shared<std::vector<const T*>>(a.groups, nullptr);
+  for (int64_t g = 0; g < a.groups; ++g) {
+    (*w)[g] = static_cast<const T*>(a.weight[g]);
+    if (a.bias != nullptr) (*b)[g] = static_cast<const T*>(a.bias[g]);
+  }
+  // The grid of the packed tiles (the AI cores); BLAS units go to the first min_units blocks only.
+  const uint32_t grid = static_cast<uint32_t>(std::max<int64_t>(ai_cores, min_units));
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  const int64_t G = a.groups, K = a.k, N = a.n, x_rows = a.x_rows;
+  const int64_t* gl = a.group_list;
+  return npu_sim::launch_kernel(stream, "grouped_matmul", grid, [=](const npu_sim::BlockContext& ctx) {
+    std::vector<int64_t> cum;
+    read_group_list(gl, G, x_rows, &cum);
+    const int64_t rows = G > 0 ? cum.back() : 0;
+    uint64_t read = 0, written = zero_tail(y, rows, x_rows, N, ctx), flops = 0;
+    int64_t max_m = 0;
+    for (int64_t g = 0; g < G; ++g) max_m = std::max(max_m, cum[g] - (g > 0 ? cum[g - 1] : 0));
+    if (max_m < kGmmSmallGroup) {  // only small groups: the packed tiles are faster than BLAS on them
+      packed_tiles<T, T>(ctx, cum, x, y, *w, *b, K, N, min_units, read, written, flops);
       npu_sim::record_traffic(ctx, read, written, flops, 0);
-    });
+      return;
+    }
+    // Units of about half a block's share of the m * n outputs: a group is cut along its longer side (rows
+    // if m >= n, else columns, as gemm_direct: a column slice packs only its part of the weight), into
+    // slices of >= kGmmMinSlice. Block b runs the units whose middle falls in its share of the total.
+    const int64_t P = std::min<int64_t>(ctx.block_dim, min_units), total = rows * N;
+    const int64_t target = std::max<int64_t>(1, total / (2 * P));
+    int64_t start = 0;
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t row0 = g > 0 ? cum[g - 1] : 0, m = cum[g] - row0;
+      if (m == 0) continue;
+      const bool split_m = m >= N;
+      const int64_t len = split_m ? m : N;
+      const int64_t parts =
+          std::max<int64_t>(1, std::min((m * N + target - 1) / target, (len + kGmmMinSlice - 1) / kGmmMinSlice));
+      for (int64_t part = 0; part < parts; ++part) {
+        const int64_t lo = len * part / parts, hi = len * (part + 1) / parts;
+        const int64_t i0 = split_m ? lo : 0, mc = split_m ? hi - lo : m;
+        const int64_t j0 = split_m ? 0 : lo, nc = split_m ? N : hi - lo;
+        const int64_t cost = mc * nc;
+        const int64_t owner = static_cast<int64_t>((static_cast<double>(2 * start + cost) * P) / (2.0 * total));
+        start += cost;
+        if (std::min(owner, P - 1) != int64_t{ctx.block_idx}) continue;
+        T* out = y + (row0 + i0) * N + j0;
+        detail::blas_gemm(false, false, mc, nc, K, T(1), x + (row0 + i0) * K, K, (*w)[g] + j0, N, T(0), out, N);
+        if (const T* bias = (*b)[g]) {
+          for (int64_t i = 0; i < mc; ++i) {
+            for (int64_t j = 0; j < nc; ++j) out[i * N + j] += bias[j0 + j];
+          }
+          read += nc * sizeof(T);
+        }
+        const auto mn = static_cast<uint64_t>(cost), k = static_cast<uint64_t>(K);
+        read += sizeof(T) * (2 * mn * k / detail::kCubeTile);
+        written += sizeof(T) * mn;
+        flops += 2 * mn * k;
+      }
+    }
+    npu_sim::record_traffic(ctx, read, written, flops, 0);
   });
 }
 
+template <typename T, typename Acc>
+npu_sim::Status grouped_matmul_packed(npu_sim::Stream stream, const GroupedMatmulArgs& a, int ai_cores,
+                                      int core_threads) {
+  auto w = std::make_shared<std::vector<const T*>>(a.groups, nullptr);
+  auto b = std::make_shared<std::vector<const T*>>(a.groups, nullptr);
+  for (int64_t g = 0; g < a.groups; ++g) {
+    if (a.k > 0 && a.weight != nullptr) (*w)[g] = static_cast<const T*>(a.weight[g]);
+    if (a.bias != nullptr) (*b)[g] = static_cast<const T*>(a.bias[g]);
+  }
+  const uint32_t grid =
+      a.x_rows == 0 || a.n == 0 ? 1u : static_cast<uint32_t>(std::max(ai_cores, 1));  // else validation only
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  const int64_t G = a.groups, K = a.k, N = a.n, x_rows = a.x_rows, min_units = 2 * int64_t{core_threads};
+  const int64_t* gl = a.group_list;
+  return npu_sim::launch_kernel(stream, "grouped_matmul", grid, [=](const npu_sim::BlockContext& ctx) {
+    std::vector<int64_t> cum;
+    read_group_list(gl, G, x_rows, &cum);
+    const int64_t rows = G > 0 ? cum.back() : 0;
+    uint64_t read = 0, written = zero_tail(y, rows, x_rows, N, ctx), flops = 0;
+    packed_tiles<T, Acc>(ctx, cum, x, y, *w, *b, K, N, min_units, read, written, flops);
+    npu_sim::record_traffic(ctx, read, written, flops, 0);
+  });
+}
+
+}  // namespace
+
+npu_sim::Status grouped_matmul(npu_sim::Stream stream, const GroupedMatmulArgs& a) {
+  if (a.groups < 0 || a.k < 0 || a.n < 0 || a.x_rows < 0) return npu_sim::Status::kInvalidValue;
+  if (a.groups > 0 && a.group_list == nullptr) return npu_sim::Status::kInvalidValue;
+  const bool outputs = a.x_rows > 0 && a.n > 0;
+  if (a.groups == 0 && !outputs) return npu_sim::Status::kSuccess;  // no group_list to check, no y
+  if (outputs && a.y == nullptr) return npu_sim::Status::kInvalidValue;
+  if (outputs && a.groups > 0 && a.k > 0) {
+    if (a.x == nullptr || a.weight == nullptr) return npu_sim::Status::kInvalidValue;
+    for (int64_t g = 0; g < a.groups; ++g) {
+      if (a.weight[g] == nullptr) return npu_sim::Status::kInvalidValue;
+    }
+  }
+  if (a.dtype != DType::kFloat32 && a.dtype != DType::kFloat64 && a.dtype != DType::kFloat16 &&
+      a.dtype != DType::kBFloat16) {
+    return npu_sim::Status::kInvalidValue;
+  }
+  detail::ensure_micro_kernel_loaded();
+  std::size_t ub_bytes = 0;
+  int ai_cores = 1, core_threads = 1;
+  if (!detail::device_limits(stream, &ub_bytes, &ai_cores, &core_threads)) return npu_sim::Status::kInvalidHandle;
+  constexpr int64_t kMaxInt = INT_MAX;
+  const bool blas = outputs && a.groups > 0 && a.k > 0 && a.x_rows <= kMaxInt && a.n <= kMaxInt && a.k <= kMaxInt &&
+                    detail::blas_loaded();
+  switch (a.dtype) {
+    case DType::kFloat32:
+      return blas ? grouped_matmul_blas<float>(stream, a, ai_cores, core_threads)
+                  : grouped_matmul_packed<float, float>(stream, a, ai_cores, core_threads);
+    case DType::kFloat64:
+      return blas ? grouped_matmul_blas<double>(stream, a, ai_cores, core_threads)
+                  : grouped_matmul_packed<double, double>(stream, a, ai_cores, core_threads);
+    case DType::kFloat16: return grouped_matmul_packed<Half, float>(stream, a, ai_cores, core_threads);
+    default: return grouped_matmul_packed<BFloat16, float>(stream, a, ai_cores, core_threads);
+  }
+}
 // ---------------------------------------------------------------------------------------------------
 npu_sim::Status moe_finalize_routing(npu_sim::Stream stream, const MoeFinalizeRoutingArgs& a) {
   if (a.rows < 0 || a.hidden < 0 || a.k < 1 || a.expanded_rows < 0 || a.expanded_rows > a.rows * a.k ||

@@ -27,14 +27,16 @@
 //   (src, j * rows + i), holding the destination row d (src -> dst), for all rows * k entries.
 //   expanded_x[d] = x[sorted_row_idx[d] % rows] for d < min(rows, active_num) * k (the rows it has).
 //   Here: a deterministic counting sort over experts [0, num_experts] (num_experts itself is the bucket of
-//   gating's finished rows, sorted last); an expert outside that range is a kernel error.
+//   gating's finished rows, sorted last); an expert outside that range is a kernel error. num_experts = 0
+//   takes the range [0, max(expert_idx)] from the data (a negative expert is the same kernel error).
 //
 // npu_grouped_matmul(x, weight, *, bias, group_list, split_item, ...) -> list, the MoE case
 //   https://hiascend.com/document/detail/zh/Pytorch/60RC3/apiref/apilist/ptaoplist_000451.html
 //   https://www.hiascend.com/document/detail/zh/Pytorch/700/apiref/apilist/ptaoplist_000524.html
 //   one x (sum of group rows, K) split along M by group_list ("group_list[0]=10: x's first 10 rows take
 //   part in the first matmul"; cumulative, group_list_type=0), one weight (K, N) and optional bias (N)
-//   per group: y[rows of g] = x[rows of g] @ weight[g] + bias[g]; y is one (rows, N) tensor.
+//   per group: y[rows of g] = x[rows of g] @ weight[g] + bias[g]; y is one (rows, N) tensor. Here group_list
+//   stays on the device (read by the kernel) and y's rows past the last group are zeros.
 //
 // npu_moe_finalize_routing(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_row,
 //                          export_for_source_row, drop_pad_mode=0) -> out
@@ -71,6 +73,8 @@ struct MoeGatingTopKSoftmaxArgs {
 npu_sim::Status moe_gating_top_k_softmax(npu_sim::Stream stream, const MoeGatingTopKSoftmaxArgs& args);
 
 // x (rows, hidden) in `dtype`; row_idx and expert_idx (rows, k) int32; expert values in [0, num_experts].
+// num_experts == 0: the bucket count comes from the data (the sort kernel scans expert_idx: max + 1, values
+// must be >= 0), so the caller needs no host read of expert_idx; num_experts > 0 bounds the values as said.
 // expanded_x (min(rows, active_num) * k, hidden) in `dtype`; expanded_row_idx and expanded_expert_idx
 // (rows * k) int32. active_num >= 0.
 struct MoeInitRoutingArgs {
@@ -85,13 +89,21 @@ struct MoeInitRoutingArgs {
 };
 npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArgs& args);
 
-// x (group_list[groups - 1], k) and y (same rows, n) contiguous in `dtype`; group_list is a HOST array of
-// `groups` non-decreasing cumulative row counts; weight a HOST array of `groups` device pointers to
-// contiguous (k, n) matrices; bias null or a HOST array of `groups` device pointers to (n) vectors (an
-// entry may be null: no bias for that group). One launch runs every group's C tiles.
+// x (x_rows, k) and y (x_rows, n) contiguous in `dtype` (float32, float64, float16, bfloat16).
+// group_list: a DEVICE array of `groups` int64 cumulative row counts, read by the kernel when it runs (it may
+// be written by earlier work on the stream; the launch needs no host copy of it): group g is rows
+// [group_list[g - 1], group_list[g]) of x and y (group_list[-1] = 0). The kernel checks
+// 0 <= group_list[0] <= ... <= group_list[groups - 1] <= x_rows; a bad entry fails the launch (KernelError
+// "grouped_matmul: group_list[g] = v ...", reported at the next sync). Rows of y from group_list[groups - 1]
+// to x_rows are zero-filled (all of y when groups == 0). x_rows: rows of x and y, the upper bound known at
+// enqueue time. weight: a HOST array of `groups` device pointers to contiguous (k, n) matrices; bias null or
+// a HOST array of `groups` device pointers to (n) vectors (an entry may be null: no bias for that group).
+// One launch runs every group: float32/float64 through OpenBLAS on row slices when it is loaded, else (and
+// for 16-bit types) the Cube tiling with UB-packed panels.
 struct GroupedMatmulArgs {
   DType dtype = DType::kFloat32;
   int64_t groups = 0, k = 0, n = 0;
+  int64_t x_rows = 0;
   const int64_t* group_list = nullptr;
   const void* x = nullptr;
   const void* const* weight = nullptr;
