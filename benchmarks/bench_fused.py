@@ -73,7 +73,7 @@ def moe_rows():
     from test_moe import moe_layer_fused, moe_layer_ref
 
     rows = []
-    for T, H, F_ in ((64, 256, 512), (256, 512, 1024), (1024, 1024, 2048)):
+    for T, H, F_ in ((16, 512, 1024), (64, 256, 512), (256, 512, 1024), (1024, 1024, 2048)):
         g = torch.Generator().manual_seed(0)
         args = [(torch.randn(s, generator=g) * sc).npu() for s, sc in
                 (((T, H), 1.0), ((H, 8), 0.5), ((8, H, 2 * F_), 0.05), ((8, F_, H), 0.05))]

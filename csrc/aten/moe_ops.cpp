@@ -3,6 +3,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm.h>
 #include <c10/core/DeviceGuard.h>
@@ -97,35 +98,33 @@ std::vector<T> grouped_by_list(const char* op, const T& x, at::TensorList weight
       bp.push_back(opt_data(op, "bias", b[g], x, keep));
     }
   }
-  // the row counts are the launch's tiling: read on the host (a sync when they come from the device)
-  const T counts = group_list.to(at::kCPU, at::kLong).contiguous();
-  std::vector<int64_t> cum(counts.const_data_ptr<int64_t>(), counts.const_data_ptr<int64_t>() + groups);
-  for (int64_t g = 0; g < groups; ++g) {
-    TORCH_CHECK(cum[g] >= 0, op, ": group_list[", g, "] is negative (", cum[g], ")");
-    if (group_list_type == 1 && g > 0) cum[g] += cum[g - 1];
-    TORCH_CHECK(g == 0 || cum[g] >= cum[g - 1], op, ": group_list must be non-decreasing (cumulative), got ",
-                counts);
-  }
-  const int64_t rows = groups > 0 ? cum.back() : 0;
-  TORCH_CHECK(rows <= x.size(0), op, ": group_list covers ", rows, " rows, x has ", x.size(0));
+  // the cumulative row counts stay on the device: the kernel reads (and checks) them when it runs
+  const T cum = group_list_type == 1 ? group_list.to(x.device(), at::kLong).cumsum(0)
+                                     : group_list.to(x.device(), at::kLong).contiguous();
   c10::DeviceGuard guard(x.device());
   const T xc = x.contiguous();
-  T y = at::empty({x.size(0), N}, x.options());
-  if (rows < x.size(0)) y.narrow(0, rows, x.size(0) - rows).zero_();  // rows of no group
+  T y = at::empty({x.size(0), N}, x.options());  // rows past the last group: zeros, from the kernel
   npu_kernels::GroupedMatmulArgs a;
   a.dtype = dt;
   a.groups = groups;
   a.k = K;
   a.n = N;
-  a.group_list = cum.data();
+  a.x_rows = x.size(0);
+  a.group_list = cum.const_data_ptr<int64_t>();
   a.x = xc.const_data_ptr();
   a.weight = wp.data();
   a.bias = bp.empty() ? nullptr : bp.data();
   a.y = y.data_ptr();
-  if (rows > 0 && N > 0) NPU_CHECK(npu_kernels::grouped_matmul(stream_of(x), a));
+  if (N > 0) NPU_CHECK(npu_kernels::grouped_matmul(stream_of(x), a));
   if (split_item == 2 || split_item == 3) return {y};
+  // one output per group: their sizes are data, read on the host (a sync, as torch_npu's list output needs)
+  const T ends = cum.cpu();
   std::vector<T> out;
-  for (int64_t g = 0; g < groups; ++g) out.push_back(y.narrow(0, g == 0 ? 0 : cum[g - 1], cum[g] - (g == 0 ? 0 : cum[g - 1])));
+  for (int64_t g = 0, begin = 0; g < groups; ++g) {
+    const int64_t end = ends[g].item<int64_t>();
+    out.push_back(y.narrow(0, begin, end - begin));
+    begin = end;
+  }
   return out;
 }
 
@@ -184,8 +183,7 @@ std::tuple<T, T, T> NF::npu_moe_init_routing(const T& x, const T& row_idx, const
   a.active_num = active_num;
   a.row_idx = int32_data(op, "row_idx", row_idx, x, keep);
   a.expert_idx = int32_data(op, "expert_idx", expert_idx, x, keep);
-  // the counting sort's buckets: the largest expert index (gating's finished rows carry `experts` itself)
-  a.num_experts = expert_idx.numel() > 0 ? std::max<int64_t>(expert_idx.max().item<int64_t>(), 0) : 0;
+  a.num_experts = 0;  // the sort takes its buckets from the data (gating's finished rows carry `experts`)
   const T xc = x.contiguous();
   a.x = xc.const_data_ptr();
   T expanded_x = at::empty({std::min(a.rows, active_num) * a.k, a.hidden}, x.options());
