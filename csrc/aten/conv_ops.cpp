@@ -94,8 +94,6 @@ npu_kernels::Conv2dArgs geometry(const at::Tensor& x, const at::Tensor& w, const
   return a;
 }
 
-npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
-
 // x = conv_transpose(y, w) + bias, i.e. the backward-input kernel, with a scratch column buffer.
 void backward_input_into(const npu_kernels::Conv2dArgs& a, const at::Tensor& like) {
   const std::size_t per_image = npu_kernels::conv2d_backward_input_scratch_bytes(a, 1);

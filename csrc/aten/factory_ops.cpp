@@ -22,8 +22,6 @@ namespace torch_npu_sim {
 using NF = NPUNativeFunctions;
 namespace {
 
-npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
-
 // Runs `fill(contiguous)` on `out`, through a contiguous temporary when out is strided.
 template <class F>
 void fill_contiguous(at::Tensor& out, const F& fill) {

@@ -39,8 +39,6 @@ constexpr std::initializer_list<at::ScalarType> kVectorDtypes = {at::kFloat, at:
 
 npu_kernels::DType kdtype(const T& t) { return static_cast<npu_kernels::DType>(t.scalar_type()); }
 
-npu_sim::Stream stream_of(const T& t) { return current_native_stream(t.device().index()); }
-
 // `t` with `like`'s dtype and dense layout, as the kernels read their operands.
 T operand(const char* op, const char* arg, const T& t, const T& like) {
   check_arg(op, arg, t, -1, kVectorDtypes);

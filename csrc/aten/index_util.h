@@ -11,8 +11,6 @@
 namespace torch_npu_sim {
 namespace index_util {
 
-inline npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
-
 // 0-dim tensors take part as 1-element 1-D tensors.
 inline at::Tensor as_1d(const at::Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
 

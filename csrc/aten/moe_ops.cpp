@@ -50,8 +50,6 @@ const int32_t* int32_data(const char* op, const char* arg, const T& t, const T& 
   return keep.back().const_data_ptr<int32_t>();
 }
 
-npu_sim::Stream stream_of(const T& t) { return current_native_stream(t.device().index()); }
-
 // The MoE grouped matmul: one x split along its rows by the cumulative group_list, weight[g] (K, N) per group.
 std::vector<T> grouped_by_list(const char* op, const T& x, at::TensorList weight, std::optional<at::TensorList> bias,
                                const T& group_list, int64_t split_item, int64_t group_list_type) {

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <utility>
 
+#include "core/npu_stream.h"
 #include "npu_kernels/copy.h"
 #include "npu_kernels/dtype.h"
 #include "npu_kernels/tensor_desc.h"
@@ -17,6 +18,8 @@ npu_kernels::DType kernel_dtype(at::ScalarType type, const char* op);
 // Raw pointer (storage offset applied), dtype, sizes, strides. `op` names the caller in errors.
 npu_kernels::TensorDesc tensor_desc(const at::Tensor& t, const char* op);
 bool is_npu(const at::Tensor& t);
+// The current stream of t's device, where an op on t enqueues its kernels.
+inline npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
 // Every defined tensor of `args` on one device, the first npu tensor's (the dispatcher also sends calls
 // mixing cpu and npu tensors here), else CUDA's "Expected all tensors to be on the same device" error.
 using NamedTensor = std::pair<const char*, const at::Tensor*>;

@@ -64,8 +64,6 @@ Geometry geometry(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
   return g;
 }
 
-npu_sim::Stream stream_of(const Tensor& t) { return current_native_stream(t.device().index()); }
-
 npu_kernels::Pool2dArgs avg_args(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                                  bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor,
                                  std::vector<int64_t>* out_sizes, const char* op) {

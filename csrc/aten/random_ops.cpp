@@ -30,8 +30,6 @@ namespace {
 
 using npu_kernels::RandomKind;
 
-npu_sim::Stream stream_of(const at::Tensor& t) { return current_native_stream(t.device().index()); }
-
 // Reserves counters from `gen` (or the device's default generator) for one launch.
 npu_kernels::PhiloxState next_state(const std::optional<at::Generator>& gen, const at::Device& device) {
   const auto [seed, offset] = reserve_philox(gen, device.index(), 4);

@@ -175,3 +175,17 @@ def test_bad_input_names_the_argument():
     with pytest.raises(RuntimeError, match=r"moe_init_routing: expert_idx\[3\] = -3 is out of range"):
         out[0].cpu()
     acknowledge_device_error()
+
+
+def test_a_bad_group_list_fails_on_the_device_and_nothing_is_read_back():
+    # group_list stays on the device (no host sync), so a decreasing one is found by the kernel: the error
+    # surfaces at the next sync, names the op and the entry, and the output cannot be read
+    from conftest import acknowledge_device_error
+
+    x, w = torch.randn(6, 4, device="npu"), torch.randn(2, 4, 3, device="npu")
+    (y,) = torch_npu_sim.npu_grouped_matmul([x], [w], group_list=torch.tensor([4, 2]).npu(), split_item=2)
+    with pytest.raises(RuntimeError, match=r"grouped_matmul: group_list\[1\] = 2 is less than group_list\[0\] = 4"):
+        y.cpu()
+    with pytest.raises(RuntimeError, match="sticky"):
+        y.cpu()
+    acknowledge_device_error()
