@@ -5,7 +5,9 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <map>
 #include <optional>
+#include <string>
 
 #include "core/npu_allocator.h"
 #include "distributed/bindings.h"
@@ -13,6 +15,7 @@
 #include "core/npu_generator.h"
 #include "core/npu_stream.h"
 #include "fallback/cpu_fallback.h"
+#include "npu_kernels/gemm.h"
 
 namespace py = pybind11;
 
@@ -251,6 +254,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fallback_ops", &fallback_ops);
   m.def("_reset_fallback_ops", &reset_fallback_ops);
   m.def("_runtime_counters", &runtime_counters);
+  // Which library multiplies on the Cube unit: fp32/fp64 panels (OpenBLAS or the portable loop) and bf16.
+  m.def("_cube_kernels", [] {
+    return std::map<std::string, std::string>{{"float32", npu_kernels::gemm_micro_kernel_name()},
+                                              {"bfloat16", npu_kernels::gemm_bf16_kernel_name()}};
+  });
   m.def("_reset_runtime_counters", [] { npu_sim::reset_counters(); });
   m.def("_set_launch_recording", [](bool on, std::size_t capacity) {
     TORCH_CHECK_VALUE(capacity >= 1, "set_launch_recording: capacity must be at least 1, got ", capacity);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gemm_tiling.h"
@@ -75,19 +76,23 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasLayout*
   return false;
 }
 
-// fp32/fp64 GEMM whose operands BLAS can address in place: no UB staging. Each unit is one BLAS call on a
-// (batch, M or N slice) of C, two slices per core thread (so a thread that starts late still finds
-// work; four made the GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms) and
-// none narrower than 32; OpenBLAS packs its own panels (the Cube's L0 loads), so staging them in the UB
-// first would only copy them twice.
+// A GEMM whose operands the library can address in place (fp32/fp64: OpenBLAS; bf16: oneDNN, fp32
+// accumulation rounded once): no UB staging. Each unit is one library call on a (batch, M or N slice) of
+// C, two slices per core thread for BLAS (so a thread that starts late still finds work; four made the
+// GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms), one for oneDNN (its B
+// reorder costs more: 512^3 bf16 0.84 -> 0.61 ms), none narrower than 32; the libraries pack their own
+// panels (the Cube's L0 loads), so staging them in the UB first would only copy them twice.
 template <typename T>
 npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayout la, BlasLayout lb,
                             BlasLayout lc) {
   const bool split_m = g.m >= g.n;
   const int64_t len = split_m ? g.m : g.n;
   constexpr int64_t kMinSlice = 32;
+  // oneDNN reorders its B panel into the VNNI layout per call: one slice per core thread for bf16.
+  constexpr int64_t kSlicesPerThread = std::is_same_v<T, BFloat16> ? 1 : 2;
   const int64_t parts = std::max<int64_t>(
-      1, std::min((2 * int64_t{core_threads()} + g.batch - 1) / g.batch, (len + kMinSlice - 1) / kMinSlice));
+      1, std::min((kSlicesPerThread * int64_t{core_threads()} + g.batch - 1) / g.batch,
+                  (len + kMinSlice - 1) / kMinSlice));
   const int64_t units = g.batch * parts;
   const T* a = static_cast<const T*>(g.a);
   const T* b = static_cast<const T*>(g.b);
@@ -112,9 +117,15 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
           for (int64_t j = 0; j < nc; ++j) out[j] = in[j * g.cin_col_stride];
         }
       }
-      blas_gemm(la.trans, lb.trans, mc, nc, g.k, static_cast<T>(g.alpha),
-                a + bi * g.a_batch_stride + i0 * g.a_row_stride, la.ld,
-                b + bi * g.b_batch_stride + j0 * g.b_col_stride, lb.ld, static_cast<T>(g.beta), ct, lc.ld);
+      const T* at = a + bi * g.a_batch_stride + i0 * g.a_row_stride;
+      const T* bt = b + bi * g.b_batch_stride + j0 * g.b_col_stride;
+      if constexpr (std::is_same_v<T, BFloat16>) {
+        dnnl_gemm_bf16(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
+                       static_cast<float>(g.beta), ct, lc.ld);
+      } else {
+        blas_gemm(la.trans, lb.trans, mc, nc, g.k, static_cast<T>(g.alpha), at, la.ld, bt, lb.ld,
+                  static_cast<T>(g.beta), ct, lc.ld);
+      }
       // Launch records, as the Cube would move it: C in output tiles of kCubeTile x kCubeTile, each loading
       // its A rows and B columns over all of k (BLAS's own cache blocking is not what an NPU's GM sees), so a
       // C element costs 2 k / kCubeTile element reads; C read for the beta term, written once.
@@ -128,10 +139,11 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
 template <typename T>
 npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
   using Acc = acc_t<T>;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, BFloat16>) {
     constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+    const bool library = std::is_same_v<T, BFloat16> ? dnnl_bf16_ready() : blas_loaded();
     BlasLayout la, lb, lc;
-    if (g.k > 0 && g.m <= kMaxInt && g.n <= kMaxInt && g.k <= kMaxInt && blas_loaded() &&
+    if (g.k > 0 && g.m <= kMaxInt && g.n <= kMaxInt && g.k <= kMaxInt && library &&
         blas_layout(g.m, g.k, g.a_row_stride, g.a_col_stride, &la) &&
         blas_layout(g.k, g.n, g.b_row_stride, g.b_col_stride, &lb) &&
         blas_layout(g.m, g.n, g.c_row_stride, g.c_col_stride, &lc) && !lc.trans) {

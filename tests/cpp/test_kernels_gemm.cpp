@@ -117,7 +117,7 @@ TEST(KernelsGemm, BFloat16) { for (const auto& c : kCases) run_case<BFloat16>(c)
 TEST(KernelsGemm, MicroKernelIsNamed) {
   const std::string name = npu_kernels::gemm_micro_kernel_name();
   EXPECT_FALSE(name.empty());
-  std::printf("micro-kernel: %s\n", name.c_str());
+  std::printf("micro-kernel: %s\nbf16: %s\n", name.c_str(), npu_kernels::gemm_bf16_kernel_name());
 }
 
 TEST(KernelsGemm, BroadcastCinAndStrideZero) {
@@ -160,8 +160,13 @@ TEST(KernelsGemm, TwoStreamsConcurrently) {
   ASSERT_OK(npu_sim::stream_create(0, &s2));
   std::thread t1([&] { for (int r = 0; r < 3; ++r) run_case<float>({2, 150, 140, 170, false, true, 1.0, 0.5, 1}, s1, 10 + r); });
   std::thread t2([&] { for (int r = 0; r < 3; ++r) run_case<double>({3, 90, 131, 77, true, false, 2.0, 0.0, 0}, s2, 20 + r); });
+  // bf16 from a third thread on both streams: oneDNN primitives executing on both core threads at once.
+  std::thread t3([&] {
+    for (int r = 0; r < 3; ++r) run_case<BFloat16>({2, 140, 96, 130, r == 1, r != 1, 1.0, r * 0.5, 1}, r % 2 ? s1 : s2, 30 + r);
+  });
   t1.join();
   t2.join();
+  t3.join();
   ASSERT_OK(npu_sim::stream_destroy(s1));
   ASSERT_OK(npu_sim::stream_destroy(s2));
 }

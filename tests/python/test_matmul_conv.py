@@ -95,6 +95,51 @@ def test_addmm_alpha_beta_and_inplace(dtype):
     check(out, torch.addmm, bias, a, b, k=30)
 
 
+BF16_CUBE_CASES = """
+import torch, torch_npu_sim
+def rnd(*shape, seed):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).bfloat16()
+a, b, bias = rnd(300, 520, seed=1), rnd(520, 260, seed=2), rnd(300, 260, seed=3)
+x, y = rnd(3, 70, 90, seed=4), rnd(3, 90, 50, seed=5)
+outs = {
+    "mm": torch.mm(a.npu(), b.npu()),
+    "mm_tt": torch.mm(a.t().contiguous().npu().t(), b.t().contiguous().npu().t()),
+    "addmm": torch.addmm(bias.npu(), a.npu(), b.npu(), beta=0.5, alpha=2.0),
+    "bmm": torch.bmm(x.npu(), y.npu()),
+    "linear": torch.nn.functional.linear(a.npu(), b.t().npu(), bias[0].npu()),
+}
+refs = {
+    "mm": a.double() @ b.double(),
+    "mm_tt": a.double() @ b.double(),
+    "addmm": 0.5 * bias.double() + 2.0 * (a.double() @ b.double()),
+    "bmm": x.double() @ y.double(),
+    "linear": a.double() @ b.double() + bias[0].double(),
+}
+print(torch_npu_sim._C._cube_kernels()["bfloat16"])
+for name, out in outs.items():
+    out = out.cpu()
+    # fp32 accumulation rounded once: nearly every element is the exact product rounded to bf16 (a bf16
+    # accumulator or a second rounding would miss most of them)
+    exact = (out == refs[name].bfloat16()).double().mean().item()
+    print(name, exact, (out.double() - refs[name]).abs().div(refs[name].abs().clamp_min(1.0)).max().item())
+"""
+
+
+@pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL": "0"}], ids=["onednn", "staged"])
+def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
+    """bf16 GEMMs run on oneDNN (installed by scripts/install.sh); NPU_SIM_GEMM_DNNL=0 forces the portable
+    staged path that CPUs without bf16 instructions take. Both accumulate in fp32 and round once."""
+    from conftest import run_python
+    r = run_python(BF16_CUBE_CASES, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith("staged" if env else "onednn "), lines[0]
+    for line in lines[1:]:
+        name, exact, err = line.split()
+        assert float(exact) >= 0.97, line
+        assert float(err) <= 2.0 ** -8 * 1.05, line  # half a bf16 ulp, relative
+
+
 def test_beta_zero_ignores_nan():
     a, b = rand(6, 5), rand(5, 4, seed=1)
     nan = torch.full((6, 4), float("nan"))

@@ -35,5 +35,10 @@ npu_sim::Status gemm(npu_sim::Stream stream, const GemmArgs& args);
 // Which micro-kernel multiplies the packed panels: "openblas-threaded(1) (<core>)" or "own" (the portable
 // loop, used when OpenBLAS cannot be loaded or NPU_SIM_GEMM_BLAS=0).
 const char* gemm_micro_kernel_name();
+// What multiplies bfloat16 GEMMs whose operands have a unit stride: "onednn <version> <implementation>" (fp32
+// accumulation on the CPU's AVX512-BF16 / AMX units), or "staged ..." (the tiled path: bf16 widened into fp32
+// UB panels for the micro-kernel above), used without oneDNN, with NPU_SIM_GEMM_DNNL=0, or where oneDNN has
+// only its reference kernel.
+const char* gemm_bf16_kernel_name();
 
 }  // namespace npu_kernels
