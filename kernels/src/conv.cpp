@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "dnnl_conv.h"
 #include "gemm_tiling.h"
 #include "npu_kernels/launch.h"
 #include "traffic.h"
@@ -379,6 +380,8 @@ npu_sim::Status conv2d_validate(const Conv2dArgs& a, const char** why) {
 
 npu_sim::Status conv2d_forward(npu_sim::Stream stream, const Conv2dArgs& a) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
+  npu_sim::Status st = npu_sim::Status::kSuccess;
+  if (detail::dnnl_conv2d(stream, a, detail::ConvPass::kForward, &st)) return st;
   return dispatch_fp(a.dtype, [&](auto t) { return forward_typed<decltype(t)>(stream, a); });
 }
 
@@ -391,12 +394,16 @@ std::size_t conv2d_backward_input_scratch_bytes(const Conv2dArgs& a, int64_t ima
 npu_sim::Status conv2d_backward_input(npu_sim::Stream stream, const Conv2dArgs& a, void* scratch,
                                       std::size_t scratch_bytes) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
+  npu_sim::Status st = npu_sim::Status::kSuccess;
+  if (detail::dnnl_conv2d(stream, a, detail::ConvPass::kBackwardInput, &st)) return st;
   return dispatch_fp(a.dtype,
                         [&](auto t) { return backward_input_typed<decltype(t)>(stream, a, scratch, scratch_bytes); });
 }
 
 npu_sim::Status conv2d_backward_weight(npu_sim::Stream stream, const Conv2dArgs& a) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
+  npu_sim::Status st = npu_sim::Status::kSuccess;
+  if (detail::dnnl_conv2d(stream, a, detail::ConvPass::kBackwardWeight, &st)) return st;
   return dispatch_fp(a.dtype, [&](auto t) { return backward_weight_typed<decltype(t)>(stream, a); });
 }
 
