@@ -337,6 +337,64 @@ def test_conv_errors():
         F.conv2d(x, rand(6, 3, 3, 3).npu())  # channel mismatch (torch's own shape check)
 
 
+CONV_PATH_CASES = """
+import torch, torch.nn.functional as F, torch_npu_sim
+def rnd(*shape, seed):
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+# (batch, C, O, hw, kernel, stride, padding, dilation, groups): image and channel slices, grouped, strided
+cases = [(4, 16, 32, 9, 3, 1, 1, 1, 1), (1, 32, 48, 8, 3, 2, 1, 1, 1), (3, 8, 12, 7, 3, 1, 2, 2, 4),
+         (2, 6, 5, 11, (1, 5), (2, 1), (0, 2), 1, 1)]
+worst = {}
+with torch_npu_sim.record_launches() as rec:
+    for dtype in (torch.float32, torch.bfloat16):
+        for i, (n, c, o, hw, k, st, pad, dil, g) in enumerate(cases):
+            kh, kw = (k, k) if isinstance(k, int) else k
+            x, w, b = rnd(n, c, hw, hw, seed=i).to(dtype), rnd(o, c // g, kh, kw, seed=i + 9).to(dtype), rnd(o, seed=i).to(dtype)
+            xs, ws, bs = (t.double().requires_grad_() for t in (x, w, b))  # float64 truth on the same inputs
+            xn, wn, bn = (t.npu().requires_grad_() for t in (x, w, b))
+            ref = F.conv2d(xs, ws, bs, st, pad, dil, g)
+            out = F.conv2d(xn, wn, bn, st, pad, dil, g)
+            gy = rnd(*ref.shape, seed=i + 5).to(dtype)
+            ref.backward(gy.double())
+            out.backward(gy.npu())
+            # transposed convolution with bias: backward-input of the forward sense plus a per-channel bias
+            bt = rnd(c, seed=i + 3).to(dtype)
+            tr_ref = F.conv_transpose2d(gy.double(), w.double(), bt.double(), st, pad, groups=g, dilation=dil)
+            tr = F.conv_transpose2d(gy.npu(), w.npu(), bt.npu(), st, pad, groups=g, dilation=dil)
+            for name, got, want in (("fwd", out, ref), ("grad_x", xn.grad, xs.grad), ("grad_w", wn.grad, ws.grad),
+                                    ("transposed", tr, tr_ref)):
+                err = ((got.cpu().double() - want.double()).abs() / (1 + want.double().abs())).max().item()
+                key = f"{str(dtype)[6:]}.{name}"
+                worst[key] = max(worst.get(key, 0.0), err)
+print(" ".join(sorted({r["kernel"] for r in rec.records if r["kernel"].startswith("conv2d")})))
+for k, v in worst.items():
+    print(k, v)
+"""
+
+
+@pytest.mark.parametrize("env", [{}, {"NPU_SIM_CONV_DNNL": "0"}], ids=["onednn", "tiled"])
+def test_conv2d_on_onednn_and_on_the_tiled_path(env):
+    """float32 / bfloat16 conv2d runs on oneDNN (image and channel slices per AI-core thread, grouped,
+    strided, dilated, transposed with bias); NPU_SIM_CONV_DNNL=0 keeps the tiled implicit-im2col path. Both
+    match float64 CPU results."""
+    from conftest import run_python
+    r = run_python(CONV_PATH_CASES, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    kernels = set(lines[0].split())
+    onednn = {"conv2d_forward_onednn", "conv2d_backward_input_onednn", "conv2d_backward_weight_onednn"}
+    if env:
+        assert not kernels & onednn, kernels
+    else:
+        assert onednn <= kernels, kernels
+        # the grouped weight gradient stays on the tiled path
+        assert "conv2d_backward_weight" in kernels, kernels
+    for line in lines[1:]:
+        key, err = line.split()
+        # float32: sums of up to ~300 terms; bfloat16: inputs exact, fp32 accumulation, one rounding (2^-8)
+        assert float(err) <= (5e-5 if key.startswith("float32") else 2.0 ** -8 * 1.1), line
+
+
 def test_conv3d_runs_through_the_recorded_cpu_fallback():
     x, w = rand(1, 2, 5, 5, 5), rand(3, 2, 3, 3, 3, seed=1)
     xn, wn = x.npu().requires_grad_(), w.npu().requires_grad_()
