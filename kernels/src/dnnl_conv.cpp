@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -88,7 +89,7 @@ SliceMem slice_mem(const Conv2dArgs& a, const Slice& s) {
   m.bp = nullptr;
   if (a.bias != nullptr) {
     const int64_t len = s.o, first = s.o0;  // forward bias: per output channel
-    m.bias = memory::desc({len}, dt, {a.bias_stride});
+    m.bias = memory::desc({len}, dt, Tag::a);  // oneDNN reads a dense bias: run_slice copies it so
     m.bp = static_cast<const char*>(a.bias) + first * a.bias_stride * es;
   }
   return m;
@@ -157,7 +158,7 @@ bool jit(const dnnl::primitive_desc_base& pd) {
 // A core thread's oneDNN stream and its scratch buffers (operands in oneDNN's layouts, the scratchpad).
 struct CoreThreadConv {
   dnnl::stream stream;
-  std::vector<unsigned char> buf[4];
+  std::vector<unsigned char> buf[5];
   CoreThreadConv() : stream(engine()) { omp_set_num_threads(1); }
   void* take(int i, std::size_t bytes) {
     if (buf[i].size() < bytes) buf[i].resize(bytes);
@@ -202,7 +203,13 @@ void run_slice(ConvPass pass, const Conv2dArgs& a, const Slice& s) {
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, staged_in(t, 0, m.x, m.xp, pd.src_desc())},
                                          {DNNL_ARG_WEIGHTS, staged_in(t, 1, m.w, m.wp, pd.weights_desc())},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(t, pd.scratchpad_desc())}};
-    if (m.bp != nullptr) args.emplace(DNNL_ARG_BIAS, memory(m.bias, engine(), const_cast<void*>(m.bp)));
+    if (m.bp != nullptr) {  // the bias slice, dense (oneDNN's kernels ignore a 1-D stride: 0 and 2 read wrong)
+      const std::size_t es = a.dtype == DType::kBFloat16 ? 2 : 4;
+      auto* dense = static_cast<unsigned char*>(t.take(4, static_cast<std::size_t>(s.o) * es));
+      for (int64_t i = 0; i < s.o; ++i)
+        std::memcpy(dense + i * es, static_cast<const unsigned char*>(m.bp) + i * a.bias_stride * es, es);
+      args.emplace(DNNL_ARG_BIAS, memory(m.bias, engine(), dense));
+    }
     memory dst = result_mem(t, 2, m.y, m.yp, pd.dst_desc());
     args.emplace(DNNL_ARG_DST, dst);
     dnnl::convolution_forward(pd).execute(t.stream, args);

@@ -254,6 +254,25 @@ npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDe
 
 namespace {
 constexpr int64_t kTile = 64;  // outputs reduced together along a contiguous kept dim
+
+// The copy-in of a 16-bit row: widened to float into slot `slot` (n floats each) of the core's Unified
+// Buffer, so the row statistics run on the vectorised float loops. Null when `slots` rows of n floats do
+// not fit the UB (the caller keeps its per-element loop) or for float rows (read in place).
+template <typename T>
+const float* widen_row(const npu_sim::BlockContext& ctx, int slot, int slots, const T* src, int64_t n) {
+  if constexpr (!is_reduced_float_v<T>) {
+    return nullptr;
+  } else {
+    if (static_cast<std::size_t>(slots * n) * sizeof(float) > ctx.ub_bytes) return nullptr;
+    float* dst = static_cast<float*>(ctx.ub) + slot * n;
+    if constexpr (std::is_same_v<T, Half>) {
+      detail::half_row_to_float(dst, reinterpret_cast<const uint16_t*>(src), n);
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);  // a shift: vectorises
+    }
+    return dst;
+  }
+}
 }  // namespace
 
 npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
@@ -279,9 +298,11 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
         const T* x = static_cast<const T*>(d.x) + r * d.N;
         T* y = static_cast<T*>(d.y) + r * d.N;
         A mean, m2;
-        if constexpr (std::is_same_v<T, float>) {  // vectorised row statistics
-          mean = d.N > 0 ? lane_sum(x, d.N) / static_cast<A>(d.N) : A(0);
-          m2 = lane_sqdev(x, d.N, mean);
+        const float* xf = nullptr;  // the row as float: in place, or widened into the UB
+        if constexpr (std::is_same_v<T, float>) xf = x; else xf = widen_row(ctx, 0, 1, x, d.N);
+        if (xf != nullptr) {  // vectorised row statistics
+          mean = d.N > 0 ? lane_sum(xf, d.N) / static_cast<A>(d.N) : A(0);
+          m2 = lane_sqdev(xf, d.N, static_cast<float>(mean));
         } else {
           A sum = 0;
           for (int64_t i = 0; i < d.N; ++i) sum += ld(x + i);
@@ -294,16 +315,19 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
         }
         const A var = d.N > 0 ? m2 / static_cast<A>(d.N) : A(0);
         const A rstd = A(1) / std::sqrt(var + static_cast<A>(d.eps));
-        if (w && bias) {
-          for (int64_t i = 0; i < d.N; ++i) y[i] = convert<T>((ld(x + i) - mean) * rstd * ld(w + i) + ld(bias + i));
-        } else {
-          for (int64_t i = 0; i < d.N; ++i) {
-            A v = (ld(x + i) - mean) * rstd;
-            if (w) v *= ld(w + i);
-            if (bias) v += ld(bias + i);
-            y[i] = convert<T>(v);
+        auto normalise = [&](const auto* src) {
+          if (w && bias) {
+            for (int64_t i = 0; i < d.N; ++i) y[i] = convert<T>((ld(src + i) - mean) * rstd * ld(w + i) + ld(bias + i));
+          } else {
+            for (int64_t i = 0; i < d.N; ++i) {
+              A v = (ld(src + i) - mean) * rstd;
+              if (w) v *= ld(w + i);
+              if (bias) v += ld(bias + i);
+              y[i] = convert<T>(v);
+            }
           }
-        }
+        };
+        if (xf != nullptr) normalise(xf); else normalise(x);
         if (d.mean) static_cast<T*>(d.mean)[r] = convert<T>(mean);
         if (d.rstd) static_cast<T*>(d.rstd)[r] = convert<T>(rstd);
       }
@@ -348,6 +372,18 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
             const A sgx = (lane_dot(g, x, d.N) - mean * sg) * rstd;
             const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
             for (int64_t i = 0; i < d.N; ++i) dx[i] = rstd * (g[i] - k1 - (x[i] - mean) * k2);
+          } else if (const float* xf = widen_row(ctx, 0, 3, x, d.N)) {  // 16-bit rows widened into the UB
+            const float* dyf = widen_row(ctx, 1, 3, dy, d.N);
+            float* g = static_cast<float*>(ctx.ub) + 2 * d.N;
+            if (w) {
+              for (int64_t i = 0; i < d.N; ++i) g[i] = dyf[i] * ld(w + i);
+            } else {
+              std::memcpy(g, dyf, static_cast<std::size_t>(d.N) * sizeof(float));
+            }
+            const A sg = lane_sum(g, d.N);
+            const A sgx = (lane_dot(g, xf, d.N) - mean * sg) * rstd;
+            const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
+            for (int64_t i = 0; i < d.N; ++i) dx[i] = convert<T>(rstd * (g[i] - k1 - (xf[i] - mean) * k2));
           } else {
             A sg = 0, sgx = 0;
             for (int64_t i = 0; i < d.N; ++i) {

@@ -62,6 +62,20 @@ inline void store(void* base, int64_t off, A v) {
 
 // ---- reducers: S state; init(); run(S&, p, n, stride, r0); merge(S&, const S&); write(...) ----
 
+// Sum of n contiguous values in 8 accumulator lanes (vectorisable), in acc_t.
+template <typename T>
+inline acc_t<T> sum_lanes(const T* q, int64_t m) {
+  using A = acc_t<T>;
+  A lanes[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= m; i += 8) {
+    for (int j = 0; j < 8; ++j) lanes[j] += ld(q + i + j);
+  }
+  A t = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (; i < m; ++i) t += ld(q + i);
+  return t;
+}
+
 template <typename T, bool kMean>
 struct SumR {
   using A = acc_t<T>;
@@ -69,19 +83,19 @@ struct SumR {
   S init() const { return A(0); }
   void run(S& s, const T* p, int64_t n, int64_t stride, int64_t) const {
     if (stride == 1) {
-      // 8 lanes (vectorisable), summed per 2048-element chunk into the state (bounded rounding growth)
+      // 8 lanes (vectorisable), summed per 2048-element chunk into the state (bounded rounding growth);
+      // fp16 chunks are first widened in registers-sized runs (F16C) into a stack buffer, since the
+      // compiler will not vectorise the per-element conversion inside the sum.
       constexpr int64_t kChunk = 2048;
       for (int64_t c = 0; c < n; c += kChunk) {
         const int64_t m = std::min(kChunk, n - c);
-        const T* q = p + c;
-        A lanes[8] = {};
-        int64_t i = 0;
-        for (; i + 8 <= m; i += 8) {
-          for (int j = 0; j < 8; ++j) lanes[j] += ld(q + i + j);
+        if constexpr (std::is_same_v<T, Half>) {
+          float wide[kChunk];
+          detail::half_row_to_float(wide, reinterpret_cast<const uint16_t*>(p + c), m);
+          s += sum_lanes(wide, m);
+        } else {
+          s += sum_lanes(p + c, m);
         }
-        A t = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-        for (; i < m; ++i) t += ld(q + i);
-        s += t;
       }
     } else {
       for (int64_t i = 0; i < n; ++i) s += ld(p + i * stride);
