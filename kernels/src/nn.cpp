@@ -150,7 +150,10 @@ template <typename In, typename Out>
 void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>* buf) {
   using A = acc_t<In>;
   A* e = buf + n;
-  if (s == 1) {
+  if constexpr (is_reduced_float_v<In>) {
+    if (s == 1) detail::row_to_float(buf, x, n);
+    else for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
+  } else if (s == 1) {
     for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i);
   } else {
     for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
@@ -167,8 +170,9 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
     const A inv = A(1) / sum;
     for (int64_t i = 0; i < n; ++i) e[i] = e[i] * inv;
   }
-  if constexpr (std::is_same_v<Out, Half>) {
-    for (int64_t i = 0; i < n; ++i) y[i * s].bits = detail::float_to_half_bits(e[i]);
+  if constexpr (is_reduced_float_v<Out>) {
+    if (s == 1) detail::float_row_to(y, e, n);
+    else for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
   } else if (s == 1) {
     for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(e[i]);
   } else {
@@ -226,9 +230,17 @@ npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDe
                           std::vector<A> gb(static_cast<size_t>(d.n)), yb(static_cast<size_t>(d.n));
                           for (int64_t l = b; l < e; ++l) {
                             const int64_t off = (l / d.inner) * d.n * d.inner + l % d.inner;
-                            for (int64_t k = 0; k < d.n; ++k) {
-                              gb[k] = ld(g + off + k * s);
-                              yb[k] = ld(y + off + k * s);
+                            if constexpr (is_reduced_float_v<G>) {
+                              if (s == 1) {
+                                detail::row_to_float(gb.data(), g + off, d.n);
+                                detail::row_to_float(yb.data(), y + off, d.n);
+                              }
+                            }
+                            if (!is_reduced_float_v<G> || s != 1) {
+                              for (int64_t k = 0; k < d.n; ++k) {
+                                gb[k] = ld(g + off + k * s);
+                                yb[k] = ld(y + off + k * s);
+                              }
                             }
                             A* G_ = gb.data();
                             A* Y_ = yb.data();
@@ -239,6 +251,12 @@ npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDe
                               for (int64_t k = 0; k < d.n; ++k) G_[k] *= Y_[k];
                               const A acc = lane_sum(G_, d.n);
                               for (int64_t k = 0; k < d.n; ++k) Y_[k] = G_[k] - Y_[k] * acc;
+                            }
+                            if constexpr (is_reduced_float_v<Out>) {
+                              if (s == 1) {
+                                detail::float_row_to(gi + off, Y_, d.n);
+                                continue;
+                              }
                             }
                             for (int64_t k = 0; k < d.n; ++k) gi[off + k * s] = convert<Out>(Y_[k]);
                           }
@@ -265,11 +283,7 @@ const float* widen_row(const npu_sim::BlockContext& ctx, int slot, int slots, co
   } else {
     if (static_cast<std::size_t>(slots * n) * sizeof(float) > ctx.ub_bytes) return nullptr;
     float* dst = static_cast<float*>(ctx.ub) + slot * n;
-    if constexpr (std::is_same_v<T, Half>) {
-      detail::half_row_to_float(dst, reinterpret_cast<const uint16_t*>(src), n);
-    } else {
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);  // a shift: vectorises
-    }
+    detail::row_to_float(dst, src, n);
     return dst;
   }
 }
@@ -299,7 +313,7 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
         T* y = static_cast<T*>(d.y) + r * d.N;
         A mean, m2;
         const float* xf = nullptr;  // the row as float: in place, or widened into the UB
-        if constexpr (std::is_same_v<T, float>) xf = x; else xf = widen_row(ctx, 0, 1, x, d.N);
+        if constexpr (std::is_same_v<T, float>) xf = x; else xf = widen_row(ctx, 0, 2, x, d.N);
         if (xf != nullptr) {  // vectorised row statistics
           mean = d.N > 0 ? lane_sum(xf, d.N) / static_cast<A>(d.N) : A(0);
           m2 = lane_sqdev(xf, d.N, static_cast<float>(mean));
@@ -315,19 +329,31 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
         }
         const A var = d.N > 0 ? m2 / static_cast<A>(d.N) : A(0);
         const A rstd = A(1) / std::sqrt(var + static_cast<A>(d.eps));
-        auto normalise = [&](const auto* src) {
+        auto normalise = [&](const auto* src, auto* dst) {
+          using D = std::remove_pointer_t<decltype(dst)>;
+          // one loop per affine case: a test per element kept GCC from vectorising (fp16 without a weight ran
+          // 5x slower than with one)
           if (w && bias) {
-            for (int64_t i = 0; i < d.N; ++i) y[i] = convert<T>((ld(src + i) - mean) * rstd * ld(w + i) + ld(bias + i));
+            for (int64_t i = 0; i < d.N; ++i) dst[i] = convert<D>((ld(src + i) - mean) * rstd * ld(w + i) + ld(bias + i));
+          } else if (w) {
+            for (int64_t i = 0; i < d.N; ++i) dst[i] = convert<D>((ld(src + i) - mean) * rstd * ld(w + i));
+          } else if (bias) {
+            for (int64_t i = 0; i < d.N; ++i) dst[i] = convert<D>((ld(src + i) - mean) * rstd + ld(bias + i));
           } else {
-            for (int64_t i = 0; i < d.N; ++i) {
-              A v = (ld(src + i) - mean) * rstd;
-              if (w) v *= ld(w + i);
-              if (bias) v += ld(bias + i);
-              y[i] = convert<T>(v);
-            }
+            for (int64_t i = 0; i < d.N; ++i) dst[i] = convert<D>((ld(src + i) - mean) * rstd);
           }
         };
-        if (xf != nullptr) normalise(xf); else normalise(x);
+        if constexpr (is_reduced_float_v<T>) {
+          if (xf != nullptr) {  // normalise into the UB in float, copy out rounding once
+            float* yf = static_cast<float*>(ctx.ub) + d.N;
+            normalise(xf, yf);
+            detail::float_row_to(y, yf, d.N);
+          } else {
+            normalise(x, y);
+          }
+        } else {
+          normalise(x, y);
+        }
         if (d.mean) static_cast<T*>(d.mean)[r] = convert<T>(mean);
         if (d.rstd) static_cast<T*>(d.rstd)[r] = convert<T>(rstd);
       }
@@ -383,7 +409,8 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
             const A sg = lane_sum(g, d.N);
             const A sgx = (lane_dot(g, xf, d.N) - mean * sg) * rstd;
             const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
-            for (int64_t i = 0; i < d.N; ++i) dx[i] = convert<T>(rstd * (g[i] - k1 - (xf[i] - mean) * k2));
+            for (int64_t i = 0; i < d.N; ++i) g[i] = rstd * (g[i] - k1 - (xf[i] - mean) * k2);
+            if constexpr (is_reduced_float_v<T>) detail::float_row_to(dx, g, d.N);  // copy-out, rounding once
           } else {
             A sg = 0, sgx = 0;
             for (int64_t i = 0; i < d.N; ++i) {

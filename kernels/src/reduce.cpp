@@ -62,16 +62,20 @@ inline void store(void* base, int64_t off, A v) {
 
 // ---- reducers: S state; init(); run(S&, p, n, stride, r0); merge(S&, const S&); write(...) ----
 
-// Sum of n contiguous values in 8 accumulator lanes (vectorisable), in acc_t.
+// Sum of n contiguous values in 32 accumulator lanes, in acc_t: vectorisable, and four independent vector
+// adds per step (one 8-lane chain was bound by the add latency: fp16 sum 16M 3.7 -> ms, see benchmarks.md).
 template <typename T>
 inline acc_t<T> sum_lanes(const T* q, int64_t m) {
   using A = acc_t<T>;
-  A lanes[8] = {};
+  constexpr int kLanes = 32;
+  A lanes[kLanes] = {};
   int64_t i = 0;
-  for (; i + 8 <= m; i += 8) {
-    for (int j = 0; j < 8; ++j) lanes[j] += ld(q + i + j);
+  for (; i + kLanes <= m; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] += ld(q + i + j);
   }
-  A t = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  for (int w = kLanes / 2; w >= 1; w /= 2)  // pairwise
+    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  A t = lanes[0];
   for (; i < m; ++i) t += ld(q + i);
   return t;
 }

@@ -323,6 +323,17 @@ TEST(KernelsGemm, FastHalfConversionsMatchHalf) {
     if (std::isnan(f)) continue;
     ASSERT_EQ(npu_kernels::detail::float_to_half_bits(f), Half(f).bits) << f;
   }
+  // the row copy-out (F16C where the CPU has it), NaN included: it must stay a NaN
+  values.push_back(std::numeric_limits<float>::quiet_NaN());
+  std::vector<uint16_t> narrowed(values.size());
+  npu_kernels::detail::float_row_to_half(narrowed.data(), values.data(), static_cast<int64_t>(values.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (std::isnan(values[i])) {
+      ASSERT_TRUE(std::isnan(npu_kernels::detail::half_bits_to_float(narrowed[i]))) << i;
+    } else {
+      ASSERT_EQ(narrowed[i], Half(values[i]).bits) << values[i];
+    }
+  }
   EXPECT_TRUE(std::isnan(npu_kernels::detail::half_bits_to_float(
       npu_kernels::detail::float_to_half_bits(std::numeric_limits<float>::quiet_NaN()))));
 }
