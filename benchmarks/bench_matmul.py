@@ -2,8 +2,9 @@
 Prints times, ratio npu/cpu (lower is better; goals: <= 1.15 for fp32 GEMM, <= 1.0 for bf16 GEMM and for
 conv2d fp32 / bf16), GFLOP/s and % of the machine's per-core peak as benchmarks/cpp/bench_peak measures it
 (fp32 FMA, bf16 dot product); fp16 GEMM against npu fp32 and CPU autocast bf16 (CPU eager fp16 matmul has no
-fast kernel without AVX512-FP16: 1 GFLOP/s here); the npu GEMM with its portable micro-kernel instead of
-OpenBLAS (NPU_SIM_GEMM_BLAS=0, run in a subprocess) to show why the Cube unit calls a BLAS. Asserts nothing.
+fast kernel without AVX512-FP16: 1 GFLOP/s here); fp32 GEMM on oneDNN against OpenBLAS (NPU_SIM_GEMM_DNNL=0)
+and our portable micro-kernel (NPU_SIM_GEMM_BLAS=0 too), in subprocesses, to show why the Cube calls a library.
+Asserts nothing.
 Run: python benchmarks/bench_matmul.py [--quick]"""
 import os
 import sys
@@ -114,8 +115,8 @@ def main():
     peaks = measured_peaks()
     kernels = torch_npu_sim._C._cube_kernels()
     print(f"torch {torch.__version__}; CPU eager: MKL/oneDNN with {torch.get_num_threads()} threads; npu: "
-          f"{core_threads} AI-core threads (NPU_SIM_CORE_THREADS), one library call per slice; fp32 Cube: "
-          f"{kernels['float32']}; bf16 Cube: {kernels['bfloat16']}; measured peak per core: fp32 "
+          f"{core_threads} AI-core threads (NPU_SIM_CORE_THREADS), one library call per slice; fp32/bf16 GEMM and "
+          f"conv: {kernels['direct']}; UB panels: {kernels['panels']}; measured peak per core: fp32 "
           f"{peaks['float32']:.0f}, bf16 {peaks['bfloat16']:.0f} GFLOP/s (benchmarks/cpp/bench_peak)")
     header = ["dtype", "n", "cpu ms", "npu ms", "npu/cpu", "cpu GFLOP/s", "npu GFLOP/s", "npu % peak"]
     print_table("Square GEMM torch.mm, npu vs CPU eager in the same dtype", header,
@@ -127,15 +128,21 @@ def main():
     print_table("conv2d (padding 1), npu vs CPU eager (oneDNN) in the same dtype",
                 ["dtype", "shape", "cpu fwd ms", "npu fwd ms", "npu/cpu", "npu fwd GFLOP/s", "cpu fwd+bwd ms",
                  "npu fwd+bwd ms", "npu/cpu"], conv_rows(repeat))
-    blas = {}
+    onednn = {}
     for n in (256, 512, 1024):
         a, b = torch.randn(n, n).npu(), torch.randn(n, n).npu()
-        blas[n] = timed(lambda: torch.mm(a, b), 3)
-    own = {int(n): float(t) for n, t in (line.split() for line in
-                                          run_python(OWN_MICRO, env={"NPU_SIM_GEMM_BLAS": "0"}).split("\n") if line)}
-    print_table("Cube micro-kernel: OpenBLAS vs our portable loop (fp32 torch.mm on npu)",
-                ["n", "OpenBLAS ms", "portable ms", "portable/OpenBLAS"],
-                [(n, f"{blas[n] * 1e3:.2f}", f"{own[n] * 1e3:.2f}", f"{own[n] / blas[n]:.1f}") for n in blas])
+        onednn[n] = timed(lambda: torch.mm(a, b), 3)
+
+    def times(env):
+        return {int(n): float(t) for n, t in (line.split() for line in run_python(OWN_MICRO, env=env).split("\n") if line)}
+
+    blas = times({"NPU_SIM_GEMM_DNNL": "0"})
+    own = times({"NPU_SIM_GEMM_DNNL": "0", "NPU_SIM_GEMM_BLAS": "0"})
+    print_table("fp32 torch.mm on npu: oneDNN (default) vs OpenBLAS (NPU_SIM_GEMM_DNNL=0) vs our portable loop "
+                "(and NPU_SIM_GEMM_BLAS=0)",
+                ["n", "oneDNN ms", "OpenBLAS ms", "portable ms", "OpenBLAS/oneDNN", "portable/oneDNN"],
+                [(n, f"{onednn[n] * 1e3:.2f}", f"{blas[n] * 1e3:.2f}", f"{own[n] * 1e3:.2f}",
+                  f"{blas[n] / onednn[n]:.2f}", f"{own[n] / onednn[n]:.1f}") for n in onednn])
 
 
 if __name__ == "__main__":

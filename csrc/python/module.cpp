@@ -254,10 +254,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fallback_ops", &fallback_ops);
   m.def("_reset_fallback_ops", &reset_fallback_ops);
   m.def("_runtime_counters", &runtime_counters);
-  // Which library multiplies on the Cube unit: fp32/fp64 panels (OpenBLAS or the portable loop) and bf16.
+  // Which library multiplies on the Cube unit: the direct path's (float32, bfloat16, convolution) and the
+  // micro-kernel of the UB panels (float64, staged 16-bit, the tile layer).
   m.def("_cube_kernels", [] {
-    return std::map<std::string, std::string>{{"float32", npu_kernels::gemm_micro_kernel_name()},
-                                              {"bfloat16", npu_kernels::gemm_bf16_kernel_name()}};
+    return std::map<std::string, std::string>{{"direct", npu_kernels::gemm_library_name()},
+                                              {"panels", npu_kernels::gemm_micro_kernel_name()}};
   });
   m.def("_reset_runtime_counters", [] { npu_sim::reset_counters(); });
   m.def("_set_launch_recording", [](bool on, std::size_t capacity) {

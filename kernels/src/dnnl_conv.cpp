@@ -253,7 +253,7 @@ void add_channel_bias(const Conv2dArgs& a, const Slice& s) {
 bool enabled() {
   static const bool on = [] {
     const char* off = std::getenv("NPU_SIM_CONV_DNNL");
-    return dnnl_bf16_ready() && !(off != nullptr && std::string(off) == "0");
+    return dnnl_ready() && !(off != nullptr && std::string(off) == "0");
   }();
   return on;
 }

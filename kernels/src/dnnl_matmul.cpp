@@ -1,5 +1,6 @@
-// The Cube unit's 16-bit matmul on oneDNN: bf16 x bf16 with fp32 accumulation, rounded once to bf16
-// (what an NPU Cube does), on the CPU's AVX512-BF16 / AMX units through oneDNN's brgemm kernels.
+// The Cube unit's matmul on oneDNN: bf16 x bf16 with fp32 accumulation, rounded once to bf16 (what an NPU
+// Cube does), on the CPU's AVX512-BF16 / AMX units through oneDNN's brgemm kernels; and fp32, where oneDNN's
+// brgemm beat OpenBLAS by 5-13% (square 256-2048 and the GPT-mini's shapes, one thread each).
 //
 // Why oneDNN (benchmarks/bench_matmul.py, docs/benchmarks.md): it is the library PyTorch's own CPU bf16
 // path calls, its JIT picks the machine's matrix instructions at run time, and on a 2-core Zen 4 it runs
@@ -11,7 +12,7 @@
 // primitive cache (~3-9 us a lookup); each core thread keeps its own oneDNN stream and scratchpad
 // (user-managed scratchpad, so no state is shared between concurrent executions).
 // NPU_SIM_GEMM_DNNL=0, a build without oneDNN, or a CPU on which oneDNN only has its reference kernel
-// leave bf16 on the staged path (dnnl_bf16_ready() is false).
+// (dnnl_ready() false) leave bf16 on the staged path and fp32 on OpenBLAS.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -35,17 +36,18 @@ using dnnl::memory;
 
 struct DnnlState {
   bool ready = false;
-  std::string name = "staged (bf16 widened into fp32 UB panels)";
+  std::string name = "none";
   dnnl::engine engine;
 };
 
-memory::desc matrix_desc(int64_t rows, int64_t cols, bool trans, int64_t ld) {
+memory::desc matrix_desc(memory::data_type dt, int64_t rows, int64_t cols, bool trans, int64_t ld) {
   // Row-major with leading dimension ld, or its transpose (column-major storage of op(X)).
-  return memory::desc({rows, cols}, memory::data_type::bf16, trans ? memory::dims{1, ld} : memory::dims{ld, 1});
+  return memory::desc({rows, cols}, dt, trans ? memory::dims{1, ld} : memory::dims{ld, 1});
 }
 
-dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& eng, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                                       float alpha, int64_t lda, int64_t ldb, float beta, int64_t ldc) {
+dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& eng, memory::data_type dt, bool ta, bool tb, int64_t m,
+                                       int64_t n, int64_t k, float alpha, int64_t lda, int64_t ldb, float beta,
+                                       int64_t ldc) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -54,7 +56,8 @@ dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& eng, bool ta, bool tb
     po.append_sum(beta);
     attr.set_post_ops(po);
   }
-  const dnnl::matmul::desc d(matrix_desc(m, k, ta, lda), matrix_desc(k, n, tb, ldb), matrix_desc(m, n, false, ldc));
+  const dnnl::matmul::desc d(matrix_desc(dt, m, k, ta, lda), matrix_desc(dt, k, n, tb, ldb),
+                             matrix_desc(dt, m, n, false, ldc));
   return dnnl::matmul::primitive_desc(d, attr, eng);
 }
 
@@ -67,7 +70,8 @@ const DnnlState& state() {
       s.engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
       // A probe shape: a JIT implementation ("brg:...", "gemm:jit...") serves bf16 on this CPU, not only
       // the reference loop (a CPU without AVX-512 may get that one; the staged path is faster then).
-      const std::string impl = matmul_pd(s.engine, false, false, 64, 64, 64, 1.0f, 64, 64, 0.0f, 64).impl_info_str();
+      const std::string impl =
+          matmul_pd(s.engine, memory::data_type::bf16, false, false, 64, 64, 64, 1.0f, 64, 64, 0.0f, 64).impl_info_str();
       if (impl.find("ref") != std::string::npos) return s;
       const dnnl_version_t* v = dnnl_version();
       s.name = "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
@@ -91,40 +95,56 @@ struct CoreThreadDnnl {
 
 }  // namespace
 
-bool dnnl_bf16_ready() { return state().ready; }
-const char* dnnl_bf16_name() { return state().name.c_str(); }
+bool dnnl_ready() { return state().ready; }
+const char* dnnl_name() { return state().name.c_str(); }
 
-void dnnl_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
-                    int64_t lda, const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc) {
+namespace {
+void dnnl_gemm(memory::data_type dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc) {
   const DnnlState& s = state();
   thread_local CoreThreadDnnl local(s.engine);
-  const auto pd = matmul_pd(s.engine, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc);
+  const auto pd = matmul_pd(s.engine, dt, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc);
   const dnnl::matmul prim(pd);  // from oneDNN's primitive cache after the first call of a shape
   const memory::desc sd = pd.scratchpad_desc();
   if (local.scratch.size() < sd.get_size()) local.scratch.resize(sd.get_size());
   const dnnl::engine& eng = s.engine;
-  memory ma(pd.src_desc(), eng, const_cast<BFloat16*>(a));
-  memory mb(pd.weights_desc(), eng, const_cast<BFloat16*>(b));
+  memory ma(pd.src_desc(), eng, const_cast<void*>(a));
+  memory mb(pd.weights_desc(), eng, const_cast<void*>(b));
   memory mc(pd.dst_desc(), eng, c);
   memory ms(sd, eng, local.scratch.data());
   prim.execute(local.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
                               {DNNL_ARG_SCRATCHPAD, ms}});
   local.stream.wait();
 }
+}  // namespace
+
+void dnnl_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
+                    int64_t lda, const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc) {
+  dnnl_gemm(memory::data_type::bf16, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  dnnl_gemm(memory::data_type::f32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
 
 #else  // built without oneDNN
 
-bool dnnl_bf16_ready() { return false; }
-const char* dnnl_bf16_name() { return "staged (bf16 widened into fp32 UB panels)"; }
+bool dnnl_ready() { return false; }
+const char* dnnl_name() { return "none"; }
 void dnnl_gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const BFloat16*, int64_t, const BFloat16*, int64_t,
                     float, BFloat16*, int64_t) {
-  std::abort();  // unreachable: callers check dnnl_bf16_ready()
+  std::abort();  // unreachable: callers check dnnl_ready()
+}
+void dnnl_gemm_f32(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
+                   float*, int64_t) {
+  std::abort();
 }
 
 #endif
 
 }  // namespace detail
 
-const char* gemm_bf16_kernel_name() { return detail::dnnl_bf16_name(); }
+const char* gemm_library_name() { return detail::dnnl_name(); }
 
 }  // namespace npu_kernels

@@ -76,11 +76,12 @@ bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasLayout*
   return false;
 }
 
-// A GEMM whose operands the library can address in place (fp32/fp64: OpenBLAS; bf16: oneDNN, fp32
-// accumulation rounded once): no UB staging. Each unit is one library call on a (batch, M or N slice) of
-// C, two slices per core thread for BLAS (so a thread that starts late still finds work; four made the
+// A GEMM whose operands the library can address in place (fp32 and bf16: oneDNN, bf16 accumulating in fp32
+// and rounding once; fp64, and fp32 without oneDNN: OpenBLAS): no UB staging. Each unit is one library call on a (batch, M or N slice) of
+// C, two slices per core thread for OpenBLAS (so a thread that starts late still finds work; four made the
 // GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms), one for oneDNN (its B
-// reorder costs more: 512^3 bf16 0.84 -> 0.61 ms), none narrower than 32; the libraries pack their own
+// reorder costs more: 512^3 bf16 0.84 -> 0.61 ms; fp32 on oneDNN beat OpenBLAS by 5-13% at 256-2048 and on the
+// GPT-mini's shapes), none narrower than 32; the libraries pack their own
 // panels (the Cube's L0 loads), so staging them in the UB first would only copy them twice.
 template <typename T>
 npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayout la, BlasLayout lb,
@@ -89,7 +90,8 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
   const int64_t len = split_m ? g.m : g.n;
   constexpr int64_t kMinSlice = 32;
   // oneDNN reorders its B panel into the VNNI layout per call: one slice per core thread for bf16.
-  constexpr int64_t kSlicesPerThread = std::is_same_v<T, BFloat16> ? 1 : 2;
+  const bool onednn = std::is_same_v<T, BFloat16> || (std::is_same_v<T, float> && dnnl_ready());
+  const int64_t kSlicesPerThread = onednn ? 1 : 2;
   const int64_t parts = std::max<int64_t>(
       1, std::min((kSlicesPerThread * int64_t{core_threads()} + g.batch - 1) / g.batch,
                   (len + kMinSlice - 1) / kMinSlice));
@@ -119,7 +121,15 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
       }
       const T* at = a + bi * g.a_batch_stride + i0 * g.a_row_stride;
       const T* bt = b + bi * g.b_batch_stride + j0 * g.b_col_stride;
-      if constexpr (std::is_same_v<T, BFloat16>) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (onednn) {
+          dnnl_gemm_f32(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
+                        static_cast<float>(g.beta), ct, lc.ld);
+        } else {
+          blas_gemm(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
+                    static_cast<float>(g.beta), ct, lc.ld);
+        }
+      } else if constexpr (std::is_same_v<T, BFloat16>) {
         dnnl_gemm_bf16(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
                        static_cast<float>(g.beta), ct, lc.ld);
       } else {
@@ -141,7 +151,9 @@ npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
   using Acc = acc_t<T>;
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, BFloat16>) {
     constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-    const bool library = std::is_same_v<T, BFloat16> ? dnnl_bf16_ready() : blas_loaded();
+    const bool library = std::is_same_v<T, double> ? blas_loaded()
+                         : std::is_same_v<T, float> ? dnnl_ready() || blas_loaded()
+                                                    : dnnl_ready();
     BlasLayout la, lb, lc;
     if (g.k > 0 && g.m <= kMaxInt && g.n <= kMaxInt && g.k <= kMaxInt && library &&
         blas_layout(g.m, g.k, g.a_row_stride, g.a_col_stride, &la) &&

@@ -41,12 +41,15 @@ template <typename T>  // float, double
 bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 bool blas_loaded();
-// bf16 on oneDNN (src/dnnl_matmul.cpp): c = alpha * op(a) @ op(b) + beta * c, fp32 accumulation rounded once,
-// same operand conventions as blas_gemm. Call only when dnnl_bf16_ready(); runs on the calling thread.
-bool dnnl_bf16_ready();
-const char* dnnl_bf16_name();
+// fp32 and bf16 on oneDNN (src/dnnl_matmul.cpp): c = alpha * op(a) @ op(b) + beta * c, bf16 accumulating in
+// fp32 and rounding once, same operand conventions as blas_gemm. Call only when dnnl_ready(); runs on the
+// calling thread.
+bool dnnl_ready();
+const char* dnnl_name();
 void dnnl_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
                     int64_t lda, const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc);
+void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 // The same, always done: BLAS when loaded, else a plain loop (for kernels whose panels are not packed).
 template <typename T>
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,

@@ -117,7 +117,7 @@ TEST(KernelsGemm, BFloat16) { for (const auto& c : kCases) run_case<BFloat16>(c)
 TEST(KernelsGemm, MicroKernelIsNamed) {
   const std::string name = npu_kernels::gemm_micro_kernel_name();
   EXPECT_FALSE(name.empty());
-  std::printf("micro-kernel: %s\nbf16: %s\n", name.c_str(), npu_kernels::gemm_bf16_kernel_name());
+  std::printf("micro-kernel: %s\ndirect (fp32, bf16): %s\n", name.c_str(), npu_kernels::gemm_library_name());
 }
 
 TEST(KernelsGemm, BroadcastCinAndStrideZero) {

@@ -115,7 +115,7 @@ refs = {
     "bmm": x.double() @ y.double(),
     "linear": a.double() @ b.double() + bias[0].double(),
 }
-print(torch_npu_sim._C._cube_kernels()["bfloat16"])
+print(torch_npu_sim._C._cube_kernels()["direct"])
 for name, out in outs.items():
     out = out.cpu()
     # fp32 accumulation rounded once: nearly every element is the exact product rounded to bf16 (a bf16
@@ -128,12 +128,13 @@ for name, out in outs.items():
 @pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL": "0"}], ids=["onednn", "staged"])
 def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
     """bf16 GEMMs run on oneDNN (installed by scripts/install.sh); NPU_SIM_GEMM_DNNL=0 forces the portable
-    staged path that CPUs without bf16 instructions take. Both accumulate in fp32 and round once."""
+    staged path that CPUs without bf16 instructions take (the "direct" library is then "none"). Both
+    accumulate in fp32 and round once."""
     from conftest import run_python
     r = run_python(BF16_CUBE_CASES, env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
-    assert lines[0].startswith("staged" if env else "onednn "), lines[0]
+    assert lines[0] == "none" if env else lines[0].startswith("onednn "), lines[0]
     for line in lines[1:]:
         name, exact, err = line.split()
         assert float(exact) >= 0.97, line

@@ -35,10 +35,11 @@ npu_sim::Status gemm(npu_sim::Stream stream, const GemmArgs& args);
 // Which micro-kernel multiplies the packed panels: "openblas-threaded(1) (<core>)" or "own" (the portable
 // loop, used when OpenBLAS cannot be loaded or NPU_SIM_GEMM_BLAS=0).
 const char* gemm_micro_kernel_name();
-// What multiplies bfloat16 GEMMs whose operands have a unit stride: "onednn <version> <implementation>" (fp32
-// accumulation on the CPU's AVX512-BF16 / AMX units), or "staged ..." (the tiled path: bf16 widened into fp32
-// UB panels for the micro-kernel above), used without oneDNN, with NPU_SIM_GEMM_DNNL=0, or where oneDNN has
-// only its reference kernel.
-const char* gemm_bf16_kernel_name();
+// The library of the direct GEMM path (operands with a unit stride) in float32 and bfloat16, and of
+// convolution: "onednn <version> <bf16 implementation>" (bf16 accumulating in fp32 on the CPU's
+// AVX512-BF16 / AMX units), or "none" without oneDNN, with NPU_SIM_GEMM_DNNL=0, or where oneDNN has only its
+// reference kernel: float32 then calls OpenBLAS, bfloat16 takes the staged path (widened into fp32 UB
+// panels for the micro-kernel above).
+const char* gemm_library_name();
 
 }  // namespace npu_kernels
