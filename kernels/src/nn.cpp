@@ -60,40 +60,61 @@ inline A lane_max(const A* v, int64_t n) {
   return m;
 }
 
-// fp32 specialisations with 4-wide vector extensions (the scalar-lane form above is not vectorised by
-// GCC's SLP pass); two accumulators hide the add latency.
-typedef float v4sf __attribute__((vector_size(16)));
+// fp32 specialisations with 16-wide vector extensions (the scalar-lane form above is not vectorised by
+// GCC's SLP pass; AVX-512 builds get one zmm op per vector, others the same code in narrower pieces); four
+// accumulators hide the add latency (two 4-wide ones left fp32/fp16 softmax bound by it).
+typedef float v16sf __attribute__((vector_size(64)));
+
+inline v16sf load16(const float* p) {
+  v16sf x;
+  std::memcpy(&x, p, sizeof(x));
+  return x;
+}
+inline float hsum16(v16sf a) {
+  float t[16];
+  std::memcpy(t, &a, sizeof(t));
+  for (int w = 8; w >= 1; w /= 2)
+    for (int j = 0; j < w; ++j) t[j] += t[j + w];
+  return t[0];
+}
+
+// Sums f(i) for i in [0, n) over 16-lane blocks (f returns the block at i) in four accumulators, then the
+// scalar tail with g(i).
+template <typename F, typename G>
+inline float lane_reduce_sum(int64_t n, F&& f, G&& g) {
+  v16sf a0 = {}, a1 = {}, a2 = {}, a3 = {};
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    a0 += f(i);
+    a1 += f(i + 16);
+    a2 += f(i + 32);
+    a3 += f(i + 48);
+  }
+  for (; i + 16 <= n; i += 16) a0 += f(i);
+  float t = hsum16((a0 + a1) + (a2 + a3));
+  for (; i < n; ++i) t += g(i);
+  return t;
+}
+
 template <>
 inline float lane_sum<float>(const float* v, int64_t n) {
-  v4sf a = {0, 0, 0, 0}, b = a;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4sf x, y;
-    std::memcpy(&x, v + i, 16);
-    std::memcpy(&y, v + i + 4, 16);
-    a += x;
-    b += y;
-  }
-  a += b;
-  float t = (a[0] + a[1]) + (a[2] + a[3]);
-  for (; i < n; ++i) t += v[i];
-  return t;
+  return lane_reduce_sum(n, [v](int64_t i) { return load16(v + i); }, [v](int64_t i) { return v[i]; });
 }
 template <>
 inline float lane_max<float>(const float* v, int64_t n) {
   const float ninf = -std::numeric_limits<float>::infinity();
-  v4sf a = {ninf, ninf, ninf, ninf}, b = a;
+  v16sf a;
+  for (int j = 0; j < 16; ++j) a[j] = ninf;
+  v16sf b = a;
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4sf x, y;
-    std::memcpy(&x, v + i, 16);
-    std::memcpy(&y, v + i + 4, 16);
-    a = x > a ? x : a;
+  for (; i + 32 <= n; i += 32) {
+    const v16sf x = load16(v + i), y = load16(v + i + 16);
+    a = x > a ? x : a;  // a NaN never wins: skipped, as documented for lane_max
     b = y > b ? y : b;
   }
   a = b > a ? b : a;
   float m = a[0];
-  for (int j = 1; j < 4; ++j) m = a[j] > m ? a[j] : m;
+  for (int j = 1; j < 16; ++j) m = a[j] > m ? a[j] : m;
   for (; i < n; ++i) m = v[i] > m ? v[i] : m;
   return m;
 }
@@ -107,41 +128,19 @@ inline A lane_sqdev(const A* v, int64_t n, A mean) {
 }
 template <>
 inline float lane_sqdev<float>(const float* v, int64_t n, float mean) {
-  v4sf a = {0, 0, 0, 0}, b = a;
-  const v4sf mu = {mean, mean, mean, mean};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4sf x, y;
-    std::memcpy(&x, v + i, 16);
-    std::memcpy(&y, v + i + 4, 16);
-    x -= mu;
-    y -= mu;
-    a += x * x;
-    b += y * y;
-  }
-  a += b;
-  float t = (a[0] + a[1]) + (a[2] + a[3]);
-  for (; i < n; ++i) t += (v[i] - mean) * (v[i] - mean);
-  return t;
+  return lane_reduce_sum(
+      n,
+      [v, mean](int64_t i) {
+        const v16sf x = load16(v + i) - mean;
+        return x * x;
+      },
+      [v, mean](int64_t i) { return (v[i] - mean) * (v[i] - mean); });
 }
 
 // sum(a[i] * b[i]).
 inline float lane_dot(const float* a, const float* b, int64_t n) {
-  v4sf s0 = {0, 0, 0, 0}, s1 = s0;
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    v4sf x0, x1, y0, y1;
-    std::memcpy(&x0, a + i, 16);
-    std::memcpy(&x1, a + i + 4, 16);
-    std::memcpy(&y0, b + i, 16);
-    std::memcpy(&y1, b + i + 4, 16);
-    s0 += x0 * y0;
-    s1 += x1 * y1;
-  }
-  s0 += s1;
-  float t = (s0[0] + s0[1]) + (s0[2] + s0[3]);
-  for (; i < n; ++i) t += a[i] * b[i];
-  return t;
+  return lane_reduce_sum(n, [a, b](int64_t i) { return load16(a + i) * load16(b + i); },
+                         [a, b](int64_t i) { return a[i] * b[i]; });
 }
 
 // One line of n elements with element stride s; buf holds 2n accumulators. Loops over buf are
