@@ -1,10 +1,12 @@
 // Convolution on npu (registration + adapters, no math): convolution_overrideable and
 // convolution_backward_overrideable, which is how aten::_convolution / convolution_backward reach a
-// PrivateUse1 backend. conv1d arrives as 3-D tensors and runs as conv2d with H = 1; transposed
+// PrivateUse1 backend. conv1d arrives as 3-D tensors and runs as conv2d with H = 1; conv3d (5-D tensors)
+// runs on the kernels' oneDNN path where it serves the case, else as a recorded CPU fallback; transposed
 // convolution runs the backward-input kernel (and its backward the forward / weight kernels with roles
 // swapped). Kernels read any strides, so inputs are not made contiguous.
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/sum.h>
 #include <c10/core/DeviceGuard.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
@@ -114,7 +116,8 @@ void bias_grad_into(const at::Tensor& grad_bias, const at::Tensor& gy) {
   NPU_CHECK(npu_kernels::conv2d_backward_bias(stream_of(gy), a, grad_bias.data_ptr(), grad_bias.stride(0)));
 }
 
-// 3-D convolution has no Cube kernel yet: it runs on the CPU like any fallback op (warned and recorded).
+// 3-D convolution that the kernels' oneDNN path does not serve (float64, float16, grouped weight gradients, ...)
+// runs on the CPU like any fallback op (warned and recorded).
 at::Tensor convolution_3d_on_cpu(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
                                  bool transposed, at::IntArrayRef output_padding, int64_t groups) {
@@ -136,6 +139,73 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_3d_on_cpu(
   return {back(gx), back(gw), back(gb)};
 }
 
+// ---- 3-D: the kernels' oneDNN path; what it does not serve (kNotSupported) runs on the CPU as above ----
+
+std::array<int64_t, 3> three(at::IntArrayRef v, int64_t fill, const char* what) {
+  if (v.empty()) return {fill, fill, fill};
+  TORCH_CHECK(v.size() == 3 || v.size() == 1, "convolution: expected ", what, " to have 3 elements, got ", v);
+  return v.size() == 1 ? std::array<int64_t, 3>{v[0], v[0], v[0]} : std::array<int64_t, 3>{v[0], v[1], v[2]};
+}
+
+struct Params3d {
+  std::array<int64_t, 3> stride, padding, dilation, output_padding;
+  int64_t groups;
+};
+
+Params3d make_params3d(at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+                       at::IntArrayRef output_padding, int64_t groups) {
+  return {three(stride, 1, "stride"), three(padding, 0, "padding"), three(dilation, 1, "dilation"),
+          three(output_padding, 0, "output_padding"), groups};
+}
+
+// Forward-sense geometry: x (N, C, D, H, W) * w (O, C/g, KD, KH, KW) -> y (N, O, OD, OH, OW).
+npu_kernels::Conv3dArgs geometry3d(const at::Tensor& x, const at::Tensor& w, const at::Tensor& y, const Params3d& p,
+                                   const at::Tensor& bias = {}) {
+  npu_kernels::Conv3dArgs a;
+  a.dtype = static_cast<npu_kernels::DType>(x.scalar_type());
+  a.batch = x.size(0), a.in_channels = x.size(1), a.out_channels = y.size(1), a.groups = p.groups;
+  for (int i = 0; i < 3; ++i) {
+    a.in[i] = x.size(2 + i), a.out[i] = y.size(2 + i), a.kernel[i] = w.size(2 + i);
+    a.stride[i] = p.stride[i], a.pad[i] = p.padding[i], a.dilation[i] = p.dilation[i];
+  }
+  a.x = const_cast<void*>(x.const_data_ptr());
+  a.w = const_cast<void*>(w.const_data_ptr());
+  a.y = const_cast<void*>(y.const_data_ptr());
+  for (int i = 0; i < 5; ++i) a.x_strides[i] = x.stride(i), a.w_strides[i] = w.stride(i), a.y_strides[i] = y.stride(i);
+  a.bias = bias.defined() ? bias.const_data_ptr() : nullptr;
+  a.bias_stride = bias.defined() ? bias.stride(0) : 1;
+  const char* why = nullptr;
+  TORCH_CHECK(npu_kernels::conv3d_validate(a, &why) == npu_sim::Status::kSuccess, "convolution on npu: ", why,
+              " (input ", x.sizes(), ", weight ", w.sizes(), ", output ", y.sizes(), ")");
+  return a;
+}
+
+// True when the kernel took the pass; false (nothing enqueued) when the oneDNN path does not serve it.
+bool launched(npu_sim::Status st) {
+  if (st == npu_sim::Status::kNotSupported) return false;
+  NPU_CHECK(st);
+  return true;
+}
+
+// The 3-D forward (or transposed) convolution natively; an undefined tensor when the kernels cannot.
+at::Tensor convolution_3d(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, const Params3d& p,
+                          bool transposed) {
+  std::vector<int64_t> shape{x.size(0), transposed ? w.size(1) * p.groups : w.size(0)};
+  for (int i = 0; i < 3; ++i) {
+    const int64_t in = x.size(2 + i), k = w.size(2 + i);
+    shape.push_back(transposed ? (in - 1) * p.stride[i] - 2 * p.padding[i] + p.dilation[i] * (k - 1) + p.output_padding[i] + 1
+                               : (in + 2 * p.padding[i] - p.dilation[i] * (k - 1) - 1) / p.stride[i] + 1);
+    TORCH_CHECK(shape.back() >= 1, "convolution: calculated output size ", shape, " is too small for input ",
+                x.sizes(), " and weight ", w.sizes());
+  }
+  at::Tensor out = at::empty(shape, x.options());
+  if (out.numel() == 0 || x.numel() == 0) return x.numel() == 0 ? out.zero_() : out;
+  // The transposed conv's output is the forward-sense input; its input is the forward-sense output.
+  const bool ok = transposed ? launched(npu_kernels::conv3d_backward_input(stream_of(out), geometry3d(out, w, x, p, bias)))
+                             : launched(npu_kernels::conv3d_forward(stream_of(out), geometry3d(x, w, out, p, bias)));
+  return ok ? out : at::Tensor();
+}
+
 }  // namespace
 
 at::Tensor NF::convolution_overrideable(const at::Tensor& input_, const at::Tensor& weight_,
@@ -145,6 +215,11 @@ at::Tensor NF::convolution_overrideable(const at::Tensor& input_, const at::Tens
   const at::Tensor bias = bias_opt.value_or(at::Tensor());
   check_inputs("convolution", {{"input", &input_}, {"weight", &weight_}, {"bias", &bias}});
   if (input_.dim() == 5) {
+    TORCH_CHECK(weight_.dim() == 5, "convolution: expected weight to be 5-D, got ", weight_.sizes());
+    c10::DeviceGuard guard(input_.device());
+    at::Tensor out = convolution_3d(input_, weight_, bias, make_params3d(stride, padding, dilation, output_padding, groups),
+                                    transposed);
+    if (out.defined()) return out;
     return convolution_3d_on_cpu(input_, weight_, bias, stride, padding, dilation, transposed, output_padding, groups);
   }
   TORCH_CHECK(input_.dim() == 3 || input_.dim() == 4, "convolution on npu supports 1-D, 2-D and 3-D convolution (3-D, 4-D or "
@@ -193,8 +268,30 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::convolution_backward_override
     std::array<bool, 3> mask) {
   check_inputs("convolution_backward", {{"grad_output", &grad_output_}, {"input", &input_}, {"weight", &weight_}});
   if (input_.dim() == 5) {
-    return convolution_backward_3d_on_cpu(grad_output_, input_, weight_, stride, padding, dilation, transposed,
-                                          output_padding, groups, mask);
+    c10::DeviceGuard guard(input_.device());
+    const Params3d p = make_params3d(stride, padding, dilation, output_padding, groups);
+    const at::Tensor &gy = grad_output_, &x = input_, &w = weight_;
+    at::Tensor gx, gw, gb;
+    bool ok = true;
+    if (mask[0]) {
+      gx = at::empty(x.sizes(), x.options());
+      if (gx.numel() > 0 && gy.numel() == 0) gx.zero_();
+      // forward sense: backward-input for a convolution, forward for a transposed one (roles swapped)
+      else if (gx.numel() > 0) ok = transposed ? launched(npu_kernels::conv3d_forward(stream_of(gx), geometry3d(gy, w, gx, p)))
+                                               : launched(npu_kernels::conv3d_backward_input(stream_of(gx), geometry3d(gx, w, gy, p)));
+    }
+    if (ok && mask[1]) {
+      gw = at::empty(w.sizes(), w.options());
+      if (gw.numel() > 0 && gy.numel() == 0) gw.zero_();
+      else if (gw.numel() > 0) ok = launched(npu_kernels::conv3d_backward_weight(
+          stream_of(gw), transposed ? geometry3d(gy, gw, x, p) : geometry3d(x, gw, gy, p)));
+    }
+    if (!ok) {
+      return convolution_backward_3d_on_cpu(grad_output_, input_, weight_, stride, padding, dilation, transposed,
+                                            output_padding, groups, mask);
+    }
+    if (mask[2]) gb = gy.sum({0, 2, 3, 4});
+    return {gx, gw, gb};
   }
   TORCH_CHECK(input_.dim() == 3 || input_.dim() == 4, "convolution_backward on npu supports 1-D and 2-D "
               "convolution, got input of shape ", input_.sizes());

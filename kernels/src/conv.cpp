@@ -381,7 +381,7 @@ npu_sim::Status conv2d_validate(const Conv2dArgs& a, const char** why) {
 npu_sim::Status conv2d_forward(npu_sim::Stream stream, const Conv2dArgs& a) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
   npu_sim::Status st = npu_sim::Status::kSuccess;
-  if (detail::dnnl_conv2d(stream, a, detail::ConvPass::kForward, &st)) return st;
+  if (detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kForward, &st)) return st;
   return dispatch_fp(a.dtype, [&](auto t) { return forward_typed<decltype(t)>(stream, a); });
 }
 
@@ -395,7 +395,7 @@ npu_sim::Status conv2d_backward_input(npu_sim::Stream stream, const Conv2dArgs& 
                                       std::size_t scratch_bytes) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
   npu_sim::Status st = npu_sim::Status::kSuccess;
-  if (detail::dnnl_conv2d(stream, a, detail::ConvPass::kBackwardInput, &st)) return st;
+  if (detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kBackwardInput, &st)) return st;
   return dispatch_fp(a.dtype,
                         [&](auto t) { return backward_input_typed<decltype(t)>(stream, a, scratch, scratch_bytes); });
 }
@@ -403,7 +403,7 @@ npu_sim::Status conv2d_backward_input(npu_sim::Stream stream, const Conv2dArgs& 
 npu_sim::Status conv2d_backward_weight(npu_sim::Stream stream, const Conv2dArgs& a) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
   npu_sim::Status st = npu_sim::Status::kSuccess;
-  if (detail::dnnl_conv2d(stream, a, detail::ConvPass::kBackwardWeight, &st)) return st;
+  if (detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kBackwardWeight, &st)) return st;
   return dispatch_fp(a.dtype, [&](auto t) { return backward_weight_typed<decltype(t)>(stream, a); });
 }
 

@@ -46,7 +46,7 @@ struct Slice {
 struct Plan {
   SplitBy by = SplitBy::kImages;
   int64_t units = 1;
-  Slice slice(const Conv2dArgs& a, int64_t u) const {
+  Slice slice(const ConvNd& a, int64_t u) const {
     Slice s{0, a.batch, 0, a.in_channels, 0, a.out_channels};
     const int64_t len = by == SplitBy::kImages ? a.batch : by == SplitBy::kOutChannels ? a.out_channels : a.in_channels;
     const int64_t lo = len * u / units, hi = len * (u + 1) / units;
@@ -66,7 +66,15 @@ struct SliceMem {
   const void* bp;
 };
 
-SliceMem slice_mem(const Conv2dArgs& a, const Slice& s) {
+// dims / strides of an (N or O, C, spatial...) tensor: the two leading ones, then the rank spatial ones.
+memory::dims nd(const ConvNd& a, int64_t d0, int64_t d1, const int64_t* spatial) {
+  memory::dims v{d0, d1};
+  for (int i = 0; i < a.rank; ++i) v.push_back(spatial[i]);
+  return v;
+}
+memory::dims strides_of(const ConvNd& a, const int64_t* st) { return memory::dims(st, st + 2 + a.rank); }
+
+SliceMem slice_mem(const ConvNd& a, const Slice& s) {
   const auto dt = dnnl_type(a.dtype);
   const std::size_t es = a.dtype == DType::kBFloat16 ? 2 : 4;
   auto at = [es](void* p, int64_t off) { return static_cast<void*>(static_cast<char*>(p) + off * es); };
@@ -74,14 +82,17 @@ SliceMem slice_mem(const Conv2dArgs& a, const Slice& s) {
   const int64_t* ws = a.w_strides;
   const int64_t* ys = a.y_strides;
   SliceMem m;
-  m.x = memory::desc({s.n, s.c, a.in_h, a.in_w}, dt, {xs[0], xs[1], xs[2], xs[3]});
-  m.y = memory::desc({s.n, s.o, a.out_h, a.out_w}, dt, {ys[0], ys[1], ys[2], ys[3]});
+  m.x = memory::desc(nd(a, s.n, s.c, a.in), dt, strides_of(a, xs));
+  m.y = memory::desc(nd(a, s.n, s.o, a.out), dt, strides_of(a, ys));
   if (a.groups == 1) {
-    m.w = memory::desc({s.o, s.c, a.kernel_h, a.kernel_w}, dt, {ws[0], ws[1], ws[2], ws[3]});
-  } else {  // (G, O/G, C/G, KH, KW); grouped convolutions are only split over images
+    m.w = memory::desc(nd(a, s.o, s.c, a.kernel), dt, strides_of(a, ws));
+  } else {  // (G, O/G, C/G, spatial...); grouped convolutions are only split over images
     const int64_t og = a.out_channels / a.groups;
-    m.w = memory::desc({a.groups, og, a.in_channels / a.groups, a.kernel_h, a.kernel_w}, dt,
-                       {og * ws[0], ws[0], ws[1], ws[2], ws[3]});
+    memory::dims dims{a.groups}, st{og * ws[0]};
+    const memory::dims inner = nd(a, og, a.in_channels / a.groups, a.kernel), inner_st = strides_of(a, ws);
+    dims.insert(dims.end(), inner.begin(), inner.end());
+    st.insert(st.end(), inner_st.begin(), inner_st.end());
+    m.w = memory::desc(dims, dt, st);
   }
   m.xp = at(a.x, s.n0 * xs[0] + s.c0 * xs[1]);
   m.yp = at(a.y, s.n0 * ys[0] + s.o0 * ys[1]);
@@ -101,15 +112,15 @@ struct Geometry {
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
-Geometry geometry(const Conv2dArgs& a) {
-  auto pad_r = [](int64_t in, int64_t out, int64_t k, int64_t s, int64_t p, int64_t d) {
-    return (out - 1) * s + (k - 1) * d + 1 - in - p;
-  };
-  return {{a.stride_h, a.stride_w},
-          {a.dilation_h - 1, a.dilation_w - 1},
-          {a.pad_h, a.pad_w},
-          {pad_r(a.in_h, a.out_h, a.kernel_h, a.stride_h, a.pad_h, a.dilation_h),
-           pad_r(a.in_w, a.out_w, a.kernel_w, a.stride_w, a.pad_w, a.dilation_w)}};
+Geometry geometry(const ConvNd& a) {
+  Geometry g;
+  for (int i = 0; i < a.rank; ++i) {
+    g.strides.push_back(a.stride[i]);
+    g.dilates.push_back(a.dilation[i] - 1);
+    g.pad_l.push_back(a.pad[i]);
+    g.pad_r.push_back((a.out[i] - 1) * a.stride[i] + (a.kernel[i] - 1) * a.dilation[i] + 1 - a.in[i] - a.pad[i]);
+  }
+  return g;
 }
 
 const dnnl::engine& engine() {
@@ -124,7 +135,7 @@ dnnl::primitive_attr user_scratchpad() {
 }
 
 // Forward pd for a slice: also the hint the backward pds need.
-dnnl::convolution_forward::primitive_desc forward_pd(const Conv2dArgs& a, const SliceMem& m, bool with_bias) {
+dnnl::convolution_forward::primitive_desc forward_pd(const ConvNd& a, const SliceMem& m, bool with_bias) {
   const Geometry g = geometry(a);
   const auto prop = dnnl::prop_kind::forward_training;
   const auto algo = dnnl::algorithm::convolution_direct;
@@ -135,7 +146,7 @@ dnnl::convolution_forward::primitive_desc forward_pd(const Conv2dArgs& a, const 
   return dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), engine());
 }
 
-dnnl::convolution_backward_data::primitive_desc backward_data_pd(const Conv2dArgs& a, const SliceMem& m) {
+dnnl::convolution_backward_data::primitive_desc backward_data_pd(const ConvNd& a, const SliceMem& m) {
   const Geometry g = geometry(a);
   const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, any_layout(m.x),
                                                 any_layout(m.w), any_layout(m.y), g.strides, g.dilates, g.pad_l,
@@ -143,7 +154,7 @@ dnnl::convolution_backward_data::primitive_desc backward_data_pd(const Conv2dArg
   return dnnl::convolution_backward_data::primitive_desc(d, user_scratchpad(), engine(), forward_pd(a, m, false));
 }
 
-dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(const Conv2dArgs& a, const SliceMem& m) {
+dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(const ConvNd& a, const SliceMem& m) {
   const Geometry g = geometry(a);
   const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, any_layout(m.x),
                                                    any_layout(m.w), any_layout(m.y), g.strides, g.dilates, g.pad_l,
@@ -195,7 +206,7 @@ void staged_out(CoreThreadConv& t, memory result, const memory::desc& user, void
 
 memory scratchpad(CoreThreadConv& t, const memory::desc& d) { return memory(d, engine(), t.take(3, d.get_size())); }
 
-void run_slice(ConvPass pass, const Conv2dArgs& a, const Slice& s) {
+void run_slice(ConvPass pass, const ConvNd& a, const Slice& s) {
   CoreThreadConv& t = core_thread();
   const SliceMem m = slice_mem(a, s);
   if (pass == ConvPass::kForward) {
@@ -238,16 +249,25 @@ void run_slice(ConvPass pass, const Conv2dArgs& a, const Slice& s) {
 
 // Adds the transposed convolution's bias (per input channel of the forward sense) to a float32
 // backward-input slice.
-void add_channel_bias(const Conv2dArgs& a, const Slice& s) {
+void add_channel_bias(const ConvNd& a, const Slice& s) {
   float* x = static_cast<float*>(a.x);
   const float* b = static_cast<const float*>(a.bias);
+  const int64_t d = a.rank == 3 ? a.in[0] : 1, h = a.in[a.rank - 2], w = a.in[a.rank - 1];
+  const int64_t sd = a.rank == 3 ? a.x_strides[2] : 0, sh = a.x_strides[a.rank], sw = a.x_strides[a.rank + 1];
   for (int64_t n = s.n0; n < s.n0 + s.n; ++n)
     for (int64_t c = s.c0; c < s.c0 + s.c; ++c) {
       const float bv = b[c * a.bias_stride];
       float* plane = x + n * a.x_strides[0] + c * a.x_strides[1];
-      for (int64_t h = 0; h < a.in_h; ++h)
-        for (int64_t w = 0; w < a.in_w; ++w) plane[h * a.x_strides[2] + w * a.x_strides[3]] += bv;
+      for (int64_t k = 0; k < d; ++k)
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < w; ++j) plane[k * sd + i * sh + j * sw] += bv;
     }
+}
+
+int64_t product(const int64_t* v, int rank) {
+  int64_t p = 1;
+  for (int i = 0; i < rank; ++i) p *= v[i];
+  return p;
 }
 
 bool enabled() {
@@ -258,12 +278,38 @@ bool enabled() {
   return on;
 }
 
+// Zeroes, in a backward-input slice, the input elements no output reaches: those of `full` beyond the
+// cropped extents `in` (all-zero bits are 0 in float32 and bfloat16).
+void zero_unreached(const ConvNd& full, const int64_t* in, const Slice& s) {
+  const std::size_t es = full.dtype == DType::kBFloat16 ? 2 : 4;
+  const int r = full.rank;
+  const int64_t d = r == 3 ? full.in[0] : 1, h = full.in[r - 2], w = full.in[r - 1];
+  const int64_t cd = r == 3 ? in[0] : 1, ch = in[r - 2], cw = in[r - 1];
+  const int64_t sd = r == 3 ? full.x_strides[2] : 0, sh = full.x_strides[r], sw = full.x_strides[r + 1];
+  for (int64_t n = s.n0; n < s.n0 + s.n; ++n)
+    for (int64_t c = s.c0; c < s.c0 + s.c; ++c) {
+      char* plane = static_cast<char*>(full.x) + (n * full.x_strides[0] + c * full.x_strides[1]) * es;
+      for (int64_t k = 0; k < d; ++k)
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < w; ++j)
+            if (k >= cd || i >= ch || j >= cw) std::memset(plane + (k * sd + i * sh + j * sw) * es, 0, es);
+    }
+}
+
 }  // namespace
 
-bool dnnl_conv2d(npu_sim::Stream stream, const Conv2dArgs& a, ConvPass pass, npu_sim::Status* status) {
-  if (!enabled() || (a.dtype != DType::kFloat32 && a.dtype != DType::kBFloat16) || a.batch <= 0) return false;
-  const Geometry g = geometry(a);
-  if (g.pad_r[0] < 0 || g.pad_r[1] < 0) return false;  // outputs the input cannot reach: the tiled path
+bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_sim::Status* status) {
+  if (!enabled() || (full.dtype != DType::kFloat32 && full.dtype != DType::kBFloat16) || full.batch <= 0) return false;
+  // Trailing input rows no output reaches (a negative right padding, e.g. a 1x1 stride-2 conv of an even
+  // size) are cropped from the view oneDNN sees; backward-input zeroes their gradient itself.
+  ConvNd a = full;
+  bool cropped = false;
+  {
+    const Geometry g = geometry(full);
+    for (int i = 0; i < full.rank; ++i) {
+      if (g.pad_r[i] < 0) a.in[i] += g.pad_r[i], cropped = true;
+    }
+  }
   // A bf16 transposed convolution's bias would round twice (oneDNN rounds its result): the tiled path adds
   // it to the fp32 accumulator.
   if (pass == ConvPass::kBackwardInput && a.bias != nullptr && a.dtype == DType::kBFloat16) return false;
@@ -291,25 +337,28 @@ bool dnnl_conv2d(npu_sim::Stream stream, const Conv2dArgs& a, ConvPass pass, npu
     return false;
   }
   const auto es = static_cast<std::uint64_t>(a.dtype == DType::kBFloat16 ? 2 : 4);
-  const char* name = pass == ConvPass::kForward         ? "conv2d_forward_onednn"
-                     : pass == ConvPass::kBackwardInput ? "conv2d_backward_input_onednn"
-                                                        : "conv2d_backward_weight_onednn";
+  static constexpr const char* kNames[2][3] = {
+      {"conv2d_forward_onednn", "conv2d_backward_input_onednn", "conv2d_backward_weight_onednn"},
+      {"conv3d_forward_onednn", "conv3d_backward_input_onednn", "conv3d_backward_weight_onednn"}};
+  const char* name = kNames[a.rank == 3][static_cast<int>(pass)];
   *status = parallel_for(stream, name, plan.units, 1,
-                         [a, plan, pass, es](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
+                         [a, full, cropped, plan, pass, es](int64_t begin, int64_t end,
+                                                            const npu_sim::BlockContext& ctx) {
                            for (int64_t u = begin; u < end; ++u) {
                              const Slice s = plan.slice(a, u);
                              run_slice(pass, a, s);
+                             if (pass == ConvPass::kBackwardInput && cropped) zero_unreached(full, a.in, s);
                              if (pass == ConvPass::kBackwardInput && a.bias != nullptr) {
-                               add_channel_bias(a, s);
+                               add_channel_bias(full, s);
                              }
                              // Launch records as the Cube's implicit GEMM moves it (see gemm_direct):
                              // M = images x output pixels, N = output channels, K = C / groups x KH x KW.
-                             const auto mm = static_cast<std::uint64_t>(s.n * a.out_h * a.out_w);
+                             const auto mm = static_cast<std::uint64_t>(s.n * product(a.out, a.rank));
                              const auto nn = static_cast<std::uint64_t>(s.o);
-                             const auto kk = static_cast<std::uint64_t>(s.c / a.groups * a.kernel_h * a.kernel_w);
+                             const auto kk = static_cast<std::uint64_t>(s.c / a.groups * product(a.kernel, a.rank));
                              const std::uint64_t out = pass == ConvPass::kForward ? mm * nn
                                                        : pass == ConvPass::kBackwardInput
-                                                           ? static_cast<std::uint64_t>(s.n * s.c * a.in_h * a.in_w)
+                                                           ? static_cast<std::uint64_t>(s.n * s.c * product(a.in, a.rank))
                                                            : nn * kk;
                              npu_sim::record_traffic(ctx, es * 2 * mm * nn * kk / kCubeTile, es * out, 2 * mm * nn * kk,
                                                      0);
@@ -320,9 +369,94 @@ bool dnnl_conv2d(npu_sim::Stream stream, const Conv2dArgs& a, ConvPass pass, npu
 
 #else
 
-bool dnnl_conv2d(npu_sim::Stream, const Conv2dArgs&, ConvPass, npu_sim::Status*) { return false; }
+bool dnnl_conv(npu_sim::Stream, const ConvNd&, ConvPass, npu_sim::Status*) { return false; }
 
 #endif
+
+ConvNd conv_nd(const Conv2dArgs& a) {
+  ConvNd c;
+  c.dtype = a.dtype;
+  c.rank = 2;
+  c.batch = a.batch, c.in_channels = a.in_channels, c.out_channels = a.out_channels, c.groups = a.groups;
+  const int64_t in[] = {a.in_h, a.in_w}, out[] = {a.out_h, a.out_w}, k[] = {a.kernel_h, a.kernel_w};
+  const int64_t st[] = {a.stride_h, a.stride_w}, pad[] = {a.pad_h, a.pad_w}, dil[] = {a.dilation_h, a.dilation_w};
+  for (int i = 0; i < 2; ++i) {
+    c.in[i] = in[i], c.out[i] = out[i], c.kernel[i] = k[i], c.stride[i] = st[i], c.pad[i] = pad[i];
+    c.dilation[i] = dil[i];
+  }
+  c.x = a.x, c.w = a.w, c.y = a.y;
+  std::copy(a.x_strides, a.x_strides + 4, c.x_strides);
+  std::copy(a.w_strides, a.w_strides + 4, c.w_strides);
+  std::copy(a.y_strides, a.y_strides + 4, c.y_strides);
+  c.bias = a.bias, c.bias_stride = a.bias_stride;
+  return c;
+}
+
+ConvNd conv_nd(const Conv3dArgs& a) {
+  ConvNd c;
+  c.dtype = a.dtype;
+  c.rank = 3;
+  c.batch = a.batch, c.in_channels = a.in_channels, c.out_channels = a.out_channels, c.groups = a.groups;
+  for (int i = 0; i < 3; ++i) {
+    c.in[i] = a.in[i], c.out[i] = a.out[i], c.kernel[i] = a.kernel[i], c.stride[i] = a.stride[i];
+    c.pad[i] = a.pad[i], c.dilation[i] = a.dilation[i];
+  }
+  c.x = a.x, c.w = a.w, c.y = a.y;
+  std::copy(a.x_strides, a.x_strides + 5, c.x_strides);
+  std::copy(a.w_strides, a.w_strides + 5, c.w_strides);
+  std::copy(a.y_strides, a.y_strides + 5, c.y_strides);
+  c.bias = a.bias, c.bias_stride = a.bias_stride;
+  return c;
+}
+
+}  // namespace detail
+
+// ---- conv3d: the oneDNN path only ----
+
+npu_sim::Status conv3d_validate(const Conv3dArgs& a, const char** why) {
+  const char* reason = nullptr;
+  bool sizes = a.batch >= 0 && a.in_channels > 0 && a.out_channels > 0, geometry = true, out_ok = true;
+  for (int i = 0; i < 3; ++i) {
+    sizes = sizes && a.in[i] > 0 && a.out[i] > 0 && a.kernel[i] > 0;
+    geometry = geometry && a.stride[i] > 0 && a.dilation[i] > 0 && a.pad[i] >= 0;
+    out_ok = out_ok && a.out[i] <= (a.in[i] + 2 * a.pad[i] - a.dilation[i] * (a.kernel[i] - 1) - 1) / a.stride[i] + 1;
+  }
+  if (a.dtype != DType::kFloat32 && a.dtype != DType::kFloat64 && a.dtype != DType::kFloat16 &&
+      a.dtype != DType::kBFloat16) {
+    reason = "dtype must be float32, float64, float16 or bfloat16";
+  } else if (!sizes) {
+    reason = "sizes must be positive";
+  } else if (!geometry) {
+    reason = "stride and dilation must be positive, padding non-negative";
+  } else if (a.groups <= 0 || a.in_channels % a.groups != 0 || a.out_channels % a.groups != 0) {
+    reason = "groups must divide in_channels and out_channels";
+  } else if (!out_ok) {
+    reason = "output size does not match input size, kernel, stride, padding and dilation";
+  }
+  if (why != nullptr) *why = reason;
+  return reason == nullptr ? npu_sim::Status::kSuccess : npu_sim::Status::kInvalidValue;
+}
+
+namespace {
+npu_sim::Status conv3d_pass(npu_sim::Stream stream, const Conv3dArgs& a, detail::ConvPass pass) {
+  if (auto st = conv3d_validate(a); st != npu_sim::Status::kSuccess) return st;
+  npu_sim::Status st = npu_sim::Status::kSuccess;
+  if (detail::dnnl_conv(stream, detail::conv_nd(a), pass, &st)) return st;
+  return npu_sim::Status::kNotSupported;
+}
+}  // namespace
+
+npu_sim::Status conv3d_forward(npu_sim::Stream stream, const Conv3dArgs& a) {
+  return conv3d_pass(stream, a, detail::ConvPass::kForward);
+}
+npu_sim::Status conv3d_backward_input(npu_sim::Stream stream, const Conv3dArgs& a) {
+  return conv3d_pass(stream, a, detail::ConvPass::kBackwardInput);
+}
+npu_sim::Status conv3d_backward_weight(npu_sim::Stream stream, const Conv3dArgs& a) {
+  return conv3d_pass(stream, a, detail::ConvPass::kBackwardWeight);
+}
+
+namespace detail {
 
 }  // namespace detail
 }  // namespace npu_kernels

@@ -396,8 +396,50 @@ def test_conv2d_on_onednn_and_on_the_tiled_path(env):
         assert float(err) <= (5e-5 if key.startswith("float32") else 2.0 ** -8 * 1.1), line
 
 
-def test_conv3d_runs_through_the_recorded_cpu_fallback():
-    x, w = rand(1, 2, 5, 5, 5), rand(3, 2, 3, 3, 3, seed=1)
+CONV3D_CASES = [  # (batch, C, O, dhw, kernel, stride, padding, dilation, groups)
+    (2, 3, 4, (5, 6, 7), 3, 1, 1, 1, 1), (1, 4, 6, (6, 5, 5), (1, 3, 2), (2, 1, 1), (0, 1, 1), 1, 1),
+    (3, 4, 8, (5, 5, 5), 3, 1, 2, 2, 2)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", CONV3D_CASES)
+def test_conv3d_forward_backward_native(dtype, case):
+    """conv3d and conv_transpose3d, forward and both gradients, on the kernels' oneDNN path: no CPU fallback
+    (the fixture checks) except the grouped weight gradient, which oneDNN's path does not slice."""
+    n, c, o, dhw, k, st, pad, dil, g = case
+    kd = (k, k, k) if isinstance(k, int) else k
+    x, w, b = rand(n, c, *dhw, dtype=dtype), rand(o, c // g, *kd, dtype=dtype, seed=1), rand(o, dtype=dtype, seed=2)
+    xs, ws, bs = (t.double().requires_grad_() for t in (x, w, b))
+    xn, wn, bn = (t.npu().requires_grad_() for t in (x, w, b))
+    with torch_npu_sim.record_launches() as rec:
+        out = F.conv3d(xn, wn, bn, st, pad, dil, g)
+        gy = rand(*out.shape, dtype=dtype, seed=3)
+        out.backward(gy.npu())
+    ref = F.conv3d(xs, ws, bs, st, pad, dil, g)
+    ref.backward(gy.double())
+    kk = c // g * kd[0] * kd[1] * kd[2]
+    check(out.detach(), lambda *_: ref.detach(), k=kk)
+    check(xn.grad, lambda *_: xs.grad, k=o * kk)
+    check(bn.grad, lambda *_: bs.grad, k=out[0, 0].numel() * n)
+    check(wn.grad, lambda *_: ws.grad, k=out[0, 0].numel() * n)
+    kernels = {r["kernel"] for r in rec.records}
+    assert {"conv3d_forward_onednn", "conv3d_backward_input_onednn"} <= kernels, kernels
+    if g == 1:
+        assert "conv3d_backward_weight_onednn" in kernels, kernels
+    else:
+        assert torch_npu_sim.fallback_ops() == {"aten::convolution_backward_overrideable (3-D)": 1}
+        torch_npu_sim.reset_fallback_ops()
+    # transposed, with a bias per output channel
+    bt = rand(c // g * g, dtype=dtype, seed=4)
+    tr = F.conv_transpose3d(gy.npu(), w.npu(), bt.npu() if dtype == torch.float32 else None, st, pad, groups=g,
+                            dilation=dil)
+    tr_ref = F.conv_transpose3d(gy.double(), w.double(), bt.double() if dtype == torch.float32 else None, st, pad,
+                                groups=g, dilation=dil)
+    check(tr, lambda *_: tr_ref, k=o * kk)
+
+
+def test_conv3d_float64_runs_through_the_recorded_cpu_fallback():
+    x, w = rand(1, 2, 5, 5, 5, dtype=torch.float64), rand(3, 2, 3, 3, 3, dtype=torch.float64, seed=1)
     xn, wn = x.npu().requires_grad_(), w.npu().requires_grad_()
     y = F.conv3d(xn, wn, padding=1)
     y.sum().backward()

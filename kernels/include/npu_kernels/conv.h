@@ -50,4 +50,28 @@ npu_sim::Status conv2d_backward_weight(npu_sim::Stream stream, const Conv2dArgs&
 npu_sim::Status conv2d_backward_bias(npu_sim::Stream stream, const Conv2dArgs& a, void* grad_bias,
                                      int64_t grad_bias_stride);
 
+
+// 3-D convolution: x (N, C, D, H, W) * w (O, C / groups, KD, KH, KW) -> y (N, O, OD, OH, OW), spatial
+// parameters outermost first, any element strides. Only oneDNN serves it (float32 and bfloat16): the passes
+// return kNotSupported, enqueuing nothing, for float64 / float16, without oneDNN (or NPU_SIM_CONV_DNNL=0),
+// for grouped weight gradients, bf16 transposed convolution with a bias and geometries oneDNN serves only
+// with its reference kernel; the caller then runs the op elsewhere.
+struct Conv3dArgs {
+  DType dtype = DType::kFloat32;
+  int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
+  int64_t in[3] = {}, out[3] = {}, kernel[3] = {}, stride[3] = {1, 1, 1}, pad[3] = {}, dilation[3] = {1, 1, 1};
+  void* x = nullptr;  // as in Conv2dArgs: input, or grad_input for backward_input
+  int64_t x_strides[5] = {};
+  void* w = nullptr;  // weight, or grad_weight for backward_weight
+  int64_t w_strides[5] = {};
+  void* y = nullptr;  // output, or grad_output for the backward passes
+  int64_t y_strides[5] = {};
+  const void* bias = nullptr;  // forward: per output channel; backward_input: per input channel
+  int64_t bias_stride = 1;
+};
+npu_sim::Status conv3d_validate(const Conv3dArgs& a, const char** why = nullptr);
+npu_sim::Status conv3d_forward(npu_sim::Stream stream, const Conv3dArgs& a);
+npu_sim::Status conv3d_backward_input(npu_sim::Stream stream, const Conv3dArgs& a);
+npu_sim::Status conv3d_backward_weight(npu_sim::Stream stream, const Conv3dArgs& a);
+
 }  // namespace npu_kernels
