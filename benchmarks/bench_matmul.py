@@ -75,21 +75,28 @@ def fp16_gemm_rows(sizes, repeat):
 
 def conv_rows(repeat):
     rows = []
+    shapes = [((8, 64, 56, 56), 64), ((8, 128, 28, 28), 128), ((2, 32, 16, 32, 32), 32)]  # the last one 3-D
     for dtype in (torch.float32, torch.bfloat16):
-        for (n, c, hw, o, k) in [(8, 64, 56, 64, 3), (8, 128, 28, 128, 3)]:
-            x, w = torch.randn(n, c, hw, hw).to(dtype), torch.randn(o, c, k, k).to(dtype)
+        for (xshape, o) in shapes:
+            n, c, *spatial = xshape
+            conv = F.conv3d if len(spatial) == 3 else F.conv2d
+            x, w = torch.randn(*xshape).to(dtype), torch.randn(o, c, *([3] * len(spatial))).to(dtype)
             xn, wn = x.npu(), w.npu()
-            flops = 2.0 * n * o * hw * hw * c * k * k
-            t_cpu, t_npu = timed_pair(lambda: F.conv2d(x, w, padding=1), lambda: F.conv2d(xn, wn, padding=1), repeat)
+            pixels = 1
+            for v in spatial:
+                pixels *= v
+            flops = 2.0 * n * o * pixels * c * 3 ** len(spatial)
+            t_cpu, t_npu = timed_pair(lambda: conv(x, w, padding=1), lambda: conv(xn, wn, padding=1), repeat)
             # forward + backward (input and weight gradients) with a dense upstream gradient
-            g = torch.randn(n, o, hw, hw).to(dtype)
+            g = torch.randn(n, o, *spatial).to(dtype)
             gn = g.npu()
             xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
             xnr, wnr = xn.clone().requires_grad_(), wn.clone().requires_grad_()
-            tb_cpu, tb_npu = timed_pair(lambda: torch.autograd.grad(F.conv2d(xr, wr, padding=1), (xr, wr), g),
-                                        lambda: torch.autograd.grad(F.conv2d(xnr, wnr, padding=1), (xnr, wnr), gn),
+            tb_cpu, tb_npu = timed_pair(lambda: torch.autograd.grad(conv(xr, wr, padding=1), (xr, wr), g),
+                                        lambda: torch.autograd.grad(conv(xnr, wnr, padding=1), (xnr, wnr), gn),
                                         max(2, repeat // 2))
-            rows.append((str(dtype).replace("torch.", ""), f"N={n} C={c} {hw}x{hw} O={o} {k}x{k}",
+            size = "x".join(str(v) for v in spatial)
+            rows.append((str(dtype).replace("torch.", ""), f"N={n} C={c} {size} O={o} 3x3{'x3' if len(spatial) == 3 else ''}",
                          f"{t_cpu * 1e3:.1f}", f"{t_npu * 1e3:.1f}", f"{t_npu / t_cpu:.2f}",
                          f"{flops / t_npu / 1e9:.0f}", f"{tb_cpu * 1e3:.1f}", f"{tb_npu * 1e3:.1f}",
                          f"{tb_npu / tb_cpu:.2f}"))
@@ -125,7 +132,7 @@ def main():
     print_table("fp16 GEMM: npu fp16 vs npu fp32 and vs CPU autocast bf16 (no fp16 matrix unit on this CPU)",
                 ["dtype", "n", "npu ms", "npu fp32 ms", "vs npu fp32", "cpu autocast bf16 ms", "npu/cpu autocast",
                  "npu GFLOP/s"], fp16_gemm_rows([1024] if quick else [1024, 2048], repeat))
-    print_table("conv2d (padding 1), npu vs CPU eager (oneDNN) in the same dtype",
+    print_table("conv2d / conv3d (padding 1), npu vs CPU eager (oneDNN) in the same dtype",
                 ["dtype", "shape", "cpu fwd ms", "npu fwd ms", "npu/cpu", "npu fwd GFLOP/s", "cpu fwd+bwd ms",
                  "npu fwd+bwd ms", "npu/cpu"], conv_rows(repeat))
     onednn = {}

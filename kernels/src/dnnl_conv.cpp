@@ -1,5 +1,6 @@
-// conv2d on oneDNN for float32 and bfloat16 (fp32 accumulation): forward, backward-input and
-// backward-weight, each AI-core thread running oneDNN on its own slice with one OpenMP thread.
+// Convolution on oneDNN for float32 and bfloat16 (fp32 accumulation), 2-D and 3-D (`ConvNd`): forward,
+// backward-input and backward-weight, each AI-core thread running oneDNN on its own slice with one OpenMP
+// thread. conv2d tries it before its tiled path; conv3d (the public conv3d_* passes here) has only it.
 //
 // oneDNN's fast convolutions want its blocked layouts (nChw16c, OIhw16i16o), so each slice is reordered
 // from the caller's strided NCHW (any strides) into per-thread scratch, convolved, and the result reordered
@@ -8,7 +9,8 @@
 // Slices: the weight gradient by output channels (an image slice would give partial sums); forward and
 // backward-input by images when there are at least as many as core threads, else by output / input
 // channels; grouped convolutions split images only, and their weight gradient stays on the tiled path.
-// NPU_SIM_CONV_DNNL=0 (or NPU_SIM_GEMM_DNNL=0, or no oneDNN) keeps every convolution on the tiled path.
+// NPU_SIM_CONV_DNNL=0 (or NPU_SIM_GEMM_DNNL=0, or no oneDNN) keeps conv2d on the tiled path and sends
+// conv3d back to its caller (kNotSupported).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
