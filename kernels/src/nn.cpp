@@ -149,31 +149,36 @@ template <typename In, typename Out>
 void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>* buf) {
   using A = acc_t<In>;
   A* e = buf + n;
-  if constexpr (is_reduced_float_v<In>) {
+  // The row in the accumulation type: read in place (contiguous float / double), else copied in (16-bit
+  // rows widened in registers).
+  const A* r = buf;
+  if constexpr (std::is_same_v<In, A>) {
+    if (s == 1) r = x; else for (int64_t i = 0; i < n; ++i) buf[i] = x[i * s];
+  } else if constexpr (is_reduced_float_v<In>) {
     if (s == 1) detail::row_to_float(buf, x, n);
     else for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
-  } else if (s == 1) {
-    for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i);
   } else {
     for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
   }
-  A m = lane_max(buf, n);
+  A m = lane_max(r, n);
   // a NaN is skipped by lane_max but reaches the sum through fast_exp, so every output becomes NaN
   if (std::isinf(m) && m < 0) m = 0;  // all -inf: exp gives 0, sum 0 -> nan, as on CPU
-  for (int64_t i = 0; i < n; ++i) e[i] = detail::fast_exp(buf[i] - m);
+  for (int64_t i = 0; i < n; ++i) e[i] = detail::fast_exp(r[i] - m);
   const A sum = lane_sum(e, n);
+  // The result: straight into a contiguous row of the same type, else into e and converted out.
+  const bool direct = std::is_same_v<Out, A> && s == 1;
+  A* res = direct ? reinterpret_cast<A*>(y) : e;
   if (log) {
     const A lse = std::log(sum);
-    for (int64_t i = 0; i < n; ++i) e[i] = (buf[i] - m) - lse;
+    for (int64_t i = 0; i < n; ++i) res[i] = (r[i] - m) - lse;
   } else {
     const A inv = A(1) / sum;
-    for (int64_t i = 0; i < n; ++i) e[i] = e[i] * inv;
+    for (int64_t i = 0; i < n; ++i) res[i] = e[i] * inv;
   }
+  if (direct) return;
   if constexpr (is_reduced_float_v<Out>) {
     if (s == 1) detail::float_row_to(y, e, n);
     else for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
-  } else if (s == 1) {
-    for (int64_t i = 0; i < n; ++i) y[i] = convert<Out>(e[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
   }
