@@ -11,7 +11,8 @@ for variant in release:"" asan:address tsan:thread; do
   echo "== gtest ($name) =="
   cmake -S . -B "build/cpp-$name" -G Ninja -DNPU_SIM_BUILD_TORCH=OFF -DNPU_SIM_SANITIZE="$sanitizer" >/dev/null
   cmake --build "build/cpp-$name" -j "$jobs"
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ASAN_OPTIONS="detect_leaks=1" \
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/cpp/tsan.supp" \
+    ASAN_OPTIONS="detect_leaks=1" \
     UBSAN_OPTIONS="print_stacktrace=1 halt_on_error=1" \
     ctest --test-dir "build/cpp-$name" --output-on-failure -j "$jobs" --timeout 300
 done
