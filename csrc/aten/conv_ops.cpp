@@ -116,7 +116,7 @@ void bias_grad_into(const at::Tensor& grad_bias, const at::Tensor& gy) {
   NPU_CHECK(npu_kernels::conv2d_backward_bias(stream_of(gy), a, grad_bias.data_ptr(), grad_bias.stride(0)));
 }
 
-// 3-D convolution that the kernels' oneDNN path does not serve (float64, float16, grouped weight gradients, ...)
+// 3-D convolution that the kernels' oneDNN path does not serve (float64, float16, ...)
 // runs on the CPU like any fallback op (warned and recorded).
 at::Tensor convolution_3d_on_cpu(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,

@@ -6,9 +6,9 @@
 // from the caller's strided NCHW (any strides) into per-thread scratch, convolved, and the result reordered
 // back. Measured on a 2-core Zen 4 (N=8, C=O=64, 56x56, 3x3): blocked forward 8.0 ms fp32 / 3.9 ms bf16
 // against 11.5 / 8.8 ms for oneDNN on plain NCHW and 12.6 / 12.9 ms for our implicit-im2col GEMM.
-// Slices: the weight gradient by output channels (an image slice would give partial sums); forward and
-// backward-input by images when there are at least as many as core threads, else by output / input
-// channels; grouped convolutions split images only, and their weight gradient stays on the tiled path.
+// Slices: the weight gradient by output channels or, grouped, by whole groups (an image slice would give
+// partial sums); forward and backward-input by images when there are at least as many as core threads,
+// else by output / input channels (grouped: by whole groups).
 // NPU_SIM_CONV_DNNL=0 (or NPU_SIM_GEMM_DNNL=0, or no oneDNN) keeps conv2d on the tiled path and sends
 // conv3d back to its caller (kNotSupported).
 #include <algorithm>
@@ -38,23 +38,30 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-// One slice: [lo, hi) of the images, or of the output / input channels.
-enum class SplitBy { kImages, kOutChannels, kInChannels };
+// One slice: [lo, hi) of the images, of the output / input channels, or of whole groups.
+enum class SplitBy { kImages, kOutChannels, kInChannels, kGroups };
 
 struct Slice {
-  int64_t n0 = 0, n = 0, c0 = 0, c = 0, o0 = 0, o = 0;
+  int64_t n0 = 0, n = 0, c0 = 0, c = 0, o0 = 0, o = 0, groups = 1;
 };
 
 struct Plan {
   SplitBy by = SplitBy::kImages;
   int64_t units = 1;
   Slice slice(const ConvNd& a, int64_t u) const {
-    Slice s{0, a.batch, 0, a.in_channels, 0, a.out_channels};
-    const int64_t len = by == SplitBy::kImages ? a.batch : by == SplitBy::kOutChannels ? a.out_channels : a.in_channels;
+    Slice s{0, a.batch, 0, a.in_channels, 0, a.out_channels, a.groups};
+    const int64_t len = by == SplitBy::kImages        ? a.batch
+                        : by == SplitBy::kOutChannels ? a.out_channels
+                        : by == SplitBy::kInChannels  ? a.in_channels
+                                                      : a.groups;
     const int64_t lo = len * u / units, hi = len * (u + 1) / units;
     if (by == SplitBy::kImages) s.n0 = lo, s.n = hi - lo;
     if (by == SplitBy::kOutChannels) s.o0 = lo, s.o = hi - lo;
     if (by == SplitBy::kInChannels) s.c0 = lo, s.c = hi - lo;
+    if (by == SplitBy::kGroups) {
+      const int64_t cg = a.in_channels / a.groups, og = a.out_channels / a.groups;
+      s.groups = hi - lo, s.c0 = lo * cg, s.c = s.groups * cg, s.o0 = lo * og, s.o = s.groups * og;
+    }
     return s;
   }
 };
@@ -88,9 +95,9 @@ SliceMem slice_mem(const ConvNd& a, const Slice& s) {
   m.y = memory::desc(nd(a, s.n, s.o, a.out), dt, strides_of(a, ys));
   if (a.groups == 1) {
     m.w = memory::desc(nd(a, s.o, s.c, a.kernel), dt, strides_of(a, ws));
-  } else {  // (G, O/G, C/G, spatial...); grouped convolutions are only split over images
+  } else {  // (G, O/G, C/G, spatial...) over the slice's groups (images or whole groups are split)
     const int64_t og = a.out_channels / a.groups;
-    memory::dims dims{a.groups}, st{og * ws[0]};
+    memory::dims dims{s.groups}, st{og * ws[0]};
     const memory::dims inner = nd(a, og, a.in_channels / a.groups, a.kernel), inner_st = strides_of(a, ws);
     dims.insert(dims.end(), inner.begin(), inner.end());
     st.insert(st.end(), inner_st.begin(), inner_st.end());
@@ -98,7 +105,8 @@ SliceMem slice_mem(const ConvNd& a, const Slice& s) {
   }
   m.xp = at(a.x, s.n0 * xs[0] + s.c0 * xs[1]);
   m.yp = at(a.y, s.n0 * ys[0] + s.o0 * ys[1]);
-  m.wp = at(a.w, s.o0 * ws[0] + s.c0 * ws[1]);
+  // a grouped weight's second dim is C / groups, never sliced: a group slice starts at its first output row
+  m.wp = at(a.w, s.o0 * ws[0] + (a.groups == 1 ? s.c0 * ws[1] : 0));
   m.bp = nullptr;
   if (a.bias != nullptr) {
     const int64_t len = s.o, first = s.o0;  // forward bias: per output channel
@@ -317,8 +325,10 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_si
   if (pass == ConvPass::kBackwardInput && a.bias != nullptr && a.dtype == DType::kBFloat16) return false;
   const int64_t threads = core_threads();
   Plan plan;
-  if (pass == ConvPass::kBackwardWeight && a.groups > 1) return false;
-  if (pass != ConvPass::kBackwardWeight && (a.batch >= threads || a.groups > 1)) {
+  if (a.groups > 1 && (pass == ConvPass::kBackwardWeight || a.batch < threads)) {
+    plan.by = SplitBy::kGroups;  // whole groups: a weight gradient's sums stay within its slice
+    plan.units = std::min<int64_t>(threads, a.groups);
+  } else if (pass != ConvPass::kBackwardWeight && (a.batch >= threads || a.groups > 1)) {
     plan.by = SplitBy::kImages;
     plan.units = std::min<int64_t>(threads, a.batch);
   } else {
@@ -357,7 +367,7 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_si
                              // M = images x output pixels, N = output channels, K = C / groups x KH x KW.
                              const auto mm = static_cast<std::uint64_t>(s.n * product(a.out, a.rank));
                              const auto nn = static_cast<std::uint64_t>(s.o);
-                             const auto kk = static_cast<std::uint64_t>(s.c / a.groups * product(a.kernel, a.rank));
+                             const auto kk = static_cast<std::uint64_t>(s.c / s.groups * product(a.kernel, a.rank));
                              const std::uint64_t out = pass == ConvPass::kForward ? mm * nn
                                                        : pass == ConvPass::kBackwardInput
                                                            ? static_cast<std::uint64_t>(s.n * s.c * product(a.in, a.rank))

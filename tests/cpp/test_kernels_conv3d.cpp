@@ -136,6 +136,37 @@ TEST(KernelsConv3d, ForwardAndAdjointBackward) {
   run_case({2, 4, 3, 6, 6, 6, 1, 2, 0, 1}, nullptr, 4);   // 1x1x1 stride 2: the last row of each dim is cropped
 }
 
+TEST(KernelsConv3d, GroupedSlicedByWholeGroups) {
+  // o = 6, c = 4 in 2 groups: one image, so every pass slices whole groups (the weight gradient always)
+  const Case3d cs{1, 4, 6, 5, 5, 5, 3, 1, 1, 1};
+  const Problem p(cs, 9);
+  std::vector<float> wg(6 * 2 * 27);  // (O, C / groups, 3, 3, 3)
+  for (std::size_t i = 0; i < wg.size(); ++i) wg[i] = p.w[i];
+  DeviceBuf<float> dx(p.x), dw(wg), dy(std::vector<float>(p.y.size(), NAN)), dgw(std::vector<float>(wg.size(), NAN));
+  Conv3dArgs a = p.args(dx.ptr, dw.ptr, dy.ptr);
+  a.groups = 2;
+  for (int i = 0; i < 5; ++i) a.w_strides[i] = i == 0 ? 2 * 27 : i == 1 ? 27 : a.w_strides[i];
+  ASSERT_OK(npu_kernels::conv3d_forward(nullptr, a));
+  Conv3dArgs b = a;
+  b.w = dgw.ptr;
+  b.y = dy.ptr;
+  ASSERT_OK(npu_kernels::conv3d_backward_weight(nullptr, b));  // with gy = y: <w, dW> = <y, y>
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  const auto y = dy.read(), gw = dgw.read();
+  // forward: output channel o sees input channels of its group only
+  for (int64_t o = 0; o < 6; ++o) {
+    const int64_t g = o / 3;
+    double s = 0;
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t k = 0; k < 27; ++k) {
+        const int64_t kd = k / 9, kh = k / 3 % 3, kw = k % 3, z = 2 + kd - 1, i = 2 + kh - 1, j = 2 + kw - 1;
+        s += double(p.xv(0, g * 2 + c, z, i, j)) * wg[(o * 2 + c) * 27 + k];
+      }
+    ASSERT_NEAR(y[((o * 5 + 2) * 5 + 2) * 5 + 2], s, 1e-4) << o;
+  }
+  EXPECT_NEAR(dot(gw, wg), dot(y, y), 1e-4 * (1 + dot(y, y)));
+}
+
 TEST(KernelsConv3d, TwoStreamsConcurrently) {
   npu_sim::Stream s1 = nullptr, s2 = nullptr;
   ASSERT_OK(npu_sim::stream_create(0, &s1));
@@ -155,8 +186,6 @@ TEST(KernelsConv3d, RefusesWhatOnlyTheCpuServes) {
   a.dtype = DType::kFloat64;  // no oneDNN kernel: nothing enqueued, the caller falls back
   EXPECT_EQ(npu_kernels::conv3d_forward(nullptr, a), npu_sim::Status::kNotSupported);
   a.dtype = DType::kFloat32;
-  a.groups = 2;  // grouped weight gradient
-  EXPECT_EQ(npu_kernels::conv3d_backward_weight(nullptr, a), npu_sim::Status::kNotSupported);
   a.groups = 3;  // does not divide the channels
   const char* why = nullptr;
   EXPECT_EQ(npu_kernels::conv3d_validate(a, &why), npu_sim::Status::kInvalidValue);

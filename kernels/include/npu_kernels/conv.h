@@ -54,7 +54,7 @@ npu_sim::Status conv2d_backward_bias(npu_sim::Stream stream, const Conv2dArgs& a
 // 3-D convolution: x (N, C, D, H, W) * w (O, C / groups, KD, KH, KW) -> y (N, O, OD, OH, OW), spatial
 // parameters outermost first, any element strides. Only oneDNN serves it (float32 and bfloat16): the passes
 // return kNotSupported, enqueuing nothing, for float64 / float16, without oneDNN (or NPU_SIM_CONV_DNNL=0),
-// for grouped weight gradients, bf16 transposed convolution with a bias and geometries oneDNN serves only
+// for bf16 transposed convolution with a bias and geometries oneDNN serves only
 // with its reference kernel; the caller then runs the op elsewhere.
 struct Conv3dArgs {
   DType dtype = DType::kFloat32;
