@@ -24,9 +24,7 @@
 #include "npu_kernels/launch.h"
 
 #ifdef NPU_SIM_HAVE_DNNL
-#include <omp.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
+#include "dnnl_context.h"
 #endif
 
 namespace npu_kernels {
@@ -133,10 +131,7 @@ Geometry geometry(const ConvNd& a) {
   return g;
 }
 
-const dnnl::engine& engine() {
-  static const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
+const dnnl::engine& engine() { return dnnl_engine(); }
 
 dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr attr;
@@ -176,24 +171,8 @@ bool jit(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).find("ref") == std::string::npos;
 }
 
-// A core thread's oneDNN stream and its scratch buffers (operands in oneDNN's layouts, the scratchpad).
-struct CoreThreadConv {
-  dnnl::stream stream;
-  std::vector<unsigned char> buf[5];
-  CoreThreadConv() : stream(engine()) { omp_set_num_threads(1); }
-  void* take(int i, std::size_t bytes) {
-    if (buf[i].size() < bytes) buf[i].resize(bytes);
-    return buf[i].data();
-  }
-};
-
-CoreThreadConv& core_thread() {
-  thread_local CoreThreadConv local;
-  return local;
-}
-
 // The caller's operand in the layout `want`: itself when the layouts agree, else a reorder into buffer i.
-memory staged_in(CoreThreadConv& t, int i, const memory::desc& user, void* p, const memory::desc& want) {
+memory staged_in(DnnlCoreThread& t, int i, const memory::desc& user, void* p, const memory::desc& want) {
   memory u(user, engine(), p);
   if (user == want) return u;
   memory w(want, engine(), t.take(i, want.get_size()));
@@ -203,21 +182,21 @@ memory staged_in(CoreThreadConv& t, int i, const memory::desc& user, void* p, co
 
 // Where a result is written: the caller's memory when the layouts agree, else buffer i (copied back by
 // staged_out).
-memory result_mem(CoreThreadConv& t, int i, const memory::desc& user, void* p, const memory::desc& have) {
+memory result_mem(DnnlCoreThread& t, int i, const memory::desc& user, void* p, const memory::desc& have) {
   if (user == have) return memory(user, engine(), p);
   return memory(have, engine(), t.take(i, have.get_size()));
 }
 
-void staged_out(CoreThreadConv& t, memory result, const memory::desc& user, void* p) {
+void staged_out(DnnlCoreThread& t, memory result, const memory::desc& user, void* p) {
   memory u(user, engine(), p);
   if (result.get_data_handle() == p) return;
   dnnl::reorder(result, u).execute(t.stream, result, u);
 }
 
-memory scratchpad(CoreThreadConv& t, const memory::desc& d) { return memory(d, engine(), t.take(3, d.get_size())); }
+memory scratchpad(DnnlCoreThread& t, const memory::desc& d) { return memory(d, engine(), t.take(3, d.get_size())); }
 
 void run_slice(ConvPass pass, const ConvNd& a, const Slice& s) {
-  CoreThreadConv& t = core_thread();
+  DnnlCoreThread& t = DnnlCoreThread::mine();
   const SliceMem m = slice_mem(a, s);
   if (pass == ConvPass::kForward) {
     const auto pd = forward_pd(a, m, m.bp != nullptr);

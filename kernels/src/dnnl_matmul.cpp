@@ -10,7 +10,7 @@
 // Threading: each AI-core thread calls oneDNN on its own slice of C with OpenMP held to one thread in
 // that thread (the core pool is the parallelism, as for OpenBLAS). Primitives come from oneDNN's own
 // primitive cache (~3-9 us a lookup); each core thread keeps its own oneDNN stream and scratchpad
-// (user-managed scratchpad, so no state is shared between concurrent executions).
+// (dnnl_context.h; user-managed scratchpad, so no state is shared between concurrent executions).
 // NPU_SIM_GEMM_DNNL=0, a build without oneDNN, or a CPU on which oneDNN only has its reference kernel
 // (dnnl_ready() false) leave bf16 on the staged path and fp32 on OpenBLAS.
 #include <cstdlib>
@@ -20,10 +20,9 @@
 #include "gemm_tiling.h"
 
 #ifdef NPU_SIM_HAVE_DNNL
-#include <omp.h>
-
-#include <oneapi/dnnl/dnnl.hpp>
 #include <oneapi/dnnl/dnnl_version.h>
+
+#include "dnnl_context.h"
 #endif
 
 namespace npu_kernels {
@@ -37,7 +36,6 @@ using dnnl::memory;
 struct DnnlState {
   bool ready = false;
   std::string name = "none";
-  dnnl::engine engine;
 };
 
 memory::desc matrix_desc(memory::data_type dt, int64_t rows, int64_t cols, bool trans, int64_t ld) {
@@ -67,11 +65,10 @@ const DnnlState& state() {
     const char* off = std::getenv("NPU_SIM_GEMM_DNNL");
     if (off != nullptr && std::string(off) == "0") return s;
     try {
-      s.engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
       // A probe shape: a JIT implementation ("brg:...", "gemm:jit...") serves bf16 on this CPU, not only
       // the reference loop (a CPU without AVX-512 may get that one; the staged path is faster then).
       const std::string impl =
-          matmul_pd(s.engine, memory::data_type::bf16, false, false, 64, 64, 64, 1.0f, 64, 64, 0.0f, 64).impl_info_str();
+          matmul_pd(dnnl_engine(), memory::data_type::bf16, false, false, 64, 64, 64, 1.0f, 64, 64, 0.0f, 64).impl_info_str();
       if (impl.find("ref") != std::string::npos) return s;
       const dnnl_version_t* v = dnnl_version();
       s.name = "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
@@ -84,16 +81,12 @@ const DnnlState& state() {
   return instance;
 }
 
-// What one core thread keeps: its oneDNN stream and its scratchpad (grown, never shrunk).
-struct CoreThreadDnnl {
-  dnnl::stream stream;
-  std::vector<unsigned char> scratch;
-  explicit CoreThreadDnnl(const dnnl::engine& eng) : stream(eng) {
-    omp_set_num_threads(1);  // this thread's OpenMP ICV: oneDNN runs the slice on this thread alone
-  }
-};
-
 }  // namespace
+
+const dnnl::engine& dnnl_engine() {
+  static const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
 
 bool dnnl_ready() { return state().ready; }
 const char* dnnl_name() { return state().name.c_str(); }
@@ -101,20 +94,17 @@ const char* dnnl_name() { return state().name.c_str(); }
 namespace {
 void dnnl_gemm(memory::data_type dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc) {
-  const DnnlState& s = state();
-  thread_local CoreThreadDnnl local(s.engine);
-  const auto pd = matmul_pd(s.engine, dt, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc);
+  DnnlCoreThread& t = DnnlCoreThread::mine();
+  const dnnl::engine& eng = dnnl_engine();
+  const auto pd = matmul_pd(eng, dt, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc);
   const dnnl::matmul prim(pd);  // from oneDNN's primitive cache after the first call of a shape
   const memory::desc sd = pd.scratchpad_desc();
-  if (local.scratch.size() < sd.get_size()) local.scratch.resize(sd.get_size());
-  const dnnl::engine& eng = s.engine;
   memory ma(pd.src_desc(), eng, const_cast<void*>(a));
   memory mb(pd.weights_desc(), eng, const_cast<void*>(b));
   memory mc(pd.dst_desc(), eng, c);
-  memory ms(sd, eng, local.scratch.data());
-  prim.execute(local.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
-                              {DNNL_ARG_SCRATCHPAD, ms}});
-  local.stream.wait();
+  memory ms(sd, eng, t.take(0, sd.get_size()));
+  prim.execute(t.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, ms}});
+  t.stream.wait();
 }
 }  // namespace
 
