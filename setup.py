@@ -10,6 +10,10 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
+# The `torch_npu` drop-in package must never shadow a real torch_npu (tools/install_guard.py says why).
+if subprocess.call([sys.executable, os.path.join(ROOT, "tools", "install_guard.py")]) != 0:
+    sys.exit(1)
+
 
 class CMakeExtension(Extension):
     def __init__(self, name):
@@ -50,7 +54,7 @@ setup(
     name="torch_npu_sim",
     version="0.1.0",
     description="A simulated Ascend-style NPU backend for PyTorch (PrivateUse1 'npu')",
-    packages=find_packages(include=["torch_npu_sim", "torch_npu_sim.*"]),
+    packages=find_packages(include=["torch_npu_sim", "torch_npu_sim.*", "torch_npu", "torch_npu.*"]),
     ext_modules=[CMakeExtension("torch_npu_sim._C")],
     cmdclass={"build_ext": CMakeBuild},
     python_requires=">=3.10",

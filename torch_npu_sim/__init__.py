@@ -18,10 +18,12 @@ from . import npu
 from .fallback import fallback_ops, reset_fallback_ops
 from .fused_ops import *  # noqa: F401,F403  (torch_npu's npu_* fused ops)
 from . import fused_ops
+from .formats import get_npu_format, npu_format_cast, npu_format_cast_  # noqa: F401
 from .launch_records import (clear_launch_records, launch_recording, launch_records, launch_totals,  # noqa: F401
                              record_launches, set_launch_recording)
 
-__all__ = ["npu", "fallback_ops", "reset_fallback_ops", *fused_ops.__all__]
+__all__ = ["npu", "fallback_ops", "reset_fallback_ops", "get_npu_format", "npu_format_cast", "npu_format_cast_",
+           *fused_ops.__all__]
 
 
 def _register():

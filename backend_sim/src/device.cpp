@@ -2,6 +2,8 @@
 // (the default stream, the sticky error), device properties, the per-thread current device,
 // device_synchronize and device_restart.
 #include <algorithm>
+#include <chrono>
+#include <mutex>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -178,12 +180,26 @@ struct DeviceErrors {
   std::atomic<bool> failed{false};   // written under mu
 };
 
+// Kernel time of one device: a leaf mutex (taken twice per kernel, never with another lock held).
+struct DeviceBusy {
+  std::mutex mu;
+  int running = 0;             // guarded by mu: kernels of the device running now
+  std::uint64_t since = 0;     // guarded by mu: when `running` last went from 0 to 1
+  std::uint64_t busy = 0;      // guarded by mu: ns with running > 0 before `since`
+};
+
+std::uint64_t steady_ns() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 // Lazy per-device state. The array is sized once (device count is fixed) and never destroyed, so
 // worker threads can outlive static destruction. Each slot is initialised under its own once_flag.
 struct DeviceState {
   std::once_flag once;
   std::shared_ptr<StreamImpl> default_stream;  // written once under `once`, read-only afterwards
   DeviceErrors errors;                         // see Note [Sticky device errors]
+  DeviceBusy busy;                             // kernel time, for device_busy_time
 };
 
 DeviceState* device_states() {
@@ -263,6 +279,18 @@ Status device_error(int device) {
   return report(device, f);
 }
 
+void kernel_began(int device) {
+  DeviceBusy& b = device_states()[device].busy;
+  std::lock_guard<std::mutex> lk(b.mu);
+  if (b.running++ == 0) b.since = steady_ns();
+}
+
+void kernel_ended(int device) {
+  DeviceBusy& b = device_states()[device].busy;
+  std::lock_guard<std::mutex> lk(b.mu);
+  if (--b.running == 0) b.busy += steady_ns() - b.since;
+}
+
 }  // namespace detail
 
 Status get_device_count(int* count) {
@@ -306,6 +334,16 @@ Status device_synchronize(int device) {
     NPU_SIM_RETURN_IF_ERROR(detail::wait_stream_idle("device_synchronize", *s));
   }
   return detail::device_error(device);
+}
+
+Status device_busy_time(int device, std::uint64_t* busy_ns, std::uint64_t* now_ns) {
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device("device_busy_time", device));
+  NPU_SIM_CHECK(busy_ns != nullptr && now_ns != nullptr, Status::kInvalidValue, "device_busy_time: null output");
+  detail::DeviceBusy& b = detail::device_states()[device].busy;
+  std::lock_guard<std::mutex> lk(b.mu);
+  *now_ns = detail::steady_ns();
+  *busy_ns = b.busy + (b.running > 0 ? *now_ns - b.since : 0);
+  return Status::kSuccess;
 }
 
 Status device_get_error(int device) {

@@ -166,6 +166,9 @@ void record_async_error(StreamImpl& s, std::uint64_t seq, Status status, std::st
 // kSuccess if `device` has no sticky error, else the error (message + the sticky note in the thread's
 // last error). Never waits; one atomic load when the device is healthy.
 Status device_error(int device);
+// Brackets each kernel a stream worker runs, for device_busy_time (union of the kernels' intervals).
+void kernel_began(int device);
+void kernel_ended(int device);
 
 // ---------------------------------------------------------------------------------------------------
 // Streams (stream.cpp).

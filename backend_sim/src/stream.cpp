@@ -97,6 +97,11 @@ std::string run_op(const StreamImpl& s, const StreamOp& op, Status* status) {
   if (op.kernel_name == nullptr) return op.fn();
   std::string what;
   bool ok;
+  kernel_began(s.device);
+  struct Ended {
+    int device;
+    ~Ended() { kernel_ended(device); }
+  } ended{s.device};
   if (recording_on()) {
     LaunchAccumulators acc;
     ok = run_blocks(op.block_dim, op.body, &what, status, &acc);

@@ -80,6 +80,11 @@ void* CachingAllocator::allocate(int device, std::size_t bytes, npu_sim::Stream 
   return block->ptr;
 }
 
+CachingAllocator::Extent CachingAllocator::extent_of(const void* ctx) {
+  const Block* b = static_cast<const Block*>(ctx);
+  return {b->device, reinterpret_cast<uintptr_t>(b->ptr), b->size, b->stream};
+}
+
 void CachingAllocator::free_ctx(void* ctx) {
   if (ctx == nullptr) return;
   Block* block = static_cast<Block*>(ctx);

@@ -48,6 +48,7 @@ struct DeviceStats {
 
 // One segment (a device malloc) and its blocks, for memory_snapshot()/memory_summary().
 struct BlockInfo {
+  uintptr_t address = 0;
   std::size_t size = 0;
   std::size_t requested_size = 0;
   bool allocated = false;
@@ -108,6 +109,14 @@ class CachingAllocator {
   // allocated this way must be freed with free_ctx (the map does not know it).
   void* allocate(int device, std::size_t bytes, npu_sim::Stream stream, void** ctx);
   void free_ctx(void* ctx);
+  // The block behind such a handle, read by its owner while it is allocated (memory history).
+  struct Extent {
+    int device;
+    uintptr_t address;
+    std::size_t size;  // rounded, as the snapshot's blocks are
+    npu_sim::Stream stream;
+  };
+  static Extent extent_of(const void* ctx);
   void record_stream_ctx(void* ctx, npu_sim::Stream stream);
 
   // Releases every cached, unused segment back to the device (after waiting for pending events). Blocks:

@@ -130,6 +130,7 @@ void DeviceCachingAllocator::snapshot(std::vector<SegmentInfo>* out) {
     seg.is_large = !head->pool->is_small;
     for (Block* b = head; b != nullptr; b = b->next) {
       BlockInfo info;
+      info.address = reinterpret_cast<uintptr_t>(b->ptr);
       info.size = b->size;
       info.requested_size = b->allocated ? b->requested_size : 0;
       info.allocated = b->allocated;

@@ -5,6 +5,7 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "core/npu_allocator.h"
+#include "npu_kernels/dtype.h"
 
 namespace torch_npu_sim {
 namespace {
@@ -31,6 +32,18 @@ struct NPUGuardImpl final : public c10::impl::DeviceGuardImplInterface {
     if (d.index() >= 0 && d.index() < device_count()) (void)npu_sim::set_device(d.index());
   }
   c10::DeviceIndex deviceCount() const noexcept override { return device_count(); }
+
+  // torch.accelerator.get_device_capability: the dtypes the device can hold and convert between, as the
+  // kernel library's dtype table says (the same table every op checks).
+  c10::DeviceCapability getDeviceCapability(c10::Device d) const override {
+    check_device(d.index() < 0 ? current_device() : d.index(), "get_device_capability");
+    c10::DeviceCapability cap;
+#define NPU_SIM_CAPABILITY(_, name) \
+  cap.capability_data.supported_scalar_types.has_##name = npu_kernels::dtype_supported(static_cast<int>(c10::ScalarType::name));
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(NPU_SIM_CAPABILITY)
+#undef NPU_SIM_CAPABILITY
+    return cap;
+  }
 
   c10::Stream getStream(c10::Device d) const override { return current_stream(d.index()); }
   c10::Stream getDefaultStream(c10::Device d) const override { return default_stream(d.index()); }

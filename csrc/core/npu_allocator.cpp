@@ -6,6 +6,7 @@
 
 #include "core/npu_error.h"
 #include "core/npu_event.h"
+#include "core/npu_memory_history.h"
 #include "core/npu_stream.h"
 
 namespace torch_npu_sim {
@@ -47,6 +48,10 @@ class NPUDeviceAllocator final : public c10::DeviceAllocator {
         TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
       } catch (const npu_alloc::AllocatorError& e) {
         TORCH_CHECK(false, e.what());
+      }
+      if (memory_history::enabled()) {
+        const auto x = npu_alloc::CachingAllocator::extent_of(block);
+        memory_history::record_alloc(x.device, x.address, x.size, x.stream);
       }
     }
     return {ptr, block, &raw_delete, c10::Device(c10::DeviceType::PrivateUse1, device)};
@@ -102,6 +107,10 @@ NPUDeviceAllocator g_device_allocator;
 
 void raw_delete(void* block) {
   try {
+    if (memory_history::enabled() && block != nullptr) {
+      const auto x = npu_alloc::CachingAllocator::extent_of(block);
+      memory_history::record_free(x.device, x.address, x.size, x.stream);
+    }
     caching_allocator().free_ctx(block);
   } catch (const std::exception& e) {
     // A deleter must not throw; a bad free is a bug worth a loud message.

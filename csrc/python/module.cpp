@@ -12,6 +12,7 @@
 #include "core/npu_allocator.h"
 #include "distributed/bindings.h"
 #include "core/npu_error.h"
+#include "core/npu_memory_history.h"
 #include "core/npu_generator.h"
 #include "core/npu_stream.h"
 #include "fallback/cpu_fallback.h"
@@ -63,32 +64,6 @@ py::dict memory_stats(c10::DeviceIndex device) {
   d["oversize_allocations"] = stat_dict(s.oversize_allocations);
   d["oversize_segments"] = stat_dict(s.oversize_segments);
   return d;
-}
-
-py::list memory_snapshot() {
-  py::list segments;
-  for (const auto& seg : caching_allocator().snapshot()) {
-    py::dict d;
-    d["device"] = seg.device;
-    d["address"] = seg.address;
-    d["total_size"] = seg.total_size;
-    d["allocated_size"] = seg.allocated_size;
-    d["active_size"] = seg.active_size;
-    d["requested_size"] = seg.requested_size;
-    d["stream"] = seg.stream;
-    d["segment_type"] = seg.is_large ? "large" : "small";
-    py::list blocks;
-    for (const auto& b : seg.blocks) {
-      py::dict bd;
-      bd["size"] = b.size;
-      bd["requested_size"] = b.requested_size;
-      bd["state"] = b.allocated ? "active_allocated" : (b.active ? "active_pending_free" : "inactive");
-      blocks.append(bd);
-    }
-    d["blocks"] = blocks;
-    segments.append(d);
-  }
-  return segments;
 }
 
 py::dict device_properties(c10::DeviceIndex device) {
@@ -199,6 +174,13 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_get_device_properties", &device_properties);
   m.def("_synchronize", &synchronize);
+  // (busy ns, now ns) of the device's kernel time, for torch.npu.utilization
+  m.def("_device_busy_time", [](int64_t device) {
+    torch_npu_sim::check_device(static_cast<c10::DeviceIndex>(device), "utilization");
+    std::uint64_t busy = 0, now = 0;
+    NPU_CHECK(npu_sim::device_busy_time(static_cast<int>(device), &busy, &now));
+    return std::make_pair(busy, now);
+  });
   m.def("_device_error", &device_error);
   m.def("_restart_device", &restart_device);
   // torch.Event.elapsed_time only accepts the exact torch.Event type; torch.npu.Event goes through here.
@@ -213,7 +195,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_launch_blocking", [] { return npu_sim::launch_blocking(); });
 
   m.def("_memory_stats", &memory_stats);
-  m.def("_memory_snapshot", &memory_snapshot);
+  memory_history::bind(m);
   m.def("_empty_cache", [] { caching_allocator().empty_cache(); });
   m.def("_reset_peak_stats", [](c10::DeviceIndex d) {
     check_device(d, "reset_peak_memory_stats");

@@ -1,4 +1,6 @@
 // backend_sim: device enumeration and properties (default environment), current device, errors.
+#include <atomic>
+#include <chrono>
 #include <thread>
 
 #include "test_backend_sim_util.h"
@@ -90,4 +92,50 @@ TEST(BackendSimDevice, MemGetInfo) {
   EXPECT_EQ(free1, free0);
   EXPECT_EQ(mem_get_info(2, nullptr, &total), Status::kInvalidValue);
   EXPECT_EQ(mem_get_info(8, &free1, &total), Status::kInvalidDevice);
+}
+
+// device_busy_time: the union of the device's kernel intervals across streams; host time with no kernel
+// running adds nothing, and a kernel still running counts up to now.
+TEST(BackendSimDevice, BusyTimeIsTheUnionOfKernelIntervals) {
+  using namespace std::chrono_literals;
+  constexpr int kDev = 1;
+  Stream a = nullptr, b = nullptr;
+  ASSERT_OK(stream_create(kDev, &a));
+  ASSERT_OK(stream_create(kDev, &b));
+  std::uint64_t busy0 = 0, now0 = 0, busy1 = 0, now1 = 0;
+  ASSERT_OK(device_busy_time(kDev, &busy0, &now0));
+  std::this_thread::sleep_for(20ms);  // idle
+  ASSERT_OK(device_busy_time(kDev, &busy1, &now1));
+  EXPECT_EQ(busy1, busy0);
+  EXPECT_GE(now1 - now0, 20'000'000u);
+
+  // Two 60 ms kernels, one per stream, started together: both streams' workers sleep in parallel.
+  std::atomic<int> started{0};
+  auto body = [&started](const BlockContext&) {
+    started.fetch_add(1);
+    std::this_thread::sleep_for(60ms);
+  };
+  ASSERT_OK(launch_kernel(a, "sleep_a", 1, body));
+  ASSERT_OK(launch_kernel(b, "sleep_b", 1, body));
+  while (started.load() < 2) std::this_thread::yield();
+  std::uint64_t busy_mid = 0, now_mid = 0;
+  ASSERT_OK(device_busy_time(kDev, &busy_mid, &now_mid));
+  EXPECT_GT(busy_mid, busy1);  // running kernels count up to now
+  ASSERT_OK(stream_synchronize(a));
+  ASSERT_OK(stream_synchronize(b));
+  std::uint64_t busy2 = 0, now2 = 0;
+  ASSERT_OK(device_busy_time(kDev, &busy2, &now2));
+  const std::uint64_t kernel_ns = busy2 - busy1;
+  EXPECT_GE(kernel_ns, 60'000'000u);
+  EXPECT_LE(kernel_ns, now2 - now1);  // never more than the wall time: overlapping kernels count once
+  // The other device saw none of it.
+  std::uint64_t other0 = 0, other1 = 0, t = 0;
+  ASSERT_OK(device_busy_time(0, &other0, &t));
+  ASSERT_OK(device_busy_time(0, &other1, &t));
+  EXPECT_EQ(other0, other1);
+  ASSERT_OK(stream_destroy(a));
+  ASSERT_OK(stream_destroy(b));
+  std::uint64_t x = 0;
+  EXPECT_EQ(device_busy_time(99, &x, &x), Status::kInvalidDevice);
+  EXPECT_EQ(device_busy_time(0, nullptr, &x), Status::kInvalidValue);
 }

@@ -1,6 +1,7 @@
 """The ``torch.npu`` device module: devices, streams, events, memory, random (torch_npu's names)."""
 import contextlib
 import threading
+import time
 from typing import Any, Optional, Union
 
 import torch
@@ -20,7 +21,8 @@ __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device", "set_device", "device",
     "device_of", "get_device_name", "get_device_properties", "get_device_capability", "synchronize",
     "can_device_access_peer", "Stream", "Event", "stream", "set_stream", "current_stream", "default_stream",
-    "get_amp_supported_dtype", "is_bf16_supported", "amp", "restart_device",
+    "get_amp_supported_dtype", "is_bf16_supported", "amp", "restart_device", "set_compile_mode",
+    "is_jit_compile_false", "utilization",
 ] + _memory_all + _random_all
 
 
@@ -211,3 +213,46 @@ def get_amp_supported_dtype():
 
 def is_bf16_supported() -> bool:
     return True
+
+
+_jit_compile = False  # torch_npu's default since its 2.1 releases: precompiled (binary) operators
+
+
+def set_compile_mode(jit_compile: bool = True) -> None:
+    """torch_npu's operator compile mode (``torch.npu.set_compile_mode(jit_compile=False)``). On Ascend it
+    chooses between compiling operators online and running CANN's precompiled binaries; the results are
+    the same. The simulated device's kernels are always precompiled, so the mode is recorded and reported
+    (``is_jit_compile_false``) and changes nothing else."""
+    global _jit_compile
+    if not isinstance(jit_compile, bool):
+        raise TypeError(f"set_compile_mode: expected argument 'jit_compile' to be a bool, "
+                        f"got {type(jit_compile).__name__}")
+    _jit_compile = jit_compile
+
+
+def is_jit_compile_false() -> bool:
+    return not _jit_compile
+
+
+# CLOCK_MONOTONIC, the clock of the runtime's readings (std::steady_clock)
+_import_ns = time.monotonic_ns()
+_busy_samples: dict = {}  # device -> (busy ns, now ns) of the previous utilization() call
+_busy_lock = threading.Lock()
+
+
+def utilization(device: Any = None) -> int:
+    """Percent of time, over the sample period, during which one or more kernels ran on the device
+    (``torch.cuda.utilization``'s meaning). The period is the time since the previous call for the same
+    device (since ``import torch_npu_sim`` for the first call)."""
+    _lazy_init()
+    d = _device_index(device, optional=True)
+    busy, now = _C._device_busy_time(d)
+    with _busy_lock:
+        prev_busy, prev_now = _busy_samples.get(d, (0, None))
+        _busy_samples[d] = (busy, now)
+    if prev_now is None:
+        prev_now = _import_ns
+    window = now - prev_now
+    if window <= 0:
+        return 0
+    return max(0, min(100, round(100 * (busy - prev_busy) / window)))

@@ -1,5 +1,7 @@
 """torch.npu memory API (torch.cuda's names and semantics) over the C++ caching allocator."""
 import collections
+import pickle
+import sys
 from typing import Any, Dict, Optional
 
 import torch
@@ -76,8 +78,36 @@ def empty_cache() -> None:
 
 
 def memory_snapshot():
+    """The allocator's segments and blocks (torch.cuda.memory_snapshot): ``_snapshot()["segments"]``."""
+    return _snapshot()["segments"]
+
+
+def _record_memory_history(enabled: Optional[str] = "all", context: Optional[str] = "all",
+                           stacks: str = "all", max_entries: int = sys.maxsize, device: Any = None) -> None:
+    """Start (or, with ``enabled=None``, stop and forget) recording the allocator's history, as
+    ``torch.cuda.memory._record_memory_history``: ``enabled`` "state" keeps the stack of each live block,
+    "all" also a trace of every alloc and free (the newest ``max_entries`` per device); ``context`` picks
+    which entries carry stacks (None, "state", "alloc", "all"); ``stacks`` "python" or "all" (with C++
+    frames). ``device`` is accepted for torch.cuda's signature: the history covers every npu device."""
+    if isinstance(enabled, bool):  # the older spelling: _record_memory_history(True, ...)
+        enabled = "all" if enabled else None
     torch.npu._lazy_init()
-    return _C._memory_snapshot()
+    _C._record_memory_history("none" if enabled is None else str(enabled),
+                              "none" if context is None else str(context), str(stacks), int(max_entries))
+
+
+def _snapshot(device: Any = None) -> Dict[str, Any]:
+    """``{"segments": [...], "device_traces": [[...] per device], "allocator_settings": {}}``, the format
+    ``torch.cuda._memory_viz`` and https://pytorch.org/memory_viz read."""
+    torch.npu._lazy_init()
+    return _C._memory_history_snapshot()
+
+
+def _dump_snapshot(filename: str = "dump_snapshot.pickle") -> None:
+    """Pickles ``_snapshot()`` to ``filename`` (open it with torch.cuda._memory_viz or memory_viz)."""
+    snapshot = _snapshot()
+    with open(filename, "wb") as f:
+        pickle.dump(snapshot, f)
 
 
 def mem_get_info(device: Any = None):

@@ -70,6 +70,12 @@ Status device_get_error(int device);
 // Must not be called while holding a lock that work queued on the device needs.
 Status device_restart(int device);
 
+// Kernel time of `device` (torch.npu.utilization): nanoseconds during which at least one kernel of the device
+// was running on any of its streams, summed since the process started (a kernel still running counts up to
+// now), and the same clock's now (steady clock, ns). The busy fraction of a window is the difference of two
+// readings' busy time over the difference of their now.
+Status device_busy_time(int device, std::uint64_t* busy_ns, std::uint64_t* now_ns);
+
 // ---------------------------------------------------------------------------------------------------
 // Memory. Device memory is host memory reserved lazily (untouched pages cost nothing) and accounted
 // against the device's HBM capacity; exceeding it returns kOutOfMemory.
