@@ -279,16 +279,27 @@ Status device_error(int device) {
   return report(device, f);
 }
 
+// Each change is mirrored into the npu-smi registry (other processes read it), under the same mutex.
 void kernel_began(int device) {
   DeviceBusy& b = device_states()[device].busy;
+  SmiDevice* smi = smi_device(device);
   std::lock_guard<std::mutex> lk(b.mu);
-  if (b.running++ == 0) b.since = steady_ns();
+  if (b.running++ == 0) {
+    b.since = steady_ns();
+    if (smi != nullptr) smi->busy_since.store(b.since, std::memory_order_relaxed);
+  }
+  if (smi != nullptr) smi->running.store(b.running, std::memory_order_release);
 }
 
 void kernel_ended(int device) {
   DeviceBusy& b = device_states()[device].busy;
+  SmiDevice* smi = smi_device(device);
   std::lock_guard<std::mutex> lk(b.mu);
-  if (--b.running == 0) b.busy += steady_ns() - b.since;
+  if (--b.running == 0) {
+    b.busy += steady_ns() - b.since;
+    if (smi != nullptr) smi->busy_ns.store(b.busy, std::memory_order_relaxed);
+  }
+  if (smi != nullptr) smi->running.store(b.running, std::memory_order_release);
 }
 
 }  // namespace detail

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "npu_sim/runtime.h"
+#include "npu_sim/smi_registry.h"
 
 namespace npu_sim {
 namespace detail {
@@ -169,6 +170,8 @@ Status device_error(int device);
 // Brackets each kernel a stream worker runs, for device_busy_time (union of the kernels' intervals).
 void kernel_began(int device);
 void kernel_ended(int device);
+// This process's npu-smi registry entry of `device` (smi_registry.cpp), or null without a registry file.
+SmiDevice* smi_device(int device);
 
 // ---------------------------------------------------------------------------------------------------
 // Streams (stream.cpp).

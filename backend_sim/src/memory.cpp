@@ -184,6 +184,7 @@ Status malloc_device(int device, void** ptr, std::size_t bytes) {
     return detail::oom(device, bytes, " (the host could not reserve the memory)");
   }
   detail::register_alloc(p, detail::Allocation{bytes, rounded, mapped, arena, MemoryType::kDevice, device});
+  if (SmiDevice* smi = detail::smi_device(device)) smi->hbm_used.fetch_add(rounded, std::memory_order_relaxed);
   detail::counters().device_mallocs.fetch_add(1, std::memory_order_relaxed);
   *ptr = p;
   return Status::kSuccess;
@@ -204,6 +205,7 @@ Status free_device(void* ptr) {
   if (a.arena) detail::arena_free(a.device, ptr, a.mapped);
   else detail::host_release(ptr, a.mapped);
   detail::mem().used[a.device].fetch_sub(a.accounted);
+  if (SmiDevice* smi = detail::smi_device(a.device)) smi->hbm_used.fetch_sub(a.accounted, std::memory_order_relaxed);
   detail::counters().device_frees.fetch_add(1, std::memory_order_relaxed);
   return Status::kSuccess;
 }

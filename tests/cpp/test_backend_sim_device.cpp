@@ -2,7 +2,15 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <unistd.h>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
 
+#include "npu_sim/smi_registry.h"
 #include "test_backend_sim_util.h"
 
 using namespace npu_sim;
@@ -138,4 +146,49 @@ TEST(BackendSimDevice, BusyTimeIsTheUnionOfKernelIntervals) {
   std::uint64_t x = 0;
   EXPECT_EQ(device_busy_time(99, &x, &x), Status::kInvalidDevice);
   EXPECT_EQ(device_busy_time(0, nullptr, &x), Status::kInvalidValue);
+}
+
+// The npu-smi registry: this process's file holds its devices, the memory it holds and its kernel time.
+TEST(BackendSimDevice, SmiRegistryDescribesThisProcess) {
+  void* p = nullptr;
+  ASSERT_OK(malloc_device(2, &p, 3 << 20));
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(2, &s));
+  ASSERT_OK(launch_kernel(s, "sleep", 1, [](const BlockContext&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }));
+  ASSERT_OK(stream_synchronize(s));
+  const char* dir = std::getenv("NPU_SIM_SMI_DIR");
+  const std::string path = std::string(dir != nullptr && dir[0] != '\0' ? dir : "/dev/shm") + "/npusim-smi-" +
+                           std::to_string(getpid());
+  FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr) << path;
+  std::vector<char> buf(sizeof(SmiHeader) + kSmiMaxDevices * sizeof(SmiDevice));
+  const std::size_t n = std::fread(buf.data(), 1, buf.size(), f);
+  std::fclose(f);
+  ASSERT_GE(n, sizeof(SmiHeader));
+  SmiHeader h;
+  std::memcpy(&h, buf.data(), sizeof(h));
+  EXPECT_EQ(std::memcmp(h.magic, "NPUSMI\0\0", 8), 0);
+  EXPECT_EQ(h.version, kSmiVersion);
+  EXPECT_EQ(h.pid, getpid());
+  EXPECT_GT(h.start_ticks, 0u);
+  int count = 0;
+  ASSERT_OK(get_device_count(&count));
+  ASSERT_EQ(h.device_count, count);
+  ASSERT_EQ(n, sizeof(SmiHeader) + count * sizeof(SmiDevice));
+  auto field = [&](int d, std::size_t offset) {
+    std::uint64_t v;
+    std::memcpy(&v, buf.data() + sizeof(SmiHeader) + d * sizeof(SmiDevice) + offset, 8);
+    return v;
+  };
+  EXPECT_GE(field(2, offsetof(SmiDevice, hbm_used)), 3u << 20);
+  EXPECT_EQ(field(3, offsetof(SmiDevice, hbm_used)), 0u);
+  EXPECT_GE(field(2, offsetof(SmiDevice, busy_ns)), 20'000'000u);
+  EXPECT_EQ(field(2, offsetof(SmiDevice, running)), 0u);
+  DeviceProperties props{};
+  ASSERT_OK(get_device_properties(2, &props));
+  EXPECT_EQ(field(2, offsetof(SmiDevice, hbm_capacity)), props.hbm_bytes);
+  ASSERT_OK(free_device(p));
+  ASSERT_OK(stream_destroy(s));
 }
