@@ -1,6 +1,7 @@
 // Owns the process-wide CachingAllocator: device dispatch, the pointer->block map, round_size, format_size.
 #include "allocator/caching_allocator.h"
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <unordered_map>
@@ -78,6 +79,16 @@ void* CachingAllocator::allocate(int device, std::size_t bytes, npu_sim::Stream 
   Block* block = dev.malloc(bytes, resolve_stream(device, stream));
   *ctx = block;
   return block->ptr;
+}
+
+namespace {
+std::atomic<SegmentObserver> g_segment_observer{nullptr};
+}  // namespace
+
+void set_segment_observer(SegmentObserver observer) { g_segment_observer.store(observer, std::memory_order_release); }
+
+void notify_segment(bool alloc, int device, uintptr_t address, std::size_t size, npu_sim::Stream stream) {
+  if (SegmentObserver f = g_segment_observer.load(std::memory_order_acquire)) f(alloc, device, address, size, stream);
 }
 
 CachingAllocator::Extent CachingAllocator::extent_of(const void* ctx) {

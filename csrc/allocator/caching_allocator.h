@@ -66,6 +66,13 @@ struct SegmentInfo {
   std::vector<BlockInfo> blocks;
 };
 
+// Observer of segment events (a device malloc or free by the cache), for the memory history: called
+// after the runtime call succeeded, possibly with a device allocator's mutex held, so it must not call
+// back into the allocator (taking its own leaf lock is fine). Process-wide; null (the default) = none.
+using SegmentObserver = void (*)(bool alloc, int device, uintptr_t address, std::size_t size, npu_sim::Stream stream);
+void set_segment_observer(SegmentObserver observer);
+void notify_segment(bool alloc, int device, uintptr_t address, std::size_t size, npu_sim::Stream stream);
+
 // Thrown when a request cannot be satisfied even after freeing the cache. what() is the full
 // CUDA-style text: "NPU out of memory. Tried to allocate 2.00 GiB. NPU 0 has a total capacity of
 // 16.00 GiB of which 1.50 GiB is free. Of the allocated memory 12.00 GiB is allocated by PyTorch, and

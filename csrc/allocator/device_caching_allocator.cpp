@@ -215,6 +215,7 @@ Block* DeviceCachingAllocator::alloc_block(BlockPool& pool, npu_sim::Stream stre
   b->size = alloc_size;
   b->pool = &pool;
   b->ptr = static_cast<char*>(ptr);
+  notify_segment(true, device_, reinterpret_cast<uintptr_t>(ptr), alloc_size, stream);
   stats_.num_device_alloc++;
   update_stat_array(stats_.segment, 1, pool.is_small);
   update_stat_array(stats_.reserved_bytes, static_cast<int64_t>(alloc_size), pool.is_small);
@@ -252,6 +253,7 @@ void DeviceCachingAllocator::free_segment(Lock& lock, Block* block) {
     throw AllocatorError("NPU caching allocator: free_device failed with " + std::string(npu_sim::status_name(st)) +
                          ": " + detail);
   }
+  notify_segment(false, device_, reinterpret_cast<uintptr_t>(ptr), block->size, block->stream);
   const bool small = block->pool->is_small;
   stats_.num_device_free++;
   update_stat_array(stats_.segment, -1, small);

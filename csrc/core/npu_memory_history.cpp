@@ -33,7 +33,7 @@ using Traceback = std::shared_ptr<torch::CapturedTraceback>;
 enum Mode : int { kOff = 0, kState = 1, kAll = 2 };  // _record_memory_history's `enabled`
 
 struct Entry {
-  const char* action;  // "alloc", "free_requested", "free_completed"
+  const char* action;  // "alloc", "free_requested", "free_completed", "segment_alloc", "segment_free"
   uintptr_t address;
   std::size_t size;
   uintptr_t stream;
@@ -125,6 +125,16 @@ void free_entry(int device, uintptr_t address, std::size_t size, npu_sim::Stream
   push(h, device, {"free_completed", address, size, s, t, tb});
 }
 
+// The caching allocator's segment events (no stacks: the observer may run under the allocator's mutex).
+void segment_entry(bool alloc, int device, uintptr_t address, std::size_t size, npu_sim::Stream stream) {
+  History& h = history();
+  if (h.mode.load(std::memory_order_relaxed) != kAll) return;
+  std::lock_guard<std::mutex> lk(h.mu);
+  if (h.mode.load(std::memory_order_relaxed) != kAll) return;
+  push(h, device, {alloc ? "segment_alloc" : "segment_free", address, size, reinterpret_cast<uintptr_t>(stream),
+                   now_us(), nullptr});
+}
+
 }  // namespace
 
 // The history is a diagnostic: a failure to record (no memory for a stack) must not fail the allocation
@@ -161,6 +171,13 @@ void set_history(const std::string& enabled, const std::string& context, const s
                     "_record_memory_history: expected stacks to be 'python' or 'all', got '", stacks, "'");
   TORCH_CHECK_VALUE(max_entries > 0, "_record_memory_history: expected max_entries > 0, got ", max_entries);
   if (mode != kOff && context != "none") torch::installCapturedTracebackPython();
+  npu_alloc::set_segment_observer([](bool alloc, int device, uintptr_t address, std::size_t size,
+                                     npu_sim::Stream stream) noexcept {
+    try {
+      segment_entry(alloc, device, address, size, stream);
+    } catch (const std::exception&) {  // a diagnostic; the allocation goes on (see record_alloc)
+    }
+  });
   History& h = history();
   std::vector<std::deque<Entry>> old_traces;
   std::unordered_map<uintptr_t, Traceback> old_frames;
