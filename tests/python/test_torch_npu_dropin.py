@@ -146,11 +146,12 @@ def test_torch_npu_profiler_takes_torch_npu_arguments(tmp_path):
                                  export_type=tp.ExportType.Text)
     x = torch.randn(64, 64, device="npu")
     with tp.profile(activities=[tp.ProfilerActivity.CPU, tp.ProfilerActivity.NPU],
-                    schedule=tp.schedule(wait=0, warmup=0, active=1, repeat=1),
+                    schedule=tp.schedule(wait=0, warmup=1, active=1, repeat=1),
                     on_trace_ready=tp.tensorboard_trace_handler(str(tmp_path), worker_name="w0"),
                     experimental_config=cfg) as prof:
-        (x @ x).sum().item()
-        prof.step()
+        for _ in range(2):
+            (x @ x).sum().item()
+            prof.step()
     traces = list(tmp_path.glob("w0*.pt.trace.json"))
     assert len(traces) == 1
     names = {e.get("name") for e in json.loads(traces[0].read_text())["traceEvents"]}
