@@ -7,6 +7,12 @@ by the kernels (those written with the tile layer, kernels/include/npu_kernels/t
     rec.gm_read, rec.gm_write, rec.cube_flops, rec.vector_flops   # sums over the region
     rec.by_kernel()                                                  # the same per kernel name
     rec.records                                                      # one dict per launch, in order
+    print(rec.summary())                                             # per kernel, by modeled NPU time
+
+Each record also carries `start_ns` / `end_ns` (when the simulator ran it, wall clock) and `modeled_us`: the
+launch's time on a 910B-class part by a roofline of its GM bytes and FLOPs (README, "Modeled NPU time";
+`npu_sim::modeled_time_ns`). Under torch.profiler with ProfilerActivity.PrivateUse1 the same records become
+the device kernels of the trace, linked to their ops.
 """
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ import torch
 from . import _C
 
 FIELDS = ("gm_read", "gm_write", "cube_flops", "vector_flops")
+_TIMES = ("modeled_us", "sim_us")
 
 
 def set_launch_recording(on: bool, capacity: int = 65536) -> None:
@@ -69,14 +76,30 @@ class record_launches:
             set_launch_recording(False)
 
     def by_kernel(self) -> dict[str, dict]:
-        """{kernel name: {launches, gm_read, gm_write, cube_flops, vector_flops}} over the region's records."""
-        out: dict[str, dict] = defaultdict(lambda: dict.fromkeys(("launches",) + FIELDS, 0))
+        """{kernel name: {launches, gm_read, gm_write, cube_flops, vector_flops, modeled_us, sim_us}} over the
+        region's records (sim_us: the simulator's own time running them)."""
+        out: dict[str, dict] = defaultdict(lambda: dict.fromkeys(("launches",) + FIELDS + _TIMES, 0))
         for r in self.records:
             k = out[r["kernel"]]
             k["launches"] += 1
             for f in FIELDS:
                 k[f] += r[f]
+            k["modeled_us"] += r["modeled_us"]
+            k["sim_us"] += (r["end_ns"] - r["start_ns"]) / 1e3
         return dict(out)
+
+    def summary(self, sort_by: str = "modeled_us", top: int | None = None) -> str:
+        """A table per kernel, sorted by `sort_by` (a by_kernel() field) descending."""
+        rows = sorted(self.by_kernel().items(), key=lambda kv: kv[1][sort_by], reverse=True)[:top]
+        total = sum(k["modeled_us"] for _, k in rows) or 1.0
+        head = (f"{'kernel':<32}{'launches':>9}{'GM read MiB':>13}{'GM write MiB':>13}{'Cube GFLOP':>12}"
+                f"{'Vector GFLOP':>13}{'modeled us':>12}{'modeled %':>10}{'sim us':>11}")
+        lines = [head, "-" * len(head)]
+        for name, k in rows:
+            lines.append(f"{name[:31]:<32}{k['launches']:>9}{k['gm_read'] / 2**20:>13.2f}{k['gm_write'] / 2**20:>13.2f}"
+                         f"{k['cube_flops'] / 1e9:>12.3f}{k['vector_flops'] / 1e9:>13.3f}{k['modeled_us']:>12.2f}"
+                         f"{100 * k['modeled_us'] / total:>10.1f}{k['sim_us']:>11.1f}")
+        return "\n".join(lines)
 
 
 def _synchronize_all() -> None:

@@ -123,7 +123,7 @@ AtomicCounters& counters();
 bool recording_on();
 void append_launch_record(const char* kernel, int device, Stream stream, std::uint64_t stream_id,
                           std::uint64_t launch_seq, std::uint32_t block_dim, const LaunchAccumulators& acc,
-                          bool failed);
+                          bool failed, std::int64_t start_ns, std::int64_t end_ns, std::uint64_t tag);
 
 // ---------------------------------------------------------------------------------------------------
 // Pointer registry (memory.cpp).
@@ -189,6 +189,7 @@ struct StreamOp {
   std::uint64_t seq = 0;
   const char* kernel_name = nullptr;  // not owned: launch_kernel's callers pass static strings
   std::uint32_t block_dim = 0;
+  std::uint64_t tag = 0;              // the launching thread's launch tag
   KernelFn body;
   OpFn fn;
   std::atomic<StreamOp*> next{nullptr};

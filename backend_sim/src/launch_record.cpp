@@ -8,6 +8,8 @@
 // counts as complete), so an API caller must never hold it while waiting for a stream (none does).
 // The on/off switch is an atomic read without the lock (one relaxed load per kernel op); the per-launch
 // accumulators are relaxed atomics owned by the worker's run_op and never touched under `mu`.
+#include <algorithm>
+#include <cstdlib>
 #include <deque>
 
 #include "internal.h"
@@ -42,7 +44,7 @@ bool recording_on() { return records().on.load(std::memory_order_relaxed); }
 
 void append_launch_record(const char* kernel, int device, Stream stream, std::uint64_t stream_id,
                           std::uint64_t launch_seq, std::uint32_t block_dim, const LaunchAccumulators& acc,
-                          bool failed) {
+                          bool failed, std::int64_t start_ns, std::int64_t end_ns, std::uint64_t tag) {
   constexpr auto rx = std::memory_order_relaxed;  // the blocks are done: run_blocks synchronised with them
   LaunchRecord rec{kernel,
                    device,
@@ -54,7 +56,10 @@ void append_launch_record(const char* kernel, int device, Stream stream, std::ui
                    acc.gm_write.load(rx),
                    acc.cube_flops.load(rx),
                    acc.vector_flops.load(rx),
-                   failed};
+                   failed,
+                   start_ns,
+                   end_ns,
+                   tag};
   Records& r = records();
   std::lock_guard<std::mutex> lk(r.mu);
   LaunchTotals& t = r.totals;
@@ -102,6 +107,41 @@ void clear_launch_records() {
   std::lock_guard<std::mutex> lk(r.mu);
   r.buffer.clear();
   r.totals = LaunchTotals{};
+}
+
+}  // namespace npu_sim
+
+namespace npu_sim {
+
+namespace {
+thread_local std::uint64_t t_launch_tag = 0;
+
+double env_double(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || v[0] == '\0') return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  return end != v && *end == '\0' && d > 0 ? d : fallback;
+}
+}  // namespace
+
+void set_launch_tag(std::uint64_t tag) { t_launch_tag = tag; }
+std::uint64_t launch_tag() { return t_launch_tag; }
+
+Roofline roofline() {
+  static const Roofline r{env_double("NPU_SIM_HBM_GBPS", 1600.0) * 1e9, env_double("NPU_SIM_CUBE_TFLOPS", 313.0) * 1e12,
+                          env_double("NPU_SIM_VECTOR_TFLOPS", 9.8) * 1e12, std::max(1, detail::config().ai_cores)};
+  return r;
+}
+
+double modeled_time_ns(const LaunchRecord& rec) {
+  // Every AI core: a launch's block_dim is how the simulator slices the work over the host's threads, not
+  // how an NPU kernel would tile it over its cores.
+  const Roofline r = roofline();
+  const double mem = static_cast<double>(rec.gm_read + rec.gm_write) / r.hbm_bytes_per_s;
+  const double cube = static_cast<double>(rec.cube_flops) / r.cube_flops_per_s;
+  const double vec = static_cast<double>(rec.vector_flops) / r.vector_flops_per_s;
+  return std::max({mem, cube, vec}) * 1e9;
 }
 
 }  // namespace npu_sim

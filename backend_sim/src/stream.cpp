@@ -90,6 +90,11 @@ StreamOp* wait_for_work(StreamImpl* s, const StreamOp* cur) {
   }
 }
 
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // Runs one queued op on s's worker; "" or the error message to record with *status. A kernel launch is
 // recorded (append_launch_record, failed or not) when recording is on as it starts.
 std::string run_op(const StreamImpl& s, const StreamOp& op, Status* status) {
@@ -104,9 +109,10 @@ std::string run_op(const StreamImpl& s, const StreamOp& op, Status* status) {
   } ended{s.device};
   if (recording_on()) {
     LaunchAccumulators acc;
+    const std::int64_t start = wall_ns();
     ok = run_blocks(op.block_dim, op.body, &what, status, &acc);
     append_launch_record(op.kernel_name, s.device, const_cast<StreamImpl*>(&s), s.id, op.seq, op.block_dim, acc,
-                         !ok);
+                         !ok, start, wall_ns(), op.tag);
   } else {
     ok = run_blocks(op.block_dim, op.body, &what, status);
   }
@@ -285,6 +291,7 @@ Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint
   return push_op(fn, s, [&](StreamOp& e) {
     e.kernel_name = name;
     e.block_dim = block_dim;
+    e.tag = launch_tag();
     e.body = std::move(body);
   }, nullptr);
 }

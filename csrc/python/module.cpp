@@ -107,6 +107,9 @@ py::dict launch_record_dict(const npu_sim::LaunchRecord& r) {
   d["cube_flops"] = r.cube_flops;
   d["vector_flops"] = r.vector_flops;
   d["failed"] = r.failed;
+  d["start_ns"] = r.start_ns;
+  d["end_ns"] = r.end_ns;
+  d["modeled_us"] = npu_sim::modeled_time_ns(r) / 1e3;
   return d;
 }
 

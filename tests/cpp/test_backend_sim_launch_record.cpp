@@ -1,4 +1,5 @@
 // backend_sim: launch records (per-launch GM bytes and FLOPs, the bounded buffer, totals, failures).
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -159,4 +160,59 @@ TEST_F(LaunchRecordTest, TheBufferKeepsTheNewestRecords) {
   EXPECT_EQ(t.launches, 0u);
   EXPECT_EQ(t.dropped, 0u);
   ASSERT_OK(stream_destroy(s));
+}
+
+// Each record carries when its worker ran it (wall clock) and the launching thread's tag at launch time,
+// even when the stream runs it later on another thread.
+TEST_F(LaunchRecordTest, RecordsTimesAndTheLaunchingThreadsTag) {
+  using namespace std::chrono;
+  Stream s = nullptr;
+  ASSERT_OK(stream_create(0, &s));
+  const auto wall = [] { return duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count(); };
+  const std::int64_t before = wall();
+  set_launch_tag(41);
+  ASSERT_OK(launch_kernel(s, "tagged", 1, [](const BlockContext&) { std::this_thread::sleep_for(milliseconds(5)); }));
+  set_launch_tag(0);
+  ASSERT_OK(launch_known(s, 1));
+  std::thread other([s] {  // tags are per thread
+    EXPECT_EQ(launch_tag(), 0u);
+    set_launch_tag(7);
+    EXPECT_OK(launch_known(s, 2));
+  });
+  other.join();
+  EXPECT_EQ(launch_tag(), 0u);
+  ASSERT_OK(stream_synchronize(s));
+  const std::int64_t after = wall();
+  std::vector<LaunchRecord> recs = get_launch_records();
+  ASSERT_EQ(recs.size(), 3u);
+  EXPECT_EQ(recs[0].tag, 41u);
+  EXPECT_EQ(recs[1].tag, 0u);
+  EXPECT_EQ(recs[2].tag, 7u);
+  EXPECT_GE(recs[0].start_ns, before);
+  EXPECT_GE(recs[0].end_ns - recs[0].start_ns, 5'000'000);
+  for (const auto& r : recs) {
+    EXPECT_LE(r.start_ns, r.end_ns);
+    EXPECT_LE(r.end_ns, after);
+  }
+  EXPECT_LE(recs[0].end_ns, recs[1].start_ns);  // one stream runs in order
+  ASSERT_OK(stream_destroy(s));
+}
+
+// The roofline: the slowest of HBM traffic, Cube and Vector work, on the whole chip.
+TEST(LaunchRecordModel, ModeledTimeIsTheRooflineBound) {
+  const Roofline r = roofline();
+  EXPECT_DOUBLE_EQ(r.hbm_bytes_per_s, 1.6e12);
+  EXPECT_DOUBLE_EQ(r.cube_flops_per_s, 313e12);
+  EXPECT_DOUBLE_EQ(r.vector_flops_per_s, 9.8e12);
+  LaunchRecord rec{};
+  rec.block_dim = 2;
+  rec.gm_read = 1'200'000'000;
+  rec.gm_write = 400'000'000;  // 1.6 GB: 1 ms of HBM
+  EXPECT_NEAR(modeled_time_ns(rec), 1e6, 1);
+  rec.cube_flops = 626'000'000'000;  // 2 ms of Cube
+  EXPECT_NEAR(modeled_time_ns(rec), 2e6, 1);
+  rec.block_dim = 1000;  // the simulator's slicing does not change the model
+  EXPECT_NEAR(modeled_time_ns(rec), 2e6, 1);
+  rec.vector_flops = 98'000'000'000;  // 10 ms of Vector
+  EXPECT_NEAR(modeled_time_ns(rec), 1e7, 1);
 }

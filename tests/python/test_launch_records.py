@@ -19,7 +19,8 @@ def test_elementwise_launches_record_their_gm_traffic():
     assert [r["kernel"] for r in rec.records] == ["add", "mul", "copy_cast", "copy_cast", "add", "fill"]
     assert [(r["gm_read"], r["gm_write"]) for r in rec.records[2:4]] == [(4 * N, 2 * N)] * 2
     per = rec.by_kernel()
-    assert per["mul"] == dict(launches=1, gm_read=4 * N, gm_write=4 * N, cube_flops=0, vector_flops=N)
+    assert {k: v for k, v in per["mul"].items() if k not in ("modeled_us", "sim_us")} == dict(
+        launches=1, gm_read=4 * N, gm_write=4 * N, cube_flops=0, vector_flops=N)
     add = [r for r in rec.records if r["kernel"] == "add"]
     assert (add[0]["gm_read"], add[0]["gm_write"], add[0]["vector_flops"]) == (8 * N, 4 * N, N)
     assert (add[1]["gm_read"], add[1]["gm_write"]) == (4 * N, 2 * N)
@@ -64,3 +65,24 @@ def test_bad_capacity_is_refused():
     with pytest.raises(ValueError, match="capacity must be at least 1"):
         torch_npu_sim.set_launch_recording(True, 0)
     assert not torch_npu_sim.launch_recording()
+
+
+def test_records_carry_times_and_the_modeled_npu_time_and_the_summary_sorts_by_it():
+    x = torch.randn(512, 512, device="npu")
+    torch.npu.synchronize()
+    with torch_npu_sim.record_launches() as rec:
+        y = (x @ x).relu().sum()
+    recs = {r["kernel"]: r for r in rec.records}
+    for r in rec.records:
+        assert r["start_ns"] <= r["end_ns"]
+        traffic = (r["gm_read"] + r["gm_write"]) / 1.6e12
+        assert r["modeled_us"] == pytest.approx(
+            max(traffic, r["cube_flops"] / 313e12, r["vector_flops"] / 9.8e12) * 1e6, rel=1e-9)
+    assert recs["gemm"]["cube_flops"] == 2 * 512 ** 3
+    table = rec.summary()
+    names = [line.split()[0] for line in table.splitlines()[2:]]
+    assert names[0] == "gemm" and set(names) == set(rec.by_kernel())
+    modeled = [rec.by_kernel()[n]["modeled_us"] for n in names]
+    assert modeled == sorted(modeled, reverse=True)
+    assert rec.by_kernel()["gemm"]["sim_us"] > 0
+    del y

@@ -1,7 +1,11 @@
 """The profiler on npu: host times are real (non-negative, inside the profiled region) and npu ops carry a
-device time measured by timing events on their stream (the PrivateUse1 profiler stubs)."""
+device time: measured by timing events on their stream (the PrivateUse1 profiler stubs, legacy profiler),
+or, under torch.profiler, from the Kineto activity profiler's kernels, linked to their ops, one trace
+track per stream, with GM bytes, FLOPs and the modeled NPU time."""
+import json
 import time
 
+import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
@@ -65,3 +69,36 @@ def test_kineto_profiler_times_are_inside_the_region():
     assert any(e.name == "aten::mm" for e in events)
     assert min(e.time_range.start for e in events) >= 0
     assert all(0 <= e.time_range.end - e.time_range.start <= wall_us for e in events)
+
+
+def test_kineto_kernels_are_linked_to_their_ops_with_cost_and_a_track_per_stream(tmp_path):
+    a, b = _work()
+    side = torch.npu.Stream()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        y = a @ b
+        with torch.npu.stream(side):
+            z = torch.relu(a)
+        torch.npu.synchronize()
+    avg = {k.key: k for k in prof.key_averages()}
+    assert avg["aten::mm"].self_device_time_total > 0  # device time reached the op that launched the kernel
+    assert avg["aten::relu"].self_device_time_total > 0
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
+    assert {"gemm", "relu"} <= {k.name for k in kernels}
+    mm = next(e for e in prof.events() if e.name == "aten::mm")
+    assert any(k.name == "gemm" for k in mm.kernels) or mm.self_device_time_total > 0
+    path = tmp_path / "trace.json"
+    prof.export_chrome_trace(str(path))
+    events = json.loads(path.read_text())["traceEvents"]
+    gemm = next(e for e in events if e.get("cat") == "kernel" and e["name"] == "gemm")
+    args = gemm["args"]
+    assert args["gm_read_bytes"] > 0 and args["cube_flops"] == 2 * 512 ** 3
+    # the roofline of the part (1.6 TB/s HBM, 313 TFLOPS Cube): the slower of its traffic and its FLOPs
+    expected_us = max((args["gm_read_bytes"] + args["gm_write_bytes"]) / 1.6e12, args["cube_flops"] / 313e12) * 1e6
+    assert args["modeled_npu_us"] == pytest.approx(expected_us, rel=1e-9)
+    relu = next(e for e in events if e.get("cat") == "kernel" and e["name"] == "relu")
+    assert gemm["tid"] != relu["tid"]  # one track per stream
+    tracks = {e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    assert {f"npu 0 stream {gemm['tid']}", f"npu 0 stream {relu['tid']}"} <= tracks
+    assert min(e["ts"] for e in events if e.get("cat") == "kernel") >= min(
+        e["ts"] for e in events if e.get("cat") == "cpu_op")  # the device clock is the host's
+    del y, z

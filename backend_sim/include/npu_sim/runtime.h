@@ -252,6 +252,8 @@ struct LaunchRecord {
   std::uint32_t block_dim;
   std::uint64_t gm_read, gm_write, cube_flops, vector_flops;  // what its blocks recorded
   bool failed;               // a block threw: the counts are what the blocks recorded before the failure
+  std::int64_t start_ns, end_ns;  // when its stream's worker ran it (CLOCK_REALTIME ns, profilers' clock)
+  std::uint64_t tag;         // the launching thread's launch tag when it was launched (set_launch_tag)
 };
 struct LaunchTotals {  // over every record appended since the last clear, dropped ones included
   std::uint64_t launches, failed;
@@ -268,6 +270,24 @@ std::vector<LaunchRecord> get_launch_records();
 LaunchTotals get_launch_totals();
 // Empties the buffer and zeroes the totals and the dropped count.
 void clear_launch_records();
+// The calling thread's launch tag, copied into each kernel it launches (LaunchRecord::tag); 0 by default.
+// A profiler sets it to the correlation id of the op running on the thread, so that each recorded launch
+// can be linked to the op that made it.
+void set_launch_tag(std::uint64_t tag);
+std::uint64_t launch_tag();
+
+// The modeled time of a launch on a 910B-class part (a roofline; README, "Modeled NPU time"): the longest
+// of its GM traffic over the HBM bandwidth and its Cube and Vector FLOPs over the chip's peaks (all AI
+// cores). Defaults below; NPU_SIM_HBM_GBPS, NPU_SIM_CUBE_TFLOPS and NPU_SIM_VECTOR_TFLOPS (per device, all
+// cores) override them.
+struct Roofline {
+  double hbm_bytes_per_s;     // 1.6e12
+  double cube_flops_per_s;    // 313e12: 24 cores x 16x16x16 fp16 MACs per cycle x ~1.6 GHz
+  double vector_flops_per_s;  // 9.8e12: 24 cores x 128 fp16 lanes x FMA x ~1.6 GHz
+  int ai_cores;               // 24 (NPU_SIM_AI_CORES): the peaks above are these cores together
+};
+Roofline roofline();
+double modeled_time_ns(const LaunchRecord& record);
 
 // ---------------------------------------------------------------------------------------------------
 // Counters (process-wide, monotonically increasing; reset_counters() zeroes them).
