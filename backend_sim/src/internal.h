@@ -190,6 +190,8 @@ struct StreamOp {
   const char* kernel_name = nullptr;  // not owned: launch_kernel's callers pass static strings
   std::uint32_t block_dim = 0;
   std::uint64_t tag = 0;              // the launching thread's launch tag
+  const char* copy_name = nullptr;    // a copy or memset host op: its launch-record name ("memcpy_h2d"...)
+  std::uint64_t copy_read = 0, copy_write = 0;  // and the device-memory bytes it reads and writes
   KernelFn body;
   OpFn fn;
   std::atomic<StreamOp*> next{nullptr};
@@ -297,6 +299,10 @@ struct OpRole {
 // as of this op. Fails if the stream was destroyed.
 Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq = nullptr, OpRole role = {},
                WaitTrail* trail = nullptr);
+// Appends a copy (or memset) host op that launch recording records as `name` (a static string) with the
+// device-memory bytes it reads and writes.
+Status enqueue_copy(const char* fn, StreamImpl& s, OpFn op, const char* name, std::uint64_t gm_read,
+                    std::uint64_t gm_write);
 // Appends a kernel launch (`name` must outlive the op; see launch_kernel).
 Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint32_t block_dim, KernelFn&& body);
 // resolve_stream for the launch path: the returned stream stays alive (owned by a per-thread cache)

@@ -99,6 +99,21 @@ Status sync_stream_for(const char* fn, const AllocInfo& device_side, std::shared
 // Pageable host sources up to this size are staged so that the call does not wait for the stream.
 constexpr std::size_t kMaxStagedBytes = std::size_t{1} << 20;
 
+namespace {
+
+// A copy op as launch recording sees it: its name and the device-memory (GM) bytes it reads and writes.
+Status enqueue_copy_op(const char* fn, StreamImpl& s, detail::OpFn op, MemcpyKind kind, std::size_t bytes) {
+  switch (kind) {
+    case MemcpyKind::kHostToDevice: return detail::enqueue_copy(fn, s, std::move(op), "memcpy_h2d", 0, bytes);
+    case MemcpyKind::kDeviceToHost: return detail::enqueue_copy(fn, s, std::move(op), "memcpy_d2h", bytes, 0);
+    case MemcpyKind::kDeviceToDevice:
+      return detail::enqueue_copy(fn, s, std::move(op), "memcpy_d2d", bytes, bytes);
+    default: return detail::enqueue_copy(fn, s, std::move(op), "memcpy_h2h", 0, 0);
+  }
+}
+
+}  // namespace
+
 Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind kind, Stream stream) {
   constexpr const char* fn = "memcpy_async";
   if (bytes == 0) return Status::kSuccess;
@@ -115,7 +130,7 @@ Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind ki
     // A failed device's bytes are not handed to the host as if they were good.
     if (dst_pageable) NPU_SIM_RETURN_IF_ERROR(detail::device_error(s->device));
     // The call returns once the copy is done, so the source stays valid: no staging needed.
-    NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, detail::copy_op(dst, src, bytes, plan.kind)));
+    NPU_SIM_RETURN_IF_ERROR(enqueue_copy_op(fn, *s, detail::copy_op(dst, src, bytes, plan.kind), plan.kind, bytes));
     return detail::sync_stream(fn, *s);
   }
   if (src_pageable) {
@@ -123,13 +138,13 @@ Status memcpy_async(void* dst, const void* src, std::size_t bytes, MemcpyKind ki
     std::shared_ptr<char[]> staged(new char[bytes]);
     detail::parallel_memcpy(staged.get(), src, bytes);
     const MemcpyKind k = plan.kind;
-    NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, [dst, staged, bytes, k]() -> std::string {
+    NPU_SIM_RETURN_IF_ERROR(enqueue_copy_op(fn, *s, [dst, staged, bytes, k]() -> std::string {
       detail::parallel_memcpy(dst, staged.get(), bytes);
       detail::count_bytes(k, bytes);
       return "";
-    }));
+    }, k, bytes));
   } else {
-    NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, detail::copy_op(dst, src, bytes, plan.kind)));
+    NPU_SIM_RETURN_IF_ERROR(enqueue_copy_op(fn, *s, detail::copy_op(dst, src, bytes, plan.kind), plan.kind, bytes));
   }
   return detail::maybe_block(fn, *s);
 }
@@ -155,7 +170,7 @@ Status memcpy(void* dst, const void* src, std::size_t bytes, MemcpyKind kind) {
   NPU_SIM_RETURN_IF_ERROR(detail::device_error(s->device));
   // Peer copy: the source device's queued work must have produced the bytes first.
   if (peer >= 0) NPU_SIM_RETURN_IF_ERROR(detail::sync_stream(fn, *detail::default_stream(peer)));
-  NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, detail::copy_op(dst, src, bytes, plan.kind)));
+  NPU_SIM_RETURN_IF_ERROR(enqueue_copy_op(fn, *s, detail::copy_op(dst, src, bytes, plan.kind), plan.kind, bytes));
   NPU_SIM_RETURN_IF_ERROR(detail::sync_stream(fn, *s));
   return peer >= 0 ? detail::device_error(peer) : Status::kSuccess;
 }
@@ -184,7 +199,7 @@ Status memset_async(void* dst, int value, std::size_t bytes, Stream stream) {
   Status st;
   auto s = detail::resolve_stream(fn, stream, &st);
   if (!s) return st;
-  NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, memset_op(dst, value, bytes)));
+  NPU_SIM_RETURN_IF_ERROR(detail::enqueue_copy(fn, *s, memset_op(dst, value, bytes), "memset", 0, bytes));
   return detail::maybe_block(fn, *s);
 }
 
@@ -196,7 +211,7 @@ Status memset(void* dst, int value, std::size_t bytes) {
   std::shared_ptr<StreamImpl> s;
   NPU_SIM_RETURN_IF_ERROR(detail::sync_stream_for(fn, info, &s));
   NPU_SIM_RETURN_IF_ERROR(detail::device_error(s->device));  // a failed device: write nothing
-  NPU_SIM_RETURN_IF_ERROR(detail::enqueue(fn, *s, memset_op(dst, value, bytes)));
+  NPU_SIM_RETURN_IF_ERROR(detail::enqueue_copy(fn, *s, memset_op(dst, value, bytes), "memset", 0, bytes));
   return detail::sync_stream(fn, *s);
 }
 

@@ -99,7 +99,18 @@ std::int64_t wall_ns() {
 // recorded (append_launch_record, failed or not) when recording is on as it starts.
 std::string run_op(const StreamImpl& s, const StreamOp& op, Status* status) {
   *status = Status::kKernelError;
-  if (op.kernel_name == nullptr) return op.fn();
+  if (op.kernel_name == nullptr) {
+    if (op.copy_name == nullptr || !recording_on()) return op.fn();
+    // A copy is recorded as a launch of one block that moved its bytes (no FLOPs).
+    LaunchAccumulators acc;
+    acc.gm_read.store(op.copy_read, std::memory_order_relaxed);
+    acc.gm_write.store(op.copy_write, std::memory_order_relaxed);
+    const std::int64_t start = wall_ns();
+    std::string err = op.fn();
+    append_launch_record(op.copy_name, s.device, const_cast<StreamImpl*>(&s), s.id, op.seq, 1, acc, !err.empty(),
+                         start, wall_ns(), op.tag);
+    return err;
+  }
   std::string what;
   bool ok;
   kernel_began(s.device);
@@ -283,8 +294,21 @@ Status push_op(const char* fn, StreamImpl& s, const Fill& fill, std::uint64_t* s
 Status enqueue(const char* fn, StreamImpl& s, OpFn op, std::uint64_t* seq, OpRole role, WaitTrail* trail) {
   return push_op(fn, s, [&](StreamOp& e) {
     e.kernel_name = nullptr;  // a host op (the entry may have held a kernel before)
+    e.copy_name = nullptr;
     e.fn = std::move(op);
   }, seq, role, trail);
+}
+
+Status enqueue_copy(const char* fn, StreamImpl& s, OpFn op, const char* name, std::uint64_t gm_read,
+                    std::uint64_t gm_write) {
+  return push_op(fn, s, [&](StreamOp& e) {
+    e.kernel_name = nullptr;
+    e.copy_name = name;
+    e.copy_read = gm_read;
+    e.copy_write = gm_write;
+    e.tag = launch_tag();
+    e.fn = std::move(op);
+  }, nullptr);
 }
 
 Status enqueue_kernel(const char* fn, StreamImpl& s, const char* name, std::uint32_t block_dim, KernelFn&& body) {

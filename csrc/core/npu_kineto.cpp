@@ -1,5 +1,5 @@
 // The npu's Kineto activity profiler (REGISTER_PRIVATEUSE1_PROFILER): under torch.profiler with
-// ProfilerActivity.PrivateUse1 every kernel launch becomes a device activity on its device's stream track,
+// ProfilerActivity.PrivateUse1 every kernel launch and copy becomes a device activity on its device's stream track,
 // linked to the op that launched it (so key_averages() shows its device time), carrying its GM bytes,
 // FLOPs and modeled NPU time. The source is the runtime's launch records: a session turns recording on,
 // tags each launch with the correlation id of the op running on the launching thread, and turns the
@@ -26,6 +26,13 @@ namespace {
 // The correlation ids of the ops running on this thread (nested ops push in turn); the top one tags the
 // thread's launches.
 thread_local std::vector<std::uint64_t> t_correlation;
+
+// Copies and memsets are recorded under these names (backend_sim's memcpy.cpp); everything else is a kernel.
+libkineto::ActivityType activity_type(const std::string& name) {
+  if (name.rfind("memcpy_", 0) == 0) return libkineto::ActivityType::GPU_MEMCPY;
+  if (name == "memset") return libkineto::ActivityType::GPU_MEMSET;
+  return libkineto::ActivityType::CONCURRENT_KERNEL;
+}
 
 void set_tag_from_stack() { npu_sim::set_launch_tag(t_correlation.empty() ? 0 : t_correlation.back()); }
 
@@ -56,7 +63,7 @@ class NpuKinetoSession final : public libkineto::IActivityProfilerSession {
   void processTrace(libkineto::ActivityLogger& logger, libkineto::getLinkedActivityCallback linked, int64_t,
                     int64_t) override {
     for (const auto& r : records_) {
-      buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::CONCURRENT_KERNEL, r.kernel);
+      buffer_->emplace_activity(buffer_->span, activity_type(r.kernel), r.kernel);
       libkineto::GenericTraceActivity& a = *buffer_->activities.back();
       a.startTime = r.start_ns;
       a.endTime = r.end_ns;
@@ -133,7 +140,8 @@ class NpuKinetoProfiler final : public libkineto::IActivityProfiler {
 
  private:
   std::string name_ = "npu_sim";
-  std::set<libkineto::ActivityType> types_{libkineto::ActivityType::CONCURRENT_KERNEL};
+  std::set<libkineto::ActivityType> types_{libkineto::ActivityType::CONCURRENT_KERNEL,
+                                           libkineto::ActivityType::GPU_MEMCPY, libkineto::ActivityType::GPU_MEMSET};
 };
 
 }  // namespace

@@ -633,9 +633,15 @@ TEST(KernelsFusedNn, LaunchRecordsShowTheGmBytes) {
   s.outer = outer; s.inner = inner; s.x = sx.ptr; s.out = sy.ptr;
   ASSERT_OK(npu_kernels::swiglu(nullptr, s));
   ASSERT_OK(sync());
-  const auto recs = npu_sim::get_launch_records();
+  std::vector<npu_sim::LaunchRecord> recs;
+  uint64_t uploaded = 0;
+  for (const auto& r : npu_sim::get_launch_records()) {
+    if (r.kernel == "memcpy_h2d") uploaded += r.gm_write;  // the buffers' uploads are recorded as copies
+    else recs.push_back(r);
+  }
   EXPECT_EQ(npu_sim::set_launch_recording(false), npu_sim::Status::kSuccess);
   npu_sim::clear_launch_records();
+  EXPECT_EQ(uploaded, uint64_t(4 * (2 * rows * n + n + rows + outer * 2 * inner + outer * inner)));
   ASSERT_EQ(recs.size(), 2u);
   EXPECT_EQ(recs[0].kernel, "rms_norm");
   EXPECT_EQ(recs[0].block_dim, 1u);  // 240 elements: one block

@@ -86,3 +86,20 @@ def test_records_carry_times_and_the_modeled_npu_time_and_the_summary_sorts_by_i
     assert modeled == sorted(modeled, reverse=True)
     assert rec.by_kernel()["gemm"]["sim_us"] > 0
     del y
+
+
+def test_copies_are_recorded_with_their_device_memory_bytes():
+    n = 1 << 20
+    host = torch.ones(n)
+    with torch_npu_sim.record_launches() as rec:
+        d = host.to("npu")                  # host -> device: 4 MiB written to HBM
+        e = d.clone()                       # a device copy kernel or d2d copy
+        back = e.cpu()                      # device -> host: 4 MiB read from HBM
+    names = [r["kernel"] for r in rec.records]
+    h2d = next(r for r in rec.records if r["kernel"] == "memcpy_h2d")
+    d2h = next(r for r in rec.records if r["kernel"] == "memcpy_d2h")
+    assert (h2d["gm_read"], h2d["gm_write"]) == (0, 4 * n)
+    assert (d2h["gm_read"], d2h["gm_write"]) == (4 * n, 0)
+    assert names.index("memcpy_h2d") < names.index("memcpy_d2h")
+    assert h2d["cube_flops"] == h2d["vector_flops"] == 0 and h2d["modeled_us"] == pytest.approx(4 * n / 1.6e12 * 1e6)
+    assert torch.equal(back, host)

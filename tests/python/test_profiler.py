@@ -102,3 +102,15 @@ def test_kineto_kernels_are_linked_to_their_ops_with_cost_and_a_track_per_stream
     assert min(e["ts"] for e in events if e.get("cat") == "kernel") >= min(
         e["ts"] for e in events if e.get("cat") == "cpu_op")  # the device clock is the host's
     del y, z
+
+
+def test_kineto_copies_are_device_memcpy_events_linked_to_their_op():
+    host = torch.randn(1 << 18)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        d = host.to("npu")
+        back = d.cpu()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.PrivateUse1]
+    assert {"memcpy_h2d", "memcpy_d2h"} <= {k.name for k in kernels}
+    avg = {k.key: k for k in prof.key_averages()}
+    assert avg["aten::copy_"].device_time_total > 0
+    assert torch.equal(back, host)
