@@ -41,3 +41,4 @@ def _register():
 _register()
 
 from . import distributed  # noqa: E402,F401  (registers the "hccl" torch.distributed backend)
+from . import ipc  # noqa: E402,F401  (npu tensors through torch.multiprocessing)

@@ -132,6 +132,7 @@ struct AllocInfo {
   int device = -1;
   char* base = nullptr;
   std::size_t size = 0;
+  bool imported = false;  // another process's device memory (ipc_open_memory)
 };
 // Looks up the allocation containing p (interior pointers included). Returns false if unregistered.
 bool find_allocation(const void* p, AllocInfo* info);

@@ -1,10 +1,13 @@
 // Device (HBM) and pinned host allocations: capacity accounting per device (device memory comes from the
 // shareable arena of hbm_arena.cpp, else from private mappings), the pointer registry
 // (address-range map behind a shared_mutex), mem_get_info, pointer attributes and malloc fault injection.
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <shared_mutex>
@@ -25,6 +28,8 @@ struct Allocation {
   bool arena = false;          // from the device's shareable arena (hbm_arena.cpp)
   MemoryType type = MemoryType::kUnregistered;
   int device = -1;
+  bool imported = false;       // another process's HBM mapped by ipc_open_memory (not charged here)
+  std::size_t map_delta = 0;   // imported: the mapping starts this many bytes before the base
 };
 
 // Process-lifetime memory state (never destroyed).
@@ -154,6 +159,7 @@ bool find_allocation(const void* p, AllocInfo* info) {
   info->device = it->second.device;
   info->base = reinterpret_cast<char*>(it->first);
   info->size = it->second.size;
+  info->imported = it->second.imported;
   return true;
 }
 
@@ -196,6 +202,10 @@ Status free_device(void* ptr) {
   if (!detail::find_allocation(ptr, &info) || info.base != ptr || info.type != MemoryType::kDevice) {
     return detail::bad_free("free_device", ptr, MemoryType::kDevice);
   }
+  NPU_SIM_CHECK(!info.imported, Status::kInvalidValue,
+                "free_device: pointer %p is another process's device memory (opened with ipc_open_memory; use "
+                "ipc_close_memory)",
+                ptr);
   // As cudaFree: queued work of the device may still use the memory, so let it finish first.
   detail::wait_streams_idle(info.device);
   detail::Allocation a;
@@ -207,6 +217,50 @@ Status free_device(void* ptr) {
   detail::mem().used[a.device].fetch_sub(a.accounted);
   if (SmiDevice* smi = detail::smi_device(a.device)) smi->hbm_used.fetch_sub(a.accounted, std::memory_order_relaxed);
   detail::counters().device_frees.fetch_add(1, std::memory_order_relaxed);
+  return Status::kSuccess;
+}
+
+Status ipc_open_memory(int device, const char* path, std::size_t offset, std::size_t bytes, void** ptr) {
+  constexpr const char* fn = "ipc_open_memory";
+  NPU_SIM_CHECK(ptr != nullptr && path != nullptr, Status::kInvalidValue, "%s: ptr and path must not be null", fn);
+  NPU_SIM_RETURN_IF_ERROR(detail::check_device(fn, device));
+  NPU_SIM_CHECK(bytes > 0, Status::kInvalidValue, "%s: bytes must be > 0", fn);
+  *ptr = nullptr;
+  const int fd = ::open(path, O_RDWR | O_CLOEXEC);
+  NPU_SIM_CHECK(fd >= 0, Status::kInvalidHandle,
+                "%s: cannot open the shared device memory %s: %s (has the process that shared it exited?)", fn, path,
+                std::strerror(errno));
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t delta = offset % page;
+  const std::size_t len = (delta + bytes + page - 1) / page * page;
+  void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset - delta));
+  const int err = errno;
+  ::close(fd);  // the mapping keeps the memory alive, even after the sharing process exits
+  NPU_SIM_CHECK(m != MAP_FAILED, Status::kInvalidValue, "%s: cannot map %zu bytes at offset %zu of %s: %s", fn, bytes,
+                offset, path, std::strerror(err));
+  char* base = static_cast<char*>(m) + delta;
+  detail::Allocation a;
+  a.size = bytes;
+  a.mapped = len;
+  a.type = MemoryType::kDevice;
+  a.device = device;
+  a.imported = true;
+  a.map_delta = delta;
+  detail::register_alloc(base, a);
+  *ptr = base;
+  return Status::kSuccess;
+}
+
+Status ipc_close_memory(void* ptr) {
+  constexpr const char* fn = "ipc_close_memory";
+  detail::AllocInfo info;
+  NPU_SIM_CHECK(detail::find_allocation(ptr, &info) && info.base == ptr && info.imported, Status::kInvalidHandle,
+                "%s: pointer %p was not opened by ipc_open_memory (or was already closed)", fn, ptr);
+  detail::wait_streams_idle(info.device);  // queued work may still read or write it
+  detail::Allocation a;
+  NPU_SIM_CHECK(detail::unregister_alloc(ptr, MemoryType::kDevice, &a), Status::kInvalidHandle,
+                "%s: pointer %p was closed concurrently", fn, ptr);
+  munmap(static_cast<char*>(ptr) - a.map_delta, a.mapped);
   return Status::kSuccess;
 }
 

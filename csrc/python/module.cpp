@@ -12,6 +12,7 @@
 #include "core/npu_allocator.h"
 #include "distributed/bindings.h"
 #include "core/npu_error.h"
+#include "core/npu_ipc.h"
 #include "core/npu_memory_history.h"
 #include "core/npu_generator.h"
 #include "core/npu_stream.h"
@@ -199,6 +200,7 @@ PYBIND11_MODULE(_C, m) {
 
   m.def("_memory_stats", &memory_stats);
   memory_history::bind(m);
+  bind_ipc(m);
   m.def("_empty_cache", [] { caching_allocator().empty_cache(); });
   m.def("_reset_peak_stats", [](c10::DeviceIndex d) {
     check_device(d, "reset_peak_memory_stats");

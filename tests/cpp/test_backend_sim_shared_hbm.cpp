@@ -16,6 +16,7 @@
 #include "test_backend_sim_util.h"
 
 using namespace npu_sim;
+using npu_sim_test::contains;
 
 namespace {
 // The process's resident shared memory (kB), where arena pages are counted.
@@ -120,4 +121,41 @@ TEST(BackendSimSharedHbm, ConcurrentAllocationsNeverOverlap) {
   std::size_t free_b = 0, total = 0;
   ASSERT_OK(mem_get_info(5, &free_b, &total));
   EXPECT_EQ(free_b, total);
+}
+
+// IPC: a process's device memory opened again through its region file (here this process's own, as another
+// process would open /proc/<pid>/fd/<fd>) is the same memory at a second address, registered as device
+// memory, closed with ipc_close_memory only.
+TEST(BackendSimSharedHbm, IpcOpenMapsTheSameDeviceMemory) {
+  constexpr std::size_t kBytes = (1 << 20) + 512;
+  void* p = nullptr;
+  ASSERT_OK(malloc_device(0, &p, kBytes));
+  SharedRegion region{};
+  ASSERT_OK(device_memory_region(0, &region));
+  const auto offset = static_cast<std::size_t>(static_cast<char*>(p) - static_cast<char*>(region.base));
+  const std::string path = "/proc/self/fd/" + std::to_string(region.fd);
+  void* q = nullptr;
+  ASSERT_OK(ipc_open_memory(1, path.c_str(), offset + 512, kBytes - 512, &q));
+  ASSERT_NE(q, nullptr);
+  EXPECT_NE(q, static_cast<char*>(p) + 512);
+  std::vector<int> host(kBytes / sizeof(int));
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<int>(i * 7);
+  ASSERT_OK(memcpy(p, host.data(), kBytes, MemcpyKind::kHostToDevice));
+  std::vector<int> back((kBytes - 512) / sizeof(int));
+  ASSERT_OK(memcpy(back.data(), q, kBytes - 512, MemcpyKind::kDeviceToHost));  // read through the second mapping
+  for (std::size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], host[i + 128]) << i;
+  PointerAttributes attrs{};
+  ASSERT_OK(pointer_get_attributes(static_cast<char*>(q) + 100, &attrs));
+  EXPECT_EQ(attrs.type, MemoryType::kDevice);
+  EXPECT_EQ(attrs.device, 1);
+  EXPECT_EQ(attrs.base, q);
+  EXPECT_EQ(free_device(q), Status::kInvalidValue);
+  EXPECT_TRUE(contains(last_error_message(), "use ipc_close_memory"));
+  ASSERT_OK(ipc_close_memory(q));
+  EXPECT_EQ(ipc_close_memory(q), Status::kInvalidHandle);
+  ASSERT_OK(free_device(p));
+  void* r = nullptr;
+  EXPECT_EQ(ipc_open_memory(0, "/proc/999999999/fd/3", 0, 4096, &r), Status::kInvalidHandle);
+  EXPECT_TRUE(contains(last_error_message(), "has the process that shared it exited?"));
+  EXPECT_EQ(r, nullptr);
 }

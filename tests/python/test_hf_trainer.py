@@ -3,6 +3,7 @@ Llama trains with Trainer on npu by default, in fp32, bf16 and fp16, and `accele
 processes runs over hccl; losses match the CPU runs (nothing is downloaded)."""
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -17,10 +18,18 @@ SCRIPT = os.path.join(ROOT, "tests", "python", "dist_scripts", "hf_trainer_train
 def _run(cmd, tmp_path, timeout=180):
     env = dict(os.environ, PYTHONPATH=ROOT, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1",
                NPU_SIM_CORE_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    r = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=timeout)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
-    lines = [ln[ln.index('{"device'):] for ln in (r.stdout + r.stderr).splitlines() if '{"device' in ln]
-    assert lines, r.stdout[-2000:]
+    # A session of its own: on a timeout the launcher's workers are killed with it, never left behind.
+    p = subprocess.Popen(cmd, env=env, cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        pytest.fail(f"{cmd[0]} timed out after {timeout} s:\n{(out + err)[-4000:]}")
+    assert p.returncode == 0, (out + err)[-4000:]
+    lines = [ln[ln.index('{"device'):] for ln in (out + err).splitlines() if '{"device' in ln]
+    assert lines, out[-2000:]
     return [json.loads(ln) for ln in lines]
 
 

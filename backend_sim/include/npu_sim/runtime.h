@@ -109,6 +109,13 @@ struct SharedRegion {
   std::size_t size;
 };
 Status device_memory_region(int device, SharedRegion* region);
+// IPC: maps `bytes` at `offset` of another process's device memory file (its device_memory_region fd, as
+// /proc/<pid>/fd/<fd>) and registers them as device memory of `device` in this process, not charged to its
+// capacity (the memory is the other process's). The mapping keeps the memory alive after that process
+// exits. kInvalidHandle when the file cannot be opened (the process is gone). Close with ipc_close_memory
+// (free_device refuses it); it waits for the device's queued work first, as free_device does.
+Status ipc_open_memory(int device, const char* path, std::size_t offset, std::size_t bytes, void** ptr);
+Status ipc_close_memory(void* ptr);
 
 // ---------------------------------------------------------------------------------------------------
 // Streams and events: in-order queues, each executed by its own worker thread; different streams run
