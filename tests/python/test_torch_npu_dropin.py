@@ -200,3 +200,9 @@ def test_transfer_to_npu_runs_a_cuda_script_unmodified_and_matches_cpu(world):
         assert a["checksum"] == pytest.approx(b["checksum"], rel=1e-5, abs=1e-5)
     if world == 2:  # DDP kept the replicas equal
         assert npu[0]["checksum"] == pytest.approx(npu[1]["checksum"], rel=0, abs=0)
+
+
+def test_the_coverage_table_in_docs_is_current():
+    from torch_npu import _api
+    with open(os.path.join(ROOT, "docs", "torch_npu_coverage.md")) as f:
+        assert f.read() == _api.coverage_markdown(), "regenerate docs/torch_npu_coverage.md (command in its header)"
