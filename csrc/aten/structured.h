@@ -9,6 +9,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty_strided.h>
 
+#include <array>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -99,5 +100,56 @@ at::Tensor& structured_out(const Kernel& kernel, at::Tensor& out, const Args&...
   op.finish();
   return out;
 }
+
+// An ATen structured kernel with N outputs run whole for npu: libtorch's meta() (checks, shapes) and impl()
+// (the algorithm, which calls other ops and the device's dispatch stubs), with the output half torchgen writes
+// for CPU: functional outputs are allocated on npu; out= outputs are checked (dtype, device), resized, and
+// replaced by a proxy when set_output_strided asks for other strides (copied back by finish()).
+template <class Impl, std::size_t N>
+struct NpuStructuredMulti final : public Impl {
+  NpuStructuredMulti() = default;  // functional
+  explicit NpuStructuredMulti(std::array<at::Tensor, N> outs) : out_mode_(true), outs_(std::move(outs)) {}
+
+  void set_output_strided(int64_t idx, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
+    prepare(idx, sizes, strides, options, /*exact_strides=*/true);
+  }
+  void set_output_raw_strided(int64_t idx, at::IntArrayRef sizes, at::IntArrayRef strides,
+                              at::TensorOptions options) override {
+    prepare(idx, sizes, strides, options, /*exact_strides=*/false);
+  }
+  const at::Tensor& maybe_get_output(int64_t idx) override {
+    const auto& proxy = proxies_[static_cast<std::size_t>(idx)];
+    return proxy ? *proxy : outs_[static_cast<std::size_t>(idx)];
+  }
+  void finish() {
+    for (std::size_t i = 0; i < N; ++i) {
+      if (proxies_[i]) outs_[i].copy_(*proxies_[i]);
+    }
+  }
+  const std::array<at::Tensor, N>& outs() const { return outs_; }
+
+ private:
+  void prepare(int64_t idx, at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options,
+               bool exact_strides) {
+    at::Tensor& out = outs_[static_cast<std::size_t>(idx)];
+    if (!out_mode_) {
+      out = empty_npu(sizes, strides, options);
+      return;
+    }
+    TORCH_CHECK(options.dtype() == out.dtype(), "Expected out tensor to have dtype ", options.dtype(), ", but got ",
+                out.dtype(), " instead");
+    TORCH_CHECK(options.device() == out.device(), "Expected out tensor to have device ", options.device(),
+                ", but got ", out.device(), " instead");
+    if (at::native::resize_output(out, sizes) && !strides.empty()) out.as_strided_(sizes, strides);
+    if (exact_strides && !strides.empty() && out.strides() != strides) {
+      proxies_[static_cast<std::size_t>(idx)] = empty_npu(sizes, strides, options);
+    }
+  }
+
+  bool out_mode_ = false;
+  std::array<at::Tensor, N> outs_;
+  std::array<std::optional<at::Tensor>, N> proxies_;
+};
 
 }  // namespace torch_npu_sim

@@ -38,6 +38,7 @@ using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, in
 struct Blas {
   SgemmFn sgemm = nullptr;
   DgemmFn dgemm = nullptr;
+  void* lib = nullptr;  // the dlopen handle, for the LAPACK routines (linalg.cpp)
   std::string name = "own";
 };
 
@@ -83,6 +84,7 @@ const Blas& blas() {
     auto corename = reinterpret_cast<char* (*)()>(dlsym(lib, "openblas_get_corename"));
     b.sgemm = sgemm;
     b.dgemm = dgemm;
+    b.lib = lib;
     b.name = std::string(parallel != nullptr && parallel() != 0 ? "openblas-threaded(1)" : "openblas-serial") +
              " (" + (corename != nullptr ? corename() : "?") + ")";
     return b;
@@ -112,6 +114,11 @@ template bool blas_gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, c
                                 const double*, int64_t, double, double*, int64_t);
 
 bool blas_loaded() { return blas().sgemm != nullptr; }
+
+void* blas_symbol(const char* name) {
+  const Blas& b = blas();
+  return b.lib == nullptr ? nullptr : dlsym(b.lib, name);
+}
 
 template <typename T>
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,

@@ -41,6 +41,8 @@ template <typename T>  // float, double
 bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 bool blas_loaded();
+// A symbol of the loaded OpenBLAS (its LAPACK routines: "dgetrf_", ...), null without OpenBLAS.
+void* blas_symbol(const char* name);
 // fp32 and bf16 on oneDNN (src/dnnl_matmul.cpp): c = alpha * op(a) @ op(b) + beta * c, bf16 accumulating in
 // fp32 and rounding once, same operand conventions as blas_gemm. Call only when dnnl_ready(); runs on the
 // calling thread.
