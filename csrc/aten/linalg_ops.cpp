@@ -4,6 +4,7 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/BatchLinearAlgebra.h>
+#include <ATen/native/Cross.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/ops/_linalg_det_native.h>
@@ -13,6 +14,7 @@
 #include <ATen/ops/_linalg_svd_native.h>
 #include <ATen/ops/_linalg_eigvals.h>
 #include <ATen/ops/linalg_cholesky_ex_native.h>
+#include <ATen/ops/linalg_cross_native.h>
 #include <ATen/ops/linalg_eig.h>
 #include <ATen/ops/linalg_inv_ex_native.h>
 #include <ATen/ops/linalg_ldl_factor_ex_native.h>
@@ -242,6 +244,14 @@ void unpack_pivots_npu(at::TensorIterator& iter, const int64_t dim_size, const i
            "lu_unpack");
 }
 
+// The cross product along `dim` (size 3) from native npu ops: each component a_i b_j - a_j b_i.
+void cross_npu(const T& result, const T& a, const T& b, const int64_t dim) {
+  for (int64_t i = 0; i < 3; ++i) {
+    const int64_t j = (i + 1) % 3, k = (i + 2) % 3;
+    result.select(dim, i).copy_(a.select(dim, j).mul(b.select(dim, k)).sub_(a.select(dim, k).mul(b.select(dim, j))));
+  }
+}
+
 }  // namespace
 
 }  // namespace torch_npu_sim
@@ -262,6 +272,7 @@ REGISTER_PRIVATEUSE1_DISPATCH(lstsq_stub, &torch_npu_sim::lstsq_npu)
 REGISTER_PRIVATEUSE1_DISPATCH(ldl_factor_stub, &torch_npu_sim::ldl_factor_npu)
 REGISTER_PRIVATEUSE1_DISPATCH(ldl_solve_stub, &torch_npu_sim::ldl_solve_npu)
 REGISTER_PRIVATEUSE1_DISPATCH(unpack_pivots_stub, &torch_npu_sim::unpack_pivots_npu)
+REGISTER_PRIVATEUSE1_DISPATCH(cross_stub, &torch_npu_sim::cross_npu)
 }  // namespace at::native
 
 namespace torch_npu_sim {
@@ -405,6 +416,14 @@ std::tuple<T, T> NF::linalg_qr(const T& A, c10::string_view mode) {
 std::tuple<T&, T&> NF::linalg_qr_out(const T& A, c10::string_view mode, T& Q, T& R) {
   structured_into<structured_linalg_qr_out, 2>({Q, R}, A, mode);
   return {Q, R};
+}
+
+T NF::linalg_cross(const T& self, const T& other, int64_t dim) {
+  return std::get<0>(structured<structured_linalg_cross_out, 1>(self, other, dim));
+}
+T& NF::linalg_cross_out(const T& self, const T& other, int64_t dim, T& out) {
+  structured_into<structured_linalg_cross_out, 1>({out}, self, other, dim);
+  return out;
 }
 
 std::tuple<T, T> NF::triangular_solve(const T& self, const T& A, bool upper, bool transpose, bool unitriangular) {

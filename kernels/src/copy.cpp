@@ -74,9 +74,76 @@ void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int
     i += run;
   }
 }
+
+// A copy that transposes the last two dims (one side row-major, the other column-major: contiguous() of an mT,
+// LAPACK's column-major copies): 32 x 32 tiles, so both the reads and the writes stay in a few cache lines
+// instead of one of them striding a whole row per element.
+bool transposes_last_two(const TensorDesc& dst, const TensorDesc& src) {
+  const int nd = dst.ndim;
+  if (nd < 2 || dst.sizes[nd - 1] < 8 || dst.sizes[nd - 2] < 8) return false;
+  const bool d_rows = dst.strides[nd - 1] == 1, d_cols = dst.strides[nd - 2] == 1;
+  const bool s_rows = src.strides[nd - 1] == 1, s_cols = src.strides[nd - 2] == 1;
+  return (d_rows && s_cols && !s_rows) || (d_cols && s_rows && !d_rows);
+}
+
+npu_sim::Status copy_transposed(npu_sim::Stream stream, const TensorDesc& dst, const TensorDesc& src) {
+  constexpr int64_t kTile = 32;
+  const int nd = dst.ndim;
+  const int64_t rows = dst.sizes[nd - 2], cols = dst.sizes[nd - 1], row_tiles = (rows + kTile - 1) / kTile;
+  TensorDesc bd = dst, bs = src;  // the batch dims only
+  bd.ndim = bs.ndim = nd - 2;
+  const int64_t units = bd.numel() * row_tiles;
+  return parallel_for(stream, "copy_cast", units, std::max<int64_t>(1, kCopyGrain / (kTile * cols)),
+                      [dst, src, bd, bs, rows, cols, row_tiles](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        const int nd = dst.ndim;
+                        const int64_t dr = dst.strides[nd - 2], dc = dst.strides[nd - 1];
+                        const int64_t sr = src.strides[nd - 2], sc = src.strides[nd - 1];
+                        uint64_t moved = 0;
+                        dispatch_dtype(dst.dtype, [&](auto d) {
+                          dispatch_dtype(src.dtype, [&](auto s) {
+                            using D = decltype(d);
+                            using S = decltype(s);
+                            for (int64_t u = b; u < e; ++u) {
+                              const int64_t m = u / row_tiles, r0 = u % row_tiles * kTile;
+                              const int64_t r1 = std::min(rows, r0 + kTile);
+                              D* o = static_cast<D*>(dst.data) + StridedWalker(bd, m).offset();
+                              const S* x = static_cast<const S*>(src.data) + StridedWalker(bs, m).offset();
+                              for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+                                const int64_t c1 = std::min(cols, c0 + kTile);
+                                for (int64_t r = r0; r < r1; ++r)
+                                  for (int64_t c = c0; c < c1; ++c) o[r * dr + c * dc] = convert<D>(x[r * sr + c * sc]);
+                              }
+                              moved += static_cast<uint64_t>((r1 - r0) * cols);
+                            }
+                          });
+                        });
+                        npu_sim::record_traffic(ctx, moved * dtype_size(src.dtype), moved * dtype_size(dst.dtype), 0, 0);
+                      });
+}
+
+// Both operands with their dims permuted into dst's memory order (strides descending), as TensorIterator orders
+// an iteration: a copy between two column-major tensors, say, then walks memory contiguously (and is a memcpy).
+void order_like_dst(TensorDesc& dst, TensorDesc& src) {
+  const int nd = dst.ndim;
+  int perm[kMaxDims];
+  for (int d = 0; d < nd; ++d) {
+    if (dst.strides[d] < 0) return;  // a flipped destination: keep the logical order
+    perm[d] = d;
+  }
+  std::stable_sort(perm, perm + nd, [&](int a, int b) { return dst.strides[a] > dst.strides[b]; });
+  const TensorDesc d0 = dst, s0 = src;
+  for (int d = 0; d < nd; ++d) {
+    dst.sizes[d] = src.sizes[d] = d0.sizes[perm[d]];
+    dst.strides[d] = d0.strides[perm[d]];
+    src.strides[d] = s0.strides[perm[d]];
+  }
+}
 }  // namespace
 
-npu_sim::Status copy_cast(npu_sim::Stream stream, const TensorDesc& dst, const TensorDesc& src) {
+npu_sim::Status copy_cast(npu_sim::Stream stream, const TensorDesc& dst_in, const TensorDesc& src_in) {
+  TensorDesc dst = dst_in, src = src_in;
+  order_like_dst(dst, src);
+  if (transposes_last_two(dst, src)) return copy_transposed(stream, dst, src);
   const int64_t n = dst.numel();
   const bool dst_contig = dst.is_contiguous();
   const bool src_contig = src.is_contiguous();

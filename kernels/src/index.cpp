@@ -2,7 +2,9 @@
 // masked_select, embedding backward (see npu_kernels/index.h).
 #include "npu_kernels/index.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -370,25 +372,57 @@ npu_sim::Status masked_scatter(npu_sim::Stream stream, const TensorDesc& self, c
 
 npu_sim::Status triangle(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& in, int64_t diagonal,
                          bool upper) {
-  return parallel_for(stream, upper ? "triu" : "tril", out.numel(), kGrain * 2,
-                      [out, in, diagonal, upper](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
-                        // Launch records: each element read and written once; 1 Vector op (the compare).
-                        const int64_t es = static_cast<int64_t>(dtype_size(out.dtype));
-                        detail::record_vec(ctx, (e - b) * es, (e - b) * es, e - b);
-                        dispatch_dtype(out.dtype, [&](auto tag) {
-                          using T = decltype(tag);
-                          T* o = static_cast<T*>(out.data);
-                          const T* s = static_cast<const T*>(in.data);
-                          const int64_t cols = out.sizes[out.ndim - 1];
-                          const int64_t rows = out.sizes[out.ndim - 2];
-                          StridedWalker wo(out, b), wi(in, b);
-                          for (int64_t i = b; i < e; ++i, wo.next(), wi.next()) {
-                            const int64_t c = i % cols, r = (i / cols) % rows;
-                            const bool keep = upper ? (c - r >= diagonal) : (c - r <= diagonal);
-                            o[wo.offset()] = keep ? s[wi.offset()] : convert<T>(0);
-                          }
-                        });
-                      });
+  // Line by line along whichever matrix dim of `out` is denser in memory (rows of a row-major matrix, columns of
+  // a column-major one, as LAPACK leaves them): each line is a run to zero, a run to keep, a run to zero.
+  const int nd = out.ndim;
+  const int64_t rows = out.sizes[nd - 2], cols = out.sizes[nd - 1];
+  const bool by_rows = std::abs(out.strides[nd - 1]) <= std::abs(out.strides[nd - 2]);
+  auto lines_of = [&](const TensorDesc& t) {
+    TensorDesc l = t;
+    l.ndim = nd - 1;
+    if (!by_rows) l.sizes[nd - 2] = cols, l.strides[nd - 2] = t.strides[nd - 1];
+    return l;
+  };
+  const TensorDesc lo = lines_of(out), li = lines_of(in);
+  const int64_t len = by_rows ? cols : rows, per_matrix = by_rows ? rows : cols;
+  const int64_t so = by_rows ? out.strides[nd - 1] : out.strides[nd - 2];
+  const int64_t si = by_rows ? in.strides[nd - 1] : in.strides[nd - 2];
+  const int64_t lines = lo.numel();
+  if (lines == 0 || len == 0) return npu_sim::Status::kSuccess;
+  return parallel_for(
+      stream, upper ? "triu" : "tril", lines, std::max<int64_t>(1, kGrain * 2 / len),
+      [out, in, lo, li, diagonal, upper, by_rows, len, per_matrix, so, si](int64_t b, int64_t e,
+                                                                           const npu_sim::BlockContext& ctx) {
+        // Launch records: each element read and written once; 1 Vector op (the compare).
+        const int64_t es = static_cast<int64_t>(dtype_size(out.dtype));
+        detail::record_vec(ctx, (e - b) * len * es, (e - b) * len * es, (e - b) * len);
+        dispatch_dtype(out.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          T* o0 = static_cast<T*>(out.data);
+          const T* s0 = static_cast<const T*>(in.data);
+          StridedWalker wo(lo, b), wi(li, b);
+          for (int64_t i = b; i < e; ++i, wo.next(), wi.next()) {
+            // The kept run [k0, k1) of this line: tril keeps c - r <= diagonal, triu c - r >= diagonal.
+            const int64_t line = i % per_matrix;
+            // On a row r the diagonal is at column r + diagonal (triu keeps from it, tril up to it); on a column c
+            // it is at row c - diagonal (tril keeps from it, triu up to it).
+            const int64_t at_diag = by_rows ? line + diagonal : line - diagonal;
+            int64_t k0 = 0, k1 = len;
+            if (upper == by_rows) {
+              k0 = std::clamp<int64_t>(at_diag, 0, len);
+            } else {
+              k1 = std::clamp<int64_t>(at_diag + 1, 0, len);
+            }
+            T* o = o0 + wo.offset();
+            const T* s = s0 + wi.offset();
+            for (int64_t k = 0; k < k0; ++k) o[k * so] = convert<T>(0);
+            if (o != s || so != si) {
+              for (int64_t k = k0; k < k1; ++k) o[k * so] = s[k * si];
+            }
+            for (int64_t k = k1; k < len; ++k) o[k * so] = convert<T>(0);
+          }
+        });
+      });
 }
 
 namespace {

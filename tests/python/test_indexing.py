@@ -410,3 +410,19 @@ def test_advanced_indexing_wide_rows():
     with pytest.raises(RuntimeError, match="index"):
         xn[torch.tensor([0, 40], device=DEV)].cpu()
     acknowledge_device_error()
+
+
+@pytest.mark.parametrize("layout", ["row", "column", "strided"])
+@pytest.mark.parametrize("shape", [(5, 7), (7, 5), (3, 4, 6), (1, 1), (2, 0, 3)])
+def test_tril_triu_every_layout_and_in_place(layout, shape):
+    """Lines run along the denser dim (columns of LAPACK's column-major results): every diagonal, both ways."""
+    wide = torch.randn(*shape[:-1], 2 * shape[-1], generator=torch.Generator().manual_seed(3))
+    x = wide[..., ::2] if layout == "strided" else wide[..., :shape[-1]].contiguous()
+    xn = {"row": lambda: x.to("npu"), "column": lambda: x.to("npu").mT.contiguous().mT,
+          "strided": lambda: wide.to("npu")[..., ::2]}[layout]()
+    for d in [-3, -1, 0, 1, 2, 8]:
+        for name in ["tril", "triu"]:
+            same(getattr(xn, name)(d), getattr(x, name)(d))
+            y = xn.mT.clone().mT if layout == "column" else xn.clone()
+            getattr(y, name + "_")(d)
+            same(y, getattr(x, name)(d))
