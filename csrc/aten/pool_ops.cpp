@@ -1,6 +1,7 @@
-// 2-D pooling for npu: max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d, adaptive_max_pool2d and
-// their backward ops. Shapes and argument checks reuse ATen's pooling helpers (ATen/native/Pool.h); the windows run in
-// kernels/src/pool.cpp on contiguous NCHW planes.
+// 2-D and 3-D pooling for npu: max_pool{2,3}d_with_indices, avg_pool{2,3}d, _adaptive_avg_pool{2,3}d,
+// adaptive_max_pool{2,3}d and their backward ops. Shapes and argument checks reuse ATen's pooling helpers
+// (ATen/native/Pool.h); the windows run in kernels/src/pool.cpp on contiguous N C (D) H W planes, one kernel per
+// op for both ranks (2-D is depth 1).
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Pool.h>
 #include <ATen/native/Resize.h>
@@ -8,8 +9,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <array>
+
 #include "aten/npu_tensor.h"
-#include "aten/window2d.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/pool.h"
@@ -23,102 +25,121 @@ namespace {
 using at::IntArrayRef;
 using at::Tensor;
 
-std::array<int64_t, 2> pair_arg(IntArrayRef v, IntArrayRef fallback, const char* op, const char* name) {
+// A window argument of a rank-`rank` pool as {depth, height, width} (depth 1 / 0 for 2-D): one int for every
+// axis, or one per axis.
+std::array<int64_t, 3> window_arg(IntArrayRef v, IntArrayRef fallback, int rank, int64_t depth_default, const char* op,
+                                  const char* name) {
   if (v.empty()) v = fallback;
-  TORCH_CHECK(v.size() == 1 || v.size() == 2, op, ": ", name, " must either be a single int, or a tuple of two ints");
-  return {v[0], v.size() == 1 ? v[0] : v[1]};
+  TORCH_CHECK(v.size() == 1 || static_cast<int>(v.size()) == rank, op, ": ", name,
+              " must either be a single int, or a tuple of ", rank == 2 ? "two" : "three", " ints");
+  if (v.size() == 1) return {rank == 3 ? v[0] : depth_default, v[0], v[0]};
+  return rank == 3 ? std::array<int64_t, 3>{v[0], v[1], v[2]} : std::array<int64_t, 3>{depth_default, v[0], v[1]};
 }
 
 struct Geometry {
-  npu_kernels::Pool2dArgs args;
-  std::vector<int64_t> out_sizes;  // (N,) C, H_out, W_out
+  npu_kernels::PoolArgs args;
+  std::vector<int64_t> out_sizes;  // (N,) C, (D_out,) H_out, W_out
 };
 
-Geometry geometry(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+// The input's leading dims with the pooled sizes of `a` after them.
+std::vector<int64_t> pooled_sizes(const Tensor& input, const npu_kernels::PoolArgs& a, int rank) {
+  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - rank);
+  if (rank == 3) sizes.push_back(a.out_d);
+  sizes.push_back(a.out_h);
+  sizes.push_back(a.out_w);
+  return sizes;
+}
+
+Geometry geometry(const Tensor& input, int rank, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode, const char* op) {
   TORCH_CHECK(is_npu(input), op, ": expected an npu tensor, got one on ", input.device());
-  TORCH_CHECK(input.dim() == 3 || input.dim() == 4, op, ": expected 3D or 4D (batch mode) tensor for input, got ",
-              input.sizes());
-  const auto k = pair_arg(kernel_size, {}, op, "kernel_size");
-  const auto s = pair_arg(stride, kernel_size, op, "stride");
-  const auto p = pair_arg(padding, {0}, op, "padding");
-  const auto d = pair_arg(dilation, {1}, op, "dilation");
-  const int64_t planes = input.dim() == 4 ? input.size(0) * input.size(1) : input.size(0);
-  const int64_t in_h = input.size(-2), in_w = input.size(-1);
-  const int64_t out_h = at::native::pooling_output_shape<int64_t>(in_h, k[0], p[0], s[0], d[0], ceil_mode);
-  const int64_t out_w = at::native::pooling_output_shape<int64_t>(in_w, k[1], p[1], s[1], d[1], ceil_mode);
-  at::native::pool2d_shape_check(input, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], input.size(-3), in_h, in_w,
-                                 out_h, out_w, at::MemoryFormat::Contiguous);
+  if (rank == 2) {
+    TORCH_CHECK(input.dim() == 3 || input.dim() == 4, op, ": expected 3D or 4D (batch mode) tensor for input, got ",
+                input.sizes());
+  } else {
+    TORCH_CHECK(input.dim() == 4 || input.dim() == 5, op, ": non-empty 4D or 5D (batch mode) tensor expected for input");
+  }
+  const auto k = window_arg(kernel_size, {}, rank, 1, op, "kernel_size");
+  const auto s = window_arg(stride, kernel_size, rank, 1, op, "stride");
+  const auto p = window_arg(padding, {0}, rank, 0, op, "padding");
+  const auto d = window_arg(dilation, {1}, rank, 1, op, "dilation");
   Geometry g;
   auto& a = g.args;
   a.dtype = kernel_dtype(input.scalar_type(), op);
-  a.planes = planes;
-  a.in_h = in_h;
-  a.in_w = in_w;
-  a.out_h = out_h;
-  a.out_w = out_w;
-  set_window2d(a, k, s, p, d);
-  g.out_sizes.assign(input.sizes().begin(), input.sizes().end() - 2);
-  g.out_sizes.push_back(out_h);
-  g.out_sizes.push_back(out_w);
+  a.three_d = rank == 3;
+  a.planes = input.dim() == rank + 2 ? input.size(0) * input.size(1) : input.size(0);
+  a.in_d = rank == 3 ? input.size(-3) : 1;
+  a.in_h = input.size(-2);
+  a.in_w = input.size(-1);
+  a.out_d = rank == 3 ? at::native::pooling_output_shape<int64_t>(a.in_d, k[0], p[0], s[0], d[0], ceil_mode) : 1;
+  a.out_h = at::native::pooling_output_shape<int64_t>(a.in_h, k[1], p[1], s[1], d[1], ceil_mode);
+  a.out_w = at::native::pooling_output_shape<int64_t>(a.in_w, k[2], p[2], s[2], d[2], ceil_mode);
+  if (rank == 2) {
+    at::native::pool2d_shape_check(input, k[1], k[2], s[1], s[2], p[1], p[2], d[1], d[2], input.size(-3), a.in_h,
+                                   a.in_w, a.out_h, a.out_w, at::MemoryFormat::Contiguous);
+  } else {
+    auto i = [](int64_t v) { return static_cast<int>(v); };
+    at::native::pool3d_shape_check(input, input.size(-4), i(k[0]), i(k[1]), i(k[2]), i(s[0]), i(s[1]), i(s[2]), i(p[0]),
+                                   i(p[1]), i(p[2]), i(d[0]), i(d[1]), i(d[2]), a.in_d, a.in_h, a.in_w, a.out_d,
+                                   a.out_h, a.out_w, op);
+  }
+  a.kernel_d = k[0], a.kernel_h = k[1], a.kernel_w = k[2];
+  a.stride_d = s[0], a.stride_h = s[1], a.stride_w = s[2];
+  a.pad_d = p[0], a.pad_h = p[1], a.pad_w = p[2];
+  a.dilation_d = d[0], a.dilation_h = d[1], a.dilation_w = d[2];
+  g.out_sizes = pooled_sizes(input, a, rank);
   return g;
 }
 
-npu_kernels::Pool2dArgs avg_args(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                                 bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor,
-                                 std::vector<int64_t>* out_sizes, const char* op) {
+Geometry avg_geometry(const Tensor& input, int rank, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                      bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor, const char* op) {
   TORCH_CHECK(!divisor.has_value() || *divisor != 0, op, ": divisor must be not zero");
-  const auto k = pair_arg(kernel_size, {}, op, "kernel_size");
-  const auto p = pair_arg(padding, {0}, op, "padding");
-  TORCH_CHECK(p[0] <= k[0] / 2 && p[1] <= k[1] / 2, op, ": pad should be at most half of effective kernel size, but got pad=",
-              padding, " and kernel_size=", kernel_size);
-  // ATen's avg_pool2d meta reads the plane count before checking the rank: an IndexError below 3 dims
-  static_cast<void>(input.size(-3));
-  Geometry g = geometry(input, kernel_size, stride, padding, {1}, ceil_mode, op);
+  const auto k = window_arg(kernel_size, {}, rank, 1, op, "kernel_size");
+  const auto p = window_arg(padding, {0}, rank, 0, op, "padding");
+  TORCH_CHECK(p[0] <= k[0] / 2 && p[1] <= k[1] / 2 && p[2] <= k[2] / 2, op,
+              ": pad should be at most half of effective kernel size, but got pad=", padding, " and kernel_size=",
+              kernel_size);
+  // ATen's avg_pool meta reads the plane count before checking the rank: an IndexError below rank + 1 dims
+  static_cast<void>(input.size(-rank - 1));
+  Geometry g = geometry(input, rank, kernel_size, stride, padding, {1}, ceil_mode, op);
   g.args.count_include_pad = count_include_pad;
   g.args.divisor = divisor.value_or(0);
-  *out_sizes = g.out_sizes;
-  return g.args;
+  return g;
 }
 
-npu_kernels::Pool2dArgs adaptive_args(const Tensor& input, IntArrayRef output_size, const char* op) {
+npu_kernels::PoolArgs adaptive_args(const Tensor& input, int rank, IntArrayRef output_size, const char* op) {
   TORCH_CHECK(is_npu(input), op, ": expected an npu tensor, got one on ", input.device());
-  TORCH_CHECK(output_size.size() == 2, op, ": output_size must be 2");
-  TORCH_CHECK(input.dim() == 3 || input.dim() == 4, op, ": Expected 3D or 4D tensor, but got ", input.sizes());
+  TORCH_CHECK(static_cast<int>(output_size.size()) == rank, op, ": output_size must be ", rank);
+  TORCH_CHECK(input.dim() == rank + 1 || input.dim() == rank + 2, op, ": Expected ", rank + 1, "D or ", rank + 2,
+              "D tensor, but got ", input.sizes());
   for (int64_t d = 1; d < input.dim(); ++d) {
     TORCH_CHECK(input.size(d) > 0, op, ": expected input to have non-zero size for non-batch dimensions, but input has "
                 "sizes ", input.sizes(), " with dimension ", d, " being empty");
   }
-  npu_kernels::Pool2dArgs a;
+  npu_kernels::PoolArgs a;
   a.dtype = kernel_dtype(input.scalar_type(), op);
-  a.planes = input.dim() == 4 ? input.size(0) * input.size(1) : input.size(0);
+  a.three_d = rank == 3;
+  a.planes = input.dim() == rank + 2 ? input.size(0) * input.size(1) : input.size(0);
+  a.in_d = rank == 3 ? input.size(-3) : 1;
   a.in_h = input.size(-2);
   a.in_w = input.size(-1);
-  a.out_h = output_size[0];
-  a.out_w = output_size[1];
+  a.out_d = rank == 3 ? output_size[0] : 1;
+  a.out_h = output_size[rank - 2];
+  a.out_w = output_size[rank - 1];
   a.adaptive = true;
   return a;
 }
 
-}  // namespace
+IntArrayRef last_dims(const Tensor& t, int rank) { return t.sizes().slice(t.dim() - rank); }
 
-::std::tuple<at::Tensor, at::Tensor> NF::adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
-  Tensor out = at::empty({0}, input.options()), indices = at::empty({0}, input.options().dtype(at::kLong));
-  NF::adaptive_max_pool2d_out(input, output_size, out, indices);
-  return std::make_tuple(out, indices);
-}
-
-std::tuple<Tensor&, Tensor&> NF::adaptive_max_pool2d_out(const Tensor& input, IntArrayRef output_size, Tensor& out,
-                                                         Tensor& indices) {
+std::tuple<Tensor&, Tensor&> adaptive_max_into(const Tensor& input, int rank, IntArrayRef output_size, Tensor& out,
+                                               Tensor& indices, const char* op) {
   c10::DeviceGuard guard(input.device());
-  const auto a = adaptive_args(input, output_size, "adaptive_max_pool2d");
-  TORCH_CHECK(indices.scalar_type() == at::kLong, "adaptive_max_pool2d: expected indices of dtype Long, got ",
-              indices.scalar_type());
-  TORCH_CHECK(out.scalar_type() == input.scalar_type(), "adaptive_max_pool2d: expected out of dtype ",
-              input.scalar_type(), ", got ", out.scalar_type());
-  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 2);
-  sizes.push_back(a.out_h);
-  sizes.push_back(a.out_w);
+  const auto a = adaptive_args(input, rank, output_size, op);
+  TORCH_CHECK(indices.scalar_type() == at::kLong, op, ": expected indices of dtype Long, got ", indices.scalar_type());
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), op, ": expected out of dtype ", input.scalar_type(), ", got ",
+              out.scalar_type());
+  const std::vector<int64_t> sizes = pooled_sizes(input, a, rank);
   at::native::resize_output(out, sizes);
   at::native::resize_output(indices, sizes);
   const Tensor x = input.contiguous();
@@ -132,19 +153,14 @@ std::tuple<Tensor&, Tensor&> NF::adaptive_max_pool2d_out(const Tensor& input, In
   return {out, indices};
 }
 
-at::Tensor NF::adaptive_max_pool2d_backward(const Tensor& grad_output, const Tensor& input, const Tensor& indices) {
-  Tensor grad_input = at::empty({0}, input.options());
-  return NF::adaptive_max_pool2d_backward_out(grad_output, input, indices, grad_input);
-}
-
-Tensor& NF::adaptive_max_pool2d_backward_out(const Tensor& grad_output, const Tensor& input, const Tensor& indices,
-                                             Tensor& grad_input) {
+Tensor& adaptive_max_backward_into(const Tensor& grad_output, const Tensor& input, const Tensor& indices, int rank,
+                                   Tensor& grad_input, const char* op) {
   c10::DeviceGuard guard(input.device());
-  const auto a = adaptive_args(input, {grad_output.size(-2), grad_output.size(-1)}, "adaptive_max_pool2d_backward");
-  TORCH_CHECK(grad_output.sizes() == indices.sizes(), "adaptive_max_pool2d_backward: grad_output has shape ",
-              grad_output.sizes(), " but indices have shape ", indices.sizes());
-  TORCH_CHECK(input.scalar_type() == grad_output.scalar_type(), "adaptive_max_pool2d_backward: expected dtype ",
-              input.scalar_type(), " for `grad_output` but got dtype ", grad_output.scalar_type());
+  const auto a = adaptive_args(input, rank, last_dims(grad_output, rank), op);
+  TORCH_CHECK(grad_output.sizes() == indices.sizes(), op, ": grad_output has shape ", grad_output.sizes(),
+              " but indices have shape ", indices.sizes());
+  TORCH_CHECK(input.scalar_type() == grad_output.scalar_type(), op, ": expected dtype ", input.scalar_type(),
+              " for `grad_output` but got dtype ", grad_output.scalar_type());
   at::native::resize_output(grad_input, input.sizes());
   const Tensor go = grad_output.contiguous(), idx = indices.contiguous();
   Tensor gi = grad_input.is_contiguous() ? grad_input : at::empty(input.sizes(), input.options());
@@ -156,10 +172,11 @@ Tensor& NF::adaptive_max_pool2d_backward_out(const Tensor& grad_output, const Te
   return grad_input;
 }
 
-std::tuple<Tensor, Tensor> NF::max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
-                                                       IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+std::tuple<Tensor, Tensor> max_pool_with_indices(const Tensor& input, int rank, IntArrayRef kernel_size,
+                                                 IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                                 bool ceil_mode, const char* op) {
   c10::DeviceGuard guard(input.device());
-  const Geometry g = geometry(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
+  const Geometry g = geometry(input, rank, kernel_size, stride, padding, dilation, ceil_mode, op);
   const Tensor x = input.contiguous();
   Tensor out = at::empty(g.out_sizes, input.options());
   Tensor indices = at::empty(g.out_sizes, input.options().dtype(at::kLong));
@@ -170,12 +187,12 @@ std::tuple<Tensor, Tensor> NF::max_pool2d_with_indices(const Tensor& input, IntA
   return {out, indices};
 }
 
-Tensor NF::max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
-                                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
-                                            bool ceil_mode, const Tensor& indices) {
+Tensor max_pool_backward(const Tensor& grad_output, const Tensor& input, int rank, IntArrayRef kernel_size,
+                         IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
+                         const Tensor& indices, const char* op) {
   c10::DeviceGuard guard(input.device());
-  const Geometry g = geometry(input, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d_backward");
-  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(g.out_sizes), "max_pool2d_backward: grad_output has shape ",
+  const Geometry g = geometry(input, rank, kernel_size, stride, padding, dilation, ceil_mode, op);
+  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(g.out_sizes), op, ": grad_output has shape ",
               grad_output.sizes(), ", expected ", at::IntArrayRef(g.out_sizes));
   const Tensor go = grad_output.contiguous().to(input.scalar_type());
   const Tensor idx = indices.contiguous();
@@ -187,56 +204,142 @@ Tensor NF::max_pool2d_with_indices_backward(const Tensor& grad_output, const Ten
   return grad_input;
 }
 
-Tensor NF::avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                      bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor) {
-  c10::DeviceGuard guard(input.device());
-  std::vector<int64_t> sizes;
-  const auto a =
-      avg_args(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, &sizes, "avg_pool2d");
+Tensor avg_pool(const Tensor& input, const npu_kernels::PoolArgs& a, const std::vector<int64_t>& sizes) {
   const Tensor x = input.contiguous();
   Tensor out = at::empty(sizes, input.options());
   if (out.numel() > 0) NPU_CHECK(npu_kernels::avg_pool2d(stream_of(input), a, x.const_data_ptr(), out.data_ptr()));
   return out;
 }
 
+Tensor avg_pool_backward(const Tensor& grad_output, const Tensor& input, const npu_kernels::PoolArgs& a) {
+  const Tensor go = grad_output.contiguous().to(input.scalar_type());
+  Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
+  if (grad_input.numel() > 0) {
+    NPU_CHECK(npu_kernels::avg_pool2d_backward(stream_of(input), a, go.const_data_ptr(), grad_input.data_ptr()));
+  }
+  return grad_input;
+}
+
+}  // namespace
+
+// ---- 2-D ----
+
+std::tuple<Tensor, Tensor> NF::adaptive_max_pool2d(const Tensor& input, IntArrayRef output_size) {
+  Tensor out = at::empty({0}, input.options()), indices = at::empty({0}, input.options().dtype(at::kLong));
+  adaptive_max_into(input, 2, output_size, out, indices, "adaptive_max_pool2d");
+  return {out, indices};
+}
+std::tuple<Tensor&, Tensor&> NF::adaptive_max_pool2d_out(const Tensor& input, IntArrayRef output_size, Tensor& out,
+                                                         Tensor& indices) {
+  return adaptive_max_into(input, 2, output_size, out, indices, "adaptive_max_pool2d");
+}
+Tensor NF::adaptive_max_pool2d_backward(const Tensor& grad_output, const Tensor& input, const Tensor& indices) {
+  Tensor grad_input = at::empty({0}, input.options());
+  return adaptive_max_backward_into(grad_output, input, indices, 2, grad_input, "adaptive_max_pool2d_backward");
+}
+Tensor& NF::adaptive_max_pool2d_backward_out(const Tensor& grad_output, const Tensor& input, const Tensor& indices,
+                                             Tensor& grad_input) {
+  return adaptive_max_backward_into(grad_output, input, indices, 2, grad_input, "adaptive_max_pool2d_backward");
+}
+
+std::tuple<Tensor, Tensor> NF::max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                                                       IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return max_pool_with_indices(input, 2, kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d");
+}
+Tensor NF::max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                            bool ceil_mode, const Tensor& indices) {
+  return max_pool_backward(grad_output, input, 2, kernel_size, stride, padding, dilation, ceil_mode, indices,
+                           "max_pool2d_backward");
+}
+
+Tensor NF::avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                      bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor) {
+  c10::DeviceGuard guard(input.device());
+  const Geometry g =
+      avg_geometry(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, "avg_pool2d");
+  return avg_pool(input, g.args, g.out_sizes);
+}
 Tensor NF::avg_pool2d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
                                IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor) {
   c10::DeviceGuard guard(input.device());
-  std::vector<int64_t> sizes;
-  const auto a = avg_args(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, &sizes,
-                          "avg_pool2d_backward");
-  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(sizes), "avg_pool2d_backward: grad_output has shape ",
-              grad_output.sizes(), ", expected ", at::IntArrayRef(sizes));
-  const Tensor go = grad_output.contiguous().to(input.scalar_type());
-  Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
-  if (grad_input.numel() > 0) {
-    NPU_CHECK(npu_kernels::avg_pool2d_backward(stream_of(input), a, go.const_data_ptr(), grad_input.data_ptr()));
-  }
-  return grad_input;
+  const Geometry g = avg_geometry(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor,
+                                  "avg_pool2d_backward");
+  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(g.out_sizes), "avg_pool2d_backward: grad_output has shape ",
+              grad_output.sizes(), ", expected ", at::IntArrayRef(g.out_sizes));
+  return avg_pool_backward(grad_output, input, g.args);
 }
 
 Tensor NF::_adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   c10::DeviceGuard guard(input.device());
-  const auto a = adaptive_args(input, output_size, "adaptive_avg_pool2d");
-  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 2);
-  sizes.push_back(a.out_h);
-  sizes.push_back(a.out_w);
-  const Tensor x = input.contiguous();
-  Tensor out = at::empty(sizes, input.options());
-  if (out.numel() > 0) NPU_CHECK(npu_kernels::avg_pool2d(stream_of(input), a, x.const_data_ptr(), out.data_ptr()));
-  return out;
+  const auto a = adaptive_args(input, 2, output_size, "adaptive_avg_pool2d");
+  return avg_pool(input, a, pooled_sizes(input, a, 2));
 }
-
 Tensor NF::_adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& input) {
   c10::DeviceGuard guard(input.device());
-  const auto a = adaptive_args(input, {grad_output.size(-2), grad_output.size(-1)}, "adaptive_avg_pool2d_backward");
-  const Tensor go = grad_output.contiguous().to(input.scalar_type());
-  Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
-  if (grad_input.numel() > 0) {
-    NPU_CHECK(npu_kernels::avg_pool2d_backward(stream_of(input), a, go.const_data_ptr(), grad_input.data_ptr()));
-  }
-  return grad_input;
+  return avg_pool_backward(grad_output, input,
+                           adaptive_args(input, 2, last_dims(grad_output, 2), "adaptive_avg_pool2d_backward"));
+}
+
+// ---- 3-D: the same kernels with a depth axis ----
+
+std::tuple<Tensor, Tensor> NF::adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size) {
+  Tensor out = at::empty({0}, input.options()), indices = at::empty({0}, input.options().dtype(at::kLong));
+  adaptive_max_into(input, 3, output_size, out, indices, "adaptive_max_pool3d");
+  return {out, indices};
+}
+std::tuple<Tensor&, Tensor&> NF::adaptive_max_pool3d_out(const Tensor& input, IntArrayRef output_size, Tensor& out,
+                                                         Tensor& indices) {
+  return adaptive_max_into(input, 3, output_size, out, indices, "adaptive_max_pool3d");
+}
+Tensor NF::adaptive_max_pool3d_backward(const Tensor& grad_output, const Tensor& input, const Tensor& indices) {
+  Tensor grad_input = at::empty({0}, input.options());
+  return adaptive_max_backward_into(grad_output, input, indices, 3, grad_input, "adaptive_max_pool3d_backward");
+}
+Tensor& NF::adaptive_max_pool3d_backward_out(const Tensor& grad_output, const Tensor& input, const Tensor& indices,
+                                             Tensor& grad_input) {
+  return adaptive_max_backward_into(grad_output, input, indices, 3, grad_input, "adaptive_max_pool3d_backward");
+}
+
+std::tuple<Tensor, Tensor> NF::max_pool3d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
+                                                       IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
+  return max_pool_with_indices(input, 3, kernel_size, stride, padding, dilation, ceil_mode, "max_pool3d");
+}
+Tensor NF::max_pool3d_with_indices_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                                            IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
+                                            bool ceil_mode, const Tensor& indices) {
+  return max_pool_backward(grad_output, input, 3, kernel_size, stride, padding, dilation, ceil_mode, indices,
+                           "max_pool3d_backward");
+}
+
+Tensor NF::avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
+                      bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor) {
+  c10::DeviceGuard guard(input.device());
+  const Geometry g =
+      avg_geometry(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, "avg_pool3d");
+  return avg_pool(input, g.args, g.out_sizes);
+}
+Tensor NF::avg_pool3d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                               IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                               std::optional<int64_t> divisor) {
+  c10::DeviceGuard guard(input.device());
+  const Geometry g = avg_geometry(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor,
+                                  "avg_pool3d_backward");
+  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(g.out_sizes), "avg_pool3d_backward: grad_output has shape ",
+              grad_output.sizes(), ", expected ", at::IntArrayRef(g.out_sizes));
+  return avg_pool_backward(grad_output, input, g.args);
+}
+
+Tensor NF::_adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size) {
+  c10::DeviceGuard guard(input.device());
+  const auto a = adaptive_args(input, 3, output_size, "adaptive_avg_pool3d");
+  return avg_pool(input, a, pooled_sizes(input, a, 3));
+}
+Tensor NF::_adaptive_avg_pool3d_backward(const Tensor& grad_output, const Tensor& input) {
+  c10::DeviceGuard guard(input.device());
+  return avg_pool_backward(grad_output, input,
+                           adaptive_args(input, 3, last_dims(grad_output, 3), "adaptive_avg_pool3d_backward"));
 }
 
 }  // namespace torch_npu_sim

@@ -1,4 +1,4 @@
-// The 2-D sliding window of the pooling and fold ops, as the kernels' argument structs hold it (*_h / *_w).
+// The 2-D sliding window of the fold ops (im2col / col2im), as the kernels' argument structs hold it (*_h / *_w).
 #pragma once
 
 #include <c10/util/ArrayRef.h>

@@ -1,4 +1,5 @@
-// 2-D pooling kernels (see npu_kernels/pool.h). Work is split by whole planes, so backward scatters
+// 2-D and 3-D pooling kernels (see npu_kernels/pool.h): windows over up to three spatial axes (depth, height,
+// width; 2-D is depth 1). Work is split by whole planes, so backward scatters
 // never race; accumulation is in float (double for float64).
 #include "npu_kernels/pool.h"
 #include "npu_kernels/float_dispatch.h"
@@ -6,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "npu_kernels/launch.h"
 #include "traffic.h"
@@ -15,53 +17,70 @@ namespace npu_kernels {
 namespace {
 
 
+// One spatial axis of the pooling: 0 depth, 1 height, 2 width.
+struct Axis {
+  int64_t in, out, k, s, p, dl;
+};
+Axis axis(const Pool2dArgs& a, int ax) {
+  switch (ax) {
+    case 0: return {a.in_d, a.out_d, a.kernel_d, a.stride_d, a.pad_d, a.dilation_d};
+    case 1: return {a.in_h, a.out_h, a.kernel_h, a.stride_h, a.pad_h, a.dilation_h};
+    default: return {a.in_w, a.out_w, a.kernel_w, a.stride_w, a.pad_w, a.dilation_w};
+  }
+}
+
 // Window [begin, end) along one axis for output position o.
 struct Window {
   int64_t begin, end;
 };
 
-Window window(const Pool2dArgs& a, bool rows, int64_t o) {
-  const int64_t in = rows ? a.in_h : a.in_w, out = rows ? a.out_h : a.out_w;
-  if (a.adaptive) return {o * in / out, ((o + 1) * in + out - 1) / out};
-  const int64_t k = rows ? a.kernel_h : a.kernel_w, s = rows ? a.stride_h : a.stride_w;
-  const int64_t p = rows ? a.pad_h : a.pad_w;
-  return {o * s - p, o * s - p + k};
+Window window(const Pool2dArgs& a, int ax, int64_t o) {
+  const Axis x = axis(a, ax);
+  if (a.adaptive) return {o * x.in / x.out, ((o + 1) * x.in + x.out - 1) / x.out};
+  return {o * x.s - x.p, o * x.s - x.p + x.k};
 }
 
-int64_t avg_divisor(const Pool2dArgs& a, const Window& wh, const Window& ww) {
+int64_t avg_divisor(const Pool2dArgs& a, const Window (&w)[3]) {
   if (a.divisor != 0) return a.divisor;
-  if (a.adaptive) return (wh.end - wh.begin) * (ww.end - ww.begin);
-  if (a.count_include_pad) {
-    // the window clipped to the padded input (as ATen does)
-    const int64_t h = std::min(wh.end, a.in_h + a.pad_h) - wh.begin;
-    const int64_t w = std::min(ww.end, a.in_w + a.pad_w) - ww.begin;
-    return h * w;
+  int64_t n = 1;
+  for (int ax = 0; ax < 3; ++ax) {
+    const Axis x = axis(a, ax);
+    if (a.adaptive) {
+      n *= w[ax].end - w[ax].begin;
+    } else if (a.count_include_pad) {  // the window clipped to the padded input (as ATen does)
+      n *= std::min(w[ax].end, x.in + x.p) - w[ax].begin;
+    } else {
+      n *= std::min(w[ax].end, x.in) - std::max<int64_t>(w[ax].begin, 0);
+    }
   }
-  return (std::min(wh.end, a.in_h) - std::max<int64_t>(wh.begin, 0)) *
-         (std::min(ww.end, a.in_w) - std::max<int64_t>(ww.begin, 0));
+  return n;
 }
 
-// In-bounds input taps along one axis, summed over that axis's outputs: the windows of avg_pool2d and of
-// the adaptive kernels (window()), or max_pool2d's dilated kernel taps. Every plane visits the same
-// (sum over rows) x (sum over columns) input elements.
-int64_t axis_taps(const Pool2dArgs& a, bool rows, bool dilated) {
-  const int64_t in = rows ? a.in_h : a.in_w, out = rows ? a.out_h : a.out_w;
+// In-bounds input taps along one axis, summed over that axis's outputs: the windows of avg_pool and of the
+// adaptive kernels (window()), or max_pool's dilated kernel taps. Every plane visits the same product over the
+// axes of these input elements.
+int64_t axis_taps(const Pool2dArgs& a, int ax, bool dilated) {
+  const Axis x = axis(a, ax);
   int64_t total = 0;
-  for (int64_t o = 0; o < out; ++o) {
+  for (int64_t o = 0; o < x.out; ++o) {
     if (dilated && !a.adaptive) {
-      const int64_t k = rows ? a.kernel_h : a.kernel_w, s = rows ? a.stride_h : a.stride_w;
-      const int64_t p = rows ? a.pad_h : a.pad_w, dl = rows ? a.dilation_h : a.dilation_w;
-      for (int64_t t = 0; t < k; ++t) {
-        const int64_t i = o * s - p + t * dl;
-        total += i >= 0 && i < in ? 1 : 0;
+      for (int64_t t = 0; t < x.k; ++t) {
+        const int64_t i = o * x.s - x.p + t * x.dl;
+        total += i >= 0 && i < x.in ? 1 : 0;
       }
     } else {
-      const Window w = window(a, rows, o);
-      total += std::max<int64_t>(0, std::min(w.end, in) - std::max<int64_t>(w.begin, 0));
+      const Window w = window(a, ax, o);
+      total += std::max<int64_t>(0, std::min(w.end, x.in) - std::max<int64_t>(w.begin, 0));
     }
   }
   return total;
 }
+int64_t taps(const Pool2dArgs& a, bool dilated) {
+  return axis_taps(a, 0, dilated) * axis_taps(a, 1, dilated) * axis_taps(a, 2, dilated);
+}
+int64_t in_plane(const Pool2dArgs& a) { return a.in_d * a.in_h * a.in_w; }
+int64_t out_plane(const Pool2dArgs& a) { return a.out_d * a.out_h * a.out_w; }
+const char* kernel_name(const Pool2dArgs& a, const char* two_d, const char* three_d) { return a.three_d ? three_d : two_d; }
 
 // What one plane costs in the launch records (the same for every plane).
 struct PlaneCost {
@@ -87,42 +106,51 @@ npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
     // Launch records, per plane: every in-bounds tap of every window read once (a window stopped early by
     // a NaN is counted whole), each output writes its value and an int64 index; 1 Vector op (compare) per tap.
     constexpr int64_t ts = sizeof(T);
-    const int64_t taps = axis_taps(a, true, true) * axis_taps(a, false, true), n_out = a.out_h * a.out_w;
-    const PlaneCost c{taps * ts, n_out * (ts + 8), taps};
-    return per_plane(s, a.adaptive ? "adaptive_max_pool2d" : "max_pool2d", a, c, [=](int64_t p) {
-      const T* plane = x + p * a.in_h * a.in_w;
-      for (int64_t oh = 0; oh < a.out_h; ++oh) {
-        for (int64_t ow = 0; ow < a.out_w; ++ow) {
-          int64_t h0 = oh * a.stride_h - a.pad_h, w0 = ow * a.stride_w - a.pad_w;
-          int64_t kh_n = a.kernel_h, kw_n = a.kernel_w, dh = a.dilation_h, dw = a.dilation_w;
-          if (a.adaptive) {  // windows from the adaptive rule, dilation 1
-            const Window wh = window(a, true, oh), ww = window(a, false, ow);
-            h0 = wh.begin;
-            w0 = ww.begin;
-            kh_n = wh.end - wh.begin;
-            kw_n = ww.end - ww.begin;
-            dh = dw = 1;
-          }
-          A best = -std::numeric_limits<A>::infinity();
-          int64_t arg = -1;
-          for (int64_t kh = 0; kh < kh_n; ++kh) {
-            const int64_t h = h0 + kh * dh;
-            if (h < 0 || h >= a.in_h) continue;
-            for (int64_t kw = 0; kw < kw_n; ++kw) {
-              const int64_t w = w0 + kw * dw;
-              if (w < 0 || w >= a.in_w) continue;
-              const A v = static_cast<A>(plane[h * a.in_w + w]);
-              if (arg < 0 || v > best || std::isnan(v)) {  // NaN wins, as in ATen
-                best = v;
-                arg = h * a.in_w + w;
-                // max_pool2d keeps the first NaN; ATen's adaptive kernel keeps scanning (the last one wins)
-                if (std::isnan(v) && !a.adaptive) break;
+    const int64_t n_taps = taps(a, true), n_out = out_plane(a);
+    const PlaneCost c{n_taps * ts, n_out * (ts + 8), n_taps};
+    const char* name = a.adaptive ? kernel_name(a, "adaptive_max_pool2d", "adaptive_max_pool3d")
+                                  : kernel_name(a, "max_pool2d", "max_pool3d");
+    return per_plane(s, name, a, c, [=](int64_t p) {
+      const T* plane = x + p * in_plane(a);
+      int64_t o = p * out_plane(a);
+      for (int64_t od = 0; od < a.out_d; ++od) {
+        for (int64_t oh = 0; oh < a.out_h; ++oh) {
+          for (int64_t ow = 0; ow < a.out_w; ++ow, ++o) {
+            // Per axis: first tap, tap count and dilation (adaptive windows: from the adaptive rule, dilation 1).
+            int64_t first[3], count[3], step[3];
+            const int64_t pos[3] = {od, oh, ow};
+            for (int ax = 0; ax < 3; ++ax) {
+              const Axis xa = axis(a, ax);
+              const Window w = window(a, ax, pos[ax]);
+              first[ax] = w.begin;
+              count[ax] = a.adaptive ? w.end - w.begin : xa.k;
+              step[ax] = a.adaptive ? 1 : xa.dl;
+            }
+            A best = -std::numeric_limits<A>::infinity();
+            int64_t arg = -1;
+            for (int64_t kd = 0; kd < count[0]; ++kd) {
+              const int64_t d = first[0] + kd * step[0];
+              if (d < 0 || d >= a.in_d) continue;
+              for (int64_t kh = 0; kh < count[1]; ++kh) {
+                const int64_t h = first[1] + kh * step[1];
+                if (h < 0 || h >= a.in_h) continue;
+                for (int64_t kw = 0; kw < count[2]; ++kw) {
+                  const int64_t w = first[2] + kw * step[2];
+                  if (w < 0 || w >= a.in_w) continue;
+                  const int64_t at = (d * a.in_h + h) * a.in_w + w;
+                  const A v = static_cast<A>(plane[at]);
+                  if (arg < 0 || v > best || std::isnan(v)) {  // NaN wins, as in ATen
+                    best = v;
+                    arg = at;
+                    // max_pool ends the row at a NaN; ATen's adaptive kernel keeps scanning (the last one wins)
+                    if (std::isnan(v) && !a.adaptive) break;
+                  }
+                }
               }
             }
+            y[o] = static_cast<T>(best);
+            indices[o] = arg;
           }
-          const int64_t o = p * a.out_h * a.out_w + oh * a.out_w + ow;
-          y[o] = static_cast<T>(best);
-          indices[o] = arg;
         }
       }
     });
@@ -139,16 +167,17 @@ npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, cons
     // Launch records, per plane: grad_in zeroed (n_in written), then per output its int64 index and grad
     // read and the target element read, added to and written back; 1 Vector op per output.
     constexpr int64_t ts = sizeof(T);
-    const int64_t n_in = a.in_h * a.in_w, n_out = a.out_h * a.out_w;
+    const int64_t n_in = in_plane(a), n_out = out_plane(a);
     const PlaneCost c{n_out * (8 + 2 * ts), (n_in + n_out) * ts, n_out};
-    return per_plane(s, a.adaptive ? "adaptive_max_pool2d_backward" : "max_pool2d_backward", a, c, [=](int64_t p) {
-      T* plane = gi + p * a.in_h * a.in_w;
-      const int64_t n_in = a.in_h * a.in_w, n_out = a.out_h * a.out_w;
+    const char* name = a.adaptive ? kernel_name(a, "adaptive_max_pool2d_backward", "adaptive_max_pool3d_backward")
+                                  : kernel_name(a, "max_pool2d_backward", "max_pool3d_backward");
+    return per_plane(s, name, a, c, [=](int64_t p) {
+      T* plane = gi + p * n_in;
       for (int64_t i = 0; i < n_in; ++i) plane[i] = static_cast<T>(A(0));
       for (int64_t o = 0; o < n_out; ++o) {
         const int64_t idx = indices[p * n_out + o];
         if (idx < 0 || idx >= n_in) {
-          throw npu_sim::KernelError("max_pool2d_backward: index " + std::to_string(idx) +
+          throw npu_sim::KernelError(std::string(name) + ": index " + std::to_string(idx) +
                                      " is out of bounds for an input plane of " + std::to_string(n_in));
         }
         plane[idx] = static_cast<T>(static_cast<A>(plane[idx]) + static_cast<A>(g[p * n_out + o]));
@@ -156,6 +185,27 @@ npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, cons
     });
   });
 }
+
+namespace {
+// Calls f(offset in the input plane) for every in-bounds tap of the windows `w` (average pooling).
+template <class F>
+void for_window(const Pool2dArgs& a, const Window (&w)[3], F&& f) {
+  for (int64_t d = std::max<int64_t>(w[0].begin, 0); d < std::min(w[0].end, a.in_d); ++d)
+    for (int64_t h = std::max<int64_t>(w[1].begin, 0); h < std::min(w[1].end, a.in_h); ++h)
+      for (int64_t x = std::max<int64_t>(w[2].begin, 0); x < std::min(w[2].end, a.in_w); ++x) f((d * a.in_h + h) * a.in_w + x);
+}
+// Calls f(output offset in the plane, windows) for every output position.
+template <class F>
+void for_outputs(const Pool2dArgs& a, F&& f) {
+  int64_t o = 0;
+  for (int64_t od = 0; od < a.out_d; ++od)
+    for (int64_t oh = 0; oh < a.out_h; ++oh)
+      for (int64_t ow = 0; ow < a.out_w; ++ow, ++o) {
+        const Window w[3] = {window(a, 0, od), window(a, 1, oh), window(a, 2, ow)};
+        f(o, w);
+      }
+}
+}  // namespace
 
 npu_sim::Status avg_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out) {
   return dispatch_fp(a.dtype, [&](auto tag) {
@@ -166,23 +216,18 @@ npu_sim::Status avg_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
     // Launch records, per plane: every in-bounds tap of every window read once, each output written; 1
     // Vector op (add) per tap and 1 (divide) per output.
     constexpr int64_t ts = sizeof(T);
-    const int64_t taps = axis_taps(a, true, false) * axis_taps(a, false, false), n_out = a.out_h * a.out_w;
-    const PlaneCost c{taps * ts, n_out * ts, taps + n_out};
-    return per_plane(s, a.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", a, c, [=](int64_t p) {
-      const T* plane = x + p * a.in_h * a.in_w;
-      for (int64_t oh = 0; oh < a.out_h; ++oh) {
-        const Window wh = window(a, true, oh);
-        for (int64_t ow = 0; ow < a.out_w; ++ow) {
-          const Window ww = window(a, false, ow);
-          A sum = 0;
-          for (int64_t h = std::max<int64_t>(wh.begin, 0); h < std::min(wh.end, a.in_h); ++h) {
-            for (int64_t w = std::max<int64_t>(ww.begin, 0); w < std::min(ww.end, a.in_w); ++w) {
-              sum += static_cast<A>(plane[h * a.in_w + w]);
-            }
-          }
-          y[p * a.out_h * a.out_w + oh * a.out_w + ow] = static_cast<T>(sum / static_cast<A>(avg_divisor(a, wh, ww)));
-        }
-      }
+    const int64_t n_taps = taps(a, false), n_out = out_plane(a);
+    const PlaneCost c{n_taps * ts, n_out * ts, n_taps + n_out};
+    const char* name = a.adaptive ? kernel_name(a, "adaptive_avg_pool2d", "adaptive_avg_pool3d")
+                                  : kernel_name(a, "avg_pool2d", "avg_pool3d");
+    return per_plane(s, name, a, c, [=](int64_t p) {
+      const T* plane = x + p * in_plane(a);
+      T* yp = y + p * out_plane(a);
+      for_outputs(a, [&](int64_t o, const Window (&w)[3]) {
+        A sum = 0;
+        for_window(a, w, [&](int64_t i) { sum += static_cast<A>(plane[i]); });
+        yp[o] = static_cast<T>(sum / static_cast<A>(avg_divisor(a, w)));
+      });
     });
   });
 }
@@ -196,24 +241,18 @@ npu_sim::Status avg_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, cons
     // Launch records, per plane: grad_in zeroed (n_in written), each output's grad read once, and every
     // in-bounds tap of its window read, added to and written back; 1 Vector op per tap and 1 per output.
     constexpr int64_t ts = sizeof(T);
-    const int64_t taps = axis_taps(a, true, false) * axis_taps(a, false, false), n_out = a.out_h * a.out_w;
-    const PlaneCost c{(n_out + taps) * ts, (a.in_h * a.in_w + taps) * ts, taps + n_out};
-    return per_plane(s, a.adaptive ? "adaptive_avg_pool2d_backward" : "avg_pool2d_backward", a, c, [=](int64_t p) {
-      T* plane = gi + p * a.in_h * a.in_w;
-      for (int64_t i = 0; i < a.in_h * a.in_w; ++i) plane[i] = static_cast<T>(A(0));
-      for (int64_t oh = 0; oh < a.out_h; ++oh) {
-        const Window wh = window(a, true, oh);
-        for (int64_t ow = 0; ow < a.out_w; ++ow) {
-          const Window ww = window(a, false, ow);
-          const A share = static_cast<A>(g[p * a.out_h * a.out_w + oh * a.out_w + ow]) /
-                          static_cast<A>(avg_divisor(a, wh, ww));
-          for (int64_t h = std::max<int64_t>(wh.begin, 0); h < std::min(wh.end, a.in_h); ++h) {
-            for (int64_t w = std::max<int64_t>(ww.begin, 0); w < std::min(ww.end, a.in_w); ++w) {
-              plane[h * a.in_w + w] = static_cast<T>(static_cast<A>(plane[h * a.in_w + w]) + share);
-            }
-          }
-        }
-      }
+    const int64_t n_taps = taps(a, false), n_out = out_plane(a), n_in = in_plane(a);
+    const PlaneCost c{(n_out + n_taps) * ts, (n_in + n_taps) * ts, n_taps + n_out};
+    const char* name = a.adaptive ? kernel_name(a, "adaptive_avg_pool2d_backward", "adaptive_avg_pool3d_backward")
+                                  : kernel_name(a, "avg_pool2d_backward", "avg_pool3d_backward");
+    return per_plane(s, name, a, c, [=](int64_t p) {
+      T* plane = gi + p * n_in;
+      const T* gp = g + p * n_out;
+      for (int64_t i = 0; i < n_in; ++i) plane[i] = static_cast<T>(A(0));
+      for_outputs(a, [&](int64_t o, const Window (&w)[3]) {
+        const A share = static_cast<A>(gp[o]) / static_cast<A>(avg_divisor(a, w));
+        for_window(a, w, [&](int64_t i) { plane[i] = static_cast<T>(static_cast<A>(plane[i]) + share); });
+      });
     });
   });
 }
