@@ -15,6 +15,11 @@ from dist_launch import free_port
 SCRIPT = os.path.join(ROOT, "tests", "python", "dist_scripts", "hf_trainer_train.py")
 
 
+def _tail(text, limit=6000):
+    """The end of a run's output without tqdm's progress lines, so that a failure shows its cause."""
+    return "\n".join(ln for ln in text.splitlines() if "it/s]" not in ln and "%|" not in ln and ln.strip())[-limit:]
+
+
 def _run(cmd, tmp_path, timeout=180):
     env = dict(os.environ, PYTHONPATH=ROOT, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1",
                NPU_SIM_CORE_THREADS="1", TOKENIZERS_PARALLELISM="false")
@@ -26,8 +31,8 @@ def _run(cmd, tmp_path, timeout=180):
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
-        pytest.fail(f"{cmd[0]} timed out after {timeout} s:\n{(out + err)[-4000:]}")
-    assert p.returncode == 0, (out + err)[-4000:]
+        pytest.fail(f"{cmd[0]} timed out after {timeout} s:\n{_tail(out + err)}")
+    assert p.returncode == 0, _tail(out + err)
     lines = [ln[ln.index('{"device'):] for ln in (out + err).splitlines() if '{"device' in ln]
     assert lines, out[-2000:]
     return [json.loads(ln) for ln in lines]
