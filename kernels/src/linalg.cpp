@@ -116,10 +116,10 @@ int64_t work_size(const T& w) {
 }
 int ld_of(const Batch& b) { return static_cast<int>(std::max<int64_t>(1, b.ld)); }
 
-// The engine: dtype dispatch, then fn(lapack, i, ctx-less) for every matrix i of the batch, split over the
-// blocks of one launch. `prepare(lapack)` runs once per block (workspace queries); the kernel fails (a
-// KernelError naming the routine) when a routine reports an illegal argument (info < 0), which would be a bug
-// of ours, never silent.
+// The engine: the batch split over the blocks of one launch; each block calls body(lapack routines of the
+// dtype, begin, end), which runs one routine per matrix (after its workspace query). A routine reporting an
+// illegal argument (info < 0, a bug of ours) fails the kernel through check(), never silently. Launch records:
+// each matrix's operands read and written once, and the routine's textbook flop count on the Cube.
 template <class Body>
 Status run(Stream s, DType dt, const char* name, int64_t batch, uint64_t bytes_per_matrix, uint64_t flops_per_matrix,
            Body body) {
@@ -168,7 +168,7 @@ T* scratch(Vec<T>& v, int64_t n) {
 
 bool available() { return Lapack<float>::get().ready && Lapack<std::complex<double>>::get().ready; }
 
-
+// The scalar (T) and real (R) types of a body's routine table.
 #define NPU_LAPACK_TYPES(l)                 \
   using L = std::decay_t<decltype(l)>;      \
   using T = typename L::Scalar;             \
