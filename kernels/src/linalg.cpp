@@ -449,14 +449,16 @@ Status lstsq(Stream s, DType dt, LstsqDriver driver, int64_t m, int64_t n, int64
                      break;
                  }
                };
-               // Workspace query; gelsd also reports its rwork and iwork sizes in their first element.
+               // Workspace query; gelsd also reports its rwork and iwork sizes in their first element. The integer
+               // buffer is gelsy's column pivots (n entries) even while querying.
                T size{};
                R rsize{};
-               I isize = 0, r = 0, q = 0;
-               call(begin, &size, query, &rsize, &isize, &r, &q);
+               I r = 0, q = 0;
+               I* iq = scratch(iwork, std::max<int64_t>(n, 1));
+               call(begin, &size, query, &rsize, iq, &r, &q);
                const I lwork = I(work_size(size));
                const int64_t lrwork = std::max<int64_t>({work_size(rsize), 5 * mn, 2 * n});
-               const int64_t liwork = std::max<int64_t>({int64_t{isize}, n, 1});
+               const int64_t liwork = std::max<int64_t>({driver == LstsqDriver::kGelsd ? int64_t{iq[0]} : 0, n, 1});
                for (int64_t i = begin; i < end; ++i) {
                  I rank_i = 0;
                  call(i, scratch(work, lwork), lwork, scratch(rwork, lrwork), scratch(iwork, liwork), &rank_i,
