@@ -26,9 +26,11 @@ trainer = Trainer(model=model, args=args, train_dataset=data)
 trainer.train()
 losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
 backend = torch.distributed.get_backend() if torch.distributed.is_initialized() else None
-print(json.dumps({"device": str(args.device), "param_device": str(next(model.parameters()).device),
-                  "losses": losses, "world": args.world_size, "backend": backend,
-                  "distributed_type": str(trainer.accelerator.distributed_type)}))
+# One write of a whole line (< PIPE_BUF): the ranks share the launcher's pipe and must not interleave.
+sys.stdout.flush()
+os.write(1, (json.dumps({"device": str(args.device), "param_device": str(next(model.parameters()).device),
+                         "losses": losses, "world": args.world_size, "backend": backend,
+                         "distributed_type": str(trainer.accelerator.distributed_type)}) + "\n").encode())
 # CPU PyTorch 2.13's gloo aborts a rank at interpreter exit now and then ("terminate called without an active
 # exception", after its result): a 2-rank DDP script with plain gloo, torch_npu_sim not even loaded, did so in 2
 # of 30 runs (2026-11-27). The gloo reference run therefore leaves without running C++ static destructors.
