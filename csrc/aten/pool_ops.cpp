@@ -205,13 +205,19 @@ Tensor max_pool_backward(const Tensor& grad_output, const Tensor& input, int ran
 }
 
 Tensor avg_pool(const Tensor& input, const npu_kernels::PoolArgs& a, const std::vector<int64_t>& sizes) {
+  c10::DeviceGuard guard(input.device());
   const Tensor x = input.contiguous();
   Tensor out = at::empty(sizes, input.options());
   if (out.numel() > 0) NPU_CHECK(npu_kernels::avg_pool2d(stream_of(input), a, x.const_data_ptr(), out.data_ptr()));
   return out;
 }
 
-Tensor avg_pool_backward(const Tensor& grad_output, const Tensor& input, const npu_kernels::PoolArgs& a) {
+// `expected`: the output sizes the window arguments give (checked against grad_output), empty for adaptive pools.
+Tensor avg_pool_backward(const Tensor& grad_output, const Tensor& input, const npu_kernels::PoolArgs& a,
+                         const std::vector<int64_t>& expected = {}, const char* op = "") {
+  c10::DeviceGuard guard(input.device());
+  TORCH_CHECK(expected.empty() || grad_output.sizes() == at::IntArrayRef(expected), op, ": grad_output has shape ",
+              grad_output.sizes(), ", expected ", at::IntArrayRef(expected));
   const Tensor go = grad_output.contiguous().to(input.scalar_type());
   Tensor grad_input = at::empty(input.sizes(), input.options().memory_format(at::MemoryFormat::Contiguous));
   if (grad_input.numel() > 0) {
@@ -255,7 +261,6 @@ Tensor NF::max_pool2d_with_indices_backward(const Tensor& grad_output, const Ten
 
 Tensor NF::avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                       bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor) {
-  c10::DeviceGuard guard(input.device());
   const Geometry g =
       avg_geometry(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, "avg_pool2d");
   return avg_pool(input, g.args, g.out_sizes);
@@ -263,21 +268,16 @@ Tensor NF::avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef 
 Tensor NF::avg_pool2d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
                                IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor) {
-  c10::DeviceGuard guard(input.device());
   const Geometry g = avg_geometry(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor,
                                   "avg_pool2d_backward");
-  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(g.out_sizes), "avg_pool2d_backward: grad_output has shape ",
-              grad_output.sizes(), ", expected ", at::IntArrayRef(g.out_sizes));
-  return avg_pool_backward(grad_output, input, g.args);
+  return avg_pool_backward(grad_output, input, g.args, g.out_sizes, "avg_pool2d_backward");
 }
 
 Tensor NF::_adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
-  c10::DeviceGuard guard(input.device());
   const auto a = adaptive_args(input, 2, output_size, "adaptive_avg_pool2d");
   return avg_pool(input, a, pooled_sizes(input, a, 2));
 }
 Tensor NF::_adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& input) {
-  c10::DeviceGuard guard(input.device());
   return avg_pool_backward(grad_output, input,
                            adaptive_args(input, 2, last_dims(grad_output, 2), "adaptive_avg_pool2d_backward"));
 }
@@ -315,7 +315,6 @@ Tensor NF::max_pool3d_with_indices_backward(const Tensor& grad_output, const Ten
 
 Tensor NF::avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                       bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor) {
-  c10::DeviceGuard guard(input.device());
   const Geometry g =
       avg_geometry(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor, "avg_pool3d");
   return avg_pool(input, g.args, g.out_sizes);
@@ -323,21 +322,16 @@ Tensor NF::avg_pool3d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef 
 Tensor NF::avg_pool3d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
                                IntArrayRef stride, IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                                std::optional<int64_t> divisor) {
-  c10::DeviceGuard guard(input.device());
   const Geometry g = avg_geometry(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor,
                                   "avg_pool3d_backward");
-  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(g.out_sizes), "avg_pool3d_backward: grad_output has shape ",
-              grad_output.sizes(), ", expected ", at::IntArrayRef(g.out_sizes));
-  return avg_pool_backward(grad_output, input, g.args);
+  return avg_pool_backward(grad_output, input, g.args, g.out_sizes, "avg_pool3d_backward");
 }
 
 Tensor NF::_adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size) {
-  c10::DeviceGuard guard(input.device());
   const auto a = adaptive_args(input, 3, output_size, "adaptive_avg_pool3d");
   return avg_pool(input, a, pooled_sizes(input, a, 3));
 }
 Tensor NF::_adaptive_avg_pool3d_backward(const Tensor& grad_output, const Tensor& input) {
-  c10::DeviceGuard guard(input.device());
   return avg_pool_backward(grad_output, input,
                            adaptive_args(input, 3, last_dims(grad_output, 3), "adaptive_avg_pool3d_backward"));
 }
