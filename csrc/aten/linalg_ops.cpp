@@ -66,9 +66,10 @@ la::Batch operand(const T& t, int64_t inner) {
   b.base = t.data_ptr();
   const int64_t batch_dims = t.dim() - inner;
   if (inner == 2) {
-    TORCH_INTERNAL_ASSERT(t.size(-2) <= 1 || t.stride(-2) == 1, "linalg: npu LAPACK operand is not column-major: sizes ",
-                          t.sizes(), " strides ", t.strides());
-    b.ld = t.size(-1) <= 1 ? std::max<int64_t>(1, t.size(-2)) : t.stride(-1);
+    // (an empty operand is never read: any strides)
+    TORCH_INTERNAL_ASSERT(t.numel() == 0 || t.size(-2) <= 1 || t.stride(-2) == 1,
+                          "linalg: npu LAPACK operand is not column-major: sizes ", t.sizes(), " strides ", t.strides());
+    b.ld = t.size(-1) <= 1 || t.numel() == 0 ? std::max<int64_t>(1, t.size(-2)) : t.stride(-1);
   } else if (inner == 1) {
     TORCH_INTERNAL_ASSERT(t.size(-1) <= 1 || t.stride(-1) == 1, "linalg: npu LAPACK vector operand is strided");
   }

@@ -50,8 +50,9 @@ std::vector<int64_t> pooled_sizes(const Tensor& input, const npu_kernels::PoolAr
   return sizes;
 }
 
+// check_input_size: avg_pool3d's extra check (ATen's) that the input is at least one window large.
 Geometry geometry(const Tensor& input, int rank, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                  IntArrayRef dilation, bool ceil_mode, const char* op) {
+                  IntArrayRef dilation, bool ceil_mode, const char* op, bool check_input_size = false) {
   TORCH_CHECK(is_npu(input), op, ": expected an npu tensor, got one on ", input.device());
   if (rank == 2) {
     TORCH_CHECK(input.dim() == 3 || input.dim() == 4, op, ": expected 3D or 4D (batch mode) tensor for input, got ",
@@ -81,7 +82,7 @@ Geometry geometry(const Tensor& input, int rank, IntArrayRef kernel_size, IntArr
     auto i = [](int64_t v) { return static_cast<int>(v); };
     at::native::pool3d_shape_check(input, input.size(-4), i(k[0]), i(k[1]), i(k[2]), i(s[0]), i(s[1]), i(s[2]), i(p[0]),
                                    i(p[1]), i(p[2]), i(d[0]), i(d[1]), i(d[2]), a.in_d, a.in_h, a.in_w, a.out_d,
-                                   a.out_h, a.out_w, op);
+                                   a.out_h, a.out_w, op, check_input_size);
   }
   a.kernel_d = k[0], a.kernel_h = k[1], a.kernel_w = k[2];
   a.stride_d = s[0], a.stride_h = s[1], a.stride_w = s[2];
@@ -99,9 +100,9 @@ Geometry avg_geometry(const Tensor& input, int rank, IntArrayRef kernel_size, In
   TORCH_CHECK(p[0] <= k[0] / 2 && p[1] <= k[1] / 2 && p[2] <= k[2] / 2, op,
               ": pad should be at most half of effective kernel size, but got pad=", padding, " and kernel_size=",
               kernel_size);
-  // ATen's avg_pool meta reads the plane count before checking the rank: an IndexError below rank + 1 dims
-  static_cast<void>(input.size(-rank - 1));
-  Geometry g = geometry(input, rank, kernel_size, stride, padding, {1}, ceil_mode, op);
+  // ATen's avg_pool2d meta reads the plane count before checking the rank: an IndexError below 3 dims
+  if (rank == 2) static_cast<void>(input.size(-3));
+  Geometry g = geometry(input, rank, kernel_size, stride, padding, {1}, ceil_mode, op, /*check_input_size=*/rank == 3);
   g.args.count_include_pad = count_include_pad;
   g.args.divisor = divisor.value_or(0);
   return g;
