@@ -220,6 +220,12 @@ void ldl_solve_npu(const T& LD, const T& pivots, const T& B, bool upper, bool he
 
 // lu_unpack's iterator pairs each permutation row (int64, dim_size entries) with its pivot row (int32).
 void unpack_pivots_npu(at::TensorIterator& iter, const int64_t dim_size, const int64_t max_pivot) {
+  // ATen's lu_unpack sizes the permutations by LU's batch and iterates over the pivots' batch without comparing
+  // them (CPU writes out of bounds, or skips LU matrices): they must agree.
+  const auto perm_batch = iter.tensor_base(0).sizes().slice(0, iter.tensor_base(0).dim() - 1);
+  const auto piv_batch = iter.tensor_base(1).sizes().slice(0, iter.tensor_base(1).dim() - 1);
+  TORCH_CHECK(perm_batch == piv_batch, "torch.lu_unpack: expected LU_pivots with the batch dimensions of LU ",
+              perm_batch, ", got LU_pivots of batch dimensions ", piv_batch);
   if (iter.numel() == 0) return;
   la::Batch perm, piv;
   perm.base = iter.data_ptr(0);

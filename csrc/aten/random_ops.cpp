@@ -1,6 +1,6 @@
 // Random ops for npu over the per-device counter-based generator (core/npu_generator.h): every launch
 // reserves a (seed, offset) pair under the generator's mutex and the Philox kernels in
-// kernels/src/random.cpp expand it. uniform_, normal_ (+ Tensor mean/std variants), bernoulli_ (float
+// kernels/src/random.cpp expand it. uniform_, normal_ (real and complex; + Tensor mean/std variants), bernoulli_ (float
 // and tensor p), bernoulli, random_ (all three forms), exponential_, multinomial, randperm,
 // native_dropout and its backward.
 #include <ATen/MemoryOverlap.h>
@@ -10,9 +10,11 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/ones_like.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <cmath>
 #include <limits>
 #include <mutex>
 
@@ -103,11 +105,21 @@ at::Tensor& random_inclusive(at::Tensor& self, int64_t from, int64_t to_inclusiv
 
 at::Tensor& NF::uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  if (self.is_complex()) {  // as ATen: both parts drawn from [from, to)
+    auto parts = at::view_as_real(self);
+    fill_random(parts, {RandomKind::kUniform, from, to}, gen, "uniform_");
+    return self;
+  }
   return fill_random(self, {RandomKind::kUniform, from, to}, gen, "uniform_");
 }
 
 at::Tensor& NF::normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (self.is_complex()) {  // as ATen: both parts normal around `mean`, each with half the variance
+    auto parts = at::view_as_real(self);
+    fill_random(parts, {RandomKind::kNormal, mean, std / std::sqrt(2.0)}, gen, "normal_");
+    return self;
+  }
   return fill_random(self, {RandomKind::kNormal, mean, std}, gen, "normal_");
 }
 

@@ -124,6 +124,23 @@ def test_uniform_normal_exponential_statistics(dtype):
     assert_native("aten::uniform_", "aten::normal_", "aten::exponential_")
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_uniform_and_normal(dtype):
+    # As ATen: uniform_ draws both parts from [from, to); normal_ draws both around `mean` with half the variance
+    # each, so that E|z - mean|^2 = std^2. randn on a complex dtype is the standard complex normal.
+    n = 200_000
+    u = torch.view_as_real(torch.empty(n, device=DEV, dtype=dtype).uniform_(-2, 3).cpu()).double()
+    assert u.min() >= -2 and u.max() < 3
+    assert (u.mean(0) - 0.5).abs().max() < 0.05 and (u.var(0) - 25 / 12).abs().max() < 0.1
+    z = torch.empty(n, device=DEV, dtype=dtype).normal_(1.5, 2.0).cpu()
+    parts = torch.view_as_real(z).double()
+    assert (parts.mean(0) - 1.5).abs().max() < 0.05 and (parts.std(0) - 2.0 / 2 ** 0.5).abs().max() < 0.05
+    assert abs((z - complex(1.5, 1.5)).abs().double().pow(2).mean() - 4.0) < 0.1
+    r = torch.randn(n, device=DEV, dtype=dtype).cpu()
+    assert r.dtype == dtype and abs(r.abs().double().pow(2).mean() - 1.0) < 0.02
+    assert_native("aten::uniform_", "aten::normal_")
+
+
 def test_normal_tensor_variants():
     mean = torch.linspace(-5, 5, 11, device=DEV).repeat(20000)
     std = torch.full_like(mean, 0.5)

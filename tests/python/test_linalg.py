@@ -315,6 +315,17 @@ def test_bad_pivots_fail_on_the_device_and_nothing_wrong_is_read():
     acknowledge_device_error()
 
 
+def test_lu_unpack_refuses_pivots_of_another_batch():
+    # ATen's lu_unpack iterates over the pivots' batch into permutations sized by LU's: CPU reads past LU (2 vs 3
+    # matrices) or crashes (an empty LU batch). npu refuses the mismatch before launching.
+    lu, _ = torch.linalg.lu_factor(rand(2, 3, 3).to("npu"))
+    for lu_, piv in ((lu, torch.ones(3, 3, dtype=torch.int32, device="npu")),
+                     (lu[:0], torch.ones(3, 3, dtype=torch.int32, device="npu"))):
+        with pytest.raises(RuntimeError, match=r"lu_unpack: expected LU_pivots with the batch dimensions of LU \[[02]\], "
+                                               r"got LU_pivots of batch dimensions \[3\]"):
+            torch.lu_unpack(lu_, piv)
+
+
 def test_half_is_refused_as_on_cpu():
     with pytest.raises(RuntimeError, match="Half"):
         torch.linalg.inv(torch.eye(3, dtype=torch.float16, device="npu"))
