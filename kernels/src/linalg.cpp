@@ -490,6 +490,25 @@ Status ldl_factor(Stream s, DType dt, char uplo, bool hermitian, int64_t n, cons
              });
 }
 
+// sytrs trusts its pivots: a positive p swaps with row p, a negative one opens a 2x2 block with the next row
+// (lower) or the previous one (upper). Anything else would read outside the matrix: a kernel error instead.
+template <typename I>
+void check_ldl_pivots(const I* p, int64_t n, char uplo) {
+  if (std::any_of(p, p + n, [&](I v) { return v > n || v < -n; })) {
+    throw npu_sim::KernelError("Pivots given to ldl_solve must all satisfy |pivot| <= LD.size(-2). Did you properly "
+                               "pass the result of ldl_factor?");
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t at_k = uplo == 'L' ? k : n - 1 - k;
+    if (p[at_k] > 0) continue;
+    if (p[at_k] == 0 || k + 1 == n) {
+      throw npu_sim::KernelError("Pivots given to ldl_solve must be non-zero and pair the rows of each 2x2 block. Did "
+                                 "you properly pass the result of ldl_factor?");
+    }
+    ++k;  // the block's second row
+  }
+}
+
 Status ldl_solve(Stream s, DType dt, char uplo, bool hermitian, int64_t n, int64_t nrhs, const Batch& a,
                  const Batch& pivots, const Batch& b) {
   return run(s, dt, "linalg_ldl_solve", static_cast<int64_t>(b.offsets.size()), elem_size(dt) * n * (n + nrhs),
@@ -498,6 +517,7 @@ Status ldl_solve(Stream s, DType dt, char uplo, bool hermitian, int64_t n, int64
                auto fn = (L::kComplex && hermitian) ? l.hetrs : l.sytrs;
                const I ni = I(n), ri = I(nrhs), lda = ld_of(a), ldb = ld_of(b);
                for (int64_t i = begin; i < end; ++i) {
+                 check_ldl_pivots(at<I>(pivots, i), n, uplo);
                  I info = 0;
                  fn(&uplo, &ni, &ri, at<T>(a, i), &lda, at<I>(pivots, i), at<T>(b, i), &ldb, &info);
                  check(info, "sytrs");

@@ -313,6 +313,20 @@ def test_bad_pivots_fail_on_the_device_and_nothing_wrong_is_read():
     with pytest.raises(RuntimeError, match="pivots passed to lu_unpack must be between 1 and LU.size"):
         P.cpu()
     acknowledge_device_error()
+    # ldl_solve: sytrs would swap with row 99, with row 0, or pair the last row with one past the matrix
+    sym = a + a.mT
+    ld, ldp = torch.linalg.ldl_factor(sym)
+    rhs = torch.ones(4, 1, dtype=a.dtype, device="npu")
+    for value, at, message in ((99, 0, r"must all satisfy \|pivot\| <= LD.size\(-2\)"), (0, 1, "must be non-zero"),
+                               (-4, 3, "must be non-zero and pair the rows of each 2x2 block")):
+        bad = ldp.clone()
+        bad[at] = value
+        x = torch.linalg.ldl_solve(ld, bad, rhs)
+        with pytest.raises(RuntimeError, match=f"Pivots given to ldl_solve {message}"):
+            x.cpu()
+        acknowledge_device_error()
+    torch.testing.assert_close(torch.linalg.ldl_solve(ld, ldp, rhs).cpu(),
+                               torch.linalg.solve(sym.cpu(), rhs.cpu()), rtol=1e-4, atol=1e-4)
 
 
 def test_lu_unpack_refuses_pivots_of_another_batch():
