@@ -1,9 +1,11 @@
 // Registration of small ops that are compositions of native npu ops, with CPU's checks and messages:
 // equal (eq + all), trace (diagonal + sum), isin (sort + searchsorted + gather), repeat_interleave with
-// a repeats tensor (cumsum + searchsorted), histc on integers (CUDA's integer bins: sub/mul/div + bincount). No
+// a repeats tensor (cumsum + searchsorted), histc on integers (CUDA's integer bins: sub/mul/div + bincount),
+// conj_physical (a copy, the imaginary parts negated in place), unfold_backward (index_add of the windows). No
 // math of their own.
 #include <ATen/core/Tensor.h>
 #include <ATen/ScalarOps.h>
+#include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/bincount.h>
@@ -18,6 +20,7 @@
 #include <ATen/ops/searchsorted.h>
 #include <ATen/ops/sort.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
@@ -150,6 +153,36 @@ T NF::repeat_interleave(const T& repeats, std::optional<int64_t> output_size) {
   // output position j belongs to the first i with ends[i] > j
   const T positions = at::arange(total, repeats.options().dtype(at::kLong));
   return at::searchsorted(ends, positions, /*out_int32=*/false, /*right=*/true).to(repeats.scalar_type());
+}
+
+at::Tensor& NF::conj_physical_out(const at::Tensor& self, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "conj_physical: expected out of dtype ", self.scalar_type(),
+              ", got ", out.scalar_type());
+  at::native::resize_output(out, self.sizes());
+  if (!self.is_complex()) return out.copy_(self);
+  if (self.is_conj()) return out.copy_(self.conj());  // the conjugate of a lazy conjugate is its memory
+  out.copy_(self);
+  at::view_as_real(out).select(-1, 1).neg_();
+  return out;
+}
+
+// The gradient of x.unfold(dim, size, step): every window's values added back where they were read, as one
+// index_add along dim (window w's element k sits at w * step + k).
+at::Tensor NF::unfold_backward(const at::Tensor& grad_in, at::IntArrayRef input_sizes, int64_t dim, int64_t size,
+                               int64_t step) {
+  TORCH_CHECK(step > 0, "unfold_backward: step must be positive, got ", step);
+  const int64_t d = at::maybe_wrap_dim(dim, static_cast<int64_t>(input_sizes.size()));
+  TORCH_CHECK(grad_in.dim() == static_cast<int64_t>(input_sizes.size()) + 1,
+              "unfold_backward: expected grad_in of ", input_sizes.size() + 1, " dims, got ", grad_in.sizes());
+  at::Tensor grad = at::zeros(input_sizes, grad_in.options());
+  if (grad_in.numel() == 0) return grad;
+  if (input_sizes.empty()) return grad.add_(grad_in.sum());  // a 0-dim input unfolds into one window of itself
+  const int64_t windows = grad_in.size(d);
+  const auto opts = grad_in.options().dtype(at::kLong);
+  const at::Tensor index = at::arange(windows, opts).mul_(step).unsqueeze(1).add(at::arange(size, opts).unsqueeze(0))
+                               .reshape({-1});
+  const at::Tensor src = grad_in.movedim(-1, d + 1).flatten(d, d + 1);
+  return grad.index_add_(d, index, src);
 }
 
 }  // namespace torch_npu_sim

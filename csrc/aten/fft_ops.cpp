@@ -1,0 +1,155 @@
+// torch.fft on npu: the three ATen FFT primitives every torch.fft function, stft/istft and their gradients
+// reduce to (_fft_c2c, _fft_r2c, _fft_c2r, + .out), each one transform of kernels/fft (pocketfft) on the stream.
+#include <ATen/WrapDimUtils.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/SpectralOpsUtils.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+
+#include <cmath>
+#include <vector>
+
+#include "aten/npu_tensor.h"
+#include "core/npu_error.h"
+#include "npu_kernels/fft.h"
+#include "npu_native_functions.h"
+
+namespace torch_npu_sim {
+
+using NF = NPUNativeFunctions;
+using at::IntArrayRef;
+using at::Tensor;
+namespace fft = npu_kernels::fft;
+
+namespace {
+
+std::vector<int64_t> wrapped_dims(const Tensor& t, IntArrayRef dim, const char* op) {
+  TORCH_CHECK(!dim.empty(), op, ": expected at least one dim to transform");
+  std::vector<int64_t> dims;
+  for (int64_t d : dim) dims.push_back(at::maybe_wrap_dim(d, t.dim()));
+  return dims;
+}
+
+// The normalization factor of ATen's fft_norm_mode over the signal sizes of `dims` (of the complex side for c2c,
+// the real side for r2c / c2r).
+double norm_scale(const Tensor& signal, const std::vector<int64_t>& dims, int64_t normalization) {
+  double n = 1;
+  for (int64_t d : dims) n *= static_cast<double>(signal.size(d));
+  switch (static_cast<at::native::fft_norm_mode>(normalization)) {
+    case at::native::fft_norm_mode::none: return 1.0;
+    case at::native::fft_norm_mode::by_root_n: return 1.0 / std::sqrt(n);
+    case at::native::fft_norm_mode::by_n: return 1.0 / n;
+  }
+  TORCH_CHECK(false, "fft: unknown normalization mode ", normalization);
+}
+
+npu_kernels::DType complex_dtype(at::ScalarType t, const char* op) {
+  switch (t) {
+    case at::kFloat: case at::kComplexFloat: return npu_kernels::DType::kComplex64;
+    case at::kDouble: case at::kComplexDouble: return npu_kernels::DType::kComplex128;
+    default: TORCH_CHECK(false, op, ": unsupported dtype ", t, " on npu (float, double, cfloat, cdouble)");
+  }
+}
+
+// Runs `t` from `in` into `out` (a fresh tensor) on in's stream.
+void run(fft::Transform t, const Tensor& in, const Tensor& out, std::vector<int64_t> dims, const char* op,
+         const Tensor& scratch = Tensor()) {
+  t.in_shape = in.sizes().vec(), t.in_strides = in.strides().vec();
+  t.out_shape = out.sizes().vec(), t.out_strides = out.strides().vec();
+  t.axes = std::move(dims);
+  c10::DeviceGuard guard(in.device());
+  const auto status = fft::execute(stream_of(in), t, in.const_data_ptr(), out.data_ptr(),
+                                   scratch.defined() ? scratch.data_ptr() : nullptr);
+  TORCH_CHECK(status != npu_sim::Status::kInvalidValue, op, ": invalid transform of input ", in.sizes(), " over dims ",
+              t.axes, " into ", out.sizes());
+  NPU_CHECK(status);
+}
+
+// The operand as the kernel reads it: no lazy conjugate / negative bit left.
+Tensor materialized(const Tensor& self, const char* op) {
+  TORCH_CHECK(is_npu(self), op, ": expected an npu tensor, got one on ", self.device());
+  return self.resolve_conj().resolve_neg();
+}
+
+}  // namespace
+
+Tensor NF::_fft_c2c(const Tensor& self, IntArrayRef dim, int64_t normalization, bool forward) {
+  constexpr const char* op = "_fft_c2c";
+  TORCH_CHECK(self.is_complex(), op, ": expected a complex input tensor, but got ", self.scalar_type());
+  const Tensor in = materialized(self, op);
+  if (dim.empty()) return in.clone();
+  const auto dims = wrapped_dims(in, dim, op);
+  Tensor out = at::empty(in.sizes(), in.options());
+  fft::Transform t;
+  t.kind = fft::Kind::kC2C;
+  t.dtype = complex_dtype(in.scalar_type(), op);
+  t.forward = forward;
+  t.scale = norm_scale(in, dims, normalization);
+  run(t, in, out, dims, op);
+  return out;
+}
+
+Tensor NF::_fft_r2c(const Tensor& self, IntArrayRef dim, int64_t normalization, bool onesided) {
+  constexpr const char* op = "_fft_r2c";
+  TORCH_CHECK(self.is_floating_point(), op, ": expected a real input tensor, but got ", self.scalar_type());
+  const Tensor in = materialized(self, op);
+  const auto dims = wrapped_dims(in, dim, op);
+  const auto ctype = c10::toComplexType(in.scalar_type());
+  if (!onesided) {  // the full spectrum: the complex transform of the real signal
+    return NF::_fft_c2c(in.to(ctype), dims, normalization, /*forward=*/true);
+  }
+  auto out_sizes = in.sizes().vec();
+  out_sizes[static_cast<std::size_t>(dims.back())] = in.size(dims.back()) / 2 + 1;
+  Tensor out = at::empty(out_sizes, in.options().dtype(ctype));
+  fft::Transform t;
+  t.kind = fft::Kind::kR2C;
+  t.dtype = complex_dtype(in.scalar_type(), op);
+  t.scale = norm_scale(in, dims, normalization);
+  run(t, in, out, dims, op);
+  return out;
+}
+
+Tensor NF::_fft_c2r(const Tensor& self, IntArrayRef dim, int64_t normalization, int64_t last_dim_size) {
+  constexpr const char* op = "_fft_c2r";
+  TORCH_CHECK(self.is_complex(), op, ": expected a complex input tensor, but got ", self.scalar_type());
+  TORCH_CHECK(last_dim_size >= 1, op, ": invalid number of data points (", last_dim_size, ") specified");
+  Tensor in = materialized(self, op);
+  const auto dims = wrapped_dims(in, dim, op);
+  const int64_t last = dims.back(), half = last_dim_size / 2 + 1;
+  // The transform reads the first n/2 + 1 entries of the last dim (the one-sided half): there must be as many.
+  TORCH_CHECK(in.size(last) >= half, op, ": expected the input's dim ", last, " to hold at least ", half,
+              " values (last_dim_size / 2 + 1), got ", in.size(last));
+  in = in.narrow(last, 0, half);
+  auto out_sizes = in.sizes().vec();
+  out_sizes[static_cast<std::size_t>(last)] = last_dim_size;
+  Tensor out = at::empty(out_sizes, in.options().dtype(c10::toRealValueType(in.scalar_type())));
+  fft::Transform t;
+  t.kind = fft::Kind::kC2R;
+  t.dtype = complex_dtype(in.scalar_type(), op);
+  t.forward = false;
+  t.scale = norm_scale(out, dims, normalization);
+  const Tensor scratch = dims.size() > 1 ? at::empty(in.sizes(), in.options()) : Tensor();
+  run(t, in, out, dims, op, scratch);
+  return out;
+}
+
+// The .out forms compute into a fresh tensor and copy (as CPU's kernels do): `out` may be any layout.
+Tensor& NF::_fft_c2c_out(const Tensor& self, IntArrayRef dim, int64_t normalization, bool forward, Tensor& out) {
+  const Tensor r = NF::_fft_c2c(self, dim, normalization, forward);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+Tensor& NF::_fft_r2c_out(const Tensor& self, IntArrayRef dim, int64_t normalization, bool onesided, Tensor& out) {
+  const Tensor r = NF::_fft_r2c(self, dim, normalization, onesided);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+Tensor& NF::_fft_c2r_out(const Tensor& self, IntArrayRef dim, int64_t normalization, int64_t last_dim_size,
+                         Tensor& out) {
+  const Tensor r = NF::_fft_c2r(self, dim, normalization, last_dim_size);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
+}  // namespace torch_npu_sim

@@ -1,0 +1,210 @@
+// FFT kernels: a transform as a sequence of one-axis passes, each one launch whose blocks split the lines of
+// the axis and run pocketfft on their share (see npu_kernels/fft.h).
+#include "npu_kernels/fft.h"
+
+#include <pocketfft_hdronly.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels::fft {
+namespace {
+
+using npu_sim::Status;
+
+// All lines along `axis` of an operand view: `shape` is the complex shape for C2C, the real input's for R2C and
+// the real output's for C2R (pocketfft's convention); the axis' other side is n/2 + 1 long for R2C / C2R.
+struct Pass {
+  Kind kind = Kind::kC2C;
+  std::vector<int64_t> shape, in_strides, out_strides;  // strides in elements of each side's type
+  const void* in = nullptr;
+  void* out = nullptr;
+  int64_t axis = 0;
+  bool forward = true;
+  double scale = 1.0;
+};
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t v : shape) n *= v;
+  return n;
+}
+
+// The elements a pass reads and writes (the half-length side of R2C / C2R counted as such).
+std::pair<int64_t, int64_t> pass_elements(const Pass& p, int64_t lines) {
+  const int64_t n = p.shape[static_cast<std::size_t>(p.axis)], half = n / 2 + 1;
+  switch (p.kind) {
+    case Kind::kR2C: return {lines * n, lines * half};
+    case Kind::kC2R: return {lines * half, lines * n};
+    default: return {lines * n, lines * n};
+  }
+}
+
+template <class R>
+void run_pocketfft(const Pass& p, const std::vector<int64_t>& shape, const char* in, char* out) {
+  using C = std::complex<R>;
+  const std::size_t in_size = p.kind == Kind::kR2C ? sizeof(R) : sizeof(C);
+  const std::size_t out_size = p.kind == Kind::kC2R ? sizeof(R) : sizeof(C);
+  pocketfft::shape_t sh(shape.begin(), shape.end());
+  pocketfft::stride_t si(shape.size()), so(shape.size());
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    si[d] = static_cast<std::ptrdiff_t>(p.in_strides[d] * static_cast<int64_t>(in_size));
+    so[d] = static_cast<std::ptrdiff_t>(p.out_strides[d] * static_cast<int64_t>(out_size));
+  }
+  const auto axis = static_cast<std::size_t>(p.axis);
+  const R fct = static_cast<R>(p.scale);
+  switch (p.kind) {
+    case Kind::kC2C:
+      pocketfft::c2c<R>(sh, si, so, {axis}, p.forward, reinterpret_cast<const C*>(in), reinterpret_cast<C*>(out), fct);
+      break;
+    case Kind::kR2C:
+      pocketfft::r2c<R>(sh, si, so, axis, p.forward, reinterpret_cast<const R*>(in), reinterpret_cast<C*>(out), fct);
+      break;
+    case Kind::kC2R:
+      pocketfft::c2r<R>(sh, si, so, axis, p.forward, reinterpret_cast<const C*>(in), reinterpret_cast<R*>(out), fct);
+      break;
+  }
+}
+
+const char* pass_name(Kind k) {
+  switch (k) {
+    case Kind::kR2C: return "fft_r2c";
+    case Kind::kC2R: return "fft_c2r";
+    default: return "fft_c2c";
+  }
+}
+
+// One launch: the lines of the pass split along its largest other dim (every block a sub-array of whole lines).
+Status launch_pass(npu_sim::Stream s, DType dt, const Pass& p) {
+  const std::size_t rank = p.shape.size();
+  int64_t split = -1;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (static_cast<int64_t>(d) != p.axis && (split < 0 || p.shape[d] > p.shape[static_cast<std::size_t>(split)])) {
+      split = static_cast<int64_t>(d);
+    }
+  }
+  const int64_t n = p.shape[static_cast<std::size_t>(p.axis)];
+  const int64_t rows = split < 0 ? 1 : p.shape[static_cast<std::size_t>(split)];
+  const int64_t per_row = numel(p.shape) / std::max<int64_t>(rows, 1);  // elements of one index of the split dim
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(per_row, 1));
+  const bool dbl = dt == DType::kComplex128;
+  const std::size_t real_size = dbl ? sizeof(double) : sizeof(float);
+  const std::size_t in_size = p.kind == Kind::kR2C ? real_size : 2 * real_size;
+  const std::size_t out_size = p.kind == Kind::kC2R ? real_size : 2 * real_size;
+  // 5 n log2 n real flops per complex line of n points (2.5 for the real-input / real-output transforms)
+  const double line_flops = (p.kind == Kind::kC2C ? 5.0 : 2.5) * static_cast<double>(n) *
+                            std::log2(static_cast<double>(std::max<int64_t>(n, 2)));
+  return parallel_for(s, pass_name(p.kind), rows, grain,
+                      [p, split, per_row, n, dbl, in_size, out_size, line_flops](int64_t begin, int64_t end,
+                                                                                  const npu_sim::BlockContext& ctx) {
+                        std::vector<int64_t> shape = p.shape;
+                        const char* in = static_cast<const char*>(p.in);
+                        char* out = static_cast<char*>(p.out);
+                        if (split >= 0) {
+                          const auto d = static_cast<std::size_t>(split);
+                          shape[d] = end - begin;
+                          in += begin * p.in_strides[d] * static_cast<int64_t>(in_size);
+                          out += begin * p.out_strides[d] * static_cast<int64_t>(out_size);
+                        }
+                        if (dbl) {
+                          run_pocketfft<double>(p, shape, in, out);
+                        } else {
+                          run_pocketfft<float>(p, shape, in, out);
+                        }
+                        const int64_t lines = (end - begin) * per_row / std::max<int64_t>(n, 1);
+                        const auto [read, written] = pass_elements(p, lines);
+                        npu_sim::record_traffic(ctx, static_cast<uint64_t>(read) * in_size,
+                                                static_cast<uint64_t>(written) * out_size, 0,
+                                                static_cast<uint64_t>(line_flops * static_cast<double>(lines)));
+                      });
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> st(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * std::max<int64_t>(shape[d], 1);
+  return st;
+}
+
+bool valid(const Transform& t, const void* scratch) {
+  const std::size_t rank = t.in_shape.size();
+  if (t.dtype != DType::kComplex64 && t.dtype != DType::kComplex128) return false;
+  if (t.axes.empty() || rank == 0 || t.in_strides.size() != rank || t.out_shape.size() != rank ||
+      t.out_strides.size() != rank) {
+    return false;
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : t.axes) {
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[static_cast<std::size_t>(a)]) return false;
+    seen[static_cast<std::size_t>(a)] = true;
+  }
+  const auto last = static_cast<std::size_t>(t.axes.back());
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (t.in_shape[d] < 0 || t.out_shape[d] < 0) return false;
+    int64_t want = t.in_shape[d];
+    if (d == last && t.kind == Kind::kR2C) want = t.in_shape[d] / 2 + 1;
+    if (d == last && t.kind == Kind::kC2R) want = -1;
+    if (want >= 0 && t.out_shape[d] != want) return false;
+  }
+  if (t.kind == Kind::kC2R) {
+    if (t.in_shape[last] != t.out_shape[last] / 2 + 1) return false;
+    if (t.axes.size() > 1 && scratch == nullptr) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status execute(npu_sim::Stream s, const Transform& t, const void* in, void* out, void* scratch) {
+  if (!valid(t, scratch)) return Status::kInvalidValue;
+  if (numel(t.in_shape) == 0 || numel(t.out_shape) == 0) return Status::kSuccess;
+  std::vector<Pass> passes;
+  auto add = [&](Kind kind, const std::vector<int64_t>& shape, const std::vector<int64_t>& si, const void* src,
+                 const std::vector<int64_t>& so, void* dst, int64_t axis, bool forward) {
+    Pass p;
+    p.kind = kind, p.shape = shape, p.in_strides = si, p.out_strides = so, p.in = src, p.out = dst, p.axis = axis;
+    p.forward = forward;
+    p.scale = passes.empty() ? t.scale : 1.0;  // the normalization once, on the first pass
+    passes.push_back(std::move(p));
+  };
+  const std::vector<int64_t> others(t.axes.begin(), t.axes.end() - 1);
+  const int64_t last = t.axes.back();
+  switch (t.kind) {
+    case Kind::kC2C:
+      for (int64_t a : t.axes) {
+        if (passes.empty()) {
+          add(Kind::kC2C, t.in_shape, t.in_strides, in, t.out_strides, out, a, t.forward);
+        } else {
+          add(Kind::kC2C, t.out_shape, t.out_strides, out, t.out_strides, out, a, t.forward);
+        }
+      }
+      break;
+    case Kind::kR2C:
+      add(Kind::kR2C, t.in_shape, t.in_strides, in, t.out_strides, out, last, t.forward);
+      for (int64_t a : others) add(Kind::kC2C, t.out_shape, t.out_strides, out, t.out_strides, out, a, t.forward);
+      break;
+    case Kind::kC2R: {
+      const void* src = in;
+      std::vector<int64_t> src_strides = t.in_strides;
+      if (!others.empty()) {  // the complex passes run in the scratch copy: the first one writes it
+        const auto st = contiguous_strides(t.in_shape);
+        for (int64_t a : others) {
+          add(Kind::kC2C, t.in_shape, passes.empty() ? t.in_strides : st, passes.empty() ? in : scratch, st, scratch,
+              a, false);
+        }
+        src = scratch, src_strides = st;
+      }
+      add(Kind::kC2R, t.out_shape, src_strides, src, t.out_strides, out, last, false);
+      break;
+    }
+  }
+  for (const Pass& p : passes) {
+    const Status st = launch_pass(s, t.dtype, p);
+    if (st != Status::kSuccess) return st;
+  }
+  return Status::kSuccess;
+}
+
+}  // namespace npu_kernels::fft

@@ -1,0 +1,211 @@
+"""torch.fft natively on npu (pocketfft on the device stream): every torch.fft function against CPU PyTorch in
+float32/float64/complex, strided and batched inputs, every norm, stft/istft, gradients, the launch records, and
+CPU's errors for bad input."""
+import pytest
+import torch
+
+import torch_npu_sim
+
+REAL = [torch.float32, torch.float64]
+COMPLEX = [torch.complex64, torch.complex128]
+
+
+def tol(dtype):
+    single = dtype in (torch.float32, torch.complex64)
+    return dict(rtol=2e-5, atol=2e-5) if single else dict(rtol=1e-10, atol=1e-10)
+
+
+def rand(*shape, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_complex:
+        real = torch.float32 if dtype == torch.complex64 else torch.float64
+        return torch.complex(torch.randn(shape, generator=g, dtype=real), torch.randn(shape, generator=g, dtype=real))
+    return torch.randn(shape, generator=g, dtype=dtype)
+
+
+def same(fn, *cpu_args, dtype, scale=1.0):
+    expected = fn(*cpu_args)
+    got = fn(*[a.to("npu") if isinstance(a, torch.Tensor) else a for a in cpu_args])
+    assert got.device.type == "npu" and got.dtype == expected.dtype and got.shape == expected.shape
+    t = tol(dtype)
+    torch.testing.assert_close(got.cpu(), expected, rtol=t["rtol"], atol=t["atol"] * scale)
+
+
+@pytest.fixture(autouse=True)
+def native_only():
+    """No FFT op (nor stft's unfold_backward or conj_physical) falls back to the CPU. The complex pointwise ops the
+    tests use around them (abs, sgn, eq on complex tensors) still run on the fallback, outside this scope."""
+    torch_npu_sim.reset_fallback_ops()
+    yield
+    hit = [op for op in torch_npu_sim.fallback_ops() if any(w in op for w in ("fft", "stft", "unfold", "conj"))]
+    assert not hit, hit
+
+
+ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
+N_D = ["fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"]
+
+
+def input_dtype(name, dtype):
+    """rfft/ihfft take real input; the others complex (fft/ifft/fftn take either: complex here, real below)."""
+    real = dtype if not dtype.is_complex else (torch.float32 if dtype == torch.complex64 else torch.float64)
+    return real if name.startswith(("rfft", "ihfft")) else (real.to_complex() if not dtype.is_complex else dtype)
+
+
+@pytest.mark.parametrize("norm", [None, "forward", "ortho"])
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("name", ONE_D)
+def test_one_dimensional_matches_cpu(name, dtype, norm):
+    fn = getattr(torch.fft, name)
+    x = rand(3, 5, 12, dtype=input_dtype(name, dtype))
+    scale = 16 if norm == "forward" or name in ("hfft", "irfft") else 1  # unnormalized sums of 12 terms
+    same(lambda a: fn(a, norm=norm), x, dtype=dtype, scale=scale)
+    same(lambda a: fn(a, n=7, dim=1, norm=norm), x, dtype=dtype, scale=scale)  # odd n, padded/trimmed, inner dim
+    same(lambda a: fn(a, n=20, dim=0, norm=norm), x, dtype=dtype, scale=scale)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("name", N_D)
+def test_multi_dimensional_matches_cpu(name, dtype):
+    fn = getattr(torch.fft, name)
+    x = rand(2, 6, 9, 10, dtype=input_dtype(name, dtype))
+    same(fn, x, dtype=dtype, scale=64)
+    same(lambda a: fn(a, dim=(0, 2)), x, dtype=dtype, scale=64)
+    if name.endswith("n"):
+        same(lambda a: fn(a, s=(4, 7, 5)), x, dtype=dtype, scale=64)
+
+
+@pytest.mark.parametrize("dtype", REAL)
+def test_real_input_to_complex_transforms(dtype):
+    x = rand(4, 16, dtype=dtype)
+    same(torch.fft.fft, x, dtype=dtype, scale=16)  # _fft_r2c with onesided=False: the full spectrum
+    same(torch.fft.fft2, x, dtype=dtype, scale=16)
+    same(torch.fft.ifftn, x, dtype=dtype)
+
+
+@pytest.mark.parametrize("layout", ["transposed", "step_sliced", "expanded", "offset", "conj", "neg_strided"])
+def test_strided_inputs(layout):
+    base = rand(8, 12, dtype=torch.complex64)
+    make = {
+        "transposed": lambda t: t.mT,
+        "step_sliced": lambda t: t[::2, ::3],
+        "expanded": lambda t: t[:1].expand(8, 12),
+        "offset": lambda t: t[3:, 2:],
+        "conj": lambda t: t.conj(),  # a lazy conjugate: the kernel must read the conjugated values
+        "neg_strided": lambda t: torch.view_as_complex(torch.view_as_real(t).flip(0)),
+    }[layout]
+    for fn in (torch.fft.fft, torch.fft.fft2, torch.fft.irfft, torch.fft.hfft2):
+        expected = fn(make(base))
+        got = fn(make(base.to("npu")))
+        torch.testing.assert_close(got.cpu(), expected, rtol=2e-5, atol=5e-5)
+    real = rand(8, 12, dtype=torch.float32)
+    if layout not in ("conj", "neg_strided"):
+        same(lambda t: torch.fft.rfft2(make(t)), real, dtype=torch.float32, scale=16)
+
+
+def test_empty_and_out_variants():
+    # an empty batch: an empty spectrum (CPU's MKL build raises "Inconsistent configuration parameters" instead)
+    y = torch.fft.fft(torch.zeros(0, 8, dtype=torch.complex64, device="npu"))
+    assert y.shape == (0, 8) and y.dtype == torch.complex64 and y.device.type == "npu"
+    y = torch.fft.rfft(torch.zeros(3, 0, 8, device="npu"))
+    assert y.shape == (3, 0, 5) and y.dtype == torch.complex64
+    x = rand(4, 10, dtype=torch.float32)
+    for fn in (torch.fft.rfft, torch.fft.fft, torch.fft.irfft):
+        arg = x if fn is not torch.fft.irfft else x.to(torch.complex64)
+        expected = fn(arg)
+        out = torch.empty(0, dtype=expected.dtype, device="npu")
+        res = fn(arg.to("npu"), out=out)
+        assert res is out
+        torch.testing.assert_close(out.cpu(), expected, rtol=2e-5, atol=2e-5)
+
+
+def test_large_transforms():
+    for n in (1 << 10, 1 << 16, 3 * 5 * 7 * 11 * 13):  # powers of two and a composite of odd primes
+        x = rand(n, dtype=torch.float64)
+        same(torch.fft.rfft, x, dtype=torch.float64, scale=n)
+        same(torch.fft.irfft, torch.fft.rfft(x), dtype=torch.float64)
+    same(torch.fft.fft2, rand(256, 256, dtype=torch.complex64), dtype=torch.complex64, scale=256)
+
+
+def test_fftshift_and_frequencies():
+    x = rand(5, 8, dtype=torch.float32)
+    same(torch.fft.fftshift, x, dtype=torch.float32)
+    same(lambda a: torch.fft.ifftshift(a, dim=0), x, dtype=torch.float32)
+    torch.testing.assert_close(torch.fft.rfftfreq(10, d=0.5, device="npu").cpu(), torch.fft.rfftfreq(10, d=0.5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_stft_istft_round_trip(dtype):
+    signal = rand(2, 400, dtype=dtype)
+    window = torch.hann_window(64, dtype=dtype)
+
+    def stft(s, w):
+        return torch.stft(s, 64, hop_length=16, window=w, return_complex=True)
+
+    same(stft, signal, window, dtype=dtype, scale=64)
+    spec = stft(signal, window)
+    same(lambda sp, w: torch.istft(sp, 64, hop_length=16, window=w, length=400), spec, window, dtype=dtype)
+    back = torch.istft(spec.to("npu"), 64, hop_length=16, window=window.to("npu"), length=400)
+    torch.testing.assert_close(back.cpu(), signal, **tol(dtype))
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "fft2", "rfftn", "irfftn", "hfft", "ihfft2"])
+def test_backward_matches_cpu(name):
+    fn = getattr(torch.fft, name)
+    x = rand(4, 6, dtype=input_dtype(name, torch.complex128))
+
+    def loss(a):
+        y = fn(a)
+        return (y.abs() ** 2 if y.is_complex() else y ** 2).sum()
+
+    xc = x.clone().requires_grad_()
+    loss(xc).backward()
+    xn = x.to("npu").requires_grad_()
+    loss(xn).backward()
+    torch.testing.assert_close(xn.grad.cpu(), xc.grad, rtol=1e-9, atol=1e-9)
+    assert torch.autograd.gradcheck(fn, (x.to("npu").requires_grad_(),))
+
+
+def test_unfold_backward_matches_cpu():
+    # unfold's gradient (istft's overlap-add and the sliding-window ops): every window added back where it was read
+    for size, step, shape, dim in ((4, 2, (3, 11), 1), (3, 5, (13, 2), 0), (1, 1, (), 0), (5, 1, (2, 5, 3), 1)):
+        x = rand(*shape, dtype=torch.float64)
+        g = rand(*x.unfold(dim, size, step).shape, dtype=torch.float64, seed=1)
+        expected = torch.ops.aten.unfold_backward(g, list(shape), dim, size, step)
+        got = torch.ops.aten.unfold_backward(g.to("npu"), list(shape), dim, size, step)
+        torch.testing.assert_close(got.cpu(), expected)
+
+
+def test_conj_physical_matches_cpu():
+    z = rand(3, 4, dtype=torch.complex64)
+    same(torch.conj_physical, z, dtype=torch.complex64)
+    same(lambda a: torch.conj_physical(a.conj()), z, dtype=torch.complex64)
+    same(lambda a: torch.conj_physical(a.mT), z, dtype=torch.complex64)
+    same(torch.conj_physical, rand(3, dtype=torch.float32), dtype=torch.float32)
+
+
+def test_errors_match_cpu():
+    for fn in (lambda a: torch.fft.fft(a, n=0), lambda a: torch.fft.rfft(a.to(torch.complex64)),
+               lambda a: torch.fft.fft2(a, dim=(0, 0)), lambda a: torch.fft.fft(a, dim=5),
+               lambda a: torch.fft.irfft(a, n=-1), lambda a: torch.fft.fft(a.half())):
+        x = rand(4, 8, dtype=torch.float32)
+        with pytest.raises(Exception) as cpu_err:
+            fn(x)
+        with pytest.raises(type(cpu_err.value)):
+            fn(x.to("npu"))
+    # _fft_c2r reads last_dim_size / 2 + 1 values of the last dim: fewer is refused (CPU reads past the input)
+    with pytest.raises(RuntimeError, match="expected the input's dim 1 to hold at least 6 values"):
+        torch.ops.aten._fft_c2r(rand(2, 3, dtype=torch.complex64).to("npu"), [1], 0, 10)
+
+
+def test_launches_are_recorded():
+    x = rand(16, 64, 64, dtype=torch.complex64).to("npu")
+    with torch_npu_sim.record_launches() as rec:
+        y = torch.fft.fft2(x)
+        r = torch.fft.irfft(y, n=64)
+    by = rec.by_kernel()
+    assert by["fft_c2c"]["launches"] == 2 and by["fft_c2r"]["launches"] == 1, by  # one launch per transformed axis
+    lines, pass_bytes = 16 * 64, 16 * 64 * 64 * 8
+    assert by["fft_c2c"]["gm_read"] == 2 * pass_bytes and by["fft_c2c"]["gm_write"] == 2 * pass_bytes
+    assert by["fft_c2c"]["vector_flops"] == 2 * lines * 5 * 64 * 6  # 5 n log2 n per line, n = 64
+    assert by["fft_c2r"]["gm_read"] == lines * 33 * 8 and by["fft_c2r"]["gm_write"] == lines * 64 * 4
+    assert r.shape == (16, 64, 64)
