@@ -135,21 +135,22 @@ Tensor NF::_fft_c2r(const Tensor& self, IntArrayRef dim, int64_t normalization, 
 }
 
 // The .out forms compute into a fresh tensor and copy (as CPU's kernels do): `out` may be any layout.
+namespace {
+Tensor& copied_into(Tensor& out, const Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
+}
+}  // namespace
+
 Tensor& NF::_fft_c2c_out(const Tensor& self, IntArrayRef dim, int64_t normalization, bool forward, Tensor& out) {
-  const Tensor r = NF::_fft_c2c(self, dim, normalization, forward);
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  return copied_into(out, NF::_fft_c2c(self, dim, normalization, forward));
 }
 Tensor& NF::_fft_r2c_out(const Tensor& self, IntArrayRef dim, int64_t normalization, bool onesided, Tensor& out) {
-  const Tensor r = NF::_fft_r2c(self, dim, normalization, onesided);
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  return copied_into(out, NF::_fft_r2c(self, dim, normalization, onesided));
 }
 Tensor& NF::_fft_c2r_out(const Tensor& self, IntArrayRef dim, int64_t normalization, int64_t last_dim_size,
                          Tensor& out) {
-  const Tensor r = NF::_fft_c2r(self, dim, normalization, last_dim_size);
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  return copied_into(out, NF::_fft_c2r(self, dim, normalization, last_dim_size));
 }
 
 }  // namespace torch_npu_sim
