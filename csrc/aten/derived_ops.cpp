@@ -1,13 +1,25 @@
 // Registration of small ops that are compositions of native npu ops, with CPU's checks and messages:
 // equal (eq + all), trace (diagonal + sum), isin (sort + searchsorted + gather), repeat_interleave with
 // a repeats tensor (cumsum + searchsorted), histc on integers (CUDA's integer bins: sub/mul/div + bincount),
-// conj_physical (a copy, the imaginary parts negated in place), unfold_backward (index_add of the windows). No
-// math of their own.
+// conj_physical (a copy, the imaginary parts negated in place), unfold_backward (index_add of the windows), and the
+// dispatch stubs of libtorch's complex / polar / angle (parts written through view_as_real). No math of their own.
 #include <ATen/core/Tensor.h>
 #include <ATen/ScalarOps.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/DispatchStub.h>
+#include <ATen/native/TensorFactories.h>
+#include <ATen/native/UnaryOps.h>
 #include <ATen/ops/arange.h>
+#include <ATen/ops/atan2.h>
+#include <ATen/ops/cos.h>
+#include <ATen/ops/imag.h>
+#include <ATen/ops/isnan.h>
+#include <ATen/ops/real.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/sin.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/bincount.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
@@ -22,6 +34,8 @@
 #include <ATen/ops/sum.h>
 #include <ATen/ops/view_as_real.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
+#include <c10/util/MathConstants.h>
 #include <torch/library.h>
 
 #include "aten/npu_tensor.h"
@@ -185,4 +199,59 @@ at::Tensor NF::unfold_backward(const at::Tensor& grad_in, at::IntArrayRef input_
   return grad.index_add_(d, index, src);
 }
 
+// channel_shuffle with CPU's checks; the shuffle is a permuted copy (ATen's device-generic version views its input,
+// which fails for a non-contiguous one).
+at::Tensor NF::channel_shuffle(const at::Tensor& self, int64_t groups) {
+  TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input to have at least 3 dimensions, but got input with sizes ",
+              self.sizes());
+  TORCH_CHECK(groups > 0, "Number of groups to divide channels in must be positive. Value of groups:", groups);
+  const int64_t c = self.size(1);
+  TORCH_CHECK(c % groups == 0, "Number of channels must be divisible by groups. Got ", c, " channels and ", groups,
+              " groups.");
+  int64_t spatial = 1;
+  for (int64_t d = 2; d < self.dim(); ++d) spatial *= self.size(d);
+  return self.reshape({self.size(0), groups, c / groups, spatial})
+      .permute({0, 2, 1, 3})
+      .reshape(self.sizes())
+      .contiguous(self.suggest_memory_format());
+}
+
+// ---- dispatch stubs of libtorch's complex_out / polar_out / angle_out: the iterator's operands (out first) ----
+namespace {
+
+// out = real + i imag (complex_stub; the iterator has checked the dtypes and sized out to the broadcast shape)
+void complex_npu(at::TensorIterator& iter) {
+  const T parts = at::view_as_real(T(iter.tensor_base(0)));
+  parts.select(-1, 0).copy_(T(iter.tensor_base(1)));
+  parts.select(-1, 1).copy_(T(iter.tensor_base(2)));
+}
+
+// out = abs (cos angle + i sin angle) (polar_stub)
+void polar_npu(at::TensorIterator& iter) {
+  const T parts = at::view_as_real(T(iter.tensor_base(0))), abs(iter.tensor_base(1)), angle(iter.tensor_base(2));
+  parts.select(-1, 0).copy_(abs.mul(at::cos(angle)));
+  parts.select(-1, 1).copy_(abs.mul(at::sin(angle)));
+}
+
+// angle_stub: a real x gives 0 or pi (NaN stays NaN); a complex one atan2(imag, real) in the real part of a complex
+// out (libtorch copies that real part to the float result).
+void angle_npu(at::TensorIteratorBase& iter) {
+  const T out(iter.tensor_base(0)), x(iter.tensor_base(1));
+  if (x.is_complex()) {
+    const T parts = at::view_as_real(out);
+    parts.select(-1, 0).copy_(at::atan2(at::imag(x), at::real(x)));
+    parts.select(-1, 1).zero_();
+    return;
+  }
+  const T pi = at::scalar_tensor(c10::pi<double>, out.options());
+  out.copy_(at::where(at::isnan(x), x.to(out.scalar_type()), at::where(x.lt(0), pi, at::zeros_like(pi))));
+}
+
+}  // namespace
 }  // namespace torch_npu_sim
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(complex_stub, &torch_npu_sim::complex_npu)
+REGISTER_PRIVATEUSE1_DISPATCH(polar_stub, &torch_npu_sim::polar_npu)
+REGISTER_PRIVATEUSE1_DISPATCH(angle_stub, &torch_npu_sim::angle_npu)
+}  // namespace at::native

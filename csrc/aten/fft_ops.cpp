@@ -95,6 +95,8 @@ Tensor NF::_fft_r2c(const Tensor& self, IntArrayRef dim, int64_t normalization, 
   TORCH_CHECK(self.is_floating_point(), op, ": expected a real input tensor, but got ", self.scalar_type());
   const Tensor in = materialized(self, op);
   const auto dims = wrapped_dims(in, dim, op);
+  // (an empty signal would leave its one-bin spectrum unwritten)
+  TORCH_CHECK(in.size(dims.back()) > 0, op, ": Invalid number of data points (0) specified");
   const auto ctype = c10::toComplexType(in.scalar_type());
   if (!onesided) {  // the full spectrum: the complex transform of the real signal
     return NF::_fft_c2c(in.to(ctype), dims, normalization, /*forward=*/true);

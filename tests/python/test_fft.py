@@ -30,7 +30,7 @@ def same(fn, *cpu_args, dtype, scale=1.0):
     got = fn(*[a.to("npu") if isinstance(a, torch.Tensor) else a for a in cpu_args])
     assert got.device.type == "npu" and got.dtype == expected.dtype and got.shape == expected.shape
     t = tol(dtype)
-    torch.testing.assert_close(got.cpu(), expected, rtol=t["rtol"], atol=t["atol"] * scale)
+    torch.testing.assert_close(got.cpu(), expected, rtol=t["rtol"], atol=t["atol"] * scale, equal_nan=True)
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +39,8 @@ def native_only():
     tests use around them (abs, sgn, eq on complex tensors) still run on the fallback, outside this scope."""
     torch_npu_sim.reset_fallback_ops()
     yield
-    hit = [op for op in torch_npu_sim.fallback_ops() if any(w in op for w in ("fft", "stft", "unfold", "conj"))]
+    hit = [op for op in torch_npu_sim.fallback_ops()
+           if any(w in op for w in ("fft", "stft", "unfold", "conj", "complex", "polar", "angle", "shuffle"))]
     assert not hit, hit
 
 
@@ -185,6 +186,32 @@ def test_conj_physical_matches_cpu():
     same(torch.conj_physical, rand(3, dtype=torch.float32), dtype=torch.float32)
 
 
+@pytest.mark.parametrize("dtype", REAL)
+def test_complex_polar_angle_match_cpu(dtype):
+    # the complex constructors and angle around spectra: libtorch's complex_out / polar_out / angle_out with npu
+    # dispatch stubs (broadcast operands, real and integer angle inputs with NaN, inf and signed zeros)
+    re, im = rand(3, 4, dtype=dtype), rand(4, dtype=dtype, seed=1)
+    same(torch.complex, re, im, dtype=dtype)
+    same(torch.polar, re.abs(), im, dtype=dtype)
+    special = torch.tensor([-1.0, 0.0, -0.0, 2.0, float("nan"), float("inf"), -float("inf")], dtype=dtype)
+    same(torch.angle, special, dtype=dtype)
+    same(torch.angle, torch.tensor([-3, 0, 5]), dtype=torch.float32)
+    z = rand(6, dtype=dtype.to_complex())
+    same(torch.angle, z, dtype=dtype)
+    same(lambda a: torch.angle(a.conj()), z, dtype=dtype)
+    out = torch.empty(0, dtype=dtype.to_complex(), device="npu")
+    assert torch.complex(re.to("npu"), im.to("npu"), out=out) is out
+    torch.testing.assert_close(out.cpu(), torch.complex(re, im))
+    with pytest.raises(RuntimeError, match="Expected both inputs to be Half, Float or Double tensors"):
+        torch.complex(re.to("npu").int(), im.to("npu").int())
+
+
+def test_channel_shuffle_matches_cpu():
+    x = rand(2, 6, 3, 5, dtype=torch.float32)
+    same(lambda a: torch.nn.functional.channel_shuffle(a, 3), x, dtype=torch.float32)
+    same(lambda a: torch.nn.functional.channel_shuffle(a, 2), x.to(memory_format=torch.channels_last), dtype=torch.float32)
+
+
 def test_errors_match_cpu():
     for fn in (lambda a: torch.fft.fft(a, n=0), lambda a: torch.fft.rfft(a.to(torch.complex64)),
                lambda a: torch.fft.fft2(a, dim=(0, 0)), lambda a: torch.fft.fft(a, dim=5),
@@ -198,6 +225,9 @@ def test_errors_match_cpu():
     # _fft_c2r reads last_dim_size / 2 + 1 values of the last dim: fewer is refused (CPU reads past the input)
     with pytest.raises(RuntimeError, match="expected the input's dim 1 to hold at least 6 values"):
         torch.ops.aten._fft_c2r(rand(2, 3, dtype=torch.complex64).to("npu"), [1], 0, 10)
+    # an empty signal has a one-bin spectrum nothing would write: refused (CPU returns uninitialized memory)
+    with pytest.raises(RuntimeError, match=r"_fft_r2c: Invalid number of data points \(0\)"):
+        torch.ops.aten._fft_r2c(torch.zeros(3, 0, device="npu"), [1], 0, True)
 
 
 def test_launches_are_recorded():
