@@ -51,6 +51,43 @@ def eigenvector_phase_fixed(out):
 GAUGE_OPS = {"linalg.eigh": eigenvector_phase_fixed}
 
 
+# Why an aten op still runs on the CPU fallback: (substring of the aten op's name, reason). The first match wins;
+# an op matching none is reported as "no npu kernel yet".
+FALLBACK_REASONS = (
+    ("special_", "special function: no npu kernel yet (the special-function family is still to do)"),
+    ("polygamma", "special function: no npu kernel yet (digamma and lgamma are native)"),
+    ("igamma", "special function: no npu kernel yet"),
+    ("i0.out", "special function: no npu kernel yet"),
+    ("linalg_matrix_exp", "libtorch's matrix_exp indexes a CPU tensor with device masks on any non-CUDA device"),
+    ("aten::norm.out", "the legacy torch.norm out overload is not registered (linalg_vector_norm is native)"),
+    ("upsample_", "interpolation mode not implemented (the resampling kernel has nearest and (bi)linear)"),
+    ("grid_sampler", "grid_sample: no npu kernel yet"),
+    ("max_unpool", "max_unpool: no npu kernel yet"),
+    ("fractional_max_pool", "fractional max pooling: no npu kernel yet"),
+    ("histogram", "float histograms: no npu kernel yet (histc on integers is native)"),
+    ("aten::histc", "float histc: no npu kernel yet (integer histc is native)"),
+    ("_pdist", "pairwise distances: no npu kernel yet"),
+    ("_cdist", "pairwise distances: no npu kernel yet"),
+    ("embedding_bag", "embedding_bag: no npu kernel yet"),
+    ("_ctc_loss", "CTC loss: no npu kernel yet"),
+    ("margin_loss", "margin losses: no npu kernel yet"),
+    ("segment_reduce", "segment_reduce: no npu kernel yet"),
+    ("rrelu", "rrelu's noise: no npu kernel yet"),
+    ("nextafter", "bit-level float op: no npu kernel yet"),
+    ("frexp", "bit-level float op: no npu kernel yet"),
+)
+
+
+def fallback_reason(detail):
+    """The reasons of the fallen-back aten ops in `detail` (a comma-separated list), deduplicated."""
+    reasons = []
+    for aten_op in filter(None, detail.split(",")):
+        why = next((r for key, r in FALLBACK_REASONS if key in aten_op), "no npu kernel yet")
+        if why not in reasons:
+            reasons.append(why)
+    return "; ".join(reasons)
+
+
 def call(op, *args, **kwargs):
     out = op(*args, **kwargs)
     return GAUGE_OPS[op.name](out) if op.name in GAUGE_OPS else out
@@ -233,10 +270,12 @@ def main(argv=None):
                   f"native = {bc['native']}/{btotal} = {100 * bc['native'] / max(btotal, 1):.1f}%", ""]
     for title, table in (("", results), ("backward ", backward)):
         for status in ("mismatch", "error", "fallback"):
-            lines += [f"## {title}{status}", "", "| op | detail |", "|---|---|"]
+            why = status == "fallback"
+            lines += [f"## {title}{status}", "", "| op | detail |" + (" why |" if why else ""),
+                      "|---|---|" + ("---|" if why else "")]
             for name, (s, detail) in sorted(table.items()):
                 if s == status:
-                    lines.append(f"| {name} | {detail.replace('|', '/')} |")
+                    lines.append(f"| {name} | {detail.replace('|', '/')} |" + (f" {fallback_reason(detail)} |" if why else ""))
             lines.append("")
     text = "\n".join(lines)
     if args.summary:
