@@ -202,7 +202,7 @@ at::Tensor NF::unfold_backward(const at::Tensor& grad_in, at::IntArrayRef input_
 // channel_shuffle with CPU's checks; the shuffle is a permuted copy (ATen's device-generic version views its input,
 // which fails for a non-contiguous one).
 at::Tensor NF::channel_shuffle(const at::Tensor& self, int64_t groups) {
-  TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input to have at least 3 dimensions, but got input with sizes ",
+  TORCH_CHECK(self.dim() > 2, "channel_shuffle expects input with > 2 dims, but got input with sizes ",
               self.sizes());
   TORCH_CHECK(groups > 0, "Number of groups to divide channels in must be positive. Value of groups:", groups);
   const int64_t c = self.size(1);

@@ -210,6 +210,12 @@ def test_channel_shuffle_matches_cpu():
     x = rand(2, 6, 3, 5, dtype=torch.float32)
     same(lambda a: torch.nn.functional.channel_shuffle(a, 3), x, dtype=torch.float32)
     same(lambda a: torch.nn.functional.channel_shuffle(a, 2), x.to(memory_format=torch.channels_last), dtype=torch.float32)
+    # bad arguments: CPU's errors and messages (groups not dividing the channels, non-positive, too few dims)
+    for args in ((x, 4), (x, 0), (rand(6, 3, dtype=torch.float32), 3)):
+        with pytest.raises(RuntimeError) as cpu_err:
+            torch.nn.functional.channel_shuffle(*args)
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value).splitlines()[0])):
+            torch.nn.functional.channel_shuffle(args[0].to("npu"), args[1])
 
 
 def test_errors_match_cpu():
