@@ -42,3 +42,6 @@ _register()
 
 from . import distributed  # noqa: E402,F401  (registers the "hccl" torch.distributed backend)
 from . import ipc  # noqa: E402,F401  (npu tensors through torch.multiprocessing)
+from . import compiler  # noqa: E402  (torch.compile: dynamo's device interface, the "npu" backend)
+
+compiler.register()

@@ -8,6 +8,8 @@
 #include <ATen/native/transformers/attention.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
@@ -18,10 +20,13 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
@@ -78,11 +83,19 @@ npu_kernels::AttnOperand operand(const T& t) {
 // Unit column stride, as the kernel needs; every other layout is read in place.
 T unit_cols(const T& t) { return t.stride(3) == 1 ? t : t.contiguous(); }
 
-// [B, H, rows, cols] laid out as [B, rows, H, cols]: what `out.transpose(1, 2).reshape(B, rows, H * cols)`
-// (the usual next step) reads without a copy.
-T empty_bhld(const T& like, int64_t rows, int64_t cols) {
-  return at::empty({like.size(0), rows, like.size(1), cols}, like.options()).transpose(1, 2);
+// A [B, H, rows, cols] output laid out as ATen's meta function lays it out (alloc_with_matching_layout): like
+// `query` when the shapes agree, else with query's dimension order.
+T empty_matching(const T& query, std::array<int64_t, 4> shape) {
+  if (query.sizes() == c10::IntArrayRef(shape)) return at::empty_like(query);
+  std::array<int64_t, 4> order{0, 1, 2, 3}, strides{};
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return query.stride(x) > query.stride(y); });
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; --i) strides[order[i]] = stride, stride *= shape[order[i]];
+  return at::empty_strided(shape, strides, query.options());
 }
+
+// The kernels write outputs with unit column stride: `t` itself, or a buffer to copy into `t` afterwards.
+T unit_cols_out(const T& t) { return t.stride(3) == 1 ? t : at::empty(t.sizes(), t.options()); }
 
 npu_kernels::AttentionArgs args_of(const char* op, const T& q, const T& k, const T& v, const T& bias, bool causal,
                                    std::optional<double> scale, double dropout_p = 0.0) {
@@ -156,11 +169,16 @@ std::tuple<T, T, T, T, c10::SymInt, c10::SymInt, T, T, T> NF::_scaled_dot_produc
   npu_kernels::AttentionArgs a = args_of(op, q, k, v, bias, is_causal, scale, dropout_p);
   T seed, offset;  // the dropout mask's counters, for the backward to regenerate it (CPU scalars, as CUDA's)
   if (dropout_p > 0.0) std::tie(seed, offset) = reserve_dropout(a, q);
-  T out = empty_bhld(q, a.q_len, a.v_dim);
+  // The layouts ATen's meta function gives (torch.compile plans its buffers by them); unused counters are
+  // empty CPU scalars, as CUDA's
+  T out = empty_matching(query, {a.batch, a.heads, a.q_len, a.v_dim});
   T lse = at::empty({a.batch, a.heads, a.q_len}, q.options().dtype(lse_dtype(q)));
-  a.out = operand(out);
+  if (!seed.defined()) seed = at::empty({}, at::kLong), offset = at::empty({}, at::kLong);
+  T o = unit_cols_out(out);
+  a.out = operand(o);
   a.lse = lse.data_ptr();
   NPU_CHECK(npu_kernels::attention_forward(current_native_stream(q.device().index()), a));
+  if (!o.is_same(out)) out.copy_(o);
   return {out, lse, T(), T(), a.q_len, a.kv_len, seed, offset, T()};
 }
 
@@ -191,12 +209,15 @@ std::tuple<T, T, T, T> NF::_scaled_dot_product_fused_attention_overrideable_back
   g.fwd.out = operand(o);
   g.fwd.lse = const_cast<void*>(lse.const_data_ptr());
   g.dout = operand(d);
-  T dq = empty_bhld(q, g.fwd.q_len, g.fwd.head_dim), dk = empty_bhld(k, g.fwd.kv_len, g.fwd.head_dim);
-  T dv = empty_bhld(v, g.fwd.kv_len, g.fwd.v_dim);
-  g.dq = operand(dq);
-  g.dk = operand(dk);
-  g.dv = operand(dv);
+  // The gradients are laid out as their inputs (ATen's meta function: empty_like)
+  const T dq = at::empty_like(query), dk = at::empty_like(key), dv = at::empty_like(value);
+  T dq_k = unit_cols_out(dq), dk_k = unit_cols_out(dk), dv_k = unit_cols_out(dv);
+  g.dq = operand(dq_k);
+  g.dk = operand(dk_k);
+  g.dv = operand(dv_k);
   NPU_CHECK(npu_kernels::attention_backward(current_native_stream(q.device().index()), g));
+  for (auto [want, got] : {std::pair<const T&, const T&>{dq, dq_k}, {dk, dk_k}, {dv, dv_k}})
+    if (!got.is_same(want)) want.copy_(got);
   return {dq, dk, dv, T()};
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/npu_allocator.h"
+#include "compiler/compiled_kernel.h"
 #include "distributed/bindings.h"
 #include "core/npu_error.h"
 #include "core/npu_ipc.h"
@@ -153,6 +154,7 @@ PYBIND11_MODULE(_C, m) {
   using namespace torch_npu_sim;
   m.doc() = "torch_npu_sim native module: simulated NPU runtime bindings";
   init_distributed_bindings(m);
+  init_compiled_kernel_bindings(m);
 
   m.def("_init", [] {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);

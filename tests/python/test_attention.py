@@ -192,3 +192,32 @@ def test_dropout_is_fused_reproducible_and_its_gradient_matches_the_mask():
     torch.testing.assert_close(out.detach().cpu(), ref_out.detach(), rtol=1e-4, atol=1e-5)
     for n, r in zip(leaves, ref):
         torch.testing.assert_close(n.grad.cpu(), r.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("layout", ["bhld", "blhd"])
+def test_overrideable_sdpa_lays_out_outputs_as_its_meta_function(layout):
+    # torch.compile plans buffers by the meta function's strides: the npu kernels must produce the same ones
+    def make(seed):
+        g = torch.Generator().manual_seed(seed)
+        t = torch.randn(2, 3, 5, 8, generator=g) if layout == "bhld" else torch.randn(2, 5, 3, 8, generator=g)
+        return t if layout == "bhld" else t.transpose(1, 2)
+
+    q, k, v = make(0), make(1), make(2)
+    op = torch.ops.aten._scaled_dot_product_fused_attention_overrideable
+    out = op(q.npu(), k.npu(), v.npu(), is_causal=True)
+    meta = op(q.to("meta"), k.to("meta"), v.to("meta"), is_causal=True)
+    for got, want in zip(out, meta):
+        if isinstance(want, torch.Tensor):
+            assert got is not None and got.shape == want.shape and got.stride() == want.stride()
+            assert got.dtype == want.dtype
+    torch.testing.assert_close(out[0].cpu(), F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    go = torch.randn_like(out[0].cpu())
+    grads = torch.ops.aten._scaled_dot_product_fused_attention_overrideable_backward(
+        go.npu(), q.npu(), k.npu(), v.npu(), None, [True, True, True, False], out[0], out[1], None, None,
+        5, 5, 0.0, True, out[6], out[7])
+    for g, inp in zip(grads[:3], (q, k, v)):
+        assert g.stride() == inp.stride()
+    qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
+    F.scaled_dot_product_attention(qr, kr, vr, is_causal=True).backward(go)
+    for g, ref in zip(grads[:3], (qr.grad, kr.grad, vr.grad)):
+        torch.testing.assert_close(g.cpu(), ref, atol=1e-5, rtol=1e-5)

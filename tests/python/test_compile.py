@@ -1,0 +1,302 @@
+"""torch.compile on npu: dynamo's device interface, the "npu" backend, and Inductor's npu backend (C++ kernels
+launched on the npu stream), against eager npu and CPU PyTorch. The first classes follow PyTorch's reference
+PrivateUse1 backend's tests/test_compile.py with "npu" for its device."""
+import logging
+
+import pytest
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+from torch._dynamo.testing import CompileCounterWithBackend
+
+import torch_npu_sim
+from test_models import CNN, MLP, GPTMini, data, loss_fn
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def generated(records):
+    return [r for r in records if r["kernel"].startswith("cpp_")]
+
+
+# --- the device interface -------------------------------------------------------------------------------
+
+def test_device_interface_is_complete():
+    from torch._dynamo.device_interface import DeviceGuard, get_interface_for_device
+
+    iface = get_interface_for_device("npu")
+    assert iface is get_interface_for_device(torch.device("npu", 0))
+    assert iface.is_available() and iface.device_count() == torch.npu.device_count() > 0
+    assert isinstance(iface.current_device(), int)
+    assert issubclass(iface.Stream, torch.Stream) and issubclass(iface.Event, torch.Event)
+    s = iface.Stream()
+    with iface.stream(s):
+        assert iface.current_stream() == s
+        assert iface.get_raw_stream(0) == s.stream_id
+    assert iface.current_stream() == torch.npu.default_stream()
+    x = torch.ones(1000, device="npu")
+    assert iface.memory_allocated() == torch.npu.memory_allocated() >= x.nbytes
+    e = iface.Event(enable_timing=True)
+    e.record()
+    iface.synchronize()
+    assert e.query()
+    props = iface.get_device_properties(0)
+    assert props.multi_processor_count == torch.npu.get_device_properties(0).ai_core_count
+    assert iface.Worker.get_device_properties(0).name == props.name
+    assert iface.is_bf16_supported() and iface.is_dtype_supported(torch.bfloat16)
+    assert iface.get_compute_capability() is None  # as torch_npu
+    assert not iface.is_triton_capable()
+    if iface.device_count() > 1:
+        with DeviceGuard(iface, 1):
+            assert iface.current_device() == 1
+        assert iface.current_device() == 0
+        assert iface.exchange_device(1) == 0 and iface.exchange_device(0) == 1
+
+
+def test_backend_in_list():
+    from torch._dynamo.backends.registry import list_backends
+
+    assert "npu" in list_backends(exclude_tags=())
+
+
+# --- graph capture (PyTorch's PrivateUse1 compile tests, on npu) --------------------------------------
+
+@pytest.mark.parametrize("backend", ["npu", "inductor"])
+def test_simple_compile(backend):
+    x = torch.randn(4, device="npu")
+    result = torch.compile(lambda x: x + 1, backend=backend)(x)
+    assert result.device.type == "npu"
+    torch.testing.assert_close(result.cpu(), x.cpu() + 1)
+
+
+def test_compile_fullgraph_multiple_ops():
+    @torch.compile(backend="npu", fullgraph=True)
+    def fn(x):
+        return torch.relu((x + 1) * 2)
+
+    x = torch.randn(4, device="npu")
+    torch.testing.assert_close(fn(x).cpu(), torch.relu((x.cpu() + 1) * 2))
+
+
+def test_fake_tensors_are_npu():
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch.compile(lambda x: x + 1, backend=capture)(torch.randn(4, device="npu"))
+    fakes = [n.meta["example_value"] for n in graphs[0].graph.nodes if n.op == "placeholder"]
+    assert fakes and all(f.device.type == "npu" for f in fakes)
+    with torch._subclasses.fake_tensor.FakeTensorMode():
+        x = torch.empty(3, 3, device="npu")
+        assert x.device.type == "npu" and (x + 1).device.type == "npu"
+
+
+def test_recompilation_guards():
+    counter = CompileCounterWithBackend("npu")
+    fn = torch.compile(lambda x: x + 1, backend=counter)
+    fn(torch.randn(4, device="npu"))
+    fn(torch.randn(4, device="npu"))
+    assert counter.frame_count == 1
+    fn(torch.randn(8, device="npu"))  # a new shape
+    fn(torch.randn(8, device="cpu"))  # a new device
+    assert counter.frame_count == 3
+
+
+def test_dynamic_shapes_compile_once():
+    counter = CompileCounterWithBackend("npu")
+    fn = torch.compile(lambda x: (x * 2).sum(0), backend=counter, dynamic=True)
+    for n in (4, 9, 33):
+        x = torch.randn(n, 3, device="npu")
+        torch.testing.assert_close(fn(x).cpu(), (x.cpu() * 2).sum(0))
+    assert counter.frame_count == 1
+
+
+def test_graph_break_and_cpu_transfer():
+    counter = CompileCounterWithBackend("npu")
+
+    @torch.compile(backend=counter)
+    def fn(x):
+        y = x + 1
+        torch._dynamo.graph_break()
+        return y * 2
+
+    x = torch.randn(4, device="npu")
+    torch.testing.assert_close(fn(x).cpu(), (x.cpu() + 1) * 2)
+    assert counter.frame_count == 2
+
+    @torch.compile(backend="npu", fullgraph=True)
+    def to_host(x):
+        return (x + 1).cpu() * 2
+
+    result = to_host(x)
+    assert result.device.type == "cpu"
+    torch.testing.assert_close(result, (x.cpu() + 1) * 2)
+
+
+def test_autocast_inside_compiled_region():
+    @torch.compile(backend="npu")
+    def fn(x, y):
+        with torch.autocast(device_type="npu", dtype=torch.float16):
+            return torch.mm(x, y).relu()
+
+    x, y = torch.randn(8, 16), torch.randn(16, 4)
+    result = fn(x.npu(), y.npu())
+    assert result.dtype == torch.float16
+    torch.testing.assert_close(result.cpu(), torch.mm(x.half(), y.half()).float().relu().half(), atol=2e-3,
+                               rtol=2e-3)
+
+
+def test_default_device_inside_compiled_region():
+    with torch.device("npu"):
+        @torch.compile(backend="npu")
+        def fn(x):
+            return x + torch.ones(4)
+
+        x = torch.randn(4, device="npu")
+        result = fn(x)
+    assert result.device.type == "npu"
+    torch.testing.assert_close(result.cpu(), x.cpu() + 1)
+
+
+def test_autograd_through_compiled_function():
+    x = torch.randn(4, device="npu", requires_grad=True)
+    torch.compile(lambda x: (x * 2).sin().sum(), backend="npu")(x).backward()
+    torch.testing.assert_close(x.grad.cpu(), 2 * torch.cos(2 * x.detach().cpu()))
+
+
+# --- Inductor's npu kernels ------------------------------------------------------------------------------
+
+def test_generated_kernel_runs_on_the_stream_with_its_traffic():
+    fn = torch.compile(lambda x, y: (x * y + 1).relu())
+    x, y = torch.randn(1000, device="npu"), torch.randn(1000, device="npu")
+    fn(x, y)  # compile
+    with torch_npu_sim.record_launches() as rec:
+        torch.neg(x)  # on the default stream
+        with torch.npu.stream(torch.npu.Stream()):
+            x2 = x * 3  # an eager op the kernel must wait for: same stream, no synchronize between
+            out = fn(x2, y)
+        torch.npu.synchronize()
+    default, side, k = rec.records
+    assert k["kernel"].startswith("cpp_fused") and not side["kernel"].startswith("cpp_")
+    assert k["stream_id"] == side["stream_id"] != default["stream_id"]
+    assert side["launch_seq"] < k["launch_seq"] and side["end_ns"] <= k["start_ns"]
+    assert (k["gm_read"], k["gm_write"]) == (2 * 4000, 4000)
+    torch.testing.assert_close(out.cpu(), (x.cpu() * 3 * y.cpu() + 1).relu())
+
+
+def test_kernel_is_asynchronous_and_inputs_may_be_freed():
+    fn = torch.compile(lambda x: (x.sin() * 2).sum(1))
+    host = torch.randn(64, 4096)
+    fn(host.npu())
+    torch.npu.synchronize()
+    gate = torch.npu.Event()
+    s = torch.npu.current_stream()
+    results = []
+    with torch_npu_sim.record_launches() as rec:
+        for i in range(4):
+            results.append(fn((host + i).npu()))  # the input's only reference dies at once
+        gate.record(s)
+    torch.npu.synchronize()
+    assert len(generated(rec.records)) == 4
+    for i, r in enumerate(results):
+        torch.testing.assert_close(r.cpu(), ((host + i).sin() * 2).sum(1), atol=1e-4, rtol=1e-5)
+
+
+def test_extern_calls_use_native_npu_kernels():
+    w = torch.randn(32, 16)
+    fn = torch.compile(lambda x, w: F.gelu(x @ w + 1).sum(1))
+    x = torch.randn(64, 32)
+    with torch_npu_sim.record_launches() as rec:
+        result = fn(x.npu(), w.npu())
+        torch.npu.synchronize()
+    names = [r["kernel"] for r in rec.records]
+    assert "gemm" in names and len(generated(rec.records)) == 1
+    torch.testing.assert_close(result.cpu(), F.gelu(x @ w + 1).sum(1), atol=1e-4, rtol=1e-4)
+
+
+def test_integer_ops_and_indexing():
+    fn = torch.compile(lambda w, i, a, b: (F.embedding(i, w) * 2, a // b, torch.cumsum(a, 0)))
+    w, i = torch.randn(10, 4), torch.tensor([1, 3, 9, 0])
+    a, b = torch.randint(-50, 50, (16,)), torch.randint(1, 7, (16,))
+    got = fn(w.npu(), i.npu(), a.npu(), b.npu())
+    for g, e in zip(got, (F.embedding(i, w) * 2, a // b, torch.cumsum(a, 0))):
+        torch.testing.assert_close(g.cpu(), e)
+
+
+def test_failed_generated_kernel_is_a_device_error():
+    fn = torch.compile(lambda a, b: a // b + 1)
+    a, b = torch.arange(8, device="npu"), torch.ones(8, dtype=torch.long, device="npu")
+    fn(a, b)
+    b[3] = 0  # integer division by zero: the generated kernel throws on its AI core
+    out = fn(a, b)
+    try:
+        with pytest.raises(RuntimeError, match=r"cpp_fused.*(ZeroDivisionError|division by zero)"):
+            out.cpu()  # nothing computed by the failed kernel is read back
+        with pytest.raises(RuntimeError, match="cpp_fused"):
+            torch.npu.synchronize()
+    finally:
+        torch.npu.restart_device()
+    torch.testing.assert_close(fn(a, b + (b == 0)).cpu(), torch.arange(8) + 1)
+
+
+def test_cache_hit_reloads_npu_kernels():
+    from torch._dynamo.utils import counters
+
+    def fn(x):
+        return torch.tanh(x) * 3 - 1
+
+    x = torch.randn(257, device="npu")
+    torch.compile(fn)(x)
+    torch._dynamo.reset()
+    counters.clear()
+    with torch_npu_sim.record_launches() as rec:
+        result = torch.compile(fn)(x)
+        torch.npu.synchronize()
+    assert counters["inductor"]["fxgraph_cache_hit"] == 1
+    assert len(generated(rec.records)) == 1
+    torch.testing.assert_close(result.cpu(), torch.tanh(x.cpu()) * 3 - 1)
+
+
+def test_uncompilable_graph_runs_eagerly_with_a_log_line(caplog):
+    x = torch.randn(6, device="npu")
+    with torch._inductor.config.patch(cpp_wrapper=True), caplog.at_level(logging.WARNING):
+        result = torch.compile(lambda x: x.cos() + 1, backend="npu")(x)
+    torch.testing.assert_close(result.cpu(), x.cpu().cos() + 1)
+    assert any("running it eagerly" in r.getMessage() and "cpp_wrapper" in r.getMessage() for r in caplog.records)
+    torch._dynamo.reset()
+    with torch._inductor.config.patch(cpp_wrapper=True), pytest.raises(Exception, match="cpp_wrapper"):
+        torch.compile(lambda x: x.cos() + 1)(x)  # the default backend reports it
+
+
+def test_cpu_graphs_still_compile_for_cpu():
+    with torch_npu_sim.record_launches() as rec:
+        result = torch.compile(lambda x: (x * 2).exp())(torch.ones(5))
+    assert result.device.type == "cpu" and not generated(rec.records)
+    torch.testing.assert_close(result, torch.full((5,), 2.0).exp())
+
+
+# --- models: compiled equals eager, forward and backward ---------------------------------------------------
+
+@pytest.mark.parametrize("kind,factory,tol", [("mlp", MLP, 1e-5), ("cnn", CNN, 1e-4), ("gpt", GPTMini, 1e-4)])
+def test_models_compiled_equal_eager(kind, factory, tol):
+    torch.manual_seed(0)
+    model = factory().npu()
+    x, y = (t.npu() for t in data(kind))
+    compiled = torch.compile(model)
+    grads = []
+    for m in (model, compiled):
+        model.zero_grad(set_to_none=True)
+        loss = loss_fn(kind, m, x, y)
+        loss.backward()
+        grads.append((loss.detach().cpu(), [p.grad.cpu() for p in model.parameters()]))
+    (l_eager, g_eager), (l_comp, g_comp) = grads
+    torch.testing.assert_close(l_comp, l_eager, atol=tol, rtol=tol)
+    for a, b in zip(g_comp, g_eager):
+        torch.testing.assert_close(a, b, atol=tol, rtol=tol)

@@ -1,0 +1,85 @@
+"""Inductor's backend for npu: Inductor's C++ CPU scheduling generates the kernels, a Python wrapper launches
+them on the current npu stream (kernels.py) and calls the native npu ops for everything else."""
+import torch
+from torch._inductor.codegen.common import DeviceOpOverrides, register_backend_for_device, register_device_op_overrides
+from torch._inductor.codegen.cpp import CppScheduling
+from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
+from torch._inductor.virtualized import V
+
+from . import inductor_patches
+from .kernels import MARKER
+
+_PYBINDING = "async_compile.cpp_pybinding("
+
+
+class NpuDeviceOpOverrides(DeviceOpOverrides):
+    def import_get_raw_stream_as(self, name):
+        return f"from torch_npu_sim.compiler.device_interface import get_raw_stream as {name}"
+
+    def set_device(self, device_idx):
+        return f"torch.npu.set_device({device_idx})"
+
+    def synchronize(self):
+        return "torch.npu.synchronize()"
+
+    def device_guard(self, device_idx):
+        return f"torch.npu.device({device_idx})"
+
+    def cpp_kernel_type(self):
+        return "void*"
+
+
+class NpuCppScheduling(CppScheduling):
+    """Inductor's C++ scheduling; its kernels are marked so the wrapper defines them as npu kernels."""
+
+    def define_kernel(self, src_code, nodes, kernel_args=None):
+        return super().define_kernel(f"{MARKER}\n{src_code}", nodes, kernel_args)
+
+
+class NpuWrapperCodegen(PythonWrapperCodegen):
+    @staticmethod
+    def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+        if is_subgraph:
+            return SubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
+        return NpuWrapperCodegen()
+
+    def write_header(self):
+        super().write_header()
+        self.header.splice("from torch_npu_sim.compiler.kernels import npu_cpp_kernel")
+
+    def define_kernel(self, kernel_name, kernel_body, metadata=None, gpu=True, cpp_definition=None):
+        if kernel_body.startswith(_PYBINDING) and MARKER in kernel_body:
+            kernel_body = f"npu_cpp_kernel({kernel_name!r}, {kernel_body[len(_PYBINDING):]}"
+        super().define_kernel(kernel_name, kernel_body, metadata, gpu, cpp_definition)
+
+    def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, **kwargs):
+        device = device or V.graph.get_current_device_or_throw()
+        if device.type == "npu" and not kwargs.get("triton", True):
+            # a plain call: the kernel object launches itself on the current npu stream
+            self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+            return
+        super()._generate_kernel_call_helper(kernel_name, call_args, device=device, **kwargs)
+
+
+class NpuCppWrapperCodegen(CppWrapperCpu):
+    """Inductor's C++ wrapper (``cpp_wrapper=True``, AOTInductor) is not implemented for npu."""
+
+    @staticmethod
+    def create(*args, **kwargs):
+        raise NotImplementedError("torch.compile on npu: cpp_wrapper (and AOTInductor) is not supported; "
+                                  "the npu backend generates a Python wrapper (set cpp_wrapper=False)")
+
+
+# Inductor looks the backend up on torch.npu (Scheduling, PythonWrapperCodegen, ...) the first time it compiles:
+# torch_npu_sim.npu's __getattr__ imports this module then, which registers the device's op overrides.
+INDUCTOR_HOOKS = {"Scheduling": NpuCppScheduling, "PythonWrapperCodegen": NpuWrapperCodegen,
+                  "CppWrapperCodegen": NpuCppWrapperCodegen, "WrapperFxCodegen": WrapperFxCodegen}
+register_device_op_overrides("npu", NpuDeviceOpOverrides())
+inductor_patches.apply()
+
+
+def register() -> None:
+    """Registers the backend directly (the npu dynamo backend calls it; Inductor's own lookup does the same)."""
+    register_backend_for_device("npu", NpuCppScheduling, NpuWrapperCodegen, NpuCppWrapperCodegen, WrapperFxCodegen)
