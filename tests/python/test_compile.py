@@ -183,11 +183,14 @@ def test_generated_kernel_runs_on_the_stream_with_its_traffic():
             x2 = x * 3  # an eager op the kernel must wait for: same stream, no synchronize between
             out = fn(x2, y)
         torch.npu.synchronize()
-    default, side, k = rec.records
-    assert k["kernel"].startswith("cpp_fused") and not side["kernel"].startswith("cpp_")
+    (default,) = [r for r in rec.records if r["kernel"] == "neg"]
+    (side,) = [r for r in rec.records if r["kernel"] == "mul"]
+    (k,) = generated(rec.records)
+    assert len(rec.records) == 3 and k["kernel"].startswith("cpp_fused")
     assert k["stream_id"] == side["stream_id"] != default["stream_id"]
     assert side["launch_seq"] < k["launch_seq"] and side["end_ns"] <= k["start_ns"]
     assert (k["gm_read"], k["gm_write"]) == (2 * 4000, 4000)
+    assert k["vector_flops"] == 3 * 1000 and k["cube_flops"] == 0  # mul, add, relu per element
     torch.testing.assert_close(out.cpu(), (x.cpu() * 3 * y.cpu() + 1).relu())
 
 

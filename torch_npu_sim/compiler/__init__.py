@@ -4,7 +4,9 @@
 npu stream (inductor.py, kernels.py). ``torch.compile(model, backend="npu")`` does the same, and runs a
 graph that Inductor cannot compile eagerly instead, with a warning naming the failure.
 """
+import hashlib
 import logging
+import os
 
 log = logging.getLogger(__name__)
 
@@ -13,9 +15,6 @@ def npu_backend(gm, example_inputs, **kwargs):
     """The dynamo backend "npu": Inductor, falling back to eager execution of the graph if compilation fails."""
     from torch._inductor.compile_fx import compile_fx
 
-    from . import inductor
-
-    inductor.register()
     try:
         return compile_fx(gm, example_inputs, **kwargs)
     except Exception as e:  # noqa: BLE001  (any compiler failure: the graph still runs, eagerly)
@@ -24,8 +23,56 @@ def npu_backend(gm, example_inputs, **kwargs):
         return gm.forward
 
 
+def _source_hash() -> str:
+    h = hashlib.sha256()
+    here = os.path.dirname(__file__)
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py"):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(name.encode() + f.read())
+    return h.hexdigest()
+
+
+def _inductor_backend():
+    """Inductor's npu backend, registered without importing Inductor's code generators (~0.8 s): the classes
+    are stand-ins that load compiler/inductor.py on first use."""
+    from torch._inductor.codegen.common import register_backend_for_device
+    from torch._inductor.custom_graph_pass import CustomGraphModulePass
+
+    class Deferred(type):
+        def __getattr__(cls, name):  # attributes the stand-in lacks: those of the class it stands for
+            from . import inductor
+            return getattr(inductor.INDUCTOR_HOOKS[cls.role], name)
+
+    class NpuScheduling(metaclass=Deferred):
+        role = "Scheduling"
+
+        def __new__(cls, scheduler):
+            from . import inductor
+            return inductor.NpuCppScheduling(scheduler)
+
+    def stand_in(role):
+        return Deferred(f"Npu{role}", (), {"role": role})
+
+    class CodegenPass(CustomGraphModulePass):
+        """Runs before lowering on every npu graph Inductor compiles: loads compiler/inductor.py (its device op
+        overrides and patches); changes nothing in the graph. Its uuid, a hash of this package's sources, keys
+        Inductor's caches, so an upgraded npu code generator never reuses code the previous one cached."""
+        uuid_value = _source_hash()
+
+        def __call__(self, gm):
+            from . import inductor  # noqa: F401
+
+        def uuid(self):
+            return self.uuid_value
+
+    register_backend_for_device("npu", NpuScheduling, stand_in("PythonWrapperCodegen"),
+                                stand_in("CppWrapperCodegen"), stand_in("WrapperFxCodegen"),
+                                device_custom_pass=CodegenPass())
+
+
 def register() -> None:
-    """Registers the device interface and the "npu" backend name (Inductor registers itself lazily)."""
+    """Registers the device interface, the "npu" backend name and Inductor's npu backend."""
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
 
     from . import device_interface
@@ -33,3 +80,4 @@ def register() -> None:
     device_interface.register()
     if "npu" not in _BACKENDS or _BACKENDS["npu"] is None:
         register_backend(compiler_fn=npu_backend, name="npu")
+    _inductor_backend()

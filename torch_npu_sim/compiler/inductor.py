@@ -1,11 +1,12 @@
 """Inductor's backend for npu: Inductor's C++ CPU scheduling generates the kernels, a Python wrapper launches
 them on the current npu stream (kernels.py) and calls the native npu ops for everything else."""
 import torch
-from torch._inductor.codegen.common import DeviceOpOverrides, register_backend_for_device, register_device_op_overrides
+from torch._inductor.codegen.common import DeviceOpOverrides, register_device_op_overrides
 from torch._inductor.codegen.cpp import CppScheduling
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
 from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
+from torch._inductor.utils import sympy_product
 from torch._inductor.virtualized import V
 
 from . import inductor_patches
@@ -31,11 +32,32 @@ class NpuDeviceOpOverrides(DeviceOpOverrides):
         return "void*"
 
 
+# Loop-body ops that move or address data rather than compute on the Vector unit
+_NOT_FLOPS = frozenset({"load", "store", "store_reduction", "output", "constant", "index_expr", "get_index",
+                        "indirect_indexing", "masked", "to_dtype", "to_dtype_bitcast", "check_bounds", "load_seed"})
+
+
+def vector_flops(nodes) -> int:
+    """Element operations of the fused nodes (each op of a node's loop body once per iteration), or 0 when the
+    iteration space is symbolic (dynamic shapes): the launch record then carries the kernel's bytes only."""
+    total = 0
+    for node in nodes:
+        body = getattr(node, "_body", None)
+        if body is None:
+            continue
+        numel = sympy_product([*node._sizes[0], *node._sizes[1]])
+        if not numel.is_number:
+            return 0
+        total += int(numel) * sum(c for op, c in body.op_counts.items() if op not in _NOT_FLOPS)
+    return total
+
+
 class NpuCppScheduling(CppScheduling):
-    """Inductor's C++ scheduling; its kernels are marked so the wrapper defines them as npu kernels."""
+    """Inductor's C++ scheduling; its kernels carry a marker line (with their FLOPs) so that the wrapper
+    defines them as npu kernels."""
 
     def define_kernel(self, src_code, nodes, kernel_args=None):
-        return super().define_kernel(f"{MARKER}\n{src_code}", nodes, kernel_args)
+        return super().define_kernel(f"{MARKER} vector_flops={vector_flops(nodes)}\n{src_code}", nodes, kernel_args)
 
 
 class NpuWrapperCodegen(PythonWrapperCodegen):
@@ -72,14 +94,8 @@ class NpuCppWrapperCodegen(CppWrapperCpu):
                                   "the npu backend generates a Python wrapper (set cpp_wrapper=False)")
 
 
-# Inductor looks the backend up on torch.npu (Scheduling, PythonWrapperCodegen, ...) the first time it compiles:
-# torch_npu_sim.npu's __getattr__ imports this module then, which registers the device's op overrides.
+# The classes compiler/__init__.py's stand-ins stand for (Inductor's names for their roles)
 INDUCTOR_HOOKS = {"Scheduling": NpuCppScheduling, "PythonWrapperCodegen": NpuWrapperCodegen,
                   "CppWrapperCodegen": NpuCppWrapperCodegen, "WrapperFxCodegen": WrapperFxCodegen}
 register_device_op_overrides("npu", NpuDeviceOpOverrides())
 inductor_patches.apply()
-
-
-def register() -> None:
-    """Registers the backend directly (the npu dynamo backend calls it; Inductor's own lookup does the same)."""
-    register_backend_for_device("npu", NpuCppScheduling, NpuWrapperCodegen, NpuCppWrapperCodegen, WrapperFxCodegen)

@@ -4,7 +4,8 @@ A generated kernel is Inductor's C++ CPU kernel (the simulated device's memory i
 source gets a trampoline, ``npu_entry(const int64_t* slots)``, that unpacks the arguments from 8-byte
 slots, so the runtime can call any kernel signature from an AI-core thread without the GIL. Calling the
 returned object queues the kernel on the current stream, asynchronous and in order with eager ops; its
-launch record carries the bytes of the tensors it reads and writes.
+launch record carries the bytes of the tensors it reads and writes and the element operations Inductor's
+loop bodies do (inductor.vector_flops).
 """
 import ctypes
 import re
@@ -22,6 +23,7 @@ class NpuKernelCodeCache(CppCodeCache):
     cpp_compile_command_flags = {"include_pytorch": False, "shared": True}
 
 
+_FLOPS = re.compile(re.escape(MARKER) + r" vector_flops=(\d+)")
 _SIGNATURE = re.compile(r'extern "C"[^(]*\bkernel\s*\(([^)]*)\)')
 
 
@@ -72,12 +74,14 @@ class NpuCppKernel:
     def __init__(self, name, argtypes, source):
         self.name = name
         self.kinds = _arg_kinds(argtypes, source)
+        flops = _FLOPS.search(source)
+        self.vector_flops = int(flops.group(1)) if flops else 0
         lib = NpuKernelCodeCache.load(source + _trampoline(argtypes, self.kinds))
         self.entry = ctypes.cast(lib.npu_entry, ctypes.c_void_p).value
         self._lib = lib  # keeps the library loaded while the kernel is referenced
 
     def __call__(self, *args):
-        _C._launch_compiled_kernel(self.entry, self.name, self.kinds, args)
+        _C._launch_compiled_kernel(self.entry, self.name, self.kinds, args, self.vector_flops)
 
     def __repr__(self):
         return f"<npu compiled kernel {self.name}>"

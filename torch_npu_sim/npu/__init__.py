@@ -257,14 +257,3 @@ def utilization(device: Any = None) -> int:
         return 0
     return max(0, min(100, round(100 * (busy - prev_busy) / window)))
 
-
-_INDUCTOR_HOOKS = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
-
-
-def __getattr__(name):
-    # Inductor's lookup of a PrivateUse1 backend's code generators; imported on first use (torch._inductor is
-    # heavy and most programs never compile).
-    if name in _INDUCTOR_HOOKS:
-        from ..compiler import inductor
-        return inductor.INDUCTOR_HOOKS[name]
-    raise AttributeError(f"module 'torch.npu' has no attribute '{name}'")
