@@ -368,7 +368,7 @@ T sum_heads(const T& g, int64_t group) {
 
 }  // namespace
 
-std::tuple<T, T, T, T, int64_t, int64_t, int64_t> NF::npu_fusion_attention(
+std::tuple<T, T, T, T, c10::SymInt, c10::SymInt, c10::SymInt> NF::npu_fusion_attention(
     const T& query, const T& key, const T& value, int64_t head_num, c10::string_view input_layout, const OptT& pse,
     const OptT& padding_mask, const OptT& atten_mask, double scale, double keep_prob, int64_t pre_tockens,
     int64_t next_tockens, int64_t /*inner_precise*/, at::OptionalIntArrayRef prefix,
@@ -395,8 +395,9 @@ std::tuple<T, T, T, T, int64_t, int64_t, int64_t> NF::npu_fusion_attention(
   T softmax_max = lse.to(at::kFloat).unsqueeze(-1).expand({a.batch, a.heads, a.q_len, 8}).contiguous();
   T softmax_sum = at::ones({a.batch, a.heads, a.q_len, 8}, softmax_max.options());
   const int64_t numels = a.batch * a.heads * a.q_len * a.kv_len;
-  return {out, softmax_max, softmax_sum, at::empty({0}, query.options()), static_cast<int64_t>(a.seed),
-          static_cast<int64_t>(a.offset), numels};
+  // SymInt in the schema: under torch.compile the seed and offset are data-dependent (unbacked) ints
+  return {out, softmax_max, softmax_sum, at::empty({0}, query.options()), c10::SymInt(static_cast<int64_t>(a.seed)),
+          c10::SymInt(static_cast<int64_t>(a.offset)), c10::SymInt(numels)};
 }
 
 std::tuple<T, T, T, T> NF::npu_fusion_attention_grad(
