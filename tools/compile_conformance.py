@@ -8,6 +8,7 @@ Each op is recorded as:
   mismatch  - a sample matched neither
   error     - compiling or running on npu raised, and the CPU compile did not
   cpu-error - the CPU compile raises too (an Inductor limitation, not npu's)
+  eager-error - eager npu raises too (the op's npu support, e.g. sparse layouts, not the compiler's)
   no-graph  - dynamo captured no graph (nothing was compiled)
 Random ops are compared by shape and dtype. Usage:
   python tools/compile_conformance.py [--ops name,name] [--max-samples N] [--summary FILE]
@@ -118,6 +119,13 @@ def check_op(op, max_samples):
                     run_compiled(fn, tensors, "cpu")
                 except Exception:  # noqa: BLE001
                     return "cpu-error", describe(e)
+                try:
+                    fn(*[t.to("npu") for t in tensors])
+                    torch.npu.synchronize()
+                except Exception:  # noqa: BLE001
+                    if torch.npu._device_error() is not None:
+                        torch.npu.restart_device()
+                    return "eager-error", describe(e)
                 return "error", describe(e)
             why = same(got, ref, is_random_sample(op, s))
             if why is not None:

@@ -1,6 +1,7 @@
 // Launches a kernel that torch.compile's npu backend generated and compiled (torch_npu_sim/compiler) on
 // the current npu stream: the arguments are packed into 8-byte slots at launch time and the kernel's
-// `npu_entry(const int64_t* slots)` trampoline runs on an AI-core thread, in stream order with eager ops.
+// `npu_entry(const int64_t* slots)` trampoline runs on an AI-core thread, in stream order with eager ops, on
+// the current stream of the device its tensors are on.
 #include "compiler/compiled_kernel.h"
 
 #include <ATen/core/Tensor.h>
@@ -41,6 +42,7 @@ void launch_compiled_kernel(std::uintptr_t entry, const std::string& name, const
               " arguments, got ", args.size());
   std::vector<std::int64_t> slots(kinds.size());
   std::uint64_t gm_read = 0, gm_write = 0;
+  c10::DeviceIndex device = -1;  // the tensors' device (one for all), else the current one
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     const py::handle a = args[i];
     switch (kinds[i]) {
@@ -53,6 +55,9 @@ void launch_compiled_kernel(std::uintptr_t entry, const std::string& name, const
         // A host tensor could be freed before the stream runs the kernel: only device memory is passed.
         TORCH_CHECK(t.device().is_privateuseone(), "npu compiled kernel '", name, "': argument ", i, " is on ",
                     t.device(), ", expected an npu tensor");
+        TORCH_CHECK(device < 0 || t.device().index() == device, "npu compiled kernel '", name, "': argument ", i,
+                    " is on ", t.device(), ", the others on npu:", static_cast<int>(device));
+        device = t.device().index();
         slots[i] = reinterpret_cast<std::int64_t>(t.data_ptr());
         const std::uint64_t bytes = static_cast<std::uint64_t>(t.numel()) * t.element_size();
         if (kinds[i] != 'w') gm_read += bytes;
@@ -75,7 +80,7 @@ void launch_compiled_kernel(std::uintptr_t entry, const std::string& name, const
   const auto fn = reinterpret_cast<EntryFn>(entry);
   // One block: the generated kernel parallelises its own loops (OpenMP, as Inductor's CPU kernels do).
   NPU_CHECK(npu_sim::launch_kernel(
-      current_native_stream(), intern_name(name), 1,
+      current_native_stream(device), intern_name(name), 1,
       [fn, slots = std::move(slots), gm_read, gm_write, vector_flops](const npu_sim::BlockContext& ctx) {
         fn(slots.data());
         npu_sim::record_traffic(ctx, gm_read, gm_write, 0, vector_flops);

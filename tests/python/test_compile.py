@@ -194,6 +194,17 @@ def test_generated_kernel_runs_on_the_stream_with_its_traffic():
     torch.testing.assert_close(out.cpu(), (x.cpu() * 3 * y.cpu() + 1).relu())
 
 
+def test_graph_on_a_second_device_stays_there():
+    x = torch.randn(100, device="npu:1")
+    torch.npu.synchronize(1)
+    with torch_npu_sim.record_launches() as rec:
+        result = torch.compile(lambda x: (x.sin() + 1) @ x.view(100, 1))(x.view(1, 100))
+        torch.npu.synchronize(1)
+    assert result.device == torch.device("npu", 1) and torch.npu.current_device() == 0
+    assert {r["device"] for r in rec.records} == {1} and len(generated(rec.records)) == 1
+    torch.testing.assert_close(result.cpu(), (x.cpu().sin() + 1).view(1, 100) @ x.cpu().view(100, 1))
+
+
 def test_kernel_is_asynchronous_and_inputs_may_be_freed():
     fn = torch.compile(lambda x: (x.sin() * 2).sum(1))
     host = torch.randn(64, 4096)

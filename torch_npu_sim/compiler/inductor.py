@@ -76,6 +76,12 @@ class NpuWrapperCodegen(PythonWrapperCodegen):
             kernel_body = f"npu_cpp_kernel({kernel_name!r}, {kernel_body[len(_PYBINDING):]}"
         super().define_kernel(kernel_name, kernel_body, metadata, gpu, cpp_definition)
 
+    def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
+        line = super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
+        if device.type == "npu" and device.index is not None:  # the device itself, not the current one
+            line = line.replace("device='npu'", f"device='{device}'")
+        return line
+
     def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, **kwargs):
         device = device or V.graph.get_current_device_or_throw()
         if device.type == "npu" and not kwargs.get("triton", True):
