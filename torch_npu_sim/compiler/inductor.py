@@ -1,6 +1,5 @@
 """Inductor's backend for npu: Inductor's C++ CPU scheduling generates the kernels, a Python wrapper launches
 them on the current npu stream (kernels.py) and calls the native npu ops for everything else."""
-import torch
 from torch._inductor.codegen.common import DeviceOpOverrides, register_device_op_overrides
 from torch._inductor.codegen.cpp import CppScheduling
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
