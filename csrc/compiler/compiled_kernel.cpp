@@ -33,6 +33,15 @@ const char* intern_name(const std::string& name) {
   return names.insert(name).first->c_str();
 }
 
+// The bytes a host tensor's elements span from its data pointer (any strides).
+std::vector<std::uint8_t> host_snapshot(const at::Tensor& t) {
+  std::int64_t last = 0;  // the offset of the last element, in elements
+  for (std::int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  const std::size_t bytes = t.numel() == 0 ? 0 : static_cast<std::size_t>(last + 1) * t.element_size();
+  const auto* p = static_cast<const std::uint8_t*>(t.const_data_ptr());
+  return std::vector<std::uint8_t>(p, p + bytes);
+}
+
 // kinds[i] says how argument i is passed: 'r' a tensor the kernel reads, 'w' one it writes, 'b' one it
 // reads and writes, 'i' an int64, 'f' a floating-point scalar (passed as a double), 'p' a raw address.
 void launch_compiled_kernel(std::uintptr_t entry, const std::string& name, const std::string& kinds,
@@ -41,6 +50,8 @@ void launch_compiled_kernel(std::uintptr_t entry, const std::string& name, const
   TORCH_CHECK(kinds.size() == args.size(), "npu compiled kernel '", name, "' takes ", kinds.size(),
               " arguments, got ", args.size());
   std::vector<std::int64_t> slots(kinds.size());
+  std::vector<std::vector<std::uint8_t>> host_copies;  // moved into the launch: outer growth moves, not copies
+  host_copies.reserve(kinds.size());
   std::uint64_t gm_read = 0, gm_write = 0;
   c10::DeviceIndex device = -1;  // the tensors' device (one for all), else the current one
   for (std::size_t i = 0; i < kinds.size(); ++i) {
@@ -52,7 +63,16 @@ void launch_compiled_kernel(std::uintptr_t entry, const std::string& name, const
         TORCH_CHECK(THPVariable_Check(a.ptr()), "npu compiled kernel '", name, "': argument ", i,
                     " must be a tensor, got ", py::str(py::type::of(a)).cast<std::string>());
         const at::Tensor& t = THPVariable_Unpack(a.ptr());
-        // A host tensor could be freed before the stream runs the kernel: only device memory is passed.
+        if (t.device().is_cpu()) {
+          // A host tensor the kernel reads (Inductor passes 0-dim CPU tensors, e.g. an optimizer's step count,
+          // by pointer) is read as it is now, as an eager op reads it at dispatch: its bytes are copied into the
+          // launch, which owns them. Writing one from the stream would race with the host: refused.
+          TORCH_CHECK(kinds[i] == 'r', "npu compiled kernel '", name, "': argument ", i,
+                      " is a CPU tensor the kernel writes, expected an npu tensor");
+          host_copies.push_back(host_snapshot(t));
+          slots[i] = reinterpret_cast<std::int64_t>(host_copies.back().data());
+          break;
+        }
         TORCH_CHECK(t.device().is_privateuseone(), "npu compiled kernel '", name, "': argument ", i, " is on ",
                     t.device(), ", expected an npu tensor");
         TORCH_CHECK(device < 0 || t.device().index() == device, "npu compiled kernel '", name, "': argument ", i,
@@ -81,7 +101,8 @@ void launch_compiled_kernel(std::uintptr_t entry, const std::string& name, const
   // One block: the generated kernel parallelises its own loops (OpenMP, as Inductor's CPU kernels do).
   NPU_CHECK(npu_sim::launch_kernel(
       current_native_stream(device), intern_name(name), 1,
-      [fn, slots = std::move(slots), gm_read, gm_write, vector_flops](const npu_sim::BlockContext& ctx) {
+      [fn, slots = std::move(slots), host_copies = std::move(host_copies), gm_read, gm_write,
+       vector_flops](const npu_sim::BlockContext& ctx) {
         fn(slots.data());
         npu_sim::record_traffic(ctx, gm_read, gm_write, 0, vector_flops);
       }));
