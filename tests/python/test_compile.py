@@ -390,3 +390,19 @@ def test_autocast_bf16_training_compiled_follows_eager():
     # bf16 rounds at different points when fused: the losses agree to bf16's precision
     torch.testing.assert_close(torch.tensor(losses[1]), torch.tensor(losses[0]), atol=2e-2, rtol=1e-2)
 
+
+def test_random_ops_compile_with_their_distributions():
+    x = torch.full((20000,), 0.3, device="npu")
+    fns = {"bernoulli": (lambda x: torch.bernoulli(x), 0.3, 0.02),
+           "dropout": (lambda x: F.dropout(x, 0.5), 0.3, 0.02),
+           "randn": (lambda x: torch.randn(20000, device="npu") + x, 0.3, 0.03),
+           "rand_like": (lambda x: torch.rand_like(x), 0.5, 0.01)}
+    for name, (fn, mean, tol) in fns.items():
+        torch._dynamo.reset()
+        a, b = torch.compile(fn)(x), torch.compile(fn)(x)
+        assert a.device.type == "npu" and not torch.equal(a, b), name  # fresh draws per call
+        assert abs(a.float().mean().item() - mean) < tol, name
+    kept = torch.compile(lambda x: F.dropout(x, 0.5))(x).cpu()
+    scaled = torch.tensor(0.3) / 0.5  # dropped, or scaled by 1 / (1 - p)
+    assert ((kept == 0) | torch.isclose(kept, scaled)).all()
+
