@@ -178,7 +178,14 @@ def main():
                     f"{a.summary}` ({time.strftime('%Y-%m-%d')}): float32, the first {a.max_samples} sample(s) of "
                     "each OpInfo compiled with `torch.compile` on npu against CPU eager (and, where they differ, "
                     "against the same function compiled for CPU).\n\n")
-            f.write(f"{total} OpInfos: {line}.\n\n| op | status | detail |\n|---|---|---|\n")
+            f.write(f"{total} OpInfos: {line}.\n\n")
+            f.write("Reading the rows below: `cpu-error` rows whose detail names `no_dispatch()` are OpInfo's "
+                    "`wrapper_set_seed` (it freezes the RNG state under `no_dispatch`, which dynamo cannot "
+                    "trace); the random ops themselves compile on npu (`tests/python/test_compile.py`). "
+                    "`eager-error` rows fail without compiling too: sparse layouts, and samples whose index "
+                    "arguments must stay on the host (this tool moves every tensor). `no-graph`: the op breaks "
+                    "the graph (data-dependent output shapes, Python scalars) and runs eagerly.\n\n")
+            f.write("| op | status | detail |\n|---|---|---|\n")
             for name, (status, detail) in sorted(results.items()):
                 if status != "pass":
                     f.write(f"| `{name}` | {status} | {detail.replace('|', '/')} |\n")

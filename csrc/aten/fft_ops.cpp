@@ -5,8 +5,10 @@
 #include <ATen/native/Resize.h>
 #include <ATen/native/SpectralOpsUtils.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -66,10 +68,50 @@ void run(fft::Transform t, const Tensor& in, const Tensor& out, std::vector<int6
   NPU_CHECK(status);
 }
 
+// The dims of `dims` in decreasing stride order of `t` (stable), the last one kept last if `keep_last`: the order
+// ATen's FFTs (and their meta functions) transform them in.
+std::vector<int64_t> sorted_dims(const Tensor& t, std::vector<int64_t> dims, bool keep_last = false) {
+  const auto strides = t.strides();
+  std::stable_sort(dims.begin(), dims.end() - (keep_last ? 1 : 0),
+                   [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
+  return dims;
+}
+
+// An output laid out as ATen's _exec_fft lays it out (the meta function of the FFTs for devices other than CUDA,
+// which torch.compile plans buffers by; CPU's layout too): the untransformed dims first, in the input's stride
+// order, then the transformed dims in `dims` order, dense in that order.
+Tensor empty_fft_output(IntArrayRef in_strides, IntArrayRef out_sizes, const std::vector<int64_t>& dims,
+                        const at::TensorOptions& options) {
+  const int64_t ndim = static_cast<int64_t>(out_sizes.size());
+  std::vector<bool> transformed(ndim, false);
+  for (int64_t d : dims) transformed[d] = true;
+  std::vector<int64_t> batch;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (!transformed[d]) batch.push_back(d);
+  std::stable_sort(batch.begin(), batch.end(), [&](int64_t a, int64_t b) { return in_strides[a] > in_strides[b]; });
+  std::vector<int64_t> strides(ndim);
+  int64_t inner = 1;  // contiguous strides of [batch, transformed sizes...]
+  for (auto d = dims.rbegin(); d != dims.rend(); ++d) strides[*d] = inner, inner *= std::max<int64_t>(out_sizes[*d], 1);
+  int64_t batch_numel = 1;
+  for (auto d = batch.rbegin(); d != batch.rend(); ++d) strides[*d] = batch_numel * inner, batch_numel *= out_sizes[*d];
+  return at::empty_strided(out_sizes, strides, options);
+}
+
 // The operand as the kernel reads it: no lazy conjugate / negative bit left.
 Tensor materialized(const Tensor& self, const char* op) {
   TORCH_CHECK(is_npu(self), op, ": expected an npu tensor, got one on ", self.device());
   return self.resolve_conj().resolve_neg();
+}
+
+// The complex transform of `in` over `dims` into `out`.
+void c2c(const Tensor& in, const std::vector<int64_t>& dims, int64_t normalization, bool forward, const Tensor& out,
+         const char* op) {
+  fft::Transform t;
+  t.kind = fft::Kind::kC2C;
+  t.dtype = complex_dtype(in.scalar_type(), op);
+  t.forward = forward;
+  t.scale = norm_scale(in, dims, normalization);
+  run(t, in, out, dims, op);
 }
 
 }  // namespace
@@ -80,13 +122,8 @@ Tensor NF::_fft_c2c(const Tensor& self, IntArrayRef dim, int64_t normalization, 
   const Tensor in = materialized(self, op);
   if (dim.empty()) return in.clone();
   const auto dims = wrapped_dims(in, dim, op);
-  Tensor out = at::empty(in.sizes(), in.options());
-  fft::Transform t;
-  t.kind = fft::Kind::kC2C;
-  t.dtype = complex_dtype(in.scalar_type(), op);
-  t.forward = forward;
-  t.scale = norm_scale(in, dims, normalization);
-  run(t, in, out, dims, op);
+  Tensor out = empty_fft_output(self.strides(), in.sizes(), sorted_dims(self, dims), in.options());
+  c2c(in, dims, normalization, forward, out, op);
   return out;
 }
 
@@ -98,12 +135,14 @@ Tensor NF::_fft_r2c(const Tensor& self, IntArrayRef dim, int64_t normalization, 
   // (an empty signal would leave its one-bin spectrum unwritten)
   TORCH_CHECK(in.size(dims.back()) > 0, op, ": Invalid number of data points (0) specified");
   const auto ctype = c10::toComplexType(in.scalar_type());
-  if (!onesided) {  // the full spectrum: the complex transform of the real signal
-    return NF::_fft_c2c(in.to(ctype), dims, normalization, /*forward=*/true);
-  }
   auto out_sizes = in.sizes().vec();
-  out_sizes[static_cast<std::size_t>(dims.back())] = in.size(dims.back()) / 2 + 1;
-  Tensor out = at::empty(out_sizes, in.options().dtype(ctype));
+  if (onesided) out_sizes[static_cast<std::size_t>(dims.back())] = in.size(dims.back()) / 2 + 1;
+  Tensor out = empty_fft_output(self.strides(), out_sizes, sorted_dims(self, dims, /*keep_last=*/true),
+                                in.options().dtype(ctype));
+  if (!onesided) {  // the full spectrum: the complex transform of the real signal
+    c2c(in.to(ctype), dims, normalization, /*forward=*/true, out, op);
+    return out;
+  }
   fft::Transform t;
   t.kind = fft::Kind::kR2C;
   t.dtype = complex_dtype(in.scalar_type(), op);
@@ -125,7 +164,16 @@ Tensor NF::_fft_c2r(const Tensor& self, IntArrayRef dim, int64_t normalization, 
   in = in.narrow(last, 0, half);
   auto out_sizes = in.sizes().vec();
   out_sizes[static_cast<std::size_t>(last)] = last_dim_size;
-  Tensor out = at::empty(out_sizes, in.options().dtype(c10::toRealValueType(in.scalar_type())));
+  // The meta function's layout: the complex transforms of the other dims first (their output's strides), then
+  // the real one of the last dim.
+  std::vector<int64_t> after_c2c = self.strides().vec();
+  if (dims.size() > 1) {
+    const std::vector<int64_t> c2c_dims(dims.begin(), dims.end() - 1);
+    after_c2c = empty_fft_output(self.strides(), self.sizes(), sorted_dims(self, c2c_dims),
+                                 in.options().device(at::kMeta)).strides().vec();
+  }
+  Tensor out = empty_fft_output(after_c2c, out_sizes, {last},
+                                in.options().dtype(c10::toRealValueType(in.scalar_type())));
   fft::Transform t;
   t.kind = fft::Kind::kC2R;
   t.dtype = complex_dtype(in.scalar_type(), op);

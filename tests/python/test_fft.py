@@ -248,3 +248,26 @@ def test_launches_are_recorded():
     assert by["fft_c2c"]["vector_flops"] == 2 * lines * 5 * 64 * 6  # 5 n log2 n per line, n = 64
     assert by["fft_c2r"]["gm_read"] == lines * 33 * 8 and by["fft_c2r"]["gm_write"] == lines * 64 * 4
     assert r.shape == (16, 64, 64)
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "permuted"])
+@pytest.mark.parametrize("fn", ["fft1", "rfft1", "irfft1", "hfft1", "fftn02", "rfftn01", "irfftn01", "ifft_last"])
+def test_output_layout_is_the_meta_functions(fn, layout):
+    # torch.compile plans buffers by the fake (meta-function) strides: ATen's _exec_fft layout, CPU's too
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 10, 7, generator=g)
+    x = {"contiguous": x, "transposed": x.transpose(1, 2).contiguous().transpose(1, 2),
+         "permuted": x.permute(2, 0, 1).contiguous().permute(1, 2, 0)}[layout]
+    if fn in ("irfft1", "hfft1", "fftn02", "ifft_last", "irfftn01"):
+        x = torch.complex(x, x.flip(0))
+    call = {"fft1": lambda t: torch.fft.fft(t, dim=1), "rfft1": lambda t: torch.fft.rfft(t, dim=1),
+            "irfft1": lambda t: torch.fft.irfft(t, dim=1), "hfft1": lambda t: torch.fft.hfft(t, dim=1),
+            "fftn02": lambda t: torch.fft.fftn(t, dim=(0, 2)), "rfftn01": lambda t: torch.fft.rfftn(t, dim=(0, 1)),
+            "irfftn01": lambda t: torch.fft.irfftn(t, dim=(0, 1)), "ifft_last": lambda t: torch.fft.ifft(t)}[fn]
+    xn = x.npu()
+    assert xn.stride() == x.stride()
+    got, ref = call(xn), call(x)
+    with torch._subclasses.fake_tensor.FakeTensorMode() as mode:
+        fake = call(mode.from_tensor(xn))  # what torch.compile plans by
+    assert got.stride() == ref.stride() == fake.stride()
+    torch.testing.assert_close(got.cpu(), ref, atol=1e-4, rtol=1e-4)
