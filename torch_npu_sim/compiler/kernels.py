@@ -78,7 +78,9 @@ class NpuCppKernel:
         self.vector_flops = int(flops.group(1)) if flops else 0
         lib = NpuKernelCodeCache.load(source + _trampoline(argtypes, self.kinds))
         self.entry = ctypes.cast(lib.npu_entry, ctypes.c_void_p).value
-        self._lib = lib  # keeps the library loaded while the kernel is referenced
+        # ctypes never unloads a library (and the code cache keeps it too): a launch still queued on a stream
+        # when this object is collected calls code that stays mapped
+        self._lib = lib
 
     def __call__(self, *args):
         _C._launch_compiled_kernel(self.entry, self.name, self.kinds, args, self.vector_flops)
