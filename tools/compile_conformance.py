@@ -9,13 +9,17 @@ Each op is recorded as:
   error     - compiling or running on npu raised, and the CPU compile did not
   cpu-error - the CPU compile raises too (an Inductor limitation, not npu's)
   eager-error - eager npu raises too (the op's npu support, e.g. sparse layouts, not the compiler's)
+  eager-differs - a mismatch that eager npu shows too (the op's npu result, e.g. CUDA's semantics where CPU
+              differs; the eager conformance, tools/opinfo_conformance.py, judges those)
   no-graph  - dynamo captured no graph (nothing was compiled)
 Random ops are compared by shape and dtype. Usage:
-  python tools/compile_conformance.py [--ops name,name] [--max-samples N] [--summary FILE]
+  python tools/compile_conformance.py [--ops name,name] [--max-samples N] [--summary FILE] [--update FILE]
+(--update FILE reruns only the ops FILE lists as not passing and rewrites it.)
 The full run's summary is committed as docs/compile_summary.md; CI runs a subset (tests/python/test_compile_opinfo.py)."""
 import argparse
 import collections
 import os
+import re
 import sys
 import time
 import warnings
@@ -134,6 +138,12 @@ def check_op(op, max_samples):
                 except Exception:  # noqa: BLE001
                     cpu_compiled = None
                 if cpu_compiled is None or same(got, cpu_compiled, is_random_sample(op, s)) is not None:
+                    try:  # eager npu gives the same answer: the op's npu result, not the compiler's
+                        eager = canon(fn(*[t.to("npu") for t in tensors]))
+                        if same(got, eager, is_random_sample(op, s)) is None:
+                            return "eager-differs", why
+                    except Exception:  # noqa: BLE001
+                        pass
                     return "mismatch", why
     if checked == 0:
         return "no-samples", "CPU refuses every sample"
@@ -159,9 +169,19 @@ def main():
     ap.add_argument("--ops", default="")
     ap.add_argument("--max-samples", type=int, default=1)
     ap.add_argument("--summary", default="")
+    ap.add_argument("--update", default="")
     a = ap.parse_args()
     names = set(filter(None, a.ops.split(",")))
     results = {}
+    if a.update:  # the previous summary's results; only its non-passing ops run again
+        with open(a.update) as f:
+            text = f.read()
+        total_before = int(re.search(r"^(\d+) OpInfos:", text, re.M).group(1))
+        for name, status, detail in re.findall(r"^\| `([^`]+)` \| ([\w-]+) \| (.*) \|$", text, re.M):
+            results[name] = (status, detail)
+        names = set(results)
+        results.update({f"(passed {i})": ("pass", "") for i in range(total_before - len(results))})
+        a.summary = a.update
     t0 = time.time()
     for op in all_ops(names):
         status, detail = check_op(op, a.max_samples)
