@@ -83,8 +83,9 @@ npu_kernels::AttnOperand operand(const T& t) {
 // Unit column stride, as the kernel needs; every other layout is read in place.
 T unit_cols(const T& t) { return t.stride(3) == 1 ? t : t.contiguous(); }
 
-// A [B, H, rows, cols] output laid out as ATen's meta function lays it out (alloc_with_matching_layout): like
-// `query` when the shapes agree, else with query's dimension order.
+// A [B, H, rows, cols] output laid out as ATen's meta function lays it out (Python's alloc_with_matching_layout):
+// like `query` when the shapes agree, else with query's dimension order. libtorch's C++ alloc_with_matching_layout
+// (sdp_utils.h) orders equal and zero strides differently; torch.compile plans by the meta function.
 T empty_matching(const T& query, std::array<int64_t, 4> shape) {
   if (query.sizes() == c10::IntArrayRef(shape)) return at::empty_like(query);
   std::array<int64_t, 4> order{0, 1, 2, 3}, strides{};

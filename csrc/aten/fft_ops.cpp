@@ -77,11 +77,12 @@ std::vector<int64_t> sorted_dims(const Tensor& t, std::vector<int64_t> dims, boo
   return dims;
 }
 
-// An output laid out as ATen's _exec_fft lays it out (the meta function of the FFTs for devices other than CUDA,
-// which torch.compile plans buffers by; CPU's layout too): the untransformed dims first, in the input's stride
-// order, then the transformed dims in `dims` order, dense in that order.
-Tensor empty_fft_output(IntArrayRef in_strides, IntArrayRef out_sizes, const std::vector<int64_t>& dims,
-                        const at::TensorOptions& options) {
+// The strides of an output laid out as ATen's _exec_fft lays it out (the meta function of the FFTs for devices
+// other than CUDA, which torch.compile plans buffers by; CPU's layout too): the untransformed dims first, in the
+// input's stride order, then the transformed dims in `dims` order, dense in that order. (_exec_fft is internal to
+// libtorch's CPU FFT files: not callable from here.)
+std::vector<int64_t> fft_output_strides(IntArrayRef in_strides, IntArrayRef out_sizes,
+                                        const std::vector<int64_t>& dims) {
   const int64_t ndim = static_cast<int64_t>(out_sizes.size());
   std::vector<bool> transformed(ndim, false);
   for (int64_t d : dims) transformed[d] = true;
@@ -94,7 +95,12 @@ Tensor empty_fft_output(IntArrayRef in_strides, IntArrayRef out_sizes, const std
   for (auto d = dims.rbegin(); d != dims.rend(); ++d) strides[*d] = inner, inner *= std::max<int64_t>(out_sizes[*d], 1);
   int64_t batch_numel = 1;
   for (auto d = batch.rbegin(); d != batch.rend(); ++d) strides[*d] = batch_numel * inner, batch_numel *= out_sizes[*d];
-  return at::empty_strided(out_sizes, strides, options);
+  return strides;
+}
+
+Tensor empty_fft_output(IntArrayRef in_strides, IntArrayRef out_sizes, const std::vector<int64_t>& dims,
+                        const at::TensorOptions& options) {
+  return at::empty_strided(out_sizes, fft_output_strides(in_strides, out_sizes, dims), options);
 }
 
 // The operand as the kernel reads it: no lazy conjugate / negative bit left.
@@ -169,8 +175,7 @@ Tensor NF::_fft_c2r(const Tensor& self, IntArrayRef dim, int64_t normalization, 
   std::vector<int64_t> after_c2c = self.strides().vec();
   if (dims.size() > 1) {
     const std::vector<int64_t> c2c_dims(dims.begin(), dims.end() - 1);
-    after_c2c = empty_fft_output(self.strides(), self.sizes(), sorted_dims(self, c2c_dims),
-                                 in.options().device(at::kMeta)).strides().vec();
+    after_c2c = fft_output_strides(self.strides(), self.sizes(), sorted_dims(self, c2c_dims));
   }
   Tensor out = empty_fft_output(after_c2c, out_sizes, {last},
                                 in.options().dtype(c10::toRealValueType(in.scalar_type())));

@@ -256,4 +256,3 @@ def utilization(device: Any = None) -> int:
     if window <= 0:
         return 0
     return max(0, min(100, round(100 * (busy - prev_busy) / window)))
-
