@@ -2,6 +2,7 @@
 launched on the npu stream), against eager npu and CPU PyTorch. The first classes follow PyTorch's reference
 PrivateUse1 backend's tests/test_compile.py with "npu" for its device."""
 import logging
+import time
 
 import pytest
 import torch
@@ -406,3 +407,65 @@ def test_random_ops_compile_with_their_distributions():
     scaled = torch.tensor(0.3) / 0.5  # dropped, or scaled by 1 / (1 - p)
     assert ((kept == 0) | torch.isclose(kept, scaled)).all()
 
+
+
+# --- the launcher of generated kernels, directly ----------------------------------------------------------
+
+_SCALE_SRC = '''
+#include <cstdint>
+extern "C" void kernel(const float* in_ptr0, const float* in_ptr1, float* out_ptr0, const int64_t ks0)
+{
+    for (int64_t i = 0; i < ks0; ++i) out_ptr0[i] = in_ptr0[i] * in_ptr1[0];
+}
+'''
+
+
+def _scale_kernel():
+    from torch_npu_sim.compiler.kernels import NpuCppKernel
+    return NpuCppKernel("cpp_test_scale", ["const float*", "const float*", "float*", "const int64_t"], _SCALE_SRC)
+
+
+def test_launcher_reads_a_host_scalar_as_it_is_at_the_call():
+    k = _scale_kernel()
+    assert k.kinds == "rrwi"
+    x, out = torch.arange(6.0, device="npu"), torch.empty(6, device="npu")
+    factor = torch.tensor(3.0)  # a host scalar, as Inductor passes an optimizer's step count
+    busy = torch.randn(1024, 1024, device="npu")
+    torch.npu.synchronize()
+    with torch_npu_sim.record_launches() as rec:
+        for _ in range(4):
+            busy = busy @ busy  # keeps the stream busy: the kernel below runs well after its call returns
+        k(x, factor, out, 6)
+        factor.fill_(100.0)  # changed on the host after the call, before the kernel runs
+        changed_ns = time.time_ns()
+        torch.npu.synchronize()
+    (launch,) = [r for r in rec.records if r["kernel"] == "cpp_test_scale"]
+    assert launch["start_ns"] > changed_ns  # the kernel did run after the change
+    torch.testing.assert_close(out.cpu(), torch.arange(6.0) * 3)
+
+
+def test_launcher_refuses_bad_arguments_before_launching():
+    k = _scale_kernel()
+    x, out = torch.arange(6.0, device="npu"), torch.empty(6, device="npu")
+    factor = torch.tensor([2.0], device="npu")
+    with torch_npu_sim.record_launches() as rec:
+        with pytest.raises(RuntimeError, match="cpp_test_scale' takes 4 arguments, got 3"):
+            k(x, factor, out)
+        with pytest.raises(RuntimeError, match="argument 0 must be a tensor"):
+            k(5, factor, out, 6)
+        with pytest.raises(RuntimeError, match="argument 2 is a CPU tensor the kernel writes"):
+            k(x, factor, torch.empty(6), 6)
+        with pytest.raises(RuntimeError, match=r"argument 2 is on npu:1, the others on npu:0"):
+            k(x, factor, torch.empty(6, device="npu:1"), 6)
+        torch.npu.synchronize()
+    assert not rec.records and torch.npu._device_error() is None  # nothing was queued
+    k(x, factor, out, 6)
+    torch.testing.assert_close(out.cpu(), torch.arange(6.0) * 2)
+
+
+def test_kernel_without_a_kernel_definition_is_refused():
+    from torch_npu_sim.compiler.kernels import NpuCppKernel
+    with pytest.raises(RuntimeError, match="no 'extern \"C\" ... kernel"):
+        NpuCppKernel("cpp_bad", ["float*"], "void other(float* p) {}")
+    with pytest.raises(RuntimeError, match="2 argument types for 1 parameters"):
+        NpuCppKernel("cpp_bad", ["float*", "float*"], 'extern "C" void kernel(float* out_ptr0) {}')
