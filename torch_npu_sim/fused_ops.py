@@ -12,7 +12,8 @@ _lib = "npu::"
 
 __all__ = ["npu_linear_add_gelu", "npu_rms_norm", "npu_add_rms_norm", "npu_rotary_mul", "npu_swiglu", "npu_fast_gelu",
            "npu_scaled_masked_softmax", "npu_fusion_attention", "npu_fusion_attention_grad",
-           "npu_moe_gating_top_k_softmax", "npu_moe_init_routing", "npu_grouped_matmul", "npu_moe_finalize_routing"]
+           "npu_moe_gating_top_k_softmax", "npu_moe_init_routing", "npu_moe_compute_expert_tokens",
+           "npu_grouped_matmul", "npu_moe_finalize_routing"]
 
 
 def _fake(name):
@@ -283,6 +284,7 @@ _autograd("npu_fusion_attention", _fusion_attention_backward, _fusion_attention_
 
 npu_moe_gating_top_k_softmax = _ops.npu_moe_gating_top_k_softmax  # (x, finished=None, k=1)
 npu_moe_init_routing = _ops.npu_moe_init_routing  # (x, row_idx, expert_idx, active_num)
+npu_moe_compute_expert_tokens = _ops.npu_moe_compute_expert_tokens  # (sorted_expert_for_source_row, num_expert)
 npu_moe_finalize_routing = _ops.npu_moe_finalize_routing
 
 
@@ -337,6 +339,11 @@ def _(x, weight, *, bias=None, group_list=None, split_item=0, group_type=None, g
     if split_item in (2, 3):
         return [x[0].new_empty((x[0].shape[0], n))]
     return [x[0].new_empty((torch.library.get_ctx().new_dynamic_size(), n)) for _ in range(group_list.shape[0])]
+
+
+@_fake("npu_moe_compute_expert_tokens")
+def _(sorted_expert_for_source_row, num_expert):
+    return sorted_expert_for_source_row.new_empty((num_expert,))
 
 
 @_fake("npu_moe_finalize_routing")

@@ -96,9 +96,13 @@ std::vector<T> grouped_by_list(const char* op, const T& x, at::TensorList weight
       bp.push_back(opt_data(op, "bias", b[g], x, keep));
     }
   }
-  // the cumulative row counts stay on the device: the kernel reads (and checks) them when it runs
-  const T cum = group_list_type == 1 ? group_list.to(x.device(), at::kLong).cumsum(0)
-                                     : group_list.to(x.device(), at::kLong).contiguous();
+  // the cumulative row counts stay on the device: the kernel reads (and checks) them when it runs, int64 or int32
+  // (npu_moe_compute_expert_tokens' output) as they are
+  const bool as_is = group_list_type == 0 && group_list.device() == x.device() &&
+                     (group_list.scalar_type() == at::kLong || group_list.scalar_type() == at::kInt);
+  const T cum = as_is ? group_list.contiguous()
+                : group_list_type == 1 ? group_list.to(x.device(), at::kLong).cumsum(0)
+                                       : group_list.to(x.device(), at::kLong).contiguous();
   c10::DeviceGuard guard(x.device());
   const T xc = x.contiguous();
   T y = at::empty({x.size(0), N}, x.options());  // rows past the last group: zeros, from the kernel
@@ -108,7 +112,11 @@ std::vector<T> grouped_by_list(const char* op, const T& x, at::TensorList weight
   a.k = K;
   a.n = N;
   a.x_rows = x.size(0);
-  a.group_list = cum.const_data_ptr<int64_t>();
+  if (cum.scalar_type() == at::kInt) {
+    a.group_list_i32 = cum.const_data_ptr<int32_t>();
+  } else {
+    a.group_list = cum.const_data_ptr<int64_t>();
+  }
   a.x = xc.const_data_ptr();
   a.weight = wp.data();
   a.bias = bp.empty() ? nullptr : bp.data();
@@ -192,6 +200,28 @@ std::tuple<T, T, T> NF::npu_moe_init_routing(const T& x, const T& row_idx, const
   a.expanded_expert_idx = expanded_expert_idx.data_ptr<int32_t>();
   if (a.rows > 0 && a.k > 0) NPU_CHECK(npu_kernels::moe_init_routing(stream_of(x), a));
   return {expanded_x, expanded_row_idx, expanded_expert_idx};
+}
+
+T NF::npu_moe_compute_expert_tokens(const T& sorted_expert_for_source_row, int64_t num_expert) {
+  constexpr const char* op = "npu_moe_compute_expert_tokens";
+  const T& s = sorted_expert_for_source_row;
+  check_devices(op, {{"sorted_expert_for_source_row", &s}});
+  TORCH_CHECK(s.dim() == 1 && s.scalar_type() == at::kInt, op,
+              ": argument 'sorted_expert_for_source_row' must be a 1-D int32 tensor, got ", s.sizes(), " ",
+              s.scalar_type());
+  TORCH_CHECK(s.numel() <= INT32_MAX, op, ": argument 'sorted_expert_for_source_row' must have fewer than 2^31 "
+              "entries, got ", s.numel());
+  TORCH_CHECK(num_expert >= 0, op, ": argument 'num_expert' must be >= 0, got ", num_expert);
+  c10::DeviceGuard guard(s.device());
+  const T sc = s.contiguous();
+  T out = at::empty({num_expert}, s.options());
+  npu_kernels::MoeComputeExpertTokensArgs a;
+  a.rows = sc.numel();
+  a.num_experts = num_expert;
+  a.sorted_experts = sc.const_data_ptr<int32_t>();
+  a.expert_tokens = out.data_ptr<int32_t>();
+  NPU_CHECK(npu_kernels::moe_compute_expert_tokens(stream_of(s), a));
+  return out;
 }
 
 std::vector<T> NF::npu_grouped_matmul(at::TensorList x, at::TensorList weight, std::optional<at::TensorList> bias,

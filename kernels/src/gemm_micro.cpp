@@ -7,7 +7,8 @@
 // *threaded* build limited to one thread: the AI-core pool provides the parallelism, and only the
 // threaded build locks its buffer allocator, so AI-core threads may call it at once (Debian's serial
 // build gives silently wrong results under concurrent calls). Without OpenBLAS (or with
-// NPU_SIM_GEMM_BLAS=0) the portable loop below is used.
+// NPU_SIM_GEMM_BLAS=0) the portable loop below is used. The fp32 micro-kernel on dense tiles asks libxsmm
+// first (src/xsmm_micro.cpp): JIT kernels for small products, 1.06-2x OpenBLAS on the tiles (bench_tile).
 #include <dlfcn.h>
 
 #include <cstdlib>
@@ -148,11 +149,15 @@ template void gemm_rowmajor<double>(bool, bool, int64_t, int64_t, int64_t, doubl
 // The packed panels: a is m x k, b is k x n, c is m x n, all dense.
 template <typename T>
 void micro_gemm_dense(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, bool accumulate) {
-  if (!accumulate) std::fill(c, c + m * n, T(0));  // the UB holds stale data, possibly NaN
+  if (m == 0 || n == 0) return;
+  // BLAS with beta 0 overwrites c; the portable loop needs it zeroed first (the UB holds stale data, maybe NaN).
+  if (k > 0 && blas_gemm<T>(false, false, m, n, k, T(1), a, k, b, n, accumulate ? T(1) : T(0), c, n)) return;
+  if (!accumulate) std::fill(c, c + m * n, T(0));
   gemm_rowmajor<T>(false, false, m, n, k, T(1), a, k, b, n, T(1), c, n);
 }
 
 void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate) {
+  if (m > 0 && n > 0 && xsmm_gemm(m, n, k, a, k, b, n, c, n, accumulate)) return;
   micro_gemm_dense(m, n, k, a, b, c, accumulate);
 }
 
@@ -162,6 +167,11 @@ void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* 
 
 }  // namespace detail
 
-const char* gemm_micro_kernel_name() { return detail::blas().name.c_str(); }
+const char* gemm_micro_kernel_name() {
+  static const std::string name = detail::xsmm_name() != nullptr
+                                      ? std::string(detail::xsmm_name()) + ", else " + detail::blas().name
+                                      : detail::blas().name;
+  return name.c_str();
+}
 
 }  // namespace npu_kernels

@@ -33,8 +33,16 @@ bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores,
 // Loads the BLAS (once). Called on the launching host thread, before any block runs, so the one-time
 // OPENBLAS_CORETYPE setenv happens outside the core threads.
 void ensure_micro_kernel_loaded();
+// fp32 takes libxsmm first (src/xsmm_micro.cpp), then OpenBLAS, then a portable loop; accumulate false never
+// reads c (the buffers hold stale data, possibly NaN).
 void micro_gemm(int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c, bool accumulate);
 void micro_gemm(int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c, bool accumulate);
+// c (m x n, ld ldc) = [c +] a (m x k, ld lda) @ b (k x n, ld ldb), row-major fp32, on libxsmm's JIT kernels.
+// False, doing nothing, when libxsmm is not built in, is turned off (NPU_SIM_GEMM_XSMM=0), k == 0, or the
+// shape is past its limits. xsmm_name() is null when it is not in use.
+bool xsmm_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb, float* c,
+               int64_t ldc, bool accumulate);
+const char* xsmm_name();
 // c = alpha * op(a) @ op(b) + beta * c on row-major operands with leading dimensions (CBLAS semantics;
 // beta == 0 never reads c). False, doing nothing, when OpenBLAS is not loaded.
 template <typename T>  // float, double

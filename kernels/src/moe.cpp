@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -196,13 +197,15 @@ npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArg
 // when the kernel runs (no host sync). Each block validates it (the same scan in every block, so every
 // block that fails names the same first bad entry), derives the work from it and takes its share, a pure
 // function of (group_list, block_idx, block_dim): deterministic.
-//  - float32/float64 with OpenBLAS loaded (and K > 0, sizes within int): as gemm_direct does, one BLAS GEMM
-//    per unit, on the operands in place (x's rows of a group and its weight are contiguous row-major): a
-//    group is cut along its longer side into units of about half a block's share of all outputs (so both
-//    core threads get work, however the rows fall), units are dealt to the first blocks (two per core
-//    thread) in order by their work. Launch records use gemm_direct's model: 2 m n k / kCubeTile element reads and
-//    m n writes per call. Exception: when every group has fewer than kGmmSmallGroup rows, the packed tiles
-//    below (decided at run time, from group_list).
+//  - float32/float64 with OpenBLAS loaded (and K > 0, sizes within int): as gemm_direct does, one GEMM per
+//    unit (fp32 on oneDNN when present, else OpenBLAS), on the operands in place (x's rows of a group and its
+//    weight are contiguous row-major): a group is cut along its longer side into units of about half a
+//    block's share of all outputs (so both core threads get work, however the rows fall), units are dealt to
+//    the first blocks (two per core thread) in order by their work. Launch records use gemm_direct's model:
+//    2 m n k / kCubeTile element reads and m n writes per call. Exception: when every group has fewer than
+//    kGmmSmallGroup rows (decided at run time, from group_list), fp32 units run on libxsmm's kernels in place
+//    (records: Cube tiles of min(m, 128) x 128, each reading its rows of x and columns of w), and without
+//    libxsmm the packed tiles below.
 //  - otherwise (float16/bfloat16, no BLAS): the Cube GEMM's tiling and micro-kernel over the C tiles of every
 //    group (a group of m_g rows has ceil(m_g / mc) * ceil(n / nc) of them; empty groups none; the tile plan is
 //    made from the largest group), A and B panels packed (widened) into the UB, fp32 (fp64 for float64)
@@ -217,11 +220,12 @@ constexpr int64_t kGmmMinSlice = 32;
 constexpr int64_t kGmmSmallGroup = 64;
 
 // Reads and checks the device's group_list (cumulative row counts): non-decreasing, >= 0, <= x_rows.
-void read_group_list(const int64_t* gl, int64_t groups, int64_t x_rows, std::vector<int64_t>* cum) {
+void read_group_list(const int64_t* gl, const int32_t* gl32, int64_t groups, int64_t x_rows,
+                     std::vector<int64_t>* cum) {
   cum->resize(groups);
   int64_t prev = 0;
   for (int64_t g = 0; g < groups; ++g) {
-    const int64_t v = gl[g];
+    const int64_t v = gl32 != nullptr ? int64_t{gl32[g]} : gl[g];
     if (v < 0) {
       fail("grouped_matmul", "group_list[" + std::to_string(g) + "] = " + std::to_string(v) + " is negative");
     }
@@ -325,14 +329,20 @@ npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulA
   T* y = static_cast<T*>(a.y);
   const int64_t G = a.groups, K = a.k, N = a.n, x_rows = a.x_rows;
   const int64_t* gl = a.group_list;
+  const int32_t* gl32 = a.group_list_i32;
+  const bool xsmm = std::is_same_v<T, float> && detail::xsmm_name() != nullptr;
+  const bool onednn = std::is_same_v<T, float> && detail::dnnl_ready();
   return npu_sim::launch_kernel(stream, "grouped_matmul", grid, [=](const npu_sim::BlockContext& ctx) {
     std::vector<int64_t> cum;
-    read_group_list(gl, G, x_rows, &cum);
+    read_group_list(gl, gl32, G, x_rows, &cum);
     const int64_t rows = G > 0 ? cum.back() : 0;
     uint64_t read = 0, written = zero_tail(y, rows, x_rows, N, ctx), flops = 0;
     int64_t max_m = 0;
     for (int64_t g = 0; g < G; ++g) max_m = std::max(max_m, cum[g] - (g > 0 ? cum[g - 1] : 0));
-    if (max_m < kGmmSmallGroup) {  // only small groups: the packed tiles are faster than BLAS on them
+    // Only small groups: libxsmm's kernels in place when it serves fp32, else the packed tiles (both are faster
+    // than BLAS on them).
+    const bool small = max_m < kGmmSmallGroup;
+    if (small && !xsmm) {
       packed_tiles<T, T>(ctx, cum, x, y, *w, *b, K, N, min_units, read, written, flops);
       npu_sim::record_traffic(ctx, read, written, flops, 0);
       return;
@@ -359,7 +369,16 @@ npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulA
         start += cost;
         if (std::min(owner, P - 1) != int64_t{ctx.block_idx}) continue;
         T* out = y + (row0 + i0) * N + j0;
-        detail::blas_gemm(false, false, mc, nc, K, T(1), x + (row0 + i0) * K, K, (*w)[g] + j0, N, T(0), out, N);
+        const T* xg = x + (row0 + i0) * K;
+        bool done = false;
+        if constexpr (std::is_same_v<T, float>) {
+          done = small && detail::xsmm_gemm(mc, nc, K, xg, K, (*w)[g] + j0, N, out, N, false);
+          if (!done && onednn) {  // the library mm's direct path uses: the same speed as the unfused layer's GEMMs
+            detail::dnnl_gemm_f32(false, false, mc, nc, K, 1.0f, xg, K, (*w)[g] + j0, N, 0.0f, out, N);
+            done = true;
+          }
+        }
+        if (!done) detail::blas_gemm(false, false, mc, nc, K, T(1), xg, K, (*w)[g] + j0, N, T(0), out, N);
         if (const T* bias = (*b)[g]) {
           for (int64_t i = 0; i < mc; ++i) {
             for (int64_t j = 0; j < nc; ++j) out[i * N + j] += bias[j0 + j];
@@ -367,7 +386,12 @@ npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulA
           read += nc * sizeof(T);
         }
         const auto mn = static_cast<uint64_t>(cost), k = static_cast<uint64_t>(K);
-        read += sizeof(T) * (2 * mn * k / detail::kCubeTile);
+        if (small) {  // Cube tiles of min(mc, 128) x 128: each reads its rows of x and its columns of w in full
+          const auto tiles = [](int64_t len) { return static_cast<uint64_t>((len + 127) / 128); };
+          read += sizeof(T) * k * (tiles(mc) * static_cast<uint64_t>(nc) + tiles(nc) * static_cast<uint64_t>(mc));
+        } else {
+          read += sizeof(T) * (2 * mn * k / detail::kCubeTile);
+        }
         written += sizeof(T) * mn;
         flops += 2 * mn * k;
       }
@@ -391,9 +415,10 @@ npu_sim::Status grouped_matmul_packed(npu_sim::Stream stream, const GroupedMatmu
   T* y = static_cast<T*>(a.y);
   const int64_t G = a.groups, K = a.k, N = a.n, x_rows = a.x_rows, min_units = 2 * int64_t{core_threads};
   const int64_t* gl = a.group_list;
+  const int32_t* gl32 = a.group_list_i32;
   return npu_sim::launch_kernel(stream, "grouped_matmul", grid, [=](const npu_sim::BlockContext& ctx) {
     std::vector<int64_t> cum;
-    read_group_list(gl, G, x_rows, &cum);
+    read_group_list(gl, gl32, G, x_rows, &cum);
     const int64_t rows = G > 0 ? cum.back() : 0;
     uint64_t read = 0, written = zero_tail(y, rows, x_rows, N, ctx), flops = 0;
     packed_tiles<T, Acc>(ctx, cum, x, y, *w, *b, K, N, min_units, read, written, flops);
@@ -403,9 +428,35 @@ npu_sim::Status grouped_matmul_packed(npu_sim::Stream stream, const GroupedMatmu
 
 }  // namespace
 
+npu_sim::Status moe_compute_expert_tokens(npu_sim::Stream stream, const MoeComputeExpertTokensArgs& a) {
+  if (a.rows < 0 || a.num_experts < 0 || a.rows > INT32_MAX) return npu_sim::Status::kInvalidValue;
+  if (a.num_experts == 0) return npu_sim::Status::kSuccess;
+  if (a.expert_tokens == nullptr || (a.rows > 0 && a.sorted_experts == nullptr)) {
+    return npu_sim::Status::kInvalidValue;
+  }
+  return npu_sim::launch_kernel(stream, "moe_compute_expert_tokens", 1, [a](const npu_sim::BlockContext& ctx) {
+    const int32_t* v = a.sorted_experts;
+    for (int64_t i = 1; i < a.rows; ++i) {
+      if (v[i] < v[i - 1]) {
+        fail("moe_compute_expert_tokens", "sorted_expert_for_source_row[" + std::to_string(i) + "] = " +
+                                              std::to_string(v[i]) + " is below the entry before it (" +
+                                              std::to_string(v[i - 1]) + "): the input must be sorted ascending");
+      }
+    }
+    for (int64_t e = 0; e < a.num_experts; ++e) {
+      // Experts past INT32_MAX cannot occur in int32 data: they take every row.
+      a.expert_tokens[e] = e >= INT32_MAX ? static_cast<int32_t>(a.rows)
+                                          : static_cast<int32_t>(std::upper_bound(v, v + a.rows,
+                                                                                  static_cast<int32_t>(e)) - v);
+    }
+    npu_sim::record_traffic(ctx, static_cast<uint64_t>(a.rows) * 4, static_cast<uint64_t>(a.num_experts) * 4,
+                            0, static_cast<uint64_t>(a.rows));
+  });
+}
+
 npu_sim::Status grouped_matmul(npu_sim::Stream stream, const GroupedMatmulArgs& a) {
   if (a.groups < 0 || a.k < 0 || a.n < 0 || a.x_rows < 0) return npu_sim::Status::kInvalidValue;
-  if (a.groups > 0 && a.group_list == nullptr) return npu_sim::Status::kInvalidValue;
+  if (a.groups > 0 && a.group_list == nullptr && a.group_list_i32 == nullptr) return npu_sim::Status::kInvalidValue;
   const bool outputs = a.x_rows > 0 && a.n > 0;
   if (a.groups == 0 && !outputs) return npu_sim::Status::kSuccess;  // no group_list to check, no y
   if (outputs && a.y == nullptr) return npu_sim::Status::kInvalidValue;

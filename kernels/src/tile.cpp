@@ -192,11 +192,8 @@ template <typename T>
 void mmad(float* c, const T* a, const T* b, int64_t m, int64_t n, int64_t k, bool accumulate) {
   if (m == 0 || n == 0) return;
   if constexpr (std::is_same_v<T, float>) {
-    // BLAS with beta 0 on the first K step: the L0C tile is overwritten, not zero-filled and then added to.
-    if (k == 0 || !npu_kernels::detail::blas_gemm<float>(false, false, m, n, k, 1.0f, a, k, b, n,
-                                                         accumulate ? 1.0f : 0.0f, c, n)) {
-      npu_kernels::detail::micro_gemm(m, n, k, a, b, c, accumulate);
-    }
+    // The first K step overwrites the L0C tile (never reads it), later ones add to it.
+    npu_kernels::detail::micro_gemm(m, n, k, a, b, c, accumulate);
   } else {
     // fp16 / bf16 operands widened in registers, products summed in float32: row p of b is converted once
     // (a chunk of columns at a time), then every row of c takes a[i][p] times it.

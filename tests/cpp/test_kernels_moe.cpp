@@ -439,6 +439,51 @@ TEST(MoeGroupedMatmul, BadGroupListIsAKernelErrorAtSync) {
   }
 }
 
+// --- compute_expert_tokens ------------------------------------------------------------------------------
+std::vector<int32_t> expert_tokens(const std::vector<int32_t>& sorted, int64_t E) {
+  DeviceBuf<int32_t> in(sorted.empty() ? std::vector<int32_t>{0} : sorted), out(std::vector<int32_t>(E + 1, -7));
+  npu_kernels::MoeComputeExpertTokensArgs a;
+  a.rows = int64_t(sorted.size()), a.num_experts = E, a.sorted_experts = in.ptr, a.expert_tokens = out.ptr;
+  EXPECT_EQ(npu_kernels::moe_compute_expert_tokens(nullptr, a), npu_sim::Status::kSuccess);
+  EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess);
+  auto got = out.read();
+  EXPECT_EQ(got[E], -7);  // nothing past num_experts is written
+  got.resize(E);
+  return got;
+}
+
+TEST(MoeComputeExpertTokens, CumulativeRowsPerExpert) {
+  EXPECT_EQ(expert_tokens({3, 3, 4, 5, 6, 7}, 5), (std::vector<int32_t>{0, 0, 0, 2, 3}));  // torch_npu's example
+  EXPECT_EQ(expert_tokens({}, 3), (std::vector<int32_t>{0, 0, 0}));
+  EXPECT_EQ(expert_tokens({-2, 0, 0}, 2), (std::vector<int32_t>{3, 3}));  // an upper bound: below 0 counts for 0
+  std::mt19937 gen(5);
+  std::vector<int32_t> v(5000);
+  for (auto& e : v) e = int32_t(gen() % 16);
+  std::sort(v.begin(), v.end());
+  std::vector<int32_t> want(16, 0);
+  for (int32_t e : v) ++want[e];
+  for (int e = 1; e < 16; ++e) want[e] += want[e - 1];
+  EXPECT_EQ(expert_tokens(v, 16), want);
+}
+
+TEST(MoeComputeExpertTokens, UnsortedInputIsAKernelErrorAtSync) {
+  DeviceBuf<int32_t> in(std::vector<int32_t>{0, 1, 4, 2}), out(std::vector<int32_t>(4));
+  npu_kernels::MoeComputeExpertTokensArgs a;
+  a.rows = 4, a.num_experts = 4, a.sorted_experts = in.ptr, a.expert_tokens = out.ptr;
+  ASSERT_OK(npu_kernels::moe_compute_expert_tokens(nullptr, a));
+  EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kKernelError);
+  const std::string msg = npu_sim::last_error_message();
+  EXPECT_NE(msg.find("moe_compute_expert_tokens: sorted_expert_for_source_row[3] = 2 is below the entry before "
+                     "it (4)"),
+            std::string::npos)
+      << msg;
+  ASSERT_OK(npu_sim::device_restart(0));
+  a.num_experts = -1;
+  EXPECT_EQ(npu_kernels::moe_compute_expert_tokens(nullptr, a), npu_sim::Status::kInvalidValue);
+  a.num_experts = 2, a.expert_tokens = nullptr;
+  EXPECT_EQ(npu_kernels::moe_compute_expert_tokens(nullptr, a), npu_sim::Status::kInvalidValue);
+}
+
 // --- finalize_routing ----------------------------------------------------------------------------------
 template <typename T>
 void check_finalize(bool skip1, bool skip2, bool bias, bool scales, int64_t expanded_rows, unsigned seed) {
@@ -720,7 +765,7 @@ void check_grouped_records() {
   EXPECT_EQ(recs[0].kernel, "grouped_matmul");
   EXPECT_EQ(recs[0].cube_flops, uint64_t(2 * rows * N * K));
   EXPECT_EQ(recs[0].gm_write, uint64_t(x_rows * N * sizeof(T)));
-  const bool blas = std::string(npu_kernels::gemm_micro_kernel_name()).rfind("openblas", 0) == 0;
+  const bool blas = std::string(npu_kernels::gemm_micro_kernel_name()).find("openblas") != std::string::npos;
   if (std::is_same_v<T, float> && blas) {
     const uint64_t model = sizeof(T) * (2 * rows * N * K / 128);
     EXPECT_LE(recs[0].gm_read, model);

@@ -74,7 +74,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LinearAddGeluTest,
                                            LinearCase{130, 200, 70, 0, 0, 0},     // default tiles, all tails
                                            LinearCase{257, 129, 33, 32, 48, 16},  // many blocks, tails
                                            LinearCase{64, 96, 0, 0, 0, 0},        // K = 0: GELU(bias)
-                                           LinearCase{128, 256, 64, 0, 0, 0}));   // exact multiples
+                                           LinearCase{128, 256, 64, 0, 0, 0},     // exact multiples
+                                           LinearCase{100, 130, 600, 0, 0, 0}));  // default K steps, K tail
 
 TEST(KernelsTile, LinearAddGeluUbOverflowNamesTheKernelAndTheBytes) {
   DeviceBuf<float> x(std::vector<float>(256 * 64)), w(std::vector<float>(64 * 1024)), b(std::vector<float>(1024)),
@@ -111,16 +112,16 @@ TEST(KernelsTile, LinearAddGeluUbOverflowNamesTheKernelAndTheBytes) {
             npu_sim::Status::kInvalidValue);
 }
 
-// The record of one 1024 x 1024 x 1024 launch, exactly. Tiles 128 x 128 x 32: 8 x 8 = 64 output tiles,
-// each reduced over 32 K steps (the record does not depend on tile_k). Per output tile the kernel reads its 128 rows of x in full (128 x 1024 x
-// 4 B = 512 KiB), its 128 columns of w in full (512 KiB) and its 128 bias values (512 B), and writes its
-// 128 x 128 outputs once (64 KiB). So x is read once per tile column (8 times), w once per tile row (8
-// times), bias 8 times:
+// The record of one 1024 x 1024 x 1024 launch, exactly. Tiles 128 x 128 x 256: 8 x 8 = 64 output tiles,
+// each reduced over 4 K steps (the record does not depend on tile_k). Per output tile the kernel reads its
+// 128 rows of x in full (128 x 1024 x 4 B = 512 KiB), its 128 columns of w in full (512 KiB) and its 128
+// bias values (512 B), and writes its 128 x 128 outputs once (64 KiB). So x is read once per tile column
+// (8 times), w once per tile row (8 times), bias 8 times:
 //   read  = 64 x (512 KiB + 512 KiB + 512 B) = 67,108,864 + 32,768 = 67,141,632 B  (64.03 MiB)
 //   write = 1024 x 1024 x 4 B                                      =  4,194,304 B  (4 MiB)
 // against the textbook 12 MiB (8 MiB read once + 4 MiB written): the 8x re-reads of x and w are the price
-// of 128 x 128 output tiles (a 64 KiB fp32 accumulator in the 128 KiB L0C). Cube FLOPs 2 x 1024^3 = 2,147,483,648; Vector FLOPs: the
-// bias add and the GELU, one per output element each: 2 x 1024^2 = 2,097,152.
+// of 128 x 128 output tiles (a 64 KiB fp32 accumulator in the 128 KiB L0C). Cube FLOPs 2 x 1024^3 =
+// 2,147,483,648; Vector FLOPs: the bias add and the GELU, one per output element each: 2 x 1024^2 = 2,097,152.
 TEST(KernelsTile, LinearAddGeluRecordsItsGmBytesAndFlops) {
   constexpr int64_t kDim = 1024;
   const auto hx = random_vec(kDim * kDim, 4), hw = random_vec(kDim * kDim, 5), hb = random_vec(kDim, 6);

@@ -141,6 +141,44 @@ def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
         assert float(err) <= 2.0 ** -8 * 1.05, line  # half a bf16 ulp, relative
 
 
+PANEL_CASES = """
+import torch, torch.nn.functional as F, torch_npu_sim
+print(torch_npu_sim._C._cube_kernels()["panels"])
+g = torch.Generator().manual_seed(0)
+# the tile layer's Mmad (LinearAddGelu: tails in M, N and K, several K steps) and the grouped matmul's small
+# groups (libxsmm in place, else the packed tiles), against CPU float64
+x, w, b = torch.randn(150, 600, generator=g), torch.randn(600, 200, generator=g) / 25, torch.randn(200, generator=g)
+got = torch_npu_sim.npu_linear_add_gelu(x.npu(), w.npu(), b.npu()).cpu().double()
+want = F.gelu(x.double() @ w.double() + b.double())
+print("linear_add_gelu", (got - want).abs().max().item())
+counts = [5, 0, 17, 40, 3]
+xs, ws = torch.randn(sum(counts), 96, generator=g), torch.randn(5, 96, 130, generator=g)
+(y,) = torch_npu_sim.npu_grouped_matmul([xs.npu()], [ws.npu()], group_list=torch.tensor(counts).cumsum(0).npu(),
+                                        split_item=2)
+want = torch.cat([xs[r - c:r].double() @ ws[e].double() for e, (c, r) in
+                  enumerate(zip(counts, torch.tensor(counts).cumsum(0).tolist()))])
+print("grouped_matmul", (y.cpu().double() - want).abs().max().item())
+"""
+
+
+@pytest.mark.parametrize("env,library", [({}, "libxsmm "), ({"NPU_SIM_GEMM_XSMM": "0"}, "openblas"),
+                                         ({"NPU_SIM_GEMM_XSMM": "0", "NPU_SIM_GEMM_BLAS": "0"}, "own")],
+                         ids=["libxsmm", "openblas", "portable"])
+def test_cube_panels_on_libxsmm_and_on_its_fallbacks(env, library):
+    """The fp32 micro-kernel of the Cube's tiles runs on libxsmm (installed by scripts/install.sh);
+    NPU_SIM_GEMM_XSMM=0 forces OpenBLAS, and NPU_SIM_GEMM_BLAS=0 as well the portable loop, as on a machine
+    without them. Every path gives the float64 result to fp32 accuracy."""
+    from conftest import run_python
+    r = run_python(PANEL_CASES, env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0].startswith(library), lines[0]
+    assert ("libxsmm" in lines[0]) == (library == "libxsmm "), lines[0]
+    for line in lines[1:]:
+        name, err = line.split()
+        assert float(err) <= 1e-4, line
+
+
 def test_beta_zero_ignores_nan():
     a, b = rand(6, 5), rand(5, 4, seed=1)
     nan = torch.full((6, 4), float("nan"))

@@ -1,5 +1,6 @@
-"""torch_npu's MoE chain on npu (gating top-k softmax, init routing, grouped matmul, finalize routing) against
-plain-PyTorch references on the CPU, one op at a time and as a whole MoE layer; bad input names the argument."""
+"""torch_npu's MoE chain on npu (gating top-k softmax, init routing, expert tokens, grouped matmul, finalize
+routing) against plain-PyTorch references on the CPU, one op at a time and as a whole MoE layer; bad input names
+the argument."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -75,18 +76,64 @@ def test_grouped_matmul_split_by_group_list(dtype, native_only):
     w = torch.randn(E, K, N).to(dtype)
     b = torch.randn(E, N).to(dtype)
     cum = torch.tensor(counts).cumsum(0)
-    (y,) = torch_npu_sim.npu_grouped_matmul([x.npu()], [w.npu()], bias=[b.npu()], group_list=cum.npu(),
-                                            split_item=2, group_type=0)
     want, r = torch.zeros(x.shape[0], N), 0
     for e, c in enumerate(counts):
         want[r:r + c] = x[r:r + c].float() @ w[e].float() + b[e].float()
         r += c
-    torch.testing.assert_close(y.cpu().float(), want, **TOL[dtype])
+    for list_dtype in (torch.int64, torch.int32):  # int32: npu_moe_compute_expert_tokens' output, read as it is
+        (y,) = torch_npu_sim.npu_grouped_matmul([x.npu()], [w.npu()], bias=[b.npu()],
+                                                group_list=cum.to(list_dtype).npu(), split_item=2, group_type=0)
+        torch.testing.assert_close(y.cpu().float(), want, **TOL[dtype])
     # counts instead of the cumulative list, one weight per group in a list, one output per group
     outs = torch_npu_sim.npu_grouped_matmul(x.npu(), [t.npu() for t in w], group_list=counts, group_list_type=1)
     assert [o.shape[0] for o in outs] == counts
     no_bias = want[:sum(counts)] - torch.cat([b[e].float().expand(c, N) for e, c in enumerate(counts)])
     torch.testing.assert_close(torch.cat([o.cpu().float() for o in outs]), no_bias, **TOL[dtype])
+
+
+def test_compute_expert_tokens(native_only):
+    # torch_npu's documented example: entries >= num_expert count for no expert
+    got = torch_npu_sim.npu_moe_compute_expert_tokens(torch.tensor([3, 3, 4, 5, 6, 7], dtype=torch.int32).npu(), 5)
+    assert got.dtype == torch.int32 and got.cpu().tolist() == [0, 0, 0, 2, 3]
+    # a routed batch: the cumulative rows per expert, as bincount + cumsum computes them on the CPU
+    g = torch.Generator().manual_seed(0)
+    for rows, E in ((1000, 8), (37, 64), (0, 4), (5, 0)):
+        s = torch.randint(0, E, (rows,), generator=g, dtype=torch.int32).sort().values if E else torch.zeros(
+            rows, dtype=torch.int32)
+        got = torch_npu_sim.npu_moe_compute_expert_tokens(s.npu(), E).cpu()
+        want = torch.bincount(s.long(), minlength=E)[:E].cumsum(0).to(torch.int32)
+        assert torch.equal(got, want), (rows, E)
+    # it is what the grouped matmul takes: the layer routed through it equals the plain-PyTorch layer
+    # (test_the_fused_chain_is_the_moe_layer), and its fake kernel gives the shape under compile
+    f = torch.compile(lambda t: torch_npu_sim.npu_moe_compute_expert_tokens(t, 6) + 0, fullgraph=True,
+                      backend="aot_eager")
+    s = torch.tensor([0, 2, 2, 5], dtype=torch.int32).npu()
+    assert f(s).cpu().tolist() == [1, 1, 3, 3, 3, 4]
+
+
+def test_compute_expert_tokens_bad_input(native_only):
+    from conftest import acknowledge_device_error
+
+    s = torch.tensor([0, 1, 1], dtype=torch.int32)
+    with pytest.raises(RuntimeError, match=r"npu_moe_compute_expert_tokens: expected argument "
+                                           r"'sorted_expert_for_source_row' on an npu device"):
+        torch_npu_sim.npu_moe_compute_expert_tokens(s, 2)
+    with pytest.raises(RuntimeError, match=r"npu_moe_compute_expert_tokens: argument 'sorted_expert_for_source_row' "
+                                           r"must be a 1-D int32 tensor, got \[3\] Long"):
+        torch_npu_sim.npu_moe_compute_expert_tokens(s.long().npu(), 2)
+    with pytest.raises(RuntimeError, match=r"must be a 1-D int32 tensor, got \[1, 3\] Int"):
+        torch_npu_sim.npu_moe_compute_expert_tokens(s[None].npu(), 2)
+    with pytest.raises(RuntimeError, match=r"npu_moe_compute_expert_tokens: argument 'num_expert' must be >= 0, "
+                                           r"got -1"):
+        torch_npu_sim.npu_moe_compute_expert_tokens(s.npu(), -1)
+    # the order is checked on the device: unsorted input fails there, naming the entry, and nothing is read back
+    out = torch_npu_sim.npu_moe_compute_expert_tokens(torch.tensor([0, 2, 1, 3], dtype=torch.int32).npu(), 4)
+    with pytest.raises(RuntimeError, match=r"moe_compute_expert_tokens: sorted_expert_for_source_row\[2\] = 1 is "
+                                           r"below the entry before it \(2\)"):
+        out.cpu()
+    with pytest.raises(RuntimeError, match="sticky"):
+        out.cpu()
+    acknowledge_device_error()
 
 
 def test_grouped_matmul_pairs_without_group_list(native_only):
@@ -132,7 +179,8 @@ def moe_layer_fused(x, router, w1, w2, k):
     rows, E = x.shape[0], w1.shape[0]
     y, expert_idx, row_idx = torch_npu_sim.npu_moe_gating_top_k_softmax(x @ router, k=k)
     ex, expanded_row_idx, expanded_expert_idx = torch_npu_sim.npu_moe_init_routing(x, row_idx, expert_idx, rows)
-    group_list = torch.bincount(expanded_expert_idx, minlength=E).cumsum(0)
+    # as Ascend inference code does (bincount would sync with the host for its output size)
+    group_list = torch_npu_sim.npu_moe_compute_expert_tokens(expanded_expert_idx, E)
     (h,) = torch_npu_sim.npu_grouped_matmul([ex], [w1], group_list=group_list, split_item=2, group_type=0)
     (o,) = torch_npu_sim.npu_grouped_matmul([torch_npu_sim.npu_swiglu(h)], [w2], group_list=group_list,
                                             split_item=2, group_type=0)
@@ -177,13 +225,15 @@ def test_bad_input_names_the_argument():
     acknowledge_device_error()
 
 
-def test_a_bad_group_list_fails_on_the_device_and_nothing_is_read_back():
+@pytest.mark.parametrize("list_dtype", [torch.int64, torch.int32])
+def test_a_bad_group_list_fails_on_the_device_and_nothing_is_read_back(list_dtype):
     # group_list stays on the device (no host sync), so a decreasing one is found by the kernel: the error
     # surfaces at the next sync, names the op and the entry, and the output cannot be read
     from conftest import acknowledge_device_error
 
     x, w = torch.randn(6, 4, device="npu"), torch.randn(2, 4, 3, device="npu")
-    (y,) = torch_npu_sim.npu_grouped_matmul([x], [w], group_list=torch.tensor([4, 2]).npu(), split_item=2)
+    (y,) = torch_npu_sim.npu_grouped_matmul([x], [w], group_list=torch.tensor([4, 2], dtype=list_dtype).npu(),
+                                            split_item=2)
     with pytest.raises(RuntimeError, match=r"grouped_matmul: group_list\[1\] = 2 is less than group_list\[0\] = 4"):
         y.cpu()
     with pytest.raises(RuntimeError, match="sticky"):

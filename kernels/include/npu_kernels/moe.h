@@ -89,8 +89,24 @@ struct MoeInitRoutingArgs {
 };
 npu_sim::Status moe_init_routing(npu_sim::Stream stream, const MoeInitRoutingArgs& args);
 
+// npu_moe_compute_expert_tokens(sorted_expert_for_source_row, num_expert) -> expert_tokens
+//   https://hiascend.com/document/detail/zh/Pytorch/600/apiref/apilist/ptaoplist_000854.html
+//   "finds, by binary search, the position of the last row each expert processes": expert_tokens[e] = the
+//   number of entries <= e (an upper bound in the sorted input), i.e. the cumulative group_list that
+//   grouped_matmul takes, computed on the stream (no host read, unlike bincount's output size). The input is
+//   init routing's expanded_expert_idx: int32, sorted ascending; the kernel checks the order (a KernelError
+//   names the first entry below its predecessor). Entries >= num_experts count for no expert (the page's
+//   example: [3, 3, 4, 5, 6, 7] with 5 experts gives [0, 0, 0, 2, 3]). Output int32, num_experts entries.
+struct MoeComputeExpertTokensArgs {
+  int64_t rows = 0, num_experts = 0;
+  const int32_t* sorted_experts = nullptr;
+  int32_t* expert_tokens = nullptr;
+};
+npu_sim::Status moe_compute_expert_tokens(npu_sim::Stream stream, const MoeComputeExpertTokensArgs& args);
+
 // x (x_rows, k) and y (x_rows, n) contiguous in `dtype` (float32, float64, float16, bfloat16).
-// group_list: a DEVICE array of `groups` int64 cumulative row counts, read by the kernel when it runs (it may
+// group_list: a DEVICE array of `groups` int64 (or, in group_list_i32, int32) cumulative row counts, read by the
+// kernel when it runs (it may
 // be written by earlier work on the stream; the launch needs no host copy of it): group g is rows
 // [group_list[g - 1], group_list[g]) of x and y (group_list[-1] = 0). The kernel checks
 // 0 <= group_list[0] <= ... <= group_list[groups - 1] <= x_rows; a bad entry fails the launch (KernelError
@@ -105,6 +121,7 @@ struct GroupedMatmulArgs {
   int64_t groups = 0, k = 0, n = 0;
   int64_t x_rows = 0;
   const int64_t* group_list = nullptr;
+  const int32_t* group_list_i32 = nullptr;  // instead of group_list: int32 counts (compute_expert_tokens' output)
   const void* x = nullptr;
   const void* const* weight = nullptr;
   const void* const* bias = nullptr;
