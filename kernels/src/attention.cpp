@@ -175,8 +175,16 @@ void times_keys_t(int64_t m, int64_t nk, int64_t d, A alpha, Panel<A> x, const T
   } else {
     for (int64_t j0 = 0; j0 < nk; j0 += kKeyChunk) {
       const int64_t kc = std::min(kKeyChunk, nk - j0);
-      const Panel<A> yw = widen(y + j0 * ldy, kc, d, ldy, scratch);
-      detail::gemm_rowmajor<A>(false, true, m, kc, d, alpha, x.p, x.ld, yw.p, yw.ld, A(0), c + j0, ldc);
+      // The chunk widened transposed (d x kc) and scaled by alpha: an NN product libxsmm multiplies in place
+      // (it has no transposed A), the same rounding in the forward and the backward's recomputation.
+      detail::pack_strided(scratch, y + j0 * ldy, d, kc, int64_t{1}, ldy);
+      if (alpha != A(1)) {
+        for (int64_t i = 0; i < d * kc; ++i) scratch[i] *= alpha;
+      }
+      if (!detail::xsmm_gemm(m, kc, d, x.p, x.ld, scratch, kc, c + j0, ldc, false)) {
+        detail::gemm_rowmajor<A>(false, false, m, kc, d, A(1), x.p, x.ld, scratch, std::max<int64_t>(kc, 1), A(0),
+                                 c + j0, ldc);
+      }
     }
   }
 }
@@ -186,11 +194,16 @@ template <typename T, typename A = acc_t<T>>
 void keys_times(int64_t m, int64_t nk, int64_t d, A alpha, const A* p, int64_t ldp, const T* y, int64_t ldy, A* c,
                 int64_t ldc, A* scratch) {
   if constexpr (!kWidened<T>) {
+    // fp32: libxsmm reads the thin P and the key rows in place (BLAS repacks V's nk x d panel per tile)
+    if constexpr (std::is_same_v<A, float>) {
+      if (alpha == A(1) && detail::xsmm_gemm(m, d, nk, p, ldp, y, ldy, c, ldc, false)) return;
+    }
     detail::gemm_rowmajor<A>(false, false, m, d, nk, alpha, p, ldp, y, ldy, A(0), c, ldc);
   } else {
     for (int64_t j0 = 0; j0 < nk; j0 += kKeyChunk) {
       const int64_t kc = std::min(kKeyChunk, nk - j0);
       const Panel<A> yw = widen(y + j0 * ldy, kc, d, ldy, scratch);
+      if (alpha == A(1) && detail::xsmm_gemm(m, d, kc, p + j0, ldp, yw.p, yw.ld, c, ldc, j0 > 0)) continue;
       detail::gemm_rowmajor<A>(false, false, m, d, kc, alpha, p + j0, ldp, yw.p, yw.ld, A(j0 > 0), c, ldc);
     }
   }
