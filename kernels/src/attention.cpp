@@ -1,7 +1,8 @@
-// The fused attention kernel: one (batch, head) per unit of work, query rows in tiles whose score
-// matrix (Br x S) sits in the core's Unified Buffer; the products are Cube GEMMs on the strided operands,
-// the softmax runs on the tile in place. The backward recomputes each tile's probabilities from the
-// forward's log-sum-exp and accumulates dK, dV over the tiles of its head (so heads never share outputs).
+// The fused attention kernel: one (batch, head) per unit of work, query rows in tiles. The forward walks
+// the keys in blocks (online softmax, the score block and an fp32 output accumulator in the core's Unified
+// Buffer); the backward keeps a tile's whole Br x S score matrix there. The products are Cube GEMMs on the
+// strided operands, the softmax runs on the tile in place. The backward recomputes each tile's
+// probabilities from the forward's log-sum-exp and accumulates dK, dV over the tiles of its head (so heads never share outputs).
 // float16 / bfloat16 operands are widened to float32 tile by tile (Q / dO rows of the tile, K / V rows in
 // chunks of kKeyChunk keys) into the UB next to the scores, everything accumulates in float32 and each
 // output is rounded once; float32 / float64 read their operands in place, as before. Dropout keeps a
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -190,39 +192,43 @@ void times_keys_t(int64_t m, int64_t nk, int64_t d, A alpha, Panel<A> x, const T
 }
 
 // c (m x d, ldc) = alpha * p (m x nk) . y, y the key rows [0, nk) of a T operand; chunked as above.
+// accumulate: c += instead of c =.
 template <typename T, typename A = acc_t<T>>
 void keys_times(int64_t m, int64_t nk, int64_t d, A alpha, const A* p, int64_t ldp, const T* y, int64_t ldy, A* c,
-                int64_t ldc, A* scratch) {
+                int64_t ldc, A* scratch, bool accumulate = false) {
   if constexpr (!kWidened<T>) {
     // fp32: libxsmm reads the thin P and the key rows in place (BLAS repacks V's nk x d panel per tile)
     if constexpr (std::is_same_v<A, float>) {
-      if (alpha == A(1) && detail::xsmm_gemm(m, d, nk, p, ldp, y, ldy, c, ldc, false)) return;
+      if (alpha == A(1) && detail::xsmm_gemm(m, d, nk, p, ldp, y, ldy, c, ldc, accumulate)) return;
     }
-    detail::gemm_rowmajor<A>(false, false, m, d, nk, alpha, p, ldp, y, ldy, A(0), c, ldc);
+    detail::gemm_rowmajor<A>(false, false, m, d, nk, alpha, p, ldp, y, ldy, A(accumulate), c, ldc);
   } else {
     for (int64_t j0 = 0; j0 < nk; j0 += kKeyChunk) {
       const int64_t kc = std::min(kKeyChunk, nk - j0);
       const Panel<A> yw = widen(y + j0 * ldy, kc, d, ldy, scratch);
-      if (alpha == A(1) && detail::xsmm_gemm(m, d, kc, p + j0, ldp, yw.p, yw.ld, c, ldc, j0 > 0)) continue;
-      detail::gemm_rowmajor<A>(false, false, m, d, kc, alpha, p + j0, ldp, yw.p, yw.ld, A(j0 > 0), c, ldc);
+      const bool acc = accumulate || j0 > 0;
+      if (alpha == A(1) && detail::xsmm_gemm(m, d, kc, p + j0, ldp, yw.p, yw.ld, c, ldc, acc)) continue;
+      detail::gemm_rowmajor<A>(false, false, m, d, kc, alpha, p + j0, ldp, yw.p, yw.ld, A(acc), c, ldc);
     }
   }
 }
 
-// Scores of query rows [i0, i0 + br) against keys [0, nk): s = scale * Q K^T + bias, causal mask applied.
+// Scores of query rows [i0, i0 + br) against keys [j0, j0 + nk): s = scale * Q K^T + bias, causal mask
+// applied (key j0 + j is masked for query row i0 + r when j0 + j > i0 + r).
 template <typename T, typename A = acc_t<T>>
 void scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t br, int64_t nk, Panel<A> q, A* s,
-            int64_t lds, A* scratch) {
-  times_keys_t<T>(br, nk, a.head_dim, static_cast<A>(a.scale), q, hd.k, a.k.row_stride, s, lds, scratch);
+            int64_t lds, A* scratch, int64_t j0 = 0) {
+  times_keys_t<T>(br, nk, a.head_dim, static_cast<A>(a.scale), q, hd.k + j0 * a.k.row_stride, a.k.row_stride, s, lds,
+                  scratch);
   const A neg_inf = -std::numeric_limits<A>::infinity();
   for (int64_t r = 0; r < br; ++r) {
     A* row = s + r * lds;
     if (hd.bias != nullptr) {
-      const T* brow = hd.bias + (i0 + r) * a.bias_row_stride;
+      const T* brow = hd.bias + (i0 + r) * a.bias_row_stride + j0 * a.bias_col_stride;
       for (int64_t j = 0; j < nk; ++j) row[j] += detail::load_as<A>(brow[j * a.bias_col_stride]);
     }
     if (a.causal) {
-      for (int64_t j = i0 + r + 1; j < nk; ++j) row[j] = neg_inf;
+      for (int64_t j = std::max<int64_t>(i0 + r + 1 - j0, 0); j < nk; ++j) row[j] = neg_inf;
     }
   }
 }
@@ -259,19 +265,40 @@ struct Traffic {
   uint64_t read = 0, write = 0, cube = 0, vector = 0;
 };
 
+// Keys per block of the forward's online softmax: a tile's score block is br x kKeyBlock, so query tiles stay
+// tall (64-80 rows in fp32 at any length) and K / V are read (and, for 16-bit, widened) once per tile.
+constexpr int64_t kKeyBlock = 512;
+
+// The forward, flash-style: a tile of query rows walks the visible keys in blocks, keeping per row the running
+// max m, the running sum l of exp(s - m) and the output accumulator O (rescaled by exp(m_old - m_new) when the
+// max grows); dropout scales the kept probabilities after the sum, so l is the softmax's own denominator.
+// Finally O / l is rounded once into the output and lse = m + log(l).
 template <typename T>
 void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockContext& ctx, Traffic& tr) {
   using A = acc_t<T>;
   const Head<T> hd = head_of<T>(a, unit);
   const int64_t S = a.kv_len, E = a.head_dim, Ev = a.v_dim;
-  const int64_t br_max = tile_rows(a, ctx.ub_bytes, sizeof(A), ub_plan(kWidened<T>, false, S, E, Ev));
-  A* s = static_cast<A*>(ctx.ub);     // br x S scores, then probabilities
-  A* qw = s + br_max * S;             // 16-bit: br x E widened Q rows
-  A* oacc = qw + br_max * E;          // 16-bit: br x Ev float32 output
-  A* chunk = oacc + br_max * Ev;      // 16-bit: kKeyChunk widened K or V rows
+  // UB: per query row a block of scores, O, m and l (and for 16-bit the widened Q row); the K / V chunk once.
+  const int64_t avail = static_cast<int64_t>(ctx.ub_bytes / sizeof(A)) -
+                        (kWidened<T> ? kKeyChunk * std::max(E, Ev) : 0);
+  const int64_t row_fixed = Ev + 2 + (kWidened<T> ? E : 0);
+  const int64_t bk = std::min<int64_t>({std::max<int64_t>(S, 1), kKeyBlock, avail - row_fixed});
+  if (bk < 1) {
+    throw npu_sim::KernelError("attention: head dims " + std::to_string(E) + " / " + std::to_string(Ev) +
+                               " leave no room for a score block in the " + std::to_string(ctx.ub_bytes) +
+                               "-byte Unified Buffer");
+  }
+  const int64_t br_max = std::max<int64_t>(1, std::min<int64_t>({avail / (bk + row_fixed), a.q_len, 256}));
+  A* s = static_cast<A*>(ctx.ub);     // br x bk scores, then probabilities
+  A* oacc = s + br_max * bk;          // br x Ev output accumulator
+  A* m = oacc + br_max * Ev;          // br running maxima
+  A* l = m + br_max;                  // br running sums
+  A* qw = l + br_max;                 // 16-bit: br x E widened Q rows
+  A* chunk = qw + (kWidened<T> ? br_max * E : 0);  // 16-bit: kKeyChunk widened K or V rows
   const A neg_inf = -std::numeric_limits<A>::infinity();
   const Dropout drop = dropout_of(a);
   const uint64_t es = sizeof(T), lse_es = hd.lse != nullptr ? sizeof(A) : 0;
+  const int64_t ldo = std::max<int64_t>(Ev, 1);
   for (int64_t i0 = 0; i0 < a.q_len; i0 += br_max) {
     const int64_t br = std::min(br_max, a.q_len - i0), nk = visible_keys(a, i0, br);
     T* out = hd.out + i0 * a.out.row_stride;
@@ -282,33 +309,44 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
       continue;
     }
     const Panel<A> q = widen(hd.q + i0 * a.q.row_stride, br, E, a.q.row_stride, qw);
-    scores(a, hd, i0, br, nk, q, s, S, chunk);
-    for (int64_t r = 0; r < br; ++r) {
-      A* row = s + r * S;
-      const A m = row_max(row, nk);
-      if (m == neg_inf) {  // every key masked: probabilities 0, as torch's math path
-        std::fill(row, row + nk, A(0));
-        if (hd.lse != nullptr) hd.lse[i0 + r] = neg_inf;
-        continue;
+    std::fill(m, m + br, neg_inf);
+    std::fill(l, l + br, A(0));
+    std::fill(oacc, oacc + br * ldo, A(0));
+    for (int64_t j0 = 0; j0 < nk; j0 += bk) {
+      const int64_t kc = std::min(bk, nk - j0);
+      scores(a, hd, i0, br, kc, q, s, bk, chunk, j0);
+      for (int64_t r = 0; r < br; ++r) {
+        A* row = s + r * bk;
+        const A m_new = std::max(m[r], row_max(row, kc));
+        if (m_new == neg_inf) {  // every key so far masked: nothing to add
+          std::fill(row, row + kc, A(0));
+          continue;
+        }
+        const A sum = exp_sum(row, kc, m_new);
+        if (m_new != m[r]) {  // the max grew: rescale what was accumulated under the old one
+          const A corr = m[r] == neg_inf ? A(0) : std::exp(m[r] - m_new);
+          l[r] *= corr;
+          A* o = oacc + r * ldo;
+          for (int64_t c = 0; c < Ev; ++c) o[c] *= corr;
+          m[r] = m_new;
+        }
+        l[r] += sum;
+        if (drop.on) {  // dropout after the sum: kept values scaled by 1 / keep_prob
+          const A inv_keep = static_cast<A>(drop.inv_keep);
+          const uint64_t n0 = row_counter(a, unit, i0 + r) + static_cast<uint64_t>(j0);
+          for (int64_t j = 0; j < kc; ++j) row[j] *= drop.kept(n0 + j) ? inv_keep : A(0);
+        }
       }
-      const A sum = exp_sum(row, nk, m);
-      const A inv = A(1) / sum;
-      if (drop.on) {  // softmax, then dropout: kept values scaled by 1 / keep_prob
-        const A kept_scale = inv * static_cast<A>(drop.inv_keep);
-        const uint64_t n0 = row_counter(a, unit, i0 + r);
-        for (int64_t j = 0; j < nk; ++j) row[j] *= drop.kept(n0 + j) ? kept_scale : A(0);
-      } else {
-        for (int64_t j = 0; j < nk; ++j) row[j] *= inv;
-      }
-      if (hd.lse != nullptr) hd.lse[i0 + r] = m + std::log(sum);
+      keys_times<T>(br, kc, Ev, A(1), s, bk, hd.v + j0 * a.v.row_stride, a.v.row_stride, oacc, ldo, chunk,
+                    /*accumulate=*/true);
     }
-    if constexpr (kWidened<T>) {
-      const int64_t ldo = std::max<int64_t>(Ev, 1);
-      keys_times<T>(br, nk, Ev, A(1), s, S, hd.v, a.v.row_stride, oacc, ldo, chunk);
-      store_rows(out, a.out.row_stride, oacc, ldo, br, Ev);
-    } else {
-      keys_times<T>(br, nk, Ev, A(1), s, S, hd.v, a.v.row_stride, out, a.out.row_stride, chunk);
+    for (int64_t r = 0; r < br; ++r) {  // O / l; a row that saw no unmasked key stays 0, as torch's math path
+      A* o = oacc + r * ldo;
+      const A inv = m[r] == neg_inf ? A(0) : A(1) / l[r];
+      for (int64_t c = 0; c < Ev; ++c) o[c] *= inv;
+      if (hd.lse != nullptr) hd.lse[i0 + r] = m[r] == neg_inf ? neg_inf : m[r] + std::log(l[r]);
     }
+    store_rows(out, a.out.row_stride, oacc, ldo, br, Ev);
     const uint64_t cells = static_cast<uint64_t>(br) * nk;
     tr.read += es * (br * E + nk * (E + Ev) + (hd.bias != nullptr ? br * nk : 0));
     tr.cube += 2 * cells * (E + Ev);

@@ -223,6 +223,17 @@ TEST(KernelsAttention, ManyQueryTilesPerHead) {
   run<float>({1, 1, 600, 900, 4, 4, true, false});
 }
 
+TEST(KernelsAttention, SeveralKeyBlocksPerTile) {
+  // Keys in blocks of 512 with the online softmax: 1100 keys take three blocks; a bias with a fully masked row
+  // (row 1: -inf in every block), rows whose max grows in a later block, causal rows that stop mid-block,
+  // dropout across blocks, 16-bit operands.
+  run<float>({1, 2, 70, 1100, 8, 8, false, true});
+  run<float>({1, 1, 700, 1100, 8, 4, true, true});
+  run<double>({1, 1, 30, 1030, 4, 4, false, true, 0.8, 12, 3});
+  run<BFloat16>({1, 1, 600, 1030, 8, 8, true, true, 0.7, 11, 5});
+  run<Half>({1, 1, 33, 1100, 16, 8, false, false});
+}
+
 TEST(KernelsAttention, TwoStreamsConcurrently) {
   npu_sim::Stream s1 = nullptr, s2 = nullptr;
   ASSERT_OK(npu_sim::stream_create(0, &s1));

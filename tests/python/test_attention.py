@@ -37,6 +37,8 @@ CASES = [  # B, H, L, S, E, Ev, causal
     (1, 2, 10, 23, 16, 5, True),   # fewer queries than keys (top-left causal)
     (1, 2, 23, 10, 16, 5, True),   # rows past the last key see every key
     (1, 2, 300, 300, 32, 32, True),  # several query tiles per head
+    (1, 2, 130, 1100, 16, 8, False),  # several key blocks per tile (online softmax)
+    (1, 1, 600, 1100, 16, 16, True),
     (3, 1, 1, 9, 4, 4, False),
 ]
 
