@@ -36,9 +36,10 @@ def cases(device, dtype):
 
     out = []
     if dtype == torch.float32:
-        x, w, b = r(1024, 1024), r(1024, 1024, scale=1 / 32), r(1024)
-        out.append(("LinearAddGelu 1024^3", lambda: ops.npu_linear_add_gelu(x, w, b),
-                    lambda: F.gelu(torch.mm(x, w) + b), None))
+        # names of their own: the lambdas read their variables when called, after `x` below is rebound
+        xl, wl, bl = r(1024, 1024), r(1024, 1024, scale=1 / 32), r(1024)
+        out.append(("LinearAddGelu 1024^3", lambda: ops.npu_linear_add_gelu(xl, wl, bl),
+                    lambda: F.gelu(torch.mm(xl, wl) + bl), None))
     x, gamma = r(8192, 1024), r(1024)
     out.append(("RMSNorm 8192x1024", lambda: ops.npu_rms_norm(x, gamma)[0], lambda: rms_norm_ref(x, gamma),
                 [x, gamma]))

@@ -66,6 +66,8 @@ void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int
       } else {
         for (int64_t j = 0; j < run; ++j) o[j] = convert<D>(x[j]);
       }
+    } else if (so == 1 && si == 0) {  // a broadcast source (autograd's expanded gradients): one value per run
+      std::fill(o, o + run, convert<D>(*x));
     } else {
       for (int64_t j = 0; j < run; ++j) o[j * so] = convert<D>(x[j * si]);
     }
@@ -81,6 +83,8 @@ void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int
 bool transposes_last_two(const TensorDesc& dst, const TensorDesc& src) {
   const int nd = dst.ndim;
   if (nd < 2 || dst.sizes[nd - 1] < 8 || dst.sizes[nd - 2] < 8) return false;
+  // a broadcast dim (stride 0: an expanded column, say) is no transpose; the walker fills its runs
+  if (src.strides[nd - 1] == 0 || src.strides[nd - 2] == 0) return false;
   const bool d_rows = dst.strides[nd - 1] == 1, d_cols = dst.strides[nd - 2] == 1;
   const bool s_rows = src.strides[nd - 1] == 1, s_cols = src.strides[nd - 2] == 1;
   return (d_rows && s_cols && !s_rows) || (d_cols && s_rows && !d_rows);

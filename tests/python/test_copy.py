@@ -87,6 +87,20 @@ def test_broadcasting_copy_and_expand():
         torch.empty(3, device="npu").copy_(torch.ones(2, 3))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int32])
+@pytest.mark.parametrize("src_shape", [(), (37,), (41, 1), (3, 1, 37)], ids=["scalar", "row", "column", "batched"])
+def test_expanded_sources_cast_and_copy(src_shape, dtype):
+    # autograd's expanded gradients (sum's backward), cast on the way: a stride-0 inner dim is a fill per run,
+    # a stride-0 column no transpose (both took the slow per-element paths: 20x CPU)
+    src = torch.randn(src_shape) * 100
+    want = src.expand(3, 41, 37).to(dtype)
+    got = src.npu().expand(3, 41, 37).to(dtype).contiguous()
+    assert torch.equal(got.cpu(), want)
+    dst = torch.empty(3, 41, 37, dtype=dtype, device="npu").transpose(1, 2)  # a strided destination
+    dst.copy_(src.npu().expand(3, 41, 37).transpose(1, 2))
+    assert torch.equal(dst.cpu(), want.transpose(1, 2))
+
+
 def test_overlapping_self_copy():
     x = torch.arange(10.0)
     n = x.npu()
