@@ -483,6 +483,11 @@ std::tuple<T, T, T> NF::native_batch_norm(const T& input, const std::optional<T>
   if (training) {  // the running stats were updated in place unless they needed a converted copy
     if (has_rm && !rm.is_same(*running_mean)) const_cast<T&>(*running_mean).copy_(rm);
     if (has_rv && !rv.is_same(*running_var)) const_cast<T&>(*running_var).copy_(rv);
+  } else {
+    // Evaluation: CUDA returns the statistics it normalised with, [C] (CPU returns empty tensors). So do ATen's
+    // decomposition for non-CPU devices and the meta function, which torch.compile's graphs follow.
+    save_mean = rm.clone();
+    save_invstd = rv.add(eps).rsqrt_();
   }
   return {y, save_mean, save_invstd};
 }

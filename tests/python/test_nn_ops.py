@@ -209,6 +209,28 @@ def test_batch_norm(dtype, training):
     no_fallback("batch_norm")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_batch_norm_eval_returns_the_statistics_it_used(dtype):
+    # CUDA semantics (CPU returns empty tensors): in evaluation the saved statistics are the running mean and
+    # 1 / sqrt(running_var + eps), [C] in float32, as ATen's decomposition and meta function for non-CPU devices
+    # (what torch.compile's graphs return); a copy, not the running mean itself
+    x, rm, rv = rand(4, 3, 5, dtype=dtype, seed=15), rand(3, seed=16), rand(3, seed=17).abs() + 0.5
+    rm_n = rm.npu()
+    y, mean, invstd = torch.native_batch_norm(x.npu(), None, None, rm_n, rv.npu(), False, 0.1, 1e-3)
+    same(y, torch.native_batch_norm(x, None, None, rm.to(dtype), rv.to(dtype), False, 0.1, 1e-3)[0],
+         **(dict(rtol=2e-2, atol=2e-2) if dtype == torch.bfloat16 else {}))
+    assert mean.dtype == invstd.dtype == torch.float32 and mean.shape == invstd.shape == (3,)
+    assert torch.equal(mean.cpu(), rm)
+    torch.testing.assert_close(invstd.cpu(), (rv + 1e-3).rsqrt())
+    mean.add_(1)
+    assert torch.equal(rm_n.cpu(), rm)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        fake = torch.native_batch_norm(torch.empty(4, 3, 5, device="npu"), None, None, torch.empty(3, device="npu"),
+                                       torch.empty(3, device="npu"), False, 0.1, 1e-3)
+    assert [tuple(t.shape) for t in fake] == [tuple(t.shape) for t in (y, mean, invstd)]
+
+
 def test_batch_norm_module_2d_and_1d():
     for shape, mod in (((8, 4, 3, 3), torch.nn.BatchNorm2d(4)), ((8, 4), torch.nn.BatchNorm1d(4))):
         x = rand(*shape, seed=15)
