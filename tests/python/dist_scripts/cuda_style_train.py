@@ -53,6 +53,11 @@ if on_gpu:
     scaler = torch.cuda.amp.GradScaler()
     assert scaler.is_enabled() and scaler._device == "npu"
 checksum = sum(float(p.detach().double().sum()) for p in model.parameters())
-print(json.dumps({"rank": rank, "losses": losses, "checksum": checksum}))
+print(json.dumps({"rank": rank, "losses": losses, "checksum": checksum}), flush=True)
 if world > 1:
     dist.destroy_process_group()
+    if not on_gpu:
+        # The CPU oracle skips the interpreter's teardown, where PyTorch's gloo threads occasionally abort the
+        # process ("terminate called without an active exception", 1 of ~20 full runs here). The npu run keeps
+        # its whole teardown, and the test checks that it exits cleanly.
+        os._exit(0)
