@@ -2,7 +2,8 @@
 // the keys in blocks (online softmax, the score block and an fp32 output accumulator in the core's Unified
 // Buffer); the backward keeps a tile's whole Br x S score matrix there. The products are Cube GEMMs on the
 // strided operands, the softmax runs on the tile in place. The backward recomputes each tile's
-// probabilities from the forward's log-sum-exp and accumulates dK, dV over the tiles of its head (so heads never share outputs).
+// probabilities from the forward's log-sum-exp and accumulates dK, dV over the tiles of its head (so heads
+// never share outputs).
 // float16 / bfloat16 operands are widened to float32 tile by tile (Q / dO rows of the tile, K / V rows in
 // chunks of kKeyChunk keys) into the UB next to the scores, everything accumulates in float32 and each
 // output is rounded once; float32 / float64 read their operands in place, as before. Dropout keeps a

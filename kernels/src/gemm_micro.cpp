@@ -8,7 +8,7 @@
 // threaded build locks its buffer allocator, so AI-core threads may call it at once (Debian's serial
 // build gives silently wrong results under concurrent calls). Without OpenBLAS (or with
 // NPU_SIM_GEMM_BLAS=0) the portable loop below is used. The fp32 micro-kernel on dense tiles asks libxsmm
-// first (src/xsmm_micro.cpp): JIT kernels for small products, 1.06-2x OpenBLAS on the tiles (bench_tile).
+// first (src/xsmm_micro.cpp): JIT kernels for small products, 1.06-2x OpenBLAS on the tiles (docs/benchmarks.md).
 #include <dlfcn.h>
 
 #include <cstdlib>

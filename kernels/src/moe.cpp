@@ -387,7 +387,9 @@ npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulA
         }
         const auto mn = static_cast<uint64_t>(cost), k = static_cast<uint64_t>(K);
         if (small) {  // Cube tiles of min(mc, 128) x 128: each reads its rows of x and its columns of w in full
-          const auto tiles = [](int64_t len) { return static_cast<uint64_t>((len + 127) / 128); };
+          const auto tiles = [](int64_t len) {
+            return (static_cast<uint64_t>(len) + detail::kCubeTile - 1) / detail::kCubeTile;
+          };
           read += sizeof(T) * k * (tiles(mc) * static_cast<uint64_t>(nc) + tiles(nc) * static_cast<uint64_t>(mc));
         } else {
           read += sizeof(T) * (2 * mn * k / detail::kCubeTile);

@@ -54,8 +54,9 @@ bool xsmm_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
     if (fn == nullptr) fn = libxsmm_smmdispatch(M, N, K, &LDA, &LDB, &LDC, &alpha, &beta, nullptr, nullptr);
     if (fn == nullptr) {
       if (j0 == 0) return false;  // nothing done yet: the caller takes another micro-kernel
-      throw npu_sim::KernelError("libxsmm has no kernel for a " + std::to_string(m) + " x " + std::to_string(w) +
-                                 " x " + std::to_string(k) + " product");
+      // the tail panel alone has no kernel: BLAS (or the portable loop) finishes it
+      gemm_rowmajor<float>(false, false, m, w, k, 1.0f, a, lda, b + j0, ldb, beta, c + j0, ldc);
+      continue;
     }
     if (w == kPanel) full = fn;
     fn(b + j0, a, c + j0);
