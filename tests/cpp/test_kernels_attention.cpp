@@ -234,6 +234,13 @@ TEST(KernelsAttention, SeveralKeyBlocksPerTile) {
   run<Half>({1, 1, 33, 1100, 16, 8, false, false});
 }
 
+TEST(KernelsAttention, NoKeysWithHeadDimsFillingTheUb) {
+  // bf16 head dims of 768: the widened K / V chunk alone fills the 192 KiB UB, so only kv_len 0 is accepted;
+  // it gives zero outputs, -inf lse and zero gradients (no score block is needed, none may be asked for)
+  run<BFloat16>({1, 1, 3, 0, 768, 768, false, false});
+  run<float>({1, 2, 4, 0, 8, 8, true, false});
+}
+
 TEST(KernelsAttention, TwoStreamsConcurrently) {
   npu_sim::Stream s1 = nullptr, s2 = nullptr;
   ASSERT_OK(npu_sim::stream_create(0, &s1));

@@ -408,7 +408,6 @@ def test_random_ops_compile_with_their_distributions():
     assert ((kept == 0) | torch.isclose(kept, scaled)).all()
 
 
-
 # --- the launcher of generated kernels, directly ----------------------------------------------------------
 
 _SCALE_SRC = '''
