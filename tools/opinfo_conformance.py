@@ -54,10 +54,6 @@ GAUGE_OPS = {"linalg.eigh": eigenvector_phase_fixed}
 # Why an aten op still runs on the CPU fallback: (substring of the aten op's name, reason). The first match wins;
 # an op matching none is reported as "no npu kernel yet".
 FALLBACK_REASONS = (
-    ("special_", "special function: no npu kernel yet (the special-function family is still to do)"),
-    ("polygamma", "special function: no npu kernel yet (digamma and lgamma are native)"),
-    ("igamma", "special function: no npu kernel yet"),
-    ("i0.out", "special function: no npu kernel yet"),
     ("linalg_matrix_exp", "libtorch's matrix_exp indexes a CPU tensor with device masks on any non-CUDA device"),
     ("aten::norm.out", "the legacy torch.norm out overload is not registered (linalg_vector_norm is native)"),
     ("upsample_", "interpolation mode not implemented (the resampling kernel has nearest and (bi)linear)"),

@@ -22,7 +22,6 @@
 #include <ATen/ops/sub.h>
 #include <ATen/ops/round_meta.h>
 #include <ATen/ops/polygamma_meta.h>
-#include <ATen/ops/polygamma.h>
 #include <torch/library.h>
 
 #include "aten/pointwise.h"
@@ -311,19 +310,21 @@ T NF::pow(const S& base, const T& e) {
   return structured_functional<at::meta::structured_pow_Scalar>(scalar_base_pow(base, e), base, e);
 }
 
-// polygamma: n = 0 (digamma) and n = 1 (trigamma, digamma's gradient) are native; higher orders run on
-// the CPU, recorded and warned about like any fallback.
+// polygamma: n = 0 is digamma, n = 1 trigamma (digamma's gradient), higher orders the special-function kernel.
+namespace {
+auto polygamma_kernel(int64_t n) {
+  npu_kernels::PointwiseParams p;
+  p.i = n;
+  return unary_kernel(n == 0 ? UnaryOp::kDigamma : (n == 1 ? UnaryOp::kTrigamma : UnaryOp::kPolygamma), p);
+}
+}  // namespace
+
 T& NF::polygamma_out(int64_t n, const T& self, T& out) {
-  if (n == 0 || n == 1) {
-    const UnaryOp op = n == 0 ? UnaryOp::kDigamma : UnaryOp::kTrigamma;
-    return structured_out<at::meta::structured_polygamma>(unary_kernel(op), out, n, self);
-  }
-  return structured_out<at::meta::structured_polygamma>(
-      [&](at::TensorIteratorBase& it) {
-        note_cpu_fallback("aten::polygamma.out");
-        at::Tensor(it.output()).copy_(at::polygamma(n, self.cpu()));
-      },
-      out, n, self);
+  return structured_out<at::meta::structured_polygamma>(polygamma_kernel(n), out, n, self);
+}
+
+T NF::polygamma(int64_t n, const T& self) {
+  return structured_functional<at::meta::structured_polygamma>(polygamma_kernel(n), n, self);
 }
 
 // activations with parameters

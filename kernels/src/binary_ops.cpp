@@ -16,7 +16,12 @@ const char* op_name(BinaryOp op) {
       "silu_backward", "leaky_relu_backward", "elu_backward", "hardswish_backward", "hardsigmoid_backward",
       "softplus_backward", "hardtanh_backward", "mish_backward", "log_sigmoid_backward", "threshold", "lerp", "heaviside",
       "logaddexp", "logaddexp2", "logit_backward", "hardshrink_backward", "softshrink_backward", "prelu",
-      "prelu_backward_weight", "glu"};
+      "prelu_backward_weight", "glu", "special_xlog1py", "igamma", "igammac", "special_zeta",
+      "special_chebyshev_polynomial_t", "special_chebyshev_polynomial_u", "special_chebyshev_polynomial_v",
+      "special_chebyshev_polynomial_w", "special_shifted_chebyshev_polynomial_t",
+      "special_shifted_chebyshev_polynomial_u", "special_shifted_chebyshev_polynomial_v",
+      "special_shifted_chebyshev_polynomial_w", "special_hermite_polynomial_h", "special_hermite_polynomial_he",
+      "special_laguerre_polynomial_l", "special_legendre_polynomial_p"};
   return names[static_cast<int>(op)];
 }
 
@@ -274,6 +279,7 @@ npu_sim::Status complex_arithmetic(npu_sim::Stream s, BinaryOp op, const Element
 }  // namespace
 
 npu_sim::Status binary(npu_sim::Stream stream, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  if (is_special(op)) return detail::special_binary(stream, op, it, p);
   if (it.in_dtype == DType::kComplex64 && it.out_dtype == DType::kComplex64)
     return complex_arithmetic<std::complex<float>>(stream, op, it, p);
   if (it.in_dtype == DType::kComplex128 && it.out_dtype == DType::kComplex128)

@@ -29,4 +29,8 @@ NPU_VEC_INLINE C softplus(C x, C beta, C threshold) {
 npu_sim::Status unary_predicate(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it);
 npu_sim::Status binary_predicate(npu_sim::Stream s, BinaryOp op, const ElementwiseIter& it);
 
+// The special functions (special_ops.cpp).
+npu_sim::Status special_unary(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
+npu_sim::Status special_binary(npu_sim::Stream s, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
+
 }  // namespace npu_kernels::detail

@@ -18,7 +18,11 @@ const char* op_name(UnaryOp op) {
       "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "log_sigmoid", "erf",
       "erfc", "gelu", "gelu_tanh", "silu", "mish", "softplus", "leaky_relu", "elu", "hardswish", "hardsigmoid",
       "nan_to_num", "pow_scalar", "round_decimals", "lgamma", "digamma", "sinc", "logit", "relu6", "celu_selu", "hardshrink", "softshrink", "erfinv",
-      "trigamma"};
+      "trigamma", "i0", "special_i0e", "special_i1", "special_i1e", "special_entr", "polygamma",
+      "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
+      "special_modified_bessel_k1", "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
+      "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
+      "special_spherical_bessel_j0", "special_airy_ai", "special_erfcx", "special_log_ndtr", "special_ndtri"};
   return names[static_cast<int>(op)];
 }
 
@@ -192,6 +196,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
 }  // namespace
 
 npu_sim::Status unary(npu_sim::Stream stream, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  if (is_special(op)) return detail::special_unary(stream, op, it, p);
   return detail::dispatch_real(it.in_dtype, [&](auto tag) {
     using In = decltype(tag);
     if (is_predicate(op)) return detail::unary_predicate(stream, op, it);

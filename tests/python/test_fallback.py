@@ -16,13 +16,13 @@ def test_functional_inplace_out_and_lists_match_cpu():
     g = torch.Generator().manual_seed(0)
     a, b = torch.rand(4, 5, generator=g), torch.rand(4, 5, generator=g)
     na, nb = a.npu(), b.npu()
-    assert torch.allclose(torch.special.bessel_j0(na).cpu(), torch.special.bessel_j0(a))
+    assert torch.equal(torch.nextafter(na, nb).cpu(), torch.nextafter(a, b))
     x = na.clone()
-    x.i0_()
-    assert torch.allclose(x.cpu(), torch.i0(a))
+    x.nextafter_(nb)
+    assert torch.equal(x.cpu(), torch.nextafter(a, b))
     out = torch.empty(0, device="npu")  # out= with a resize
-    torch.special.bessel_j1(na, out=out)
-    assert out.shape == (4, 5) and torch.allclose(out.cpu(), torch.special.bessel_j1(a))
+    torch.nextafter(nb, na, out=out)
+    assert out.shape == (4, 5) and torch.equal(out.cpu(), torch.nextafter(b, a))
     lst = torch._foreach_lgamma([na, nb])
     assert all(t.is_npu for t in lst)
     assert torch.allclose(lst[1].cpu(), torch.lgamma(b))
@@ -30,7 +30,7 @@ def test_functional_inplace_out_and_lists_match_cpu():
     ref_m, ref_e = torch.frexp(a)
     assert mantissa.is_npu and exponent.is_npu
     assert torch.equal(mantissa.cpu(), ref_m) and torch.equal(exponent.cpu(), ref_e)
-    assert (torch.special.bessel_j0(na) * torch.tensor(2.0)).is_npu  # CPU zero-dim tensors are scalars
+    assert (torch.nextafter(na, nb) * torch.tensor(2.0)).is_npu  # CPU zero-dim tensors are scalars
 
 
 def test_warns_once_per_op_in_torch_npu_wording():
@@ -38,14 +38,14 @@ def test_warns_once_per_op_in_torch_npu_wording():
     x = torch.ones(3, device="npu")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        torch.special.bessel_j0(x)
-        torch.special.bessel_j0(x)
-        torch.special.bessel_j0(x)
+        torch.nextafter(x, x)
+        torch.nextafter(x, x)
+        torch.nextafter(x, x)
     msgs = [str(w.message) for w in caught if WORDING in str(w.message)]
     assert len(msgs) == 1
-    assert msgs[0].startswith("The operator 'aten::special_bessel_j0")
+    assert msgs[0].startswith("The operator 'aten::nextafter")
     ops = torch_npu_sim.fallback_ops()
-    assert sum(n for op, n in ops.items() if op.startswith("aten::special_bessel_j0")) == 3
+    assert sum(n for op, n in ops.items() if op.startswith("aten::nextafter")) == 3
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
@@ -95,7 +95,7 @@ def test_fallback_disabled_is_an_error_naming_the_op(fresh_python):
         x = torch.ones(3, device="npu")
         y = x.to(torch.float64)          # native ops keep working
         try:
-            torch.special.bessel_j0(x)
+            torch.nextafter(x, x)
         except NotImplementedError as e:
             print("NotImplementedError:", str(e).splitlines()[0])
         try:
@@ -104,7 +104,7 @@ def test_fallback_disabled_is_an_error_naming_the_op(fresh_python):
             print("NotImplementedError:", str(e).splitlines()[0])
     """, env={"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"})
     assert r.returncode == 0, r.stderr
-    assert "NotImplementedError: The operator 'aten::special_bessel_j0" in r.stdout
+    assert "NotImplementedError: The operator 'aten::nextafter" in r.stdout
     assert "NotImplementedError: The operator 'aten::exp' is not currently implemented" in r.stdout
     assert "TORCH_NPU_FALLBACK_CPU_DISABLE=1" in r.stdout
 

@@ -236,6 +236,12 @@ CUDA_SEMANTICS = {
 }
 
 
+# CPU's float64 kernels of these evaluate single-precision-grade rational approximations (up to 1.3e-6 off,
+# measured against mpmath in test_special.py); npu's libstdc++ functions are within 1e-13: 100x the tolerance.
+CPU_COARSE_FLOAT64 = {"special.bessel_j0", "special.bessel_j1", "special.bessel_y0", "special.bessel_y1",
+                      "special.airy_ai"}
+
+
 def dtype_kind(dtype):
     if dtype.is_complex:
         return "complex"
@@ -390,7 +396,9 @@ def _compare_or_raise(op, dtype, s, got, ref, shape_only):
             if isinstance(r, torch.Tensor) and (g.shape != r.shape or g.dtype != r.dtype):
                 raise AssertionError(f"shape/dtype {tuple(g.shape)}/{g.dtype} != CPU {tuple(r.shape)}/{r.dtype}")
         return
-    op_sweep.compare_values(got, ref, check_strides=op_sweep.is_elementwise(op), skip_index_outputs=skip_idx)
+    tol_scale = 100.0 if dtype == torch.float64 and full_name(op) in CPU_COARSE_FLOAT64 else 1.0
+    op_sweep.compare_values(got, ref, check_strides=op_sweep.is_elementwise(op), tol_scale=tol_scale,
+                            skip_index_outputs=skip_idx)
 
 
 def _contiguous_reference(op, s):

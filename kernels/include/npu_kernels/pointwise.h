@@ -18,6 +18,13 @@ enum class UnaryOp {
   kLgamma, kDigamma, kSinc, kLogit, kRelu6, kCeluSelu,
   kHardshrink, kSoftshrink,  // a: lambda
   kErfinv, kTrigamma,
+  // special functions (special_ops.cpp), computed in double; float16/bfloat16 too
+  kI0, kI0e, kI1, kI1e, kEntr,
+  kPolygamma,  // i: the order n >= 2 (0 and 1 are kDigamma and kTrigamma)
+  // special functions, float32/float64 only (as ATen's CPU and CUDA kernels)
+  kModifiedBesselI0, kModifiedBesselI1, kModifiedBesselK0, kModifiedBesselK1, kScaledModifiedBesselK0,
+  kScaledModifiedBesselK1, kBesselJ0, kBesselJ1, kBesselY0, kBesselY1, kSphericalBesselJ0, kAiryAi, kErfcx,
+  kLogNdtr, kNdtri,
 };
 
 enum class BinaryOp {
@@ -39,6 +46,11 @@ enum class BinaryOp {
   kPrelu,               // (x, weight)
   kPreluGradWeight,     // (x, grad): the unreduced weight gradient
   kGlu,                 // (first half, second half): a * sigmoid(b)
+  // special functions (special_ops.cpp), computed in double; float16/bfloat16 too
+  kXlog1py, kIgamma, kIgammac,
+  // special functions, float32/float64 only: zeta(x, q) and the polynomials (x, n)
+  kZeta, kChebyshevT, kChebyshevU, kChebyshevV, kChebyshevW, kShiftedChebyshevT, kShiftedChebyshevU,
+  kShiftedChebyshevV, kShiftedChebyshevW, kHermiteH, kHermiteHe, kLaguerreL, kLegendreP,
 };
 
 enum class TernaryOp {
@@ -66,5 +78,7 @@ npu_sim::Status ternary(npu_sim::Stream stream, TernaryOp op, const ElementwiseI
 bool is_predicate(UnaryOp op);   // output is bool
 bool is_predicate(BinaryOp op);  // comparisons and logical ops: output is bool
 bool is_float_only(UnaryOp op);
+bool is_special(UnaryOp op);  // the special functions, run by special_ops.cpp
+bool is_special(BinaryOp op);
 
 }  // namespace npu_kernels

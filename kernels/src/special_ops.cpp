@@ -1,0 +1,121 @@
+// The special-function ops of the pointwise catalogue over the elementwise engine: each element is widened to
+// double, evaluated by special_functions.cpp and rounded once into the output dtype.
+#include "pointwise_common.h"
+#include "special_functions.h"
+
+namespace npu_kernels {
+
+bool is_special(UnaryOp op) { return static_cast<int>(op) >= static_cast<int>(UnaryOp::kI0); }
+bool is_special(BinaryOp op) { return static_cast<int>(op) >= static_cast<int>(BinaryOp::kXlog1py); }
+
+namespace detail {
+namespace {
+
+bool takes_16_bit(UnaryOp op) { return static_cast<int>(op) < static_cast<int>(UnaryOp::kModifiedBesselI0); }
+bool takes_16_bit(BinaryOp op) { return static_cast<int>(op) < static_cast<int>(BinaryOp::kZeta); }
+
+// Calls f(In{}) for the floating dtypes the op has a kernel for; kInvalidValue (the adapter's "no npu kernel
+// for dtype") for the others: integer inputs arrive promoted by ATen's meta functions.
+template <typename F>
+npu_sim::Status dispatch_floating(DType t, bool sixteen_bit, F&& f) {
+  switch (t) {
+    case DType::kFloat32: return f(float{});
+    case DType::kFloat64: return f(double{});
+    case DType::kFloat16: return sixteen_bit ? f(Half{}) : npu_sim::Status::kInvalidValue;
+    case DType::kBFloat16: return sixteen_bit ? f(BFloat16{}) : npu_sim::Status::kInvalidValue;
+    default: return npu_sim::Status::kInvalidValue;
+  }
+}
+
+double (*unary_function(UnaryOp op))(double) {
+  switch (op) {
+    case UnaryOp::kI0:
+    case UnaryOp::kModifiedBesselI0: return modified_bessel_i0;
+    case UnaryOp::kI1:
+    case UnaryOp::kModifiedBesselI1: return modified_bessel_i1;
+    case UnaryOp::kI0e: return modified_bessel_i0e;
+    case UnaryOp::kI1e: return modified_bessel_i1e;
+    case UnaryOp::kEntr: return entr;
+    case UnaryOp::kModifiedBesselK0: return modified_bessel_k0;
+    case UnaryOp::kModifiedBesselK1: return modified_bessel_k1;
+    case UnaryOp::kScaledModifiedBesselK0: return scaled_modified_bessel_k0;
+    case UnaryOp::kScaledModifiedBesselK1: return scaled_modified_bessel_k1;
+    case UnaryOp::kBesselJ0: return bessel_j0;
+    case UnaryOp::kBesselJ1: return bessel_j1;
+    case UnaryOp::kBesselY0: return bessel_y0;
+    case UnaryOp::kBesselY1: return bessel_y1;
+    case UnaryOp::kSphericalBesselJ0: return spherical_bessel_j0;
+    case UnaryOp::kAiryAi: return airy_ai;
+    case UnaryOp::kErfcx: return erfcx;
+    case UnaryOp::kLogNdtr: return log_ndtr;
+    case UnaryOp::kNdtri: return ndtri;
+    default: return nullptr;
+  }
+}
+
+struct PolynomialOf {
+  Polynomial kind;
+  bool shifted;
+};
+
+PolynomialOf polynomial_of(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kChebyshevT: return {Polynomial::kChebyshevT, false};
+    case BinaryOp::kChebyshevU: return {Polynomial::kChebyshevU, false};
+    case BinaryOp::kChebyshevV: return {Polynomial::kChebyshevV, false};
+    case BinaryOp::kChebyshevW: return {Polynomial::kChebyshevW, false};
+    case BinaryOp::kShiftedChebyshevT: return {Polynomial::kChebyshevT, true};
+    case BinaryOp::kShiftedChebyshevU: return {Polynomial::kChebyshevU, true};
+    case BinaryOp::kShiftedChebyshevV: return {Polynomial::kChebyshevV, true};
+    case BinaryOp::kShiftedChebyshevW: return {Polynomial::kChebyshevW, true};
+    case BinaryOp::kHermiteH: return {Polynomial::kHermiteH, false};
+    case BinaryOp::kHermiteHe: return {Polynomial::kHermiteHe, false};
+    case BinaryOp::kLaguerreL: return {Polynomial::kLaguerreL, false};
+    default: return {Polynomial::kLegendreP, false};
+  }
+}
+
+}  // namespace
+
+npu_sim::Status special_unary(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  return dispatch_floating(it.in_dtype, takes_16_bit(op), [&](auto tag) {
+    using In = decltype(tag);
+    using C = compute_t<In>;
+    auto go = [&](auto f) { return launch_elementwise<In, In, 1>(s, op_name(op), it, f); };
+    if (op == UnaryOp::kPolygamma) {
+      if (p.i < 2) return npu_sim::Status::kInvalidValue;
+      const int64_t n = p.i;
+      return go([n](C x) { return static_cast<C>(polygamma(n, static_cast<double>(x))); });
+    }
+    double (*fn)(double) = unary_function(op);
+    if (fn == nullptr) return npu_sim::Status::kInvalidValue;
+    return go([fn](C x) { return static_cast<C>(fn(static_cast<double>(x))); });
+  });
+}
+
+npu_sim::Status special_binary(npu_sim::Stream s, BinaryOp op, const ElementwiseIter& it, const PointwiseParams&) {
+  return dispatch_floating(it.in_dtype, takes_16_bit(op), [&](auto tag) {
+    using In = decltype(tag);
+    using C = compute_t<In>;
+    auto go = [&](auto f) { return launch_elementwise<In, In, 2>(s, op_name(op), it, f); };
+    auto of = [](double (*fn)(double, double)) {
+      return [fn](C x, C y) { return static_cast<C>(fn(static_cast<double>(x), static_cast<double>(y))); };
+    };
+    switch (op) {
+      case BinaryOp::kXlog1py: return go(of(xlog1py));
+      case BinaryOp::kIgamma: return go(of(igamma));
+      case BinaryOp::kIgammac: return go(of(igammac));
+      case BinaryOp::kZeta: return go(of(hurwitz_zeta));
+      default: {
+        const PolynomialOf poly = polynomial_of(op);
+        return go([poly](C x, C n) {
+          return static_cast<C>(
+              orthogonal_polynomial(poly.kind, static_cast<double>(x), static_cast<double>(n), poly.shifted));
+        });
+      }
+    }
+  });
+}
+
+}  // namespace detail
+}  // namespace npu_kernels
