@@ -20,6 +20,7 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/linalg_vector_norm_meta.h>
+#include <ATen/ops/norm_meta.h>
 #include <ATen/ops/max_meta.h>
 #include <ATen/ops/mean_meta.h>
 #include <ATen/ops/min_meta.h>
@@ -541,6 +542,36 @@ T& NF::linalg_vector_norm_out(const T& self, const c10::Scalar& ord, at::Optiona
                               std::optional<at::ScalarType> dtype, T& out) {
   auto m = meta_out<at::meta::structured_linalg_vector_norm>({out}, self, ord, dim, keepdim, dtype);
   return vector_norm_into(self, ord, dim, keepdim, dtype, out);
+}
+
+// The legacy aten::norm overloads (torch.nn.functional.pairwise_distance, torch.dist, the triplet losses): ATen's
+// norm meta function (its dtype checks and output), then the vector norm's kernel; p = None is the 2-norm.
+T& NF::norm_out(const T& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim, T& out) {
+  meta_out<at::meta::structured_norm_ScalarOpt_dim>({out}, self, at::OptionalScalarRef(p ? &*p : nullptr), dim,
+                                                   keepdim);
+  return vector_norm_into(self, p.value_or(2), dim, keepdim, std::nullopt, out);
+}
+
+T& NF::norm_out(const T& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+                  at::ScalarType dtype, T& out) {
+  meta_out<at::meta::structured_norm_ScalarOpt_dim_dtype>({out}, self, at::OptionalScalarRef(p ? &*p : nullptr),
+                                                         dim, keepdim, dtype);
+  return vector_norm_into(self, p.value_or(2), dim, keepdim, dtype, out);
+}
+
+T NF::norm(const T& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim) {
+  auto m = meta_functional<at::meta::structured_norm_ScalarOpt_dim>(self, at::OptionalScalarRef(p ? &*p : nullptr),
+                                                                    dim, keepdim);
+  vector_norm_into(self, p.value_or(2), dim, keepdim, std::nullopt, m.outs[0]);
+  return m.outs[0];
+}
+
+T NF::norm(const T& self, const std::optional<c10::Scalar>& p, at::IntArrayRef dim, bool keepdim,
+           at::ScalarType dtype) {
+  auto m = meta_functional<at::meta::structured_norm_ScalarOpt_dim_dtype>(
+      self, at::OptionalScalarRef(p ? &*p : nullptr), dim, keepdim, dtype);
+  vector_norm_into(self, p.value_or(2), dim, keepdim, dtype, m.outs[0]);
+  return m.outs[0];
 }
 
 T NF::logsumexp(const T& self, at::IntArrayRef dims, bool keepdim) {

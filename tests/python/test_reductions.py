@@ -180,6 +180,35 @@ def test_vector_norm(dtype, ord):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+def test_legacy_norm_overloads(dtype):
+    # aten::norm.ScalarOpt_dim(_dtype) / norm.out / norm.dtype_out: what torch.dist, F.pairwise_distance and the
+    # triplet losses call
+    x, y = rand(6, 7, dtype=dtype, seed=8), rand(6, 7, dtype=dtype, seed=9)
+    xn, yn = x.to("npu"), y.to("npu")
+    for p in (None, 1, 2, 3.5, float("inf"), 0):
+        same(torch.ops.aten.norm.ScalarOpt_dim(xn, p, [1], True), torch.ops.aten.norm.ScalarOpt_dim(x, p, [1], True))
+        same(torch.ops.aten.norm.ScalarOpt_dim_dtype(xn, p, [0], False, dtype=torch.float64),
+             torch.ops.aten.norm.ScalarOpt_dim_dtype(x, p, [0], False, dtype=torch.float64))
+    out = torch.empty(0, dtype=dtype, device="npu")
+    torch.ops.aten.norm.out(xn, 2, [0, 1], False, out=out)
+    same(out, torch.ops.aten.norm.out(x, 2, [0, 1], False, out=torch.empty(0, dtype=dtype)))
+    same(torch.dist(xn, yn, 3), torch.dist(x, y, 3))
+    same(torch.nn.functional.pairwise_distance(xn, yn), torch.nn.functional.pairwise_distance(x, y))
+    if dtype in (torch.float32, torch.float64):
+        a, p_, n = (rand(5, 7, dtype=dtype, seed=s).requires_grad_() for s in (10, 11, 12))
+        an, pn, nn_ = (t.detach().to("npu").requires_grad_() for t in (a, p_, n))
+        lc = torch.nn.functional.triplet_margin_loss(a, p_, n)
+        ln = torch.nn.functional.triplet_margin_loss(an, pn, nn_)
+        same(ln, lc)
+        lc.backward()
+        ln.backward()
+        same(an.grad, a.grad)
+    with pytest.raises(RuntimeError, match="norm\\(\\): input dtype should be either floating point or complex"):
+        torch.ops.aten.norm.ScalarOpt_dim(torch.arange(3, device="npu"), 2, [0])
+    no_fallback("norm")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_logsumexp(dtype):
     x = rand(4, 5, 6, dtype=dtype, seed=6) * 10
     xn = x.to("npu")
