@@ -1,5 +1,5 @@
 // 2-D and 3-D pooling for npu: max_pool{2,3}d_with_indices, avg_pool{2,3}d, _adaptive_avg_pool{2,3}d,
-// adaptive_max_pool{2,3}d and their backward ops. Shapes and argument checks reuse ATen's pooling helpers
+// adaptive_max_pool{2,3}d and their backward ops, max_unpool{2,3}d. Shapes and argument checks reuse ATen's pooling helpers
 // (ATen/native/Pool.h); the windows run in kernels/src/pool.cpp on contiguous N C (D) H W planes, one kernel per
 // op for both ranks (2-D is depth 1).
 #include <ATen/core/Tensor.h>
@@ -14,6 +14,7 @@
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
+#include "fallback/dtype_fallback.h"
 #include "npu_kernels/pool.h"
 #include "npu_native_functions.h"
 
@@ -132,6 +133,61 @@ npu_kernels::PoolArgs adaptive_args(const Tensor& input, int rank, IntArrayRef o
 }
 
 IntArrayRef last_dims(const Tensor& t, int rank) { return t.sizes().slice(t.dim() - rank); }
+
+// max_unpool{2,3}d with CPU's checks and messages (ATen/native/MaxUnpooling.cpp); the output follows the input's
+// suggested memory format, as CPU's. An index outside the output plane is a device error at the next sync (as on
+// CUDA, where CPU raises at once: reading the indices here would cost a sync).
+Tensor& max_unpool_into(const Tensor& self, const Tensor& indices, IntArrayRef output_size, int rank, Tensor& out,
+                        const char* fn) {
+  c10::DeviceGuard guard(self.device());
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "elements in indices should be type int64 but got: ",
+              indices.scalar_type());
+  if (rank == 2) {
+    TORCH_CHECK(output_size.size() == 2, "There should be exactly two elements (height, width) in output_size, but got ",
+                output_size.size(), " elements.");
+    TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a "
+                "tensor with ", self.dim(), " dimensions.");
+  } else {
+    TORCH_CHECK(self.dim() == 4 || self.dim() == 5, "Input to max_unpooling3d should be a 4d or 5d Tensor, but got a "
+                "tensor with ", self.dim(), " dimensions.");
+    TORCH_CHECK(output_size.size() == 3, "There should be exactly three elements (depth, height, width) in "
+                "output_size, but got ", output_size.size(), " elements.");
+  }
+  TORCH_CHECK(self.sizes() == indices.sizes(), "Expected shape of indices to be same as that of the input tensor (",
+              self.sizes(), ") but got indices tensor with shape: ", indices.sizes());
+  for (int64_t d = 1; d < self.dim(); ++d) {
+    TORCH_CHECK(self.size(d) > 0, fn, ": Expected input to have non-zero size for non-batch dimensions, but got ",
+                self.sizes(), " with dimension ", d, " being empty.");
+  }
+  TORCH_CHECK(is_npu(self) && is_npu(indices), fn, ": expected npu tensors, got self on ", self.device(),
+              " and indices on ", indices.device());
+  if (!at::isFloatingType(self.scalar_type())) {  // integer unpooling runs CPU's kernel (or_cpu in ops.yaml)
+    throw_no_kernel_for_dtype(c10::str(fn, ": no npu kernel for dtype ", self.scalar_type()));
+  }
+  npu_kernels::PoolArgs a;
+  a.dtype = kernel_dtype(self.scalar_type(), fn);
+  a.three_d = rank == 3;
+  a.planes = self.dim() == rank + 2 ? self.size(0) * self.size(1) : self.size(0);
+  a.in_d = rank == 3 ? output_size[0] : 1;
+  a.in_h = output_size[rank - 2];
+  a.in_w = output_size[rank - 1];
+  a.out_d = rank == 3 ? self.size(-3) : 1;
+  a.out_h = self.size(-2);
+  a.out_w = self.size(-1);
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end() - rank);
+  sizes.insert(sizes.end(), output_size.begin(), output_size.end());
+  const Tensor x = self.contiguous(), idx = indices.contiguous();
+  Tensor o = at::empty(sizes, self.options());
+  if (o.numel() > 0) {
+    NPU_CHECK(npu_kernels::max_unpool(stream_of(self), a, x.const_data_ptr(), idx.const_data_ptr<int64_t>(),
+                                      o.data_ptr()));
+  }
+  at::native::resize_output(out, sizes);
+  const auto format = self.suggest_memory_format();
+  if (out.is_same(o)) return out;
+  if (!out.is_contiguous(format)) out.resize_(sizes, format);
+  return out.copy_(o);
+}
 
 std::tuple<Tensor&, Tensor&> adaptive_max_into(const Tensor& input, int rank, IntArrayRef output_size, Tensor& out,
                                                Tensor& indices, const char* op) {
@@ -335,6 +391,31 @@ Tensor NF::_adaptive_avg_pool3d(const Tensor& input, IntArrayRef output_size) {
 Tensor NF::_adaptive_avg_pool3d_backward(const Tensor& grad_output, const Tensor& input) {
   return avg_pool_backward(grad_output, input,
                            adaptive_args(input, 3, last_dims(grad_output, 3), "adaptive_avg_pool3d_backward"));
+}
+
+Tensor NF::max_unpool2d(const Tensor& self, const Tensor& indices, IntArrayRef output_size) {
+  Tensor out = at::empty({0}, self.options());
+  return max_unpool_into(self, indices, output_size, 2, out, "max_unpooling2d_forward_out_cpu()");
+}
+Tensor& NF::max_unpool2d_out(const Tensor& self, const Tensor& indices, IntArrayRef output_size, Tensor& out) {
+  return max_unpool_into(self, indices, output_size, 2, out, "max_unpooling2d_forward_out_cpu()");
+}
+
+// stride and padding only enter CPU's checks
+Tensor NF::max_unpool3d(const Tensor& self, const Tensor& indices, IntArrayRef output_size, IntArrayRef stride,
+                        IntArrayRef padding) {
+  Tensor out = at::empty({0}, self.options());
+  return NF::max_unpool3d_out(self, indices, output_size, stride, padding, out);
+}
+Tensor& NF::max_unpool3d_out(const Tensor& self, const Tensor& indices, IntArrayRef output_size, IntArrayRef stride,
+                             IntArrayRef padding, Tensor& out) {
+  TORCH_CHECK(stride.size() == 3, "There should be exactly three elements (depth, height, width) in stride, but got: ",
+              stride.size(), " elements.");
+  TORCH_CHECK(padding.size() == 3, "There should be exactly three elements (depth, height, width) in padding, but "
+              "got: ", padding.size(), " elements.");
+  TORCH_CHECK(stride[0] > 0 && stride[1] > 0 && stride[2] > 0, "strides should be greater than zero, but got stride: ",
+              stride);
+  return max_unpool_into(self, indices, output_size, 3, out, "max_unpooling3d_forward_out_cpu()");
 }
 
 }  // namespace torch_npu_sim

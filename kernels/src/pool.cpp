@@ -157,33 +157,57 @@ npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
   });
 }
 
-npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out,
-                                    const int64_t* indices, void* grad_in) {
+namespace {
+// The pooled plane `src` (out_d x out_h x out_w) scattered into the plane `dst` (in_d x in_h x in_w, zeroed
+// here) at `indices`: added (max pooling's backward) or written (max_unpool, the last write of a repeated
+// index winning as on CPU). An index outside the plane is a kernel error; `bad_index` words it.
+template <class BadIndex>
+npu_sim::Status scatter_planes(npu_sim::Stream s, const char* name, const Pool2dArgs& a, const void* src,
+                               const int64_t* indices, void* dst, bool accumulate, BadIndex bad_index) {
   return dispatch_fp(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;
-    const T* g = static_cast<const T*>(grad_out);
-    T* gi = static_cast<T*>(grad_in);
-    // Launch records, per plane: grad_in zeroed (n_in written), then per output its int64 index and grad
-    // read and the target element read, added to and written back; 1 Vector op per output.
+    const T* g = static_cast<const T*>(src);
+    T* gi = static_cast<T*>(dst);
+    // Launch records, per plane: dst zeroed (n_in written), then per source element its int64 index and value
+    // read and the target element written (and read, when added); 1 Vector op per source element.
     constexpr int64_t ts = sizeof(T);
     const int64_t n_in = in_plane(a), n_out = out_plane(a);
-    const PlaneCost c{n_out * (8 + 2 * ts), (n_in + n_out) * ts, n_out};
-    const char* name = a.adaptive ? kernel_name(a, "adaptive_max_pool2d_backward", "adaptive_max_pool3d_backward")
-                                  : kernel_name(a, "max_pool2d_backward", "max_pool3d_backward");
+    const PlaneCost c{n_out * (8 + (accumulate ? 2 : 1) * ts), (n_in + n_out) * ts, n_out};
     return per_plane(s, name, a, c, [=](int64_t p) {
       T* plane = gi + p * n_in;
       for (int64_t i = 0; i < n_in; ++i) plane[i] = static_cast<T>(A(0));
       for (int64_t o = 0; o < n_out; ++o) {
         const int64_t idx = indices[p * n_out + o];
-        if (idx < 0 || idx >= n_in) {
-          throw npu_sim::KernelError(std::string(name) + ": index " + std::to_string(idx) +
-                                     " is out of bounds for an input plane of " + std::to_string(n_in));
-        }
-        plane[idx] = static_cast<T>(static_cast<A>(plane[idx]) + static_cast<A>(g[p * n_out + o]));
+        if (idx < 0 || idx >= n_in) throw npu_sim::KernelError(bad_index(idx));
+        plane[idx] = accumulate ? static_cast<T>(static_cast<A>(plane[idx]) + static_cast<A>(g[p * n_out + o]))
+                                : g[p * n_out + o];
       }
     });
   });
+}
+}  // namespace
+
+npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out,
+                                    const int64_t* indices, void* grad_in) {
+  const char* name = a.adaptive ? kernel_name(a, "adaptive_max_pool2d_backward", "adaptive_max_pool3d_backward")
+                                : kernel_name(a, "max_pool2d_backward", "max_pool3d_backward");
+  const int64_t n_in = in_plane(a);
+  return scatter_planes(s, name, a, grad_out, indices, grad_in, true, [=](int64_t idx) {
+    return std::string(name) + ": index " + std::to_string(idx) + " is out of bounds for an input plane of " +
+           std::to_string(n_in);
+  });
+}
+
+npu_sim::Status max_unpool(npu_sim::Stream s, const Pool2dArgs& a, const void* in, const int64_t* indices,
+                           void* out) {
+  const std::string sizes = (a.three_d ? std::to_string(a.in_d) + "x" : std::string()) + std::to_string(a.in_h) +
+                            "x" + std::to_string(a.in_w);
+  return scatter_planes(s, kernel_name(a, "max_unpool2d", "max_unpool3d"), a, in, indices, out, false,
+                        [sizes](int64_t idx) {  // CPU's message
+                          return "Found an invalid max index: " + std::to_string(idx) + " (output volumes are of size " +
+                                 sizes + ")";
+                        });
 }
 
 namespace {

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_npu_sim
+from conftest import acknowledge_device_error
 
 CASES = {
     "max2": lambda x: F.max_pool2d(x, 2),
@@ -129,3 +130,67 @@ def test_max_pool3d_indices_nan_and_errors_match_cpu():
         with pytest.raises(RuntimeError) as npu_err:
             bad(x.npu())
         assert str(cpu_err.value).split(":")[-1].strip()[:20] in str(npu_err.value), (cpu_err.value, npu_err.value)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_max_unpool_forward_backward(dtype):
+    # unpooling what max_pool returned (1-D, 2-D, 3-D; batched and not; an output_size larger than the default;
+    # channels_last input), out=, then repeated indices
+    torch_npu_sim.reset_fallback_ops()
+    g = torch.Generator().manual_seed(2)
+    cases = [
+        (F.max_pool1d, F.max_unpool1d, (2, 3, 11), dict(kernel_size=2), dict(kernel_size=2, output_size=(11,))),
+        (F.max_pool2d, F.max_unpool2d, (2, 3, 9, 10), dict(kernel_size=3, stride=2, padding=1),
+         dict(kernel_size=3, stride=2, padding=1, output_size=(9, 10))),
+        (F.max_pool2d, F.max_unpool2d, (3, 8, 8), dict(kernel_size=2), dict(kernel_size=2, output_size=(9, 9))),
+        (F.max_pool3d, F.max_unpool3d, (2, 2, 5, 6, 7), dict(kernel_size=2), dict(kernel_size=2, output_size=(5, 6, 7))),
+        (F.max_pool3d, F.max_unpool3d, (2, 4, 6, 5), dict(kernel_size=(1, 2, 2), stride=(1, 2, 2)),
+         dict(kernel_size=(1, 2, 2), stride=(1, 2, 2), output_size=(4, 6, 5))),
+    ]
+    for pool, unpool, shape, pool_kw, unpool_kw in cases:
+        x = torch.randn(shape, generator=g).to(dtype)
+        y, idx = pool(x, return_indices=True, **pool_kw)
+        yc, yn = y.clone().requires_grad_(), y.npu().requires_grad_()
+        oc, on = unpool(yc, idx, **unpool_kw), unpool(yn, idx.npu(), **unpool_kw)
+        assert on.shape == oc.shape and on.dtype == oc.dtype
+        torch.testing.assert_close(on.detach().cpu(), oc.detach(), atol=0, rtol=0)
+        grad = torch.randn(oc.shape, generator=g).to(dtype)
+        oc.backward(grad)
+        on.backward(grad.npu())
+        torch.testing.assert_close(yn.grad.cpu(), yc.grad, atol=0, rtol=0)
+    x = torch.randn(2, 4, 6, 6, generator=g).to(dtype).contiguous(memory_format=torch.channels_last)
+    y, idx = F.max_pool2d(x, 2, return_indices=True)
+    oc, on = F.max_unpool2d(y, idx, 2), F.max_unpool2d(y.npu(), idx.npu(), 2)
+    assert on.stride() == oc.stride()
+    torch.testing.assert_close(on.cpu(), oc, atol=0, rtol=0)
+    same_index = torch.zeros(1, 1, 2, 2, dtype=torch.long)
+    vals = torch.arange(4.0).reshape(1, 1, 2, 2).to(dtype)
+    # repeated indices: PyTorch leaves the winner undefined (CPU's float32 and float64 kernels differ); npu's is
+    # the last write
+    assert F.max_unpool2d(vals.npu(), same_index.npu(), 2).cpu()[0, 0, 0, 0].item() == 3.0
+    out = torch.empty(0, dtype=dtype, device="npu")
+    torch.ops.aten.max_unpool2d.out(y.npu(), idx.npu(), [6, 6], out=out)
+    torch.testing.assert_close(out.cpu(), oc, atol=0, rtol=0)
+    assert not [op for op in torch_npu_sim.fallback_ops() if "unpool" in op], torch_npu_sim.fallback_ops()
+
+
+def test_max_unpool_errors():
+    y = torch.randn(1, 1, 2, 2)
+    idx = torch.tensor([[[[0, 1], [4, 5]]]])
+    for bad in [lambda t, i: F.max_unpool2d(t, i.int(), 2),                       # int32 indices
+                lambda t, i: F.max_unpool2d(t, i[..., :1], 2),                    # shape mismatch
+                lambda t, i: torch.ops.aten.max_unpool2d(t, i, [4, 4, 4]),       # output_size length
+                lambda t, i: torch.ops.aten.max_unpool2d(t[0, 0], i[0, 0], [4, 4]),  # 2-D input
+                lambda t, i: torch.ops.aten.max_unpool3d(t[None], i[None], [1, 4, 4], [1, 0, 2], [0, 0, 0])]:
+        with pytest.raises(RuntimeError) as cpu_err:
+            bad(y, idx)
+        with pytest.raises(RuntimeError) as npu_err:
+            bad(y.npu(), idx.npu())
+        assert str(npu_err.value).splitlines()[0] == str(cpu_err.value).splitlines()[0]
+    # an index outside the output plane: CPU raises at once, npu (as CUDA) fails the kernel; nothing is read back
+    with pytest.raises(RuntimeError, match="Found an invalid max index: 30 \\(output volumes are of size 4x4\\)"):
+        F.max_unpool2d(y, idx.clone().fill_(30), 2)
+    out = F.max_unpool2d(y.npu(), idx.npu().fill_(30), 2)
+    with pytest.raises(RuntimeError, match="Found an invalid max index: 30 \\(output volumes are of size 4x4\\)"):
+        out.cpu()
+    acknowledge_device_error()

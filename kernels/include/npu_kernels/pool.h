@@ -1,5 +1,6 @@
 // 2-D and 3-D pooling kernels (torch-free): max (with argmax indices), average (count_include_pad, divisor
-// override), adaptive average and adaptive max, forward and backward, over contiguous N C (D) H W planes.
+// override), adaptive average and adaptive max, forward and backward, and max unpooling, over contiguous
+// N C (D) H W planes.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,10 @@ npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
 // grad_in (zeroed here) += grad_out at the recorded indices.
 npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out,
                                     const int64_t* indices, void* grad_in);
+// max_unpool{2,3}d, the pooling geometry read backwards: out (planes of in_d x in_h x in_w, zeroed here) gets
+// in[p, o] (planes of out_d x out_h x out_w) at indices[p, o]; an index outside the plane is a kernel error.
+npu_sim::Status max_unpool(npu_sim::Stream s, const Pool2dArgs& a, const void* in, const int64_t* indices,
+                           void* out);
 npu_sim::Status avg_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out);
 npu_sim::Status avg_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out, void* grad_in);
 
