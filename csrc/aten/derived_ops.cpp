@@ -1,8 +1,9 @@
 // Registration of small ops that are compositions of native npu ops, with CPU's checks and messages:
 // equal (eq + all), trace (diagonal + sum), isin (sort + searchsorted + gather), repeat_interleave with
 // a repeats tensor (cumsum + searchsorted), histc on integers (CUDA's integer bins: sub/mul/div + bincount),
-// conj_physical (a copy, the imaginary parts negated in place), unfold_backward (index_add of the windows), and the
-// dispatch stubs of libtorch's complex / polar / angle (parts written through view_as_real). No math of their own.
+// conj_physical (a copy, the imaginary parts negated in place), unfold_backward (index_add of the windows), renorm
+// (vector norm + where + mul), and the dispatch stubs of libtorch's complex / polar / angle (parts written through
+// view_as_real). No math of their own.
 #include <ATen/core/Tensor.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorIterator.h>
@@ -20,6 +21,15 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sin.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/linalg_vector_norm.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/renorm_meta.h>
+#include <ATen/AccumulateType.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/div.h>
+#include <ATen/ops/gt.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/ones_like.h>
 #include <ATen/ops/bincount.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
@@ -38,6 +48,7 @@
 #include <c10/util/MathConstants.h>
 #include <torch/library.h>
 
+#include "aten/reduce_adapter.h"
 #include "aten/npu_tensor.h"
 #include "fallback/dtype_fallback.h"
 #include "npu_native_functions.h"
@@ -120,6 +131,33 @@ bool NF::equal(const T& self, const T& other) {
 }
 
 // CUDA's trace: diagonal().sum(), so a bool matrix counts its true diagonal elements (int64); CPU refuses bool.
+// renorm as ATen's: every slice along `dim` whose p-norm (in the accumulation type) exceeds maxnorm is scaled by
+// maxnorm / (norm + 1e-7); the factor is computed in that type and rounded to the input's before the product.
+T& NF::renorm_out(const T& self, const S& p, int64_t dim, const S& maxnorm, T& out) {
+  if (self.is_complex()) throw_no_kernel_for_dtype(c10::str("renorm: no npu kernel for dtype ", self.scalar_type()));
+  meta_out<at::meta::structured_renorm>({out}, self, p, dim, maxnorm);
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> reduce_dims;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (d != dim) reduce_dims.push_back(d);
+  }
+  const auto dtype = self.scalar_type();
+  const auto acc = at::toAccumulateType(dtype, /*is_cuda=*/true);
+  const T norm = acc != dtype ? at::linalg_vector_norm(self, p.toDouble(), reduce_dims, true, acc)
+                              : at::linalg_vector_norm(self, p.toDouble(), reduce_dims, true);
+  const T limit = at::full_like(norm, maxnorm);
+  T factor = at::where(at::gt(norm, limit), at::div(limit, at::add(norm, 1e-7)), at::ones_like(norm));
+  if (acc != c10::toRealValueType(dtype)) factor = factor.to(dtype);
+  return at::mul_out(out, self, factor);
+}
+
+T NF::renorm(const T& self, const S& p, int64_t dim, const S& maxnorm) {
+  T out = at::empty({0}, self.options());
+  return NF::renorm_out(self, p, dim, maxnorm, out);
+}
+
+T& NF::renorm_(T& self, const S& p, int64_t dim, const S& maxnorm) { return NF::renorm_out(self, p, dim, maxnorm, self); }
+
 T NF::trace(const T& self) {
   TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   return self.diagonal().sum();

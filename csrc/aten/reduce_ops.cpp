@@ -317,11 +317,13 @@ void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out)
   npu_kernels::ScanDesc d;
   d.in = in.const_data_ptr();
   d.out = out.data_ptr();
-  if (at::isComplexType(out.scalar_type())) {
-    throw_no_kernel_for_dtype(c10::str("cumsum/cumprod: no npu kernel for dtype ", out.scalar_type()));
+  const char* name = op == npu_kernels::ScanOp::kLogcumsumexp ? "logcumsumexp" : "cumsum/cumprod";
+  if (at::isComplexType(out.scalar_type()) ||
+      (op == npu_kernels::ScanOp::kLogcumsumexp && !at::isFloatingType(out.scalar_type()))) {
+    throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for dtype ", out.scalar_type()));
   }
-  TORCH_CHECK(out.scalar_type() != at::kBool, "cumsum/cumprod: dtype ", out.scalar_type(), " is not supported on npu");
-  d.dtype = kernel_dtype(out.scalar_type(), "cumsum");
+  TORCH_CHECK(out.scalar_type() != at::kBool, name, ": dtype ", out.scalar_type(), " is not supported on npu");
+  d.dtype = kernel_dtype(out.scalar_type(), name);
   if (nd == 0) {
     d.outer = d.n = d.inner = 1;
   } else {
@@ -394,6 +396,22 @@ T& scan_out(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at
 }
 
 }  // namespace
+
+// _logcumsumexp (torch.logcumsumexp's kernel: the composite has wrapped dim and handled 0-dim inputs); complex
+// and integer inputs run CPU's kernel (or_cpu), which supports the first and refuses the second.
+T NF::_logcumsumexp(const T& self, int64_t dim) {
+  T out = at::empty_like(self, at::MemoryFormat::Contiguous);
+  return NF::_logcumsumexp_out(self, dim, out);
+}
+
+T& NF::_logcumsumexp_out(const T& self, int64_t dim, T& out) {
+  TORCH_CHECK(is_npu(self), "logcumsumexp: expected an npu tensor, got one on ", self.device());
+  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "logcumsumexp: expected out of dtype ", self.scalar_type(),
+              ", got ", out.scalar_type());
+  at::native::resize_output(out, self.sizes());
+  scan_into(npu_kernels::ScanOp::kLogcumsumexp, self, dim, out);
+  return out;
+}
 
 // Complex inputs (no kernel) go to the CPU fallback: these ops are or_cpu in ops.yaml.
 T NF::sum(const T& s, OIA d, bool k, OptS t) { return sum_dim(s, d, k, t); }

@@ -662,15 +662,24 @@ npu_sim::Status for_scan_lines(npu_sim::Stream stream, const char* name, const S
   });
 }
 
-template <typename T, bool kProd>
+template <typename T, ScanOp kOp>
 npu_sim::Status run_scan(npu_sim::Stream stream, const ScanDesc& d) {
   using A = acc_t<T>;
-  return for_scan_lines<T>(stream, kProd ? "cumprod" : "cumsum", d, [d](const T* p, int64_t q) {
+  constexpr const char* kName =
+      kOp == ScanOp::kCumprod ? "cumprod" : (kOp == ScanOp::kCumsum ? "cumsum" : "logcumsumexp");
+  return for_scan_lines<T>(stream, kName, d, [d](const T* p, int64_t q) {
     T* out = static_cast<T*>(d.out) + q;
-    A acc = kProd ? A(1) : A(0);
+    A acc = kOp == ScanOp::kCumprod ? A(1) : (kOp == ScanOp::kCumsum ? A(0) : -std::numeric_limits<A>::infinity());
     for (int64_t k = 0; k < d.n; ++k) {
-      if constexpr (kProd) acc *= ld(p + k * d.in_strides[1]);
-      else acc += ld(p + k * d.in_strides[1]);
+      const A x = ld(p + k * d.in_strides[1]);
+      if constexpr (kOp == ScanOp::kCumprod) {
+        acc *= x;
+      } else if constexpr (kOp == ScanOp::kCumsum) {
+        acc += x;
+      } else {  // ATen's log_add_exp(x, acc): NaN propagates; equal infinities stay (no inf - inf)
+        const A lo = acc != acc ? acc : std::min(x, acc), hi = acc != acc ? acc : std::max(x, acc);
+        acc = (lo != hi || std::isfinite(lo)) ? std::log1p(std::exp(lo - hi)) + hi : x;
+      }
       out[k * d.out_strides[1]] = convert<T>(acc);
     }
   });
@@ -708,7 +717,10 @@ npu_sim::Status scan(npu_sim::Stream stream, ScanOp op, const ScanDesc& d) {
     if constexpr (std::is_same_v<T, bool>) {
       return npu_sim::Status::kInvalidValue;  // the adapter promotes bool to int64
     } else {
-      return op == ScanOp::kCumsum ? run_scan<T, false>(stream, d) : run_scan<T, true>(stream, d);
+      if (op == ScanOp::kCumsum) return run_scan<T, ScanOp::kCumsum>(stream, d);
+      if (op == ScanOp::kCumprod) return run_scan<T, ScanOp::kCumprod>(stream, d);
+      if constexpr (std::is_floating_point_v<acc_t<T>>) return run_scan<T, ScanOp::kLogcumsumexp>(stream, d);
+      return npu_sim::Status::kInvalidValue;
     }
   });
 }

@@ -232,6 +232,62 @@ def test_cumsum_cumprod(dtype):
     no_fallback("cumsum", "cumprod")
 
 
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_logcumsumexp(dtype):
+    x = rand(3, 40, 5, dtype=dtype, seed=13) * 30
+    x[0, 3, 1] = float("inf")
+    x[1, 5, 2] = -float("inf")
+    x[2, 7, 3] = float("nan")
+    x[:, 0, 4] = -float("inf")  # a line that starts at -inf
+    xn = x.to("npu")
+
+    def want(t, dim):  # 16-bit: CUDA accumulates in float and rounds each output once (CPU rounds every step)
+        if dtype in (torch.float16, torch.bfloat16):
+            return torch.logcumsumexp(t.float(), dim).to(dtype)
+        return torch.logcumsumexp(t, dim)
+
+    for dim in (0, 1, -1):
+        same(torch.logcumsumexp(xn, dim), want(x, dim))
+    same(torch.logcumsumexp(xn[:, ::3].transpose(0, 1), 0), want(x[:, ::3].transpose(0, 1), 0))
+    same(torch.logcumsumexp(xn[0, 0, 0], 0), torch.logcumsumexp(x[0, 0, 0], 0))  # 0-dim
+    out = torch.empty(0, dtype=dtype, device="npu")
+    torch.logcumsumexp(xn, 1, out=out)
+    same(out, want(x, 1))
+    g = torch.randn(3, 40, 5, generator=torch.Generator().manual_seed(1)).to(dtype)
+    finite = rand(3, 40, 5, dtype=dtype, seed=14)
+    xc, xg = finite.clone().requires_grad_(), finite.to("npu").requires_grad_()
+    want(xc, 1).backward(g)
+    torch.logcumsumexp(xg, 1).backward(g.to("npu"))
+    same(xg.grad, xc.grad)
+    no_fallback("logcumsumexp")
+    with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+        torch.logcumsumexp(torch.arange(3, device="npu"), 0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_renorm(dtype):
+    x = rand(4, 5, 6, dtype=dtype, seed=15) * 3
+    xn = x.to("npu")
+    for p, dim, maxnorm in [(2, 0, 5.0), (1, 1, 4.0), (3.5, -1, 2.0), (float("inf"), 2, 1.5), (2, 0, 100.0)]:
+        same(torch.renorm(xn, p, dim, maxnorm), torch.renorm(x, p, dim, maxnorm))
+        y = xn.clone()
+        y.renorm_(p, dim, maxnorm)
+        same(y, torch.renorm(x, p, dim, maxnorm))
+    if dtype in (torch.float32, torch.float64):
+        xc, xg = x.clone().requires_grad_(), xn.clone().requires_grad_()
+        torch.renorm(xc, 2, 1, 3.0).sum().backward()
+        torch.renorm(xg, 2, 1, 3.0).sum().backward()
+        same(xg.grad, xc.grad)
+    no_fallback("renorm", "norm")
+    for bad in [lambda t: torch.renorm(t, 0, 0, 1.0), lambda t: torch.renorm(t, 2, 0, -1.0),
+                lambda t: torch.renorm(t[0, 0], 2, 0, 1.0)]:
+        with pytest.raises(RuntimeError) as cpu_err:
+            bad(x)
+        with pytest.raises(RuntimeError) as npu_err:
+            bad(xn)
+        assert str(npu_err.value).splitlines()[0] == str(cpu_err.value).splitlines()[0]
+
+
 def test_noncontiguous_inputs():
     base = rand(6, 8, 10, seed=8)
     x = base.permute(2, 0, 1)[:, ::2, 1:]
