@@ -408,6 +408,7 @@ T& NF::_logcumsumexp_out(const T& self, int64_t dim, T& out) {
   TORCH_CHECK(is_npu(self), "logcumsumexp: expected an npu tensor, got one on ", self.device());
   TORCH_CHECK(out.scalar_type() == self.scalar_type(), "logcumsumexp: expected out of dtype ", self.scalar_type(),
               ", got ", out.scalar_type());
+  dim = c10::maybe_wrap_dim(dim, self.dim());  // CPU's IndexError for a dim out of range (0-dim: -1 or 0)
   at::native::resize_output(out, self.sizes());
   scan_into(npu_kernels::ScanOp::kLogcumsumexp, self, dim, out);
   return out;

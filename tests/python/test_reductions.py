@@ -262,6 +262,8 @@ def test_logcumsumexp(dtype):
     no_fallback("logcumsumexp")
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         torch.logcumsumexp(torch.arange(3, device="npu"), 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torch.logcumsumexp(xn[0, 0, 0], 1)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
