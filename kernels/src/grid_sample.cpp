@@ -3,8 +3,11 @@
 // sums them per point over the channels, and the input's gradient scatters them plane by plane.
 #include "npu_kernels/grid_sample.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "npu_kernels/float_dispatch.h"
@@ -182,6 +185,9 @@ int taps_of(const GridSampleArgs& a, const T* g, Tap<A>* taps, A mult[3]) {
 }
 
 constexpr int kMaxTaps = 16;
+// Points per tile: their taps are computed once, then every channel runs over the tile, so the gathers (and the
+// backward's scatters) of a channel stay in one input plane while the tile's outputs are written in order.
+constexpr int64_t kTile = 128;
 
 int64_t points_per_sample(const GridSampleArgs& a) { return a.out_d * a.out_h * a.out_w; }
 int64_t input_plane(const GridSampleArgs& a) { return a.in_d * a.in_h * a.in_w; }
@@ -193,6 +199,27 @@ int max_taps(const GridSampleArgs& a) {
 bool valid(const GridSampleArgs& a) {
   return !(a.three_d && a.interpolation == GridInterpolation::kBicubic) && a.n >= 0 && a.c >= 0;
 }
+
+// The taps of the points [p0, p0 + len) of sample n: taps[i * stride ...], count[i], mult[i].
+template <typename A, typename T>
+struct TileTaps {
+  std::vector<Tap<A>> taps;
+  std::vector<int> count;
+  std::vector<A> mult;
+  int stride = 0;
+
+  explicit TileTaps(const GridSampleArgs& a)
+      : taps(static_cast<size_t>(kTile * max_taps(a))), count(kTile), mult(kTile * 3), stride(max_taps(a)) {}
+
+  void compute(const GridSampleArgs& a, const T* grid_points, int64_t len) {
+    const int dims = a.three_d ? 3 : 2;
+    Tap<A> tmp[kMaxTaps];
+    for (int64_t i = 0; i < len; ++i) {
+      count[i] = taps_of<A>(a, grid_points + i * dims, tmp, &mult[i * 3]);
+      for (int k = 0; k < count[i]; ++k) taps[i * stride + k] = tmp[k];
+    }
+  }
+};
 
 }  // namespace
 
@@ -206,28 +233,34 @@ npu_sim::Status grid_sample(npu_sim::Stream s, const GridSampleArgs& a, const vo
     const T* g = static_cast<const T*>(grid);
     T* y = static_cast<T*>(out);
     const int64_t pts = points_per_sample(a), plane = input_plane(a), dims = a.three_d ? 3 : 2;
-    const int64_t ts = sizeof(T), taps_max = max_taps(a);
-    const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(a.c, 1));
-    return parallel_for(s, a.three_d ? "grid_sampler_3d" : "grid_sampler_2d", a.n * pts, grain,
+    const int64_t ts = sizeof(T), taps_max = max_taps(a), tiles = (pts + kTile - 1) / kTile;
+    return parallel_for(s, a.three_d ? "grid_sampler_3d" : "grid_sampler_2d", a.n * tiles, 1,
                         [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
       // per point: its grid coordinates read, at most taps_max reads per channel, one write per channel
-      detail::record_vec(ctx, (e - b) * (dims + a.c * taps_max) * ts, (e - b) * a.c * ts, (e - b) * a.c * 2 * taps_max);
-      Tap<A> taps[kMaxTaps];
-      A mult[3];
-      for (int64_t q = b; q < e; ++q) {
-        const int64_t n = q / pts, p = q % pts;
-        const int count = taps_of<A>(a, g + q * dims, taps, mult);
+      const int64_t points = std::min(e * kTile, a.n * tiles * kTile) - b * kTile;
+      detail::record_vec(ctx, points * (dims + a.c * taps_max) * ts, points * a.c * ts, points * a.c * 2 * taps_max);
+      TileTaps<A, T> tt(a);
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t n = t / tiles, p0 = (t % tiles) * kTile, len = std::min(kTile, pts - p0);
+        tt.compute(a, g + (n * pts + p0) * dims, len);
         for (int64_t c = 0; c < a.c; ++c) {
           const T* xp = x + (n * a.c + c) * plane;
-          A sum = count < 0 ? std::numeric_limits<A>::quiet_NaN() : A(0);
-          for (int k = 0; k < count; ++k) sum += static_cast<A>(xp[taps[k].offset]) * taps[k].w;
-          y[(n * a.c + c) * pts + p] = static_cast<T>(sum);
+          T* yp = y + (n * a.c + c) * pts + p0;
+          for (int64_t i = 0; i < len; ++i) {
+            const Tap<A>* tp = &tt.taps[i * tt.stride];
+            A sum = tt.count[i] < 0 ? std::numeric_limits<A>::quiet_NaN() : A(0);
+            for (int k = 0; k < tt.count[i]; ++k) sum += static_cast<A>(xp[tp[k].offset]) * tp[k].w;
+            yp[i] = static_cast<T>(sum);
+          }
         }
       }
     });
   });
 }
 
+// One pass over the points of each sample, tile by tile: per channel, the grid's gradient terms are gathered and
+// the input's gradient scattered into that channel's plane. Blocks own (sample, channel chunk) pairs, so no two
+// write one plane; with several chunks per sample their grid-gradient partial sums are added by a second launch.
 npu_sim::Status grid_sample_backward(npu_sim::Stream s, const GridSampleArgs& a, const void* grad_out,
                                      const void* input, const void* grid, void* grad_input, void* grad_grid) {
   if (!valid(a)) return npu_sim::Status::kInvalidValue;
@@ -237,59 +270,94 @@ npu_sim::Status grid_sample_backward(npu_sim::Stream s, const GridSampleArgs& a,
     const T* go = static_cast<const T*>(grad_out);
     const T* x = static_cast<const T*>(input);
     const T* g = static_cast<const T*>(grid);
+    T* gi = static_cast<T*>(grad_input);
+    T* gg = static_cast<T*>(grad_grid);
     const int64_t pts = points_per_sample(a), plane = input_plane(a), dims = a.three_d ? 3 : 2;
     const int64_t ts = sizeof(T), taps_max = max_taps(a);
-    // The grid's gradient, per point: sum over channels and taps of grad_out * input * d weight.
-    T* gg = static_cast<T*>(grad_grid);
-    const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(a.c, 1));
-    npu_sim::Status st = parallel_for(
-        s, a.three_d ? "grid_sampler_3d_backward_grid" : "grid_sampler_2d_backward_grid", a.n * pts, grain,
-        [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
-          detail::record_vec(ctx, (e - b) * (dims + a.c * (1 + taps_max)) * ts, (e - b) * dims * ts,
-                             (e - b) * a.c * 2 * dims * taps_max);
-          Tap<A> taps[kMaxTaps];
-          A mult[3];
-          for (int64_t q = b; q < e; ++q) {
-            const int64_t n = q / pts, p = q % pts;
-            const int count = taps_of<A>(a, g + q * dims, taps, mult);
-            A d[3] = {0, 0, 0};
-            if (count < 0) d[0] = d[1] = d[2] = mult[0] = mult[1] = mult[2] = std::numeric_limits<A>::quiet_NaN();
-            for (int64_t c = 0; c < a.c; ++c) {
-              const A gout = static_cast<A>(go[(n * a.c + c) * pts + p]);
-              const T* xp = x + (n * a.c + c) * plane;
-              for (int k = 0; k < count; ++k) {
-                const A v = static_cast<A>(xp[taps[k].offset]) * gout;
-                d[0] += v * taps[k].dx;
-                d[1] += v * taps[k].dy;
-                d[2] += v * taps[k].dz;
+    // enough (sample, chunk) blocks for every AI-core thread when the batch is small
+    const int64_t chunks =
+        std::max<int64_t>(1, std::min<int64_t>(a.c, (2 * core_threads() + a.n - 1) / std::max<int64_t>(a.n, 1)));
+    auto partial = chunks > 1 ? std::make_shared<std::vector<A>>(static_cast<size_t>(chunks * a.n * pts * dims))
+                              : std::shared_ptr<std::vector<A>>();
+    const char* name = a.three_d ? "grid_sampler_3d_backward" : "grid_sampler_2d_backward";
+    npu_sim::Status st = parallel_for(s, name, a.n * chunks, 1, [=](int64_t b, int64_t e,
+                                                                     const npu_sim::BlockContext& ctx) {
+      const int64_t pairs = e - b, per_chunk = (a.c + chunks - 1) / chunks;
+      detail::record_vec(ctx, pairs * (pts * dims + per_chunk * pts * (1 + taps_max)) * ts,
+                         pairs * (per_chunk * plane + pts * dims) * ts, pairs * per_chunk * pts * 4 * taps_max);
+      TileTaps<A, T> tt(a);
+      std::vector<A> d(static_cast<size_t>(kTile * 3)), scratch;
+      for (int64_t pair = b; pair < e; ++pair) {
+        const int64_t n = pair / chunks, k = pair % chunks;
+        const int64_t c0 = a.c * k / chunks, c1 = a.c * (k + 1) / chunks;
+        A* out_grid = chunks > 1 ? partial->data() + (k * a.n + n) * pts * dims : nullptr;
+        // the input's gradient of these channels, accumulated in A: in place for float32/float64, in a
+        // scratch of the chunk's planes for 16-bit (converted at the end)
+        A* acc = nullptr;
+        if (gi != nullptr) {
+          if constexpr (std::is_same_v<A, T>) {
+            acc = gi + (n * a.c + c0) * plane;
+            std::fill(acc, acc + (c1 - c0) * plane, A(0));
+          } else {
+            scratch.assign(static_cast<size_t>((c1 - c0) * plane), A(0));
+            acc = scratch.data();
+          }
+        }
+        for (int64_t p0 = 0; p0 < pts; p0 += kTile) {
+          const int64_t len = std::min(kTile, pts - p0);
+          tt.compute(a, g + (n * pts + p0) * dims, len);
+          std::fill(d.begin(), d.begin() + len * 3, A(0));
+          for (int64_t c = c0; c < c1; ++c) {
+            const T* xp = x + (n * a.c + c) * plane;
+            const T* gop = go + (n * a.c + c) * pts + p0;
+            A* accp = acc != nullptr ? acc + (c - c0) * plane : nullptr;
+            for (int64_t i = 0; i < len; ++i) {
+              const Tap<A>* tp = &tt.taps[i * tt.stride];
+              const A gout = static_cast<A>(gop[i]);
+              A dx = 0, dy = 0, dz = 0;
+              for (int q = 0; q < tt.count[i]; ++q) {
+                const A v = static_cast<A>(xp[tp[q].offset]) * gout;
+                dx += v * tp[q].dx;
+                dy += v * tp[q].dy;
+                dz += v * tp[q].dz;
+                if (accp != nullptr) accp[tp[q].offset] += tp[q].w * gout;
               }
+              d[i * 3] += dx;
+              d[i * 3 + 1] += dy;
+              d[i * 3 + 2] += dz;
             }
-            for (int k = 0; k < dims; ++k) gg[q * dims + k] = static_cast<T>(mult[k] * d[k]);
           }
-        });
-    if (st != npu_sim::Status::kSuccess || grad_input == nullptr) return st;
-    // The input's gradient, plane by plane (no two blocks write one plane): every point's taps scatter
-    // grad_out * weight, accumulated in A.
-    T* gi = static_cast<T*>(grad_input);
-    return parallel_for(
-        s, a.three_d ? "grid_sampler_3d_backward_input" : "grid_sampler_2d_backward_input", a.n * a.c, 1,
-        [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
-          detail::record_vec(ctx, (e - b) * pts * (dims + 1) * ts, (e - b) * plane * ts, (e - b) * pts * 2 * taps_max);
-          Tap<A> taps[kMaxTaps];
-          A mult[3];
-          std::vector<A> acc(static_cast<size_t>(plane));
-          for (int64_t pl = b; pl < e; ++pl) {
-            const int64_t n = pl / a.c;
-            std::fill(acc.begin(), acc.end(), A(0));
-            for (int64_t p = 0; p < pts; ++p) {
-              const A gout = static_cast<A>(go[pl * pts + p]);
-              const int count = taps_of<A>(a, g + (n * pts + p) * dims, taps, mult);
-              for (int k = 0; k < count; ++k) acc[taps[k].offset] += taps[k].w * gout;
+          for (int64_t i = 0; i < len; ++i) {
+            const A* m = &tt.mult[i * 3];
+            const bool nan = tt.count[i] < 0;
+            for (int j = 0; j < dims; ++j) {
+              const A v = nan ? std::numeric_limits<A>::quiet_NaN() : m[j] * d[i * 3 + j];
+              if (out_grid != nullptr) out_grid[(p0 + i) * dims + j] = v;
+              else gg[(n * pts + p0 + i) * dims + j] = static_cast<T>(v);
             }
-            T* dst = gi + pl * plane;
-            for (int64_t i = 0; i < plane; ++i) dst[i] = static_cast<T>(acc[i]);
           }
-        });
+        }
+        if constexpr (!std::is_same_v<A, T>) {
+          if (gi != nullptr) {
+            T* dst = gi + (n * a.c + c0) * plane;
+            for (int64_t i = 0; i < (c1 - c0) * plane; ++i) dst[i] = static_cast<T>(scratch[i]);
+          }
+        }
+      }
+    });
+    if (st != npu_sim::Status::kSuccess || chunks == 1) return st;
+    return parallel_for(s, "grid_sampler_backward_grid_sum", a.n * pts, 1 << 14,
+                        [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+      detail::record_vec(ctx, (e - b) * dims * chunks * static_cast<int64_t>(sizeof(A)), (e - b) * dims * ts,
+                         (e - b) * dims * chunks);
+      for (int64_t q = b; q < e; ++q) {
+        for (int j = 0; j < dims; ++j) {
+          A sum = 0;
+          for (int64_t k = 0; k < chunks; ++k) sum += (*partial)[(k * a.n * pts + q) * dims + j];
+          gg[q * dims + j] = static_cast<T>(sum);
+        }
+      }
+    });
   });
 }
 

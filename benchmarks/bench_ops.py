@@ -1,0 +1,81 @@
+"""Ops of the rest of the op table on npu against CPU eager PyTorch in the same run, interleaved: grid_sample (2-D
+bilinear and bicubic, 3-D trilinear; forward and forward + backward), torch.special (Bessel J0 / I0e / K1, erfcx,
+ndtri, igamma, zeta, a Chebyshev polynomial), logcumsumexp, renorm and max_unpool2d, float32. Prints ms per call and
+npu/cpu (lower is better). Usage: python benchmarks/bench_ops.py [--quick]"""
+import argparse
+import datetime
+
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim  # noqa: F401
+from _common import best_of_each, synced
+from bench_linalg import cpu_name
+
+
+def grid_cases(quick):
+    n = 4 if quick else 8
+    x2, g2 = torch.randn(n, 32, 64, 64), torch.rand(n, 64, 64, 2) * 2 - 1
+    x3, g3 = torch.randn(2, 16, 16, 32, 32), torch.rand(2, 16, 32, 32, 3) * 2 - 1
+
+    def fwd(mode):
+        return lambda x, g: F.grid_sample(x, g, mode=mode, align_corners=False)
+
+    def fwd_bwd(mode):
+        def run(x, g):
+            x, g = x.detach().requires_grad_(), g.detach().requires_grad_()
+            F.grid_sample(x, g, mode=mode, align_corners=False).sum().backward()
+        return run
+
+    return [("grid_sample 2d bilinear", f"{n}x32x64x64", fwd("bilinear"), (x2, g2)),
+            ("grid_sample 2d bicubic", f"{n}x32x64x64", fwd("bicubic"), (x2, g2)),
+            ("grid_sample 2d bilinear fwd+bwd", f"{n}x32x64x64", fwd_bwd("bilinear"), (x2, g2)),
+            ("grid_sample 3d trilinear", "2x16x16x32x32", fwd("bilinear"), (x3, g3)),
+            ("grid_sample 3d trilinear fwd+bwd", "2x16x16x32x32", fwd_bwd("bilinear"), (x3, g3))]
+
+
+def special_cases(quick):
+    m = 1 << (18 if quick else 20)
+    x = torch.rand(m) * 20 + 0.1
+    p = torch.rand(m).clamp_(1e-6, 1 - 1e-6)
+    a = torch.rand(m) * 10 + 0.1
+    s = torch.rand(m) * 4 + 1.5
+    xs = torch.rand(m) * 2 - 1
+    deg = torch.full((m,), 12.0)
+    S = torch.special
+    return [("special.bessel_j0", f"{m}", lambda t: S.bessel_j0(t), (x,)),
+            ("special.i0e", f"{m}", lambda t: S.i0e(t), (x,)),
+            ("special.modified_bessel_k1", f"{m}", lambda t: S.modified_bessel_k1(t), (x,)),
+            ("special.erfcx", f"{m}", lambda t: S.erfcx(t), (x,)),
+            ("special.ndtri", f"{m}", lambda t: S.ndtri(t), (p,)),
+            ("igamma", f"{m}", lambda u, v: torch.igamma(u, v), (a, x)),
+            ("special.zeta", f"{m}", lambda u, v: S.zeta(u, v), (s, x)),
+            ("special.chebyshev_polynomial_t n=12", f"{m}", lambda u, v: S.chebyshev_polynomial_t(u, v), (xs, deg))]
+
+
+def other_cases(quick):
+    n = 8 if quick else 32
+    y, idx = F.max_pool2d(torch.randn(n, 64, 64, 64), 2, return_indices=True)
+    return [("logcumsumexp dim=1", "256x4096", lambda t: torch.logcumsumexp(t, 1), (torch.randn(256, 4096),)),
+            ("renorm p=2 dim=0", "1024x1024", lambda t: torch.renorm(t, 2, 0, 5.0), (torch.randn(1024, 1024),)),
+            ("max_unpool2d", f"{n}x64x32x32", lambda t, i: F.max_unpool2d(t, i, 2), (y, idx))]
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--quick", action="store_true", help="smaller sizes")
+    args = p.parse_args()
+    torch.manual_seed(0)
+    print(f"# bench_ops {datetime.date.today()} {cpu_name()}, {torch.get_num_threads()} CPU threads, float32")
+    print(f"{'op':36s} {'shape':>14s} {'cpu ms':>8s} {'npu ms':>8s} {'npu/cpu':>8s}")
+    for name, shape, fn, args_cpu in grid_cases(args.quick) + special_cases(args.quick) + other_cases(args.quick):
+        args_npu = tuple(t.to("npu") for t in args_cpu)
+        cpu = lambda: fn(*args_cpu)  # noqa: E731
+        npu = synced(lambda: fn(*args_npu))
+        cpu()
+        tc, tn = best_of_each([cpu, npu], repeat=5)
+        print(f"{name:36s} {shape:>14s} {tc * 1e3:8.2f} {tn * 1e3:8.2f} {tn / tc:8.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
