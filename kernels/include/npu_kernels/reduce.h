@@ -62,7 +62,8 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
 
 // Inclusive scan along one dim: the tensor is (outer, n, inner) with element strides for in and out.
 // cummax/cummin also write the index of the running extreme (ties and NaNs: the latest wins, as ATen).
-// kLogcumsumexp (floating point only): log(sum_k<=i exp(x_k)), ATen's log-add-exp step in the accumulation type.
+// kLogcumsumexp (floating point only): log(sum_k<=i exp(x_k)), ATen's log-add-exp step accumulated as CPU's
+// (double for float32 and float64, float for float16/bfloat16).
 enum class ScanOp { kCumsum, kCumprod, kCummax, kCummin, kLogcumsumexp };
 struct ScanDesc {
   const void* in = nullptr;
