@@ -1,6 +1,7 @@
 """Ops of the rest of the op table on npu against CPU eager PyTorch in the same run, interleaved: grid_sample (2-D
 bilinear and bicubic, 3-D trilinear; forward and forward + backward), torch.special (Bessel J0 / I0e / K1, erfcx,
-ndtri, igamma, zeta, a Chebyshev polynomial), logcumsumexp, renorm and max_unpool2d, float32. Prints ms per call and
+ndtri, igamma, zeta, a Chebyshev polynomial), logcumsumexp, renorm, max_unpool2d and embedding_bag (sum, weighted,
+max; mean forward + backward), float32; and npu_quant_matmul (int8) against CPU's torch._int_mm and scale. Prints ms per call and
 npu/cpu (lower is better). Usage: python benchmarks/bench_ops.py [--quick]"""
 import argparse
 import datetime
@@ -61,6 +62,37 @@ def other_cases(quick):
             ("max_unpool2d", f"{n}x64x32x32", lambda t, i: F.max_unpool2d(t, i, 2), (y, idx))]
 
 
+def embedding_bag_cases(quick):
+    rows, bags, per_bag = (100_000, 1024, 20) if quick else (1_000_000, 4096, 40)
+    w = torch.randn(rows, 64)
+    idx = torch.randint(0, rows, (bags * per_bag,))
+    off = torch.arange(0, bags * per_bag, per_bag)
+    psw = torch.rand(bags * per_bag)
+
+    def fwd_bwd(w, i, o):
+        w = w.detach().requires_grad_()
+        F.embedding_bag(i, w, o, mode="mean").sum().backward()
+
+    shape = f"{rows}x64 {bags}x{per_bag}"
+    return [("embedding_bag sum", shape, lambda w, i, o: F.embedding_bag(i, w, o, mode="sum"), (w, idx, off)),
+            ("embedding_bag sum per_sample_weights", shape,
+             lambda w, i, o, p: F.embedding_bag(i, w, o, mode="sum", per_sample_weights=p), (w, idx, off, psw)),
+            ("embedding_bag max", shape, lambda w, i, o: F.embedding_bag(i, w, o, mode="max"), (w, idx, off)),
+            ("embedding_bag mean fwd+bwd", shape, fwd_bwd, (w, idx, off))]
+
+
+def quant_cases(quick):
+    """npu_quant_matmul (int8 GEMM, int32 accumulation, dequantized to float16) against CPU eager's same sequence:
+    torch._int_mm, then the scale in float32 and the cast."""
+    m, k, n = (256, 1024, 1024) if quick else (1024, 4096, 4096)
+    x1 = torch.randint(-128, 128, (m, k), dtype=torch.int8)
+    x2 = torch.randint(-128, 128, (k, n), dtype=torch.int8)
+    scale = torch.rand(n) * 1e-3
+    npu = lambda a, b, s: torch_npu_sim.npu_quant_matmul(a, b, s, output_dtype=torch.float16)  # noqa: E731
+    cpu = lambda a, b, s: (torch._int_mm(a, b).float() * s).half()  # noqa: E731
+    return [("npu_quant_matmul int8 -> fp16", f"{m}x{k}x{n}", npu, (x1, x2, scale), cpu)]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="smaller sizes")
@@ -68,9 +100,11 @@ def main():
     torch.manual_seed(0)
     print(f"# bench_ops {datetime.date.today()} {cpu_name()}, {torch.get_num_threads()} CPU threads, float32")
     print(f"{'op':36s} {'shape':>14s} {'cpu ms':>8s} {'npu ms':>8s} {'npu/cpu':>8s}")
-    for name, shape, fn, args_cpu in grid_cases(args.quick) + special_cases(args.quick) + other_cases(args.quick):
+    cases = (grid_cases(args.quick) + special_cases(args.quick) + other_cases(args.quick) +
+             embedding_bag_cases(args.quick) + quant_cases(args.quick))
+    for name, shape, fn, args_cpu, *cpu_fn in cases:
         args_npu = tuple(t.to("npu") for t in args_cpu)
-        cpu = lambda: fn(*args_cpu)  # noqa: E731
+        cpu = lambda: (cpu_fn[0] if cpu_fn else fn)(*args_cpu)  # noqa: E731
         npu = synced(lambda: fn(*args_npu))
         cpu()
         tc, tn = best_of_each([cpu, npu], repeat=5)

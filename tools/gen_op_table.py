@@ -21,6 +21,7 @@ import yaml
 STRUCT = "NPUNativeFunctions"
 NAMESPACE = "torch_npu_sim"
 ARITIES = ("unary", "binary", "ternary")
+DISPATCH_KEYS = ("PrivateUse1", "QuantizedPrivateUse1")
 DTYPE_ORDER = ["f64", "f32", "f16", "bf16", "c128", "c64", "i64", "i32", "i16", "i8", "u8", "bool"]
 
 
@@ -37,6 +38,7 @@ class Op:
     pointwise: Pointwise | None = None  # the kernel is generated: a catalogue op over the structured meta
     namespace: str = "aten"  # or "npu": the project's own ops (torch_npu's npu_* fused ops)
     schema: str = ""  # an npu op's schema, which the generated TORCH_LIBRARY(npu) defines
+    key: str = "PrivateUse1"  # the dispatch key: QuantizedPrivateUse1 for ops on npu quantized tensors
 
 
 @dataclass
@@ -113,16 +115,20 @@ def load_table(path: str) -> list[Op]:
                                  f"(namespace {namespace!r})")
             if namespace == "npu" and (arity or attrs.get("or_cpu") or "kernel" in attrs):
                 raise SystemExit(f"ops.yaml: {name}: an npu op has its own kernel (no kernel, or_cpu or {arity})")
-            if name in seen:
-                raise SystemExit(f"ops.yaml: {name} is listed twice ({seen[name]} and {fam['family']})")
-            seen[name] = fam["family"]
+            key = fam.get("dispatch_key", "PrivateUse1")
+            if key not in DISPATCH_KEYS or (key != "PrivateUse1" and namespace != "aten"):
+                raise SystemExit(f"ops.yaml: {fam['family']}: dispatch_key {key!r} (one of {', '.join(DISPATCH_KEYS)}; "
+                                 "npu ops are PrivateUse1)")
+            if (name, key) in seen:
+                raise SystemExit(f"ops.yaml: {name} is listed twice ({seen[name, key]} and {fam['family']})")
+            seen[name, key] = fam["family"]
             ops.append(Op(name=name, family=fam["family"], file=fam["file"],
                           kernel=attrs.get("kernel"), boxed=fam.get("boxed_kernel"),
                           or_cpu=bool(attrs.get("or_cpu", fam.get("or_cpu", False))),
                           dtypes=expand_dtypes(attrs.get("dtypes", fam.get("dtypes", [])), sets),
                           note=attrs.get("note", ""),
                           pointwise=Pointwise(arity[0], attrs[arity[0]], attrs.get("params", [])) if arity else None,
-                          namespace=namespace, schema=attrs.get("schema", "")))
+                          namespace=namespace, schema=attrs.get("schema", ""), key=key))
     return ops
 
 
@@ -221,14 +227,15 @@ def split_name(name: str) -> tuple[str, str]:
 
 
 def gen_register(ops: list[Op], schemas) -> str:
-    body: list[str] = []
     wrappers: list[str] = []
     includes = set()
     family = None
     npu_defs: list[str] = []
     npu_body: list[str] = []
     npu_cpu: list[str] = []
+    bodies: dict[str, list[str]] = {key: [] for key in DISPATCH_KEYS}
     for op in ops:
+        body = bodies[op.key]
         if op.namespace == "npu":
             f = schemas[op.name]
             npu_defs.append(f'  m.def("{f.func}");')
@@ -281,10 +288,8 @@ def gen_register(ops: list[Op], schemas) -> str:
         *wrappers,
         "}  // namespace",
         "",
-        "TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {",
-        *body,
-        "}",
-        "",
+        *[line for key, body in bodies.items() if body
+          for line in (f"TORCH_LIBRARY_IMPL(aten, {key}, m) {{", *body, "}", "")],
         "// The project's own ops (torch_npu's names and schemas): defined here, npu kernels, and on CPU tensors an",
         "// error naming the argument (their Meta/fake kernels and autograd are registered from Python).",
         "TORCH_LIBRARY(npu, m) {",
@@ -433,7 +438,8 @@ def gen_doc(ops: list[Op], schemas, backend_indices) -> str:
         "",
     ]
     for fam, fops in by_family.items():
-        lines += [f"## {fam} (`csrc/aten/{fops[0].file}`)", "", "| op | dtypes | backward |", "|---|---|---|"]
+        key = "" if fops[0].key == "PrivateUse1" else f", dispatch key {fops[0].key}"
+        lines += [f"## {fam} (`csrc/aten/{fops[0].file}`{key})", "", "| op | dtypes | backward |", "|---|---|---|"]
         for op in fops:
             dt = " ".join(op.dtypes) if op.dtypes else "any"
             if op.or_cpu:

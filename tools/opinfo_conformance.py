@@ -1,4 +1,4 @@
-"""OpInfo conformance harness: runs the float32 sample inputs of every OpInfo in PyTorch's op_db
+"""OpInfo conformance harness: runs the float32 (or --dtype) sample inputs of every OpInfo in PyTorch's op_db
 (torch.testing._internal.common_methods_invocations, shipped in the wheel) on npu and on CPU and compares
 the forward results and, for ops that support autograd, the gradients of every differentiable input
 under a fixed random output gradient. Forward and backward are each recorded as:
@@ -6,9 +6,12 @@ under a fixed random output gradient. Forward and backward are each recorded as:
   fallback  - every sample matched, some op went through the CPU fallback
   mismatch  - a sample produced different values, shapes or dtypes
   error     - a sample raised on npu (but not on CPU)
-(backward also: n/a - no differentiable float32 sample, or a random op).
-Usage: python tools/opinfo_conformance.py [--ops name,name] [--max-samples N] [--no-backward] [--summary FILE]
-The full run's summary is committed as docs/opinfo_summary.md."""
+(backward also: n/a - no differentiable sample, or a random op).
+Usage: python tools/opinfo_conformance.py [--dtype float32|float16|bfloat16|complex64] [--ops name,name]
+       [--max-samples N] [--no-backward] [--summary FILE]
+The full runs' summaries are committed as docs/opinfo_summary.md (float32) and docs/opinfo_summary_<dtype>.md.
+16-bit results are compared with CPU's 16-bit results at 16-bit tolerances: CPU computes some ops in float32
+internally and rounds once, the npu kernels do the same or accumulate in float32, so the last bits may differ."""
 import argparse
 import collections
 import sys
@@ -104,6 +107,12 @@ def to_npu(x):
     return x
 
 
+DTYPE = torch.float32
+# (forward, backward) atol = rtol per dtype: a few units in the last place of the dtype, the backward's looser
+TOLERANCE = {torch.float32: (1e-4, 1e-3), torch.complex64: (1e-4, 1e-3), torch.float16: (1e-2, 2e-2),
+             torch.bfloat16: (3e-2, 8e-2)}
+
+
 def compare(got, ref, shape_only):
     if isinstance(ref, torch.Tensor):
         if not isinstance(got, torch.Tensor):
@@ -113,7 +122,8 @@ def compare(got, ref, shape_only):
         if got.shape != ref.shape or got.dtype != ref.dtype:
             raise AssertionError(f"shape/dtype {tuple(got.shape)}/{got.dtype} != {tuple(ref.shape)}/{ref.dtype}")
         if not shape_only:
-            torch.testing.assert_close(got.cpu(), ref, atol=1e-4, rtol=1e-4, equal_nan=True, check_device=False)
+            tol = TOLERANCE[DTYPE][0]
+            torch.testing.assert_close(got.cpu(), ref, atol=tol, rtol=tol, equal_nan=True, check_device=False)
     elif isinstance(ref, (list, tuple)):
         if len(got) != len(ref):
             raise AssertionError("output structure differs")
@@ -133,7 +143,7 @@ def npu_copy(x):
 
 def diff_outputs(out):
     return [o for o in pytree.tree_leaves(out) if isinstance(o, torch.Tensor) and o.requires_grad
-            and o.is_floating_point()]
+            and (o.is_floating_point() or o.is_complex())]
 
 
 def leaves_of(sample):
@@ -146,7 +156,7 @@ def run_backward(op, max_samples):
     if not op.supports_autograd or op.name in RANDOM_OPS or op.name in DROPOUT_OPS:
         return "n/a", ""
     try:
-        samples = list(op.sample_inputs("cpu", torch.float32, requires_grad=True))[:max_samples]
+        samples = list(op.sample_inputs("cpu", DTYPE, requires_grad=True))[:max_samples]
     except Exception as e:  # noqa: BLE001
         return "n/a", f"sample_inputs failed: {e}"
     torch_npu_sim.reset_fallback_ops()
@@ -180,7 +190,8 @@ def run_backward(op, max_samples):
                 if (a is None) != (b is None):
                     raise AssertionError("a gradient is missing on one side")
                 if b is not None:
-                    torch.testing.assert_close(a.cpu(), b, atol=1e-3, rtol=1e-3, equal_nan=True, check_device=False)
+                    tol = TOLERANCE[DTYPE][1]
+                    torch.testing.assert_close(a.cpu(), b, atol=tol, rtol=tol, equal_nan=True, check_device=False)
         except Exception as e:  # noqa: BLE001
             return "mismatch", str(e).splitlines()[0][:160]
         checked += 1
@@ -201,7 +212,7 @@ def cuda_reference(op, s, ref):
 
 def run_op(op, max_samples):
     try:
-        samples = list(op.sample_inputs("cpu", torch.float32, requires_grad=False))[:max_samples]
+        samples = list(op.sample_inputs("cpu", DTYPE, requires_grad=False))[:max_samples]
     except Exception as e:  # noqa: BLE001 - a harness records whatever the sample generator does
         return "skipped", f"sample_inputs failed: {e}"
     torch_npu_sim.reset_fallback_ops()
@@ -232,12 +243,15 @@ def run_op(op, max_samples):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "complex64"])
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
     parser.add_argument("--max-samples", type=int, default=4)
     parser.add_argument("--summary", default="", help="write a Markdown summary to this file")
     parser.add_argument("--no-backward", action="store_true", help="forward only")
     parser.add_argument("--verbose", action="store_true", help="print each op name before running it")
     args = parser.parse_args(argv)
+    global DTYPE
+    DTYPE = getattr(torch, args.dtype)
     from torch.testing._internal.common_methods_invocations import op_db
 
     wanted = set(filter(None, args.ops.split(",")))
@@ -248,7 +262,7 @@ def main(argv=None):
         name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
         if wanted and op.name not in wanted and name not in wanted:
             continue
-        if torch.float32 not in op.supported_dtypes("cpu"):
+        if DTYPE not in op.supported_dtypes("cpu"):
             continue
         if args.verbose:
             print(name, file=sys.stderr, flush=True)
@@ -258,8 +272,8 @@ def main(argv=None):
     counts = collections.Counter(status for status, _ in results.values())
     total = sum(v for k, v in counts.items() if k != "skipped")
     passed = counts["native"] + counts["fallback"]
-    lines = [f"# OpInfo conformance (float32, up to {args.max_samples} samples per op)", "",
-             f"torch {torch.__version__}; {len(results)} OpInfos with float32 samples; {time.time() - t0:.0f} s", "",
+    lines = [f"# OpInfo conformance ({args.dtype}, up to {args.max_samples} samples per op)", "",
+             f"torch {torch.__version__}; {len(results)} OpInfos with {args.dtype} samples; {time.time() - t0:.0f} s", "",
              "| status | ops |", "|---|---|"]
     for status in ("native", "fallback", "mismatch", "error", "skipped"):
         lines.append(f"| {status} | {counts[status]} |")

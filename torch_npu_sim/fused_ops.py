@@ -13,7 +13,7 @@ _lib = "npu::"
 __all__ = ["npu_linear_add_gelu", "npu_rms_norm", "npu_add_rms_norm", "npu_rotary_mul", "npu_swiglu", "npu_fast_gelu",
            "npu_scaled_masked_softmax", "npu_fusion_attention", "npu_fusion_attention_grad",
            "npu_moe_gating_top_k_softmax", "npu_moe_init_routing", "npu_moe_compute_expert_tokens",
-           "npu_grouped_matmul", "npu_moe_finalize_routing"]
+           "npu_grouped_matmul", "npu_moe_finalize_routing", "npu_quant_matmul"]
 
 
 def _fake(name):
@@ -351,3 +351,14 @@ def _(expanded_permuted_rows, skip1, skip2, bias, scales, expanded_src_to_dst_ro
       drop_pad_mode=0):
     rows = next(t.shape[0] for t in (scales, export_for_source_row, skip1) if t is not None)
     return expanded_permuted_rows.new_empty((rows, expanded_permuted_rows.shape[1]))
+
+
+# --- quantized matmul (inference): int8 x int8 with int32 accumulation, then dequantized ----------------------
+
+npu_quant_matmul = _ops.npu_quant_matmul  # (x1, x2, scale, *, offset=None, pertoken_scale=None, bias=None, output_dtype=None)
+
+
+@_fake("npu_quant_matmul")
+def _(x1, x2, scale, *, offset=None, pertoken_scale=None, bias=None, output_dtype=None):
+    batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+    return x1.new_empty((*batch, x1.shape[-2], x2.shape[-1]), dtype=output_dtype or torch.int8)

@@ -132,6 +132,14 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   TORCH_CHECK(self.defined() && dst.defined(), "copy_: both tensors must be defined");
   TORCH_CHECK(!dst.is_conj() && !dst.is_neg(), "copy_: copying into a conjugate or negative view is not supported on npu");
   if (self.is_conj() || self.is_neg()) return copy_from_lazy_view(self, dst, non_blocking);
+  if (self.is_quantized() || dst.is_quantized()) {
+    // copy_ has checked both are quantized alike and given dst self's quantizer: the codes move as integers
+    TORCH_CHECK(self.is_quantized() && dst.is_quantized() && self.scalar_type() == dst.scalar_type(),
+                "copy_: quantized tensors copy only to quantized tensors of the same dtype, got ", self.scalar_type(),
+                " -> ", dst.scalar_type());
+    copy_from(quantized_codes(self), quantized_codes(dst), non_blocking);
+    return dst;
+  }
   TORCH_CHECK(self.layout() == at::kStrided && dst.layout() == at::kStrided,
               "copy_: only strided (dense) tensors are supported on npu, got ", self.layout(), " -> ", dst.layout());
   const auto shape = at::infer_size(dst.sizes(), self.sizes());

@@ -3,11 +3,19 @@
 
 #include "aten/npu_ops_check.h"
 
+#include <ATen/ops/empty.h>
 #include <c10/core/ScalarType.h>
 
 namespace torch_npu_sim {
 
 bool is_npu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+at::Tensor quantized_codes(const at::Tensor& q) {
+  TORCH_INTERNAL_ASSERT(q.is_quantized());
+  at::Tensor codes = at::empty({0}, q.options().dtype(c10::toUnderlying(q.scalar_type())));
+  codes.set_(q.storage(), q.storage_offset(), q.sizes(), q.strides());
+  return codes;
+}
 
 void check_device_arg(const char* op, const char* arg, const at::Tensor& t, const at::Device& device, bool cpu_allowed) {
   if (!t.defined() || t.device() == device || (cpu_allowed && t.device().is_cpu())) return;

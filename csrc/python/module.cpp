@@ -19,6 +19,7 @@
 #include "core/npu_stream.h"
 #include "fallback/cpu_fallback.h"
 #include "npu_kernels/gemm.h"
+#include "npu_kernels/quantize.h"
 
 namespace py = pybind11;
 
@@ -244,10 +245,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_fallback_ops", &reset_fallback_ops);
   m.def("_runtime_counters", &runtime_counters);
   // Which library multiplies on the Cube unit: the direct path's (float32, bfloat16, convolution) and the
-  // micro-kernel of the UB panels (float64, staged 16-bit, the tile layer).
+  // micro-kernel of the UB panels (float64, staged 16-bit, the tile layer), and the int8 GEMM's.
   m.def("_cube_kernels", [] {
     return std::map<std::string, std::string>{{"direct", npu_kernels::gemm_library_name()},
-                                              {"panels", npu_kernels::gemm_micro_kernel_name()}};
+                                              {"panels", npu_kernels::gemm_micro_kernel_name()},
+                                              {"int8", npu_kernels::quant_matmul_library_name()}};
   });
   m.def("_reset_runtime_counters", [] { npu_sim::reset_counters(); });
   m.def("_set_launch_recording", [](bool on, std::size_t capacity) {

@@ -1,6 +1,7 @@
 // The Cube unit's matmul on oneDNN: bf16 x bf16 with fp32 accumulation, rounded once to bf16 (what an NPU
-// Cube does), on the CPU's AVX512-BF16 / AMX units through oneDNN's brgemm kernels; and fp32, where oneDNN's
-// brgemm beat OpenBLAS by 5-13% (square 256-2048 and the GPT-mini's shapes, one thread each).
+// Cube does), on the CPU's AVX512-BF16 / AMX units through oneDNN's brgemm kernels; fp32, where oneDNN's
+// brgemm beat OpenBLAS by 5-13% (square 256-2048 and the GPT-mini's shapes, one thread each); and int8 x int8
+// into int32 (quantized linear layers) on the CPU's VNNI / AMX-INT8 units.
 //
 // Why oneDNN (benchmarks/bench_matmul.py, docs/benchmarks.md): it is the library PyTorch's own CPU bf16
 // path calls, its JIT picks the machine's matrix instructions at run time, and on a 2-core Zen 4 it runs
@@ -43,9 +44,10 @@ memory::desc matrix_desc(memory::data_type dt, int64_t rows, int64_t cols, bool 
   return memory::desc({rows, cols}, dt, trans ? memory::dims{1, ld} : memory::dims{ld, 1});
 }
 
+// src and weights in dt, dst in dst_dt (dt when undef).
 dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& eng, memory::data_type dt, bool ta, bool tb, int64_t m,
                                        int64_t n, int64_t k, float alpha, int64_t lda, int64_t ldb, float beta,
-                                       int64_t ldc) {
+                                       int64_t ldc, memory::data_type dst_dt = memory::data_type::undef) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -55,7 +57,7 @@ dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& eng, memory::data_typ
     attr.set_post_ops(po);
   }
   const dnnl::matmul::desc d(matrix_desc(dt, m, k, ta, lda), matrix_desc(dt, k, n, tb, ldb),
-                             matrix_desc(dt, m, n, false, ldc));
+                             matrix_desc(dst_dt == memory::data_type::undef ? dt : dst_dt, m, n, false, ldc));
   return dnnl::matmul::primitive_desc(d, attr, eng);
 }
 
@@ -93,10 +95,11 @@ const char* dnnl_name() { return state().name.c_str(); }
 
 namespace {
 void dnnl_gemm(memory::data_type dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-               const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc) {
+               const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc,
+               memory::data_type dst_dt = memory::data_type::undef) {
   DnnlCoreThread& t = DnnlCoreThread::mine();
   const dnnl::engine& eng = dnnl_engine();
-  const auto pd = matmul_pd(eng, dt, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc);
+  const auto pd = matmul_pd(eng, dt, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, dst_dt);
   const dnnl::matmul prim(pd);  // from oneDNN's primitive cache after the first call of a shape
   const memory::desc sd = pd.scratchpad_desc();
   memory ma(pd.src_desc(), eng, const_cast<void*>(a));
@@ -118,6 +121,30 @@ void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   dnnl_gemm(memory::data_type::f32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda,
+                  const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc) {
+  dnnl_gemm(memory::data_type::s8, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc,
+            memory::data_type::s32);
+}
+
+const char* dnnl_s8_name() {
+  // oneDNN serves int8 when its implementation for this CPU is a JIT one (VNNI / AMX-INT8 brgemm), not "ref"
+  static const std::string name = [] {
+    if (!dnnl_ready()) return std::string();
+    try {
+      const std::string impl = matmul_pd(dnnl_engine(), memory::data_type::s8, false, false, 64, 64, 64, 1.0f, 64, 64,
+                                         0.0f, 64, memory::data_type::s32).impl_info_str();
+      if (impl.find("ref") != std::string::npos) return std::string();
+      const dnnl_version_t* v = dnnl_version();
+      return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+             " " + impl;
+    } catch (const dnnl::error&) {
+      return std::string();
+    }
+  }();
+  return name.empty() ? nullptr : name.c_str();
+}
+
 #else  // built without oneDNN
 
 bool dnnl_ready() { return false; }
@@ -130,6 +157,11 @@ void dnnl_gemm_f32(bool, bool, int64_t, int64_t, int64_t, float, const float*, i
                    float*, int64_t) {
   std::abort();
 }
+void dnnl_gemm_s8(bool, bool, int64_t, int64_t, int64_t, const int8_t*, int64_t, const int8_t*, int64_t, int32_t*,
+                  int64_t) {
+  std::abort();
+}
+const char* dnnl_s8_name() { return nullptr; }
 
 #endif
 

@@ -60,6 +60,10 @@ void dnnl_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     int64_t lda, const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc);
 void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// int8 x int8 -> int32 (exact) on oneDNN; call only when dnnl_s8_name() is not null (a JIT int8 kernel exists).
+void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda,
+                  const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc);
+const char* dnnl_s8_name();
 // The same, always done: BLAS when loaded, else a plain loop (for kernels whose panels are not packed).
 template <typename T>
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,

@@ -15,39 +15,48 @@ TABLE = os.path.join(ROOT, "csrc", "aten", "ops.yaml")
 GEN = os.path.join(ROOT, "tools", "gen_op_table.py")
 
 
-def table():
+KEYS = ("PrivateUse1", "QuantizedPrivateUse1")
+
+
+def table(key="PrivateUse1"):
+    """The table's ops registered under dispatch key `key` (a family's dispatch_key, PrivateUse1 by default)."""
     with open(TABLE) as f:
         doc = yaml.safe_load(f)
     ops = {}
     for fam in doc["families"]:
+        if fam.get("dispatch_key", "PrivateUse1") != key:
+            continue
         for entry in fam["ops"]:
             name = entry if isinstance(entry, str) else next(iter(entry))
             ops[name if fam.get("namespace", "aten") == "aten" else f"{fam['namespace']}::{name}"] = fam
     return ops, doc["families"]
 
 
-def registered():
-    """aten ops (unqualified) and npu:: ops with an npu (PrivateUse1) kernel, as the dispatcher lists them."""
-    regs = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+def registered(key="PrivateUse1"):
+    """aten ops (unqualified) and npu:: ops with a kernel for `key`, as the dispatcher lists them."""
+    regs = torch._C._dispatch_get_registrations_for_dispatch_key(key)
     return {r[len("aten::"):] for r in regs if r.startswith("aten::")} | {r for r in regs if r.startswith("npu::")}
 
 
 def test_every_registered_op_is_in_the_table_and_every_table_op_is_registered():
-    ops, _ = table()
-    regs = registered()
-    assert sorted(regs - ops.keys()) == [], "registered for npu but missing from csrc/aten/ops.yaml"
-    assert sorted(ops.keys() - regs) == [], "in csrc/aten/ops.yaml but not registered for npu"
+    for key in KEYS:
+        ops, _ = table(key)
+        regs = registered(key)
+        assert ops, key
+        assert sorted(regs - ops.keys()) == [], f"registered for {key} but missing from csrc/aten/ops.yaml"
+        assert sorted(ops.keys() - regs) == [], f"in csrc/aten/ops.yaml but not registered for {key}"
 
 
 def test_every_table_op_is_an_aten_schema_with_an_npu_kernel():
     # m.impl on a name that is no schema registers nothing callable: "remainder.out" instead of
     # "remainder.Tensor_out" left torch.remainder(a, b, out=c) on the CPU fallback
-    ops, _ = table()
-    for name in ops:
-        qualified = name if "::" in name else "aten::" + name
-        base, _, overload = qualified.partition(".")
-        torch._C._dispatch_find_schema_or_throw(base, overload)
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "PrivateUse1"), name
+    for key in KEYS:
+        ops, _ = table(key)
+        for name in ops:
+            qualified = name if "::" in name else "aten::" + name
+            base, _, overload = qualified.partition(".")
+            torch._C._dispatch_find_schema_or_throw(base, overload)
+            assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key), (name, key)
 
 
 def test_npu_namespace_ops_are_defined_by_the_table_with_their_schema_and_a_cpu_refusal():

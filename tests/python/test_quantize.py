@@ -1,0 +1,257 @@
+"""Affine quantization on npu against CPU: quantize_per_tensor / per_channel into npu quantized tensors (qint8, quint8,
+qint32), their codes (int_repr) bit for bit, dequantize, the scale / zero point accessors, copies both ways, views
+and clones; CPU's errors; and torch_npu.npu_quant_matmul (int8 GEMM accumulating in int32, then the dequantizing
+epilogue) against an exact integer reference, batched and broadcast, with every scale / offset / bias form."""
+import warnings
+
+import pytest
+import torch
+
+import torch_npu_sim
+
+warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")  # PyTorch's deprecation notice
+
+QTYPES = [torch.qint8, torch.quint8, torch.qint32]
+
+
+def values(shape, seed=0, big=1e10):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=gen) * 3
+    flat = x.view(-1)
+    flat[:6] = torch.tensor([0.25, 0.35, -0.25, -0.35, big, -big])  # ties (half to even) and saturation
+    return x
+
+
+# qint32 saturation is not compared with CPU: its vector path converts x / scale > 2^31 to INT32_MIN (x86's overflow
+# value); npu saturates to INT32_MAX as CUDA and CPU's scalar path do (test_nan_and_infinities)
+BIG = {torch.qint32: 1e6}
+
+
+def same_qtensor(got, want):
+    assert got.is_quantized
+    assert got.dtype == want.dtype and got.qscheme() == want.qscheme() and got.shape == want.shape
+    assert torch.equal(got.int_repr().cpu(), want.int_repr()), (got.int_repr().cpu(), want.int_repr())
+    torch.testing.assert_close(got.dequantize().cpu(), want.dequantize(), rtol=0, atol=0)
+    if want.qscheme() == torch.per_tensor_affine:
+        assert got.q_scale() == want.q_scale() and got.q_zero_point() == want.q_zero_point()
+    else:
+        assert got.q_per_channel_axis() == want.q_per_channel_axis()
+        assert torch.equal(got.q_per_channel_scales().cpu(), want.q_per_channel_scales())
+        assert torch.equal(got.q_per_channel_zero_points().cpu(), want.q_per_channel_zero_points())
+
+
+@pytest.mark.parametrize("qtype", QTYPES)
+@pytest.mark.parametrize("scale,zero_point", [(0.1, 0), (0.037, 5), (2.5, -3)])
+def test_quantize_per_tensor_matches_cpu(qtype, scale, zero_point, native_only):
+    if qtype == torch.quint8:
+        zero_point = abs(zero_point) + 100
+    x = values((7, 9), big=BIG.get(qtype, 1e10))
+    want = torch.quantize_per_tensor(x, scale, zero_point, qtype)
+    got = torch.quantize_per_tensor(x.npu(), scale, zero_point, qtype)
+    assert got.device.type == "npu" and got.is_quantized
+    same_qtensor(got, want)
+    # the tensor-parameter overload (a float32 scale tensor: 0.1 becomes 0.10000000149 on CPU too)
+    scale_t, zp_t = torch.tensor(scale), torch.tensor(zero_point)
+    same_qtensor(torch.quantize_per_tensor(x.npu(), scale_t.npu(), zp_t.npu(), qtype),
+                 torch.quantize_per_tensor(x, scale_t, zp_t, qtype))
+
+
+@pytest.mark.parametrize("qtype", QTYPES)
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_quantize_per_channel_matches_cpu(qtype, axis, native_only):
+    x = values((4, 5, 6), seed=axis, big=BIG.get(qtype, 1e10))
+    channels = x.shape[axis]
+    scales = torch.linspace(0.02, 0.3, channels, dtype=torch.float64)
+    zps = torch.arange(channels) * (7 if qtype == torch.quint8 else -3) + (60 if qtype == torch.quint8 else 0)
+    want = torch.quantize_per_channel(x, scales, zps, axis, qtype)
+    got = torch.quantize_per_channel(x.npu(), scales.npu(), zps.npu(), axis, qtype)
+    same_qtensor(got, want)
+    assert got.q_per_channel_scales().device.type == "npu"  # the parameters live with the tensor (as on CUDA)
+
+
+def test_copies_views_and_clones(native_only):
+    x = values((6, 8))
+    for want in (torch.quantize_per_tensor(x, 0.05, 3, torch.quint8),
+                 torch.quantize_per_channel(x, torch.rand(8, dtype=torch.float64) + 0.01, torch.arange(8) - 4, 1,
+                                            torch.qint8)):
+        on_npu = want.npu()  # a CPU quantized tensor moved to the device
+        same_qtensor(on_npu, want)
+        back = on_npu.cpu()  # and back: a CPU quantized tensor with CPU parameters
+        assert back.device.type == "cpu"
+        same_qtensor(back, want)
+        if want.qscheme() == torch.per_channel_affine:
+            assert back.q_per_channel_scales().device.type == "cpu"
+        same_qtensor(on_npu[2:5], want[2:5])      # a view (as_strided)
+        same_qtensor(on_npu.clone(), want.clone())
+        if want.qscheme() == torch.per_tensor_affine:  # (a per-channel view must keep its axis)
+            same_qtensor(on_npu.view(6, 2, 4), want.view(6, 2, 4))
+        assert "quantization_scheme" in repr(on_npu)
+    t = torch.quantize_per_tensor(x, 0.05, 3, torch.quint8)
+    same_qtensor(t.npu().t().contiguous(), t.t().contiguous())
+    same_qtensor(t.npu()[:, ::2], t[:, ::2])
+
+
+def test_make_quantized_tensor_from_codes(native_only):
+    codes = torch.randint(-128, 128, (5, 4), dtype=torch.int8)
+    want = torch._make_per_tensor_quantized_tensor(codes, 0.2, 7)
+    got = torch._make_per_tensor_quantized_tensor(codes.npu(), 0.2, 7)
+    same_qtensor(got, want)
+    scales, zps = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64), torch.tensor([0, 1, -1, 2])
+    want = torch._make_per_channel_quantized_tensor(codes, scales, zps, 1)
+    got = torch._make_per_channel_quantized_tensor(codes.npu(), scales.npu(), zps.npu(), 1)
+    same_qtensor(got, want)
+
+
+def test_nan_and_infinities():
+    x = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0])
+    q = torch.quantize_per_tensor(x.npu(), 0.1, 2, torch.qint8).int_repr().cpu()
+    # CUDA's rule: NaN converts to the smallest code (CPU's vector and scalar paths disagree: 127 or 0)
+    assert q.tolist() == [-128, 127, -128, 12]
+    big = torch.tensor([1e10, -1e10, 3e9, 2.0])
+    q32 = torch.quantize_per_tensor(big.npu(), 1.0, 0, torch.qint32).int_repr().cpu()
+    assert q32.tolist() == [2**31 - 1, -2**31, 2**31 - 1, 2]
+
+
+def test_bad_arguments_raise_cpus_errors():
+    x = torch.randn(4, 3)
+    s3, z3 = torch.tensor([0.1, 0.2, 0.3]), torch.tensor([0, 0, 0])
+    for bad in [lambda x: torch.quantize_per_tensor(x.double(), 0.1, 0, torch.qint8),
+                lambda x: torch.quantize_per_tensor(x, 0.1, 300, torch.qint8),
+                lambda x: torch.quantize_per_tensor(x, 0.1, -1, torch.quint8),
+                lambda x: torch.quantize_per_channel(x, s3[:2].to(x.device), z3[:2].to(x.device), 1, torch.qint8),
+                lambda x: torch.quantize_per_channel(x, s3.to(x.device), z3[:2].to(x.device), 1, torch.qint8),
+                lambda x: torch.quantize_per_channel(x, s3.to(x.device), z3.to(x.device), 2, torch.qint8),
+                lambda x: torch.quantize_per_channel(x, s3.to(x.device), (z3 + 900).to(x.device), 1, torch.quint8),
+                lambda x: torch.quantize_per_tensor(x, 0.1, 0, torch.qint8).q_per_channel_scales()]:
+        with pytest.raises(RuntimeError) as cpu_err:
+            bad(x)
+        with pytest.raises(RuntimeError) as npu_err:
+            bad(x.npu())
+        assert str(npu_err.value).splitlines()[0] == str(cpu_err.value).splitlines()[0]
+    with pytest.raises(NotImplementedError, match="quantize_tensor_per_tensor_affine: no npu kernel for quantized "
+                                                  "dtype QUInt4x2"):
+        torch.quantize_per_tensor(x.npu(), 0.1, 0, torch.quint4x2)
+
+
+# --- npu_quant_matmul ------------------------------------------------------------------------------------------
+
+def int8(shape, seed):
+    return torch.randint(-128, 128, shape, dtype=torch.int8, generator=torch.Generator().manual_seed(seed))
+
+
+def reference(x1, x2, scale, offset=None, pertoken_scale=None, bias=None, output_dtype=None):
+    """The exact int32 accumulator (int64 on CPU, no overflow at these sizes), then the epilogue in float64."""
+    acc = torch.matmul(x1.long(), x2.long())
+    if bias is not None and bias.dtype == torch.int32:
+        v = (acc + bias.long().view(*bias.shape)).double() * scale.double()
+    else:
+        v = acc.double() * scale.double()
+    if pertoken_scale is not None:
+        v = v * pertoken_scale.double().unsqueeze(-1)
+    if bias is not None and bias.dtype != torch.int32:
+        v = v + bias.double()
+    if offset is not None:
+        v = v + offset.double()
+    return v
+
+
+def check_quant_matmul(got, ref, output_dtype):
+    got = got.cpu()
+    assert got.dtype == (output_dtype or torch.int8)
+    if got.dtype == torch.int8:
+        want = ref.round().clamp(-128, 127)
+        near_tie = (ref - ref.floor() - 0.5).abs() < 1e-3  # float32 vs float64 epilogue may round a tie either way
+        assert torch.equal(got.double()[~near_tie], want[~near_tie])
+        assert ((got.double() - want).abs()[near_tie] <= 1).all()
+    else:
+        # float32 arithmetic (one rounding per step) against float64, then one rounding to the output dtype
+        torch.testing.assert_close(got.double(), ref.to(got.dtype).double(), rtol=4 * torch.finfo(got.dtype).eps,
+                                   atol=1e-5)
+
+
+@pytest.mark.parametrize("output_dtype", [None, torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("m,k,n", [(1, 64, 16), (37, 129, 70), (130, 256, 64)])
+def test_quant_matmul_2d(output_dtype, m, k, n, native_only):
+    x1, x2 = int8((m, k), 1), int8((k, n), 2)
+    gen = torch.Generator().manual_seed(3)
+    scale = torch.rand(n, generator=gen) * 1e-3
+    offset = torch.randn(n, generator=gen) if output_dtype is None else None
+    bias = torch.randint(-1000, 1000, (n,), dtype=torch.int32, generator=gen)
+    kw = dict(offset=offset, bias=bias, output_dtype=output_dtype)
+    got = torch_npu_sim.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu(),
+                                         **{a: (t.npu() if isinstance(t, torch.Tensor) else t) for a, t in kw.items()})
+    check_quant_matmul(got, reference(x1, x2, scale, **kw), output_dtype)
+
+
+def test_quant_matmul_batched_broadcast_transposed_pertoken_and_float_bias(native_only):
+    x1 = int8((2, 1, 24, 48), 4)
+    w = int8((3, 40, 48), 5)  # (batch, n, k) stored; x2 is its transpose (k, n): no copy
+    x2 = w.transpose(-1, -2)
+    scale = torch.tensor([0.003])  # one scale for every column
+    token = torch.rand(24) + 0.5
+    bias = torch.randn(40).to(torch.bfloat16)
+    got = torch_npu_sim.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu(), pertoken_scale=token.npu(), bias=bias.npu(),
+                                         output_dtype=torch.bfloat16)
+    assert got.shape == (2, 3, 24, 40)
+    check_quant_matmul(got, reference(x1, x2, scale, pertoken_scale=token, bias=bias), torch.bfloat16)
+    # a 3-D int32 bias (batch, 1, n)
+    bias3 = torch.randint(-50, 50, (6, 1, 40), dtype=torch.int32)
+    got = torch_npu_sim.npu_quant_matmul(x1.npu(), x2.npu(), scale.npu(), bias=bias3.npu(), output_dtype=torch.float32)
+    ref = reference(x1, x2, scale, bias=bias3.view(2, 3, 1, 40))
+    check_quant_matmul(got, ref, torch.float32)
+
+
+def test_post_training_quantized_linear_layer(native_only):
+    """The flow a PTQ tool (AMCT-style) produces: int8 weights per output channel, int8 activations per tensor,
+    one int8 GEMM and a dequantizing scale; close to the float layer within the quantization error."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(256, 96)
+    x = torch.randn(32, 256)
+    w_scale = layer.weight.detach().abs().amax(1) / 127
+    qw = torch.quantize_per_channel(layer.weight.detach().npu(), w_scale.double().npu(), torch.zeros(96, dtype=torch.long).npu(),
+                                    0, torch.qint8)
+    x_scale = x.abs().max().item() / 127
+    qx = torch.quantize_per_tensor(x.npu(), x_scale, 0, torch.qint8)
+    y = torch_npu_sim.npu_quant_matmul(qx.int_repr(), qw.int_repr().t(), (w_scale * x_scale).float().npu(),
+                                       bias=layer.bias.detach().npu(), output_dtype=torch.float32)
+    want = layer(x).detach()
+    err = (y.cpu() - want).abs().max().item()
+    assert err < 0.05 * want.abs().max().item(), err
+    # and exactly what the integer reference says
+    ref = reference(qx.int_repr().cpu(), qw.int_repr().cpu().t(), (w_scale * x_scale).float(), bias=layer.bias.detach())
+    check_quant_matmul(y, ref, torch.float32)
+
+
+def test_quant_matmul_bad_arguments():
+    x1, x2, s = int8((4, 8), 0).npu(), int8((8, 5), 1).npu(), torch.ones(5).npu()
+    cases = [(lambda: torch_npu_sim.npu_quant_matmul(x1.float(), x2, s), "x1 and x2 must be int8"),
+             (lambda: torch_npu_sim.npu_quant_matmul(x1, x2[:7], s), "cannot be multiplied"),
+             (lambda: torch_npu_sim.npu_quant_matmul(x1, x2, torch.ones(3).npu()), "scale must be 1-D with 1 or 5"),
+             (lambda: torch_npu_sim.npu_quant_matmul(x1, x2, s.long()), "scale must be float32 or bfloat16"),
+             (lambda: torch_npu_sim.npu_quant_matmul(x1, x2, s, output_dtype=torch.int32), "output_dtype must be"),
+             (lambda: torch_npu_sim.npu_quant_matmul(x1, x2, s, bias=torch.ones(4, dtype=torch.int32).npu()),
+              "bias must have shape"),
+             (lambda: torch_npu_sim.npu_quant_matmul(x1, x2, s, pertoken_scale=torch.ones(5).npu()),
+              "pertoken_scale must be 1-D with 4")]
+    for call, message in cases:
+        with pytest.raises(RuntimeError, match="npu_quant_matmul: .*" + message):
+            call()
+
+
+def test_int8_gemm_library_and_the_portable_loop_agree(fresh_python):
+    code = """
+        import torch, torch_npu_sim
+        g = torch.Generator().manual_seed(0)
+        x1 = torch.randint(-128, 128, (70, 300), dtype=torch.int8, generator=g)
+        x2 = torch.randint(-128, 128, (300, 33), dtype=torch.int8, generator=g)
+        y = torch_npu_sim.npu_quant_matmul(x1.npu(), x2.npu(), torch.tensor([0.5]).npu(), output_dtype=torch.float32)
+        assert torch.equal(y.cpu(), (x1.long() @ x2.long()).float() * 0.5)
+        print(torch_npu_sim._C._cube_kernels()["int8"])
+    """
+    onednn = fresh_python(code)
+    assert onednn.returncode == 0, onednn.stderr
+    own = fresh_python(code, env={"NPU_SIM_GEMM_DNNL": "0"})
+    assert own.returncode == 0, own.stderr
+    assert own.stdout.strip() == "own"
+    # this machine's CPU has VNNI (AVX512-VNNI / AMX-INT8): oneDNN's JIT int8 kernel serves the GEMM
+    assert onednn.stdout.strip().startswith("onednn"), onednn.stdout
