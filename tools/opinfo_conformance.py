@@ -202,12 +202,34 @@ def run_backward(op, max_samples):
 
 def cuda_reference(op, s, ref):
     """CUDA's result where CPU's differs: native_batch_norm & co. in evaluation mode return the running mean and
-    1 / sqrt(running_var + eps) as saved statistics (npu as CUDA), where CPU returns empty tensors."""
+    1 / sqrt(running_var + eps) as saved statistics (npu as CUDA), where CPU returns empty tensors; and they save a
+    16-bit input's statistics in float32."""
     if op.name in ("native_batch_norm", "_native_batch_norm_legit") and len(s.args) == 7 and not s.args[4]:
         running_mean, running_var, eps = s.args[2], s.args[3], s.args[6]
         if running_mean is not None and running_var is not None:
             return ref[0], running_mean.float(), (running_var.float() + eps).rsqrt()
+    if op.name in ("native_batch_norm", "_native_batch_norm_legit", "_batch_norm_with_update") and \
+            s.input.dtype in (torch.float16, torch.bfloat16):
+        # CUDA saves a 16-bit input's batch statistics in float32 (its accumulation type); CPU in the input's dtype
+        return (ref[0], *[t.float() if t.dtype == s.input.dtype and t.dim() == 1 else t for t in ref[1:]])
     return ref
+
+
+# Ops whose 16-bit kernels compute in float32 and round once, as CUDA's do (opmath), where CPU's compute in the
+# 16-bit type: their 16-bit reference is CPU's float32 result rounded once.
+OPMATH_16BIT = {"grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_sample", "nn.functional.conv_transpose2d"}
+
+
+def widened(x):
+    return x.float() if isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def reference(op, s):
+    if DTYPE in (torch.float16, torch.bfloat16) and op.name in OPMATH_16BIT:
+        out = call(op, widened(s.input), *[widened(a) for a in s.args], **{k: widened(v) for k, v in s.kwargs.items()})
+        return pytree.tree_map(lambda t: t.to(DTYPE) if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t,
+                               out)
+    return call(op, s.input, *s.args, **s.kwargs)
 
 
 def run_op(op, max_samples):
@@ -218,7 +240,7 @@ def run_op(op, max_samples):
     torch_npu_sim.reset_fallback_ops()
     for s in samples:
         try:
-            ref = cuda_reference(op, s, call(op, s.input, *s.args, **s.kwargs))
+            ref = cuda_reference(op, s, reference(op, s))
         except Exception:  # noqa: BLE001 - the CPU itself rejects this sample
             continue
         try:
