@@ -58,16 +58,12 @@ GAUGE_OPS = {"linalg.eigh": eigenvector_phase_fixed}
 # an op matching none is reported as "no npu kernel yet".
 FALLBACK_REASONS = (
     ("linalg_matrix_exp", "libtorch's matrix_exp indexes a CPU tensor with device masks on any non-CUDA device"),
-    ("aten::norm.out", "the legacy torch.norm out overload is not registered (linalg_vector_norm is native)"),
     ("upsample_", "interpolation mode not implemented (the resampling kernel has nearest and (bi)linear)"),
-    ("grid_sampler", "grid_sample: no npu kernel yet"),
-    ("max_unpool", "max_unpool: no npu kernel yet"),
     ("fractional_max_pool", "fractional max pooling: no npu kernel yet"),
     ("histogram", "float histograms: no npu kernel yet (histc on integers is native)"),
     ("aten::histc", "float histc: no npu kernel yet (integer histc is native)"),
     ("_pdist", "pairwise distances: no npu kernel yet"),
     ("_cdist", "pairwise distances: no npu kernel yet"),
-    ("embedding_bag", "embedding_bag: no npu kernel yet"),
     ("_ctc_loss", "CTC loss: no npu kernel yet"),
     ("margin_loss", "margin losses: no npu kernel yet"),
     ("segment_reduce", "segment_reduce: no npu kernel yet"),

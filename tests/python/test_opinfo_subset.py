@@ -39,3 +39,29 @@ def test_opinfo_native(results, name):
     assert not bad, bad
     if name not in NO_GRAD:  # gradients were compared for at least one variant
         assert any(v[0] == "native" for v in grads.values()), grads
+
+
+# The 16-bit and complex runs (--dtype): a few OpInfos per family, which must pass natively at that dtype.
+OTHER_DTYPES = {
+    "float16": ["add", "mul", "exp", "sigmoid", "nn.functional.gelu", "mm", "nn.functional.conv2d", "softmax",
+                "nn.functional.layer_norm", "sum", "nn.functional.embedding_bag", "nn.functional.grid_sample"],
+    "bfloat16": ["add", "div", "tanh", "nn.functional.silu", "bmm", "nn.functional.linear", "log_softmax",
+                 "mean", "nn.functional.embedding_bag", "nn.functional.interpolate.bilinear"],
+    "complex64": ["fft.fft", "fft.ifft", "fft.fft2", "view_as_real", "conj_physical"],
+}
+
+
+@pytest.mark.parametrize("dtype", sorted(OTHER_DTYPES))
+def test_opinfo_native_other_dtypes(dtype):
+    names = OTHER_DTYPES[dtype]
+    try:
+        forward, backward = opinfo_conformance.main(["--dtype", dtype, "--ops", ",".join(names), "--max-samples", "2"])
+    finally:
+        opinfo_conformance.DTYPE = opinfo_conformance.torch.float32
+    for name in names:
+        matched = {k: v for k, v in forward.items() if k == name or k.startswith(name + ".")}
+        assert matched, f"{name} not found in op_db at {dtype}"
+        bad = {k: v for k, v in matched.items() if v[0] != "native"}
+        assert not bad, (dtype, bad)
+        bad = {k: backward[k] for k in matched if backward[k][0] not in ("native", "n/a")}
+        assert not bad, (dtype, bad)
