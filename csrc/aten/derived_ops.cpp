@@ -2,11 +2,12 @@
 // equal (eq + all), trace (diagonal + sum), isin (sort + searchsorted + gather), repeat_interleave with
 // a repeats tensor (cumsum + searchsorted), histc on integers (CUDA's integer bins: sub/mul/div + bincount),
 // conj_physical (a copy, the imaginary parts negated in place), unfold_backward (index_add of the windows), renorm
-// (vector norm + where + mul), and the dispatch stubs of libtorch's complex / polar / angle (parts written through
+// (vector norm + where + mul), embedding_renorm_ (unique + index_select + norm + index_copy_), and the dispatch stubs of libtorch's complex / polar / angle (parts written through
 // view_as_real). No math of their own.
 #include <ATen/core/Tensor.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/TensorUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/DispatchStub.h>
@@ -36,6 +37,7 @@
 #include <ATen/ops/eq.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/index_select.h>
+#include <ATen/ops/_unique2.h>
 #include <ATen/ops/ne.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/lt.h>
@@ -157,6 +159,21 @@ T NF::renorm(const T& self, const S& p, int64_t dim, const S& maxnorm) {
 }
 
 T& NF::renorm_(T& self, const S& p, int64_t dim, const S& maxnorm) { return NF::renorm_out(self, p, dim, maxnorm, self); }
+
+// embedding_renorm_ (nn.Embedding / F.embedding_bag with max_norm) as CPU's: each distinct row the indices name
+// whose norm_type-norm exceeds max_norm is scaled in place by max_norm / (norm + 1e-7).
+T& NF::embedding_renorm_(T& self, const T& indices, double max_norm, double norm_type) {
+  at::checkDim("embedding_renorm_", at::TensorArg(self, "self", 1), 2);
+  at::checkScalarTypes("embedding_renorm_", at::TensorArg(indices, "indices", 2), {at::kLong, at::kInt});
+  if (indices.numel() == 0 || self.numel() == 0) return self;
+  const T rows = std::get<0>(at::_unique2(indices.reshape({-1}).to(at::kLong), /*sorted=*/true, false, false));
+  const T picked = self.index_select(0, rows);
+  const T norm = at::linalg_vector_norm(picked, norm_type, {1}, /*keepdim=*/true);
+  const T factor = at::where(at::gt(norm, max_norm), at::div(at::full_like(norm, max_norm), at::add(norm, 1e-7)),
+                             at::ones_like(norm));
+  self.index_copy_(0, rows, at::mul(picked, factor));
+  return self;
+}
 
 T NF::trace(const T& self) {
   TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());

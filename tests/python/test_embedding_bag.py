@@ -217,3 +217,26 @@ def test_bad_values_fail_the_stream_and_nothing_is_read_back(indices, offsets, m
     with pytest.raises(RuntimeError, match=message):
         out.cpu()
     acknowledge_device_error()
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0])
+def test_max_norm_renormalises_the_rows_in_place(norm_type, native_only):
+    torch.manual_seed(0)
+    weight = torch.randn(12, 6) * 3
+    indices, offsets = torch.tensor([1, 4, 4, 7, 0, 11]), torch.tensor([0, 2, 3])
+    w_cpu, w_npu = weight.clone(), weight.npu()
+    want = F.embedding_bag(indices, w_cpu, offsets, max_norm=2.0, norm_type=norm_type)
+    got = F.embedding_bag(indices.npu(), w_npu, offsets.npu(), max_norm=2.0, norm_type=norm_type)
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(w_npu.cpu(), w_cpu, rtol=1e-6, atol=1e-6)  # the named rows, scaled in place
+    assert not torch.equal(w_cpu, weight) and torch.equal(w_cpu[2], weight[2])
+    emb_cpu, emb_npu = torch.nn.Embedding(12, 6, max_norm=1.5), None
+    emb_npu = torch.nn.Embedding(12, 6, max_norm=1.5).npu()
+    emb_npu.load_state_dict(emb_cpu.state_dict())
+    x = torch.tensor([[3, 3, 5], [9, 0, 3]])
+    torch.testing.assert_close(emb_npu(x.npu()).cpu(), emb_cpu(x), rtol=1e-6, atol=1e-6)
+    with pytest.raises(RuntimeError) as cpu_err:
+        torch.embedding_renorm_(torch.randn(3), indices, 1.0, 2.0)
+    with pytest.raises(RuntimeError) as npu_err:
+        torch.embedding_renorm_(torch.randn(3).npu(), indices.npu(), 1.0, 2.0)
+    assert str(npu_err.value).splitlines()[0] == str(cpu_err.value).splitlines()[0]
