@@ -227,3 +227,20 @@ def test_the_generator_refuses_a_bad_table_and_writes_nothing(tmp_path):
     assert "NPUNativeFunctions::exp_(at::Tensor & self) { return unary_<at::meta::structured_exp>(" in text
     assert ("return structured_out<at::meta::structured_softplus>(unary_kernel(npu_kernels::UnaryOp::kSoftplus, "
             "with_ab(beta, threshold)), out, self, beta, threshold);") in text
+
+
+def test_the_generator_refuses_bad_dispatch_keys_and_allows_one_op_per_key(tmp_path):
+    fam = "families:\n- family: f\n  file: f.cpp\n{extra}  ops:\n  - {op}\n"
+    for extra in ("  dispatch_key: CUDA\n", "  dispatch_key: QuantizedPrivateUse1\n  namespace: npu\n"):
+        r = run_generator(tmp_path, fam.format(extra=extra, op='npu_x: {schema: "npu_x(Tensor a) -> Tensor"}'
+                                               if "npu" in extra else "int_repr"))
+        assert r.returncode != 0 and "dispatch_key" in r.stderr, (extra, r.stderr)
+    both = (fam.format(extra="", op="view: {kernel: at::native::view}") +
+            fam.format(extra="  dispatch_key: QuantizedPrivateUse1\n", op="view: {kernel: at::native::view}")
+            .replace("families:\n", ""))
+    r = run_generator(tmp_path, both)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "gen" / "register_npu_ops.cpp").read_text()
+    assert "TORCH_LIBRARY_IMPL(aten, QuantizedPrivateUse1, m)" in text and text.count('m.impl("view"') == 2
+    r = run_generator(tmp_path, both.replace("QuantizedPrivateUse1", "PrivateUse1"))
+    assert r.returncode != 0 and "view is listed twice" in r.stderr
