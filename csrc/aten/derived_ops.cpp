@@ -2,8 +2,8 @@
 // equal (eq + all), trace (diagonal + sum), isin (sort + searchsorted + gather), repeat_interleave with
 // a repeats tensor (cumsum + searchsorted), histc on integers (CUDA's integer bins: sub/mul/div + bincount),
 // conj_physical (a copy, the imaginary parts negated in place), unfold_backward (index_add of the windows), renorm
-// (vector norm + where + mul), embedding_renorm_ (unique + index_select + norm + index_copy_), and the dispatch stubs of libtorch's complex / polar / angle (parts written through
-// view_as_real). No math of their own.
+// (vector norm + where + mul), embedding_renorm_ (unique + index_select + norm + index_copy_), and the dispatch
+// stubs of libtorch's complex / polar / angle (parts written through view_as_real). No math of their own.
 #include <ATen/core/Tensor.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorIterator.h>
@@ -133,6 +133,14 @@ bool NF::equal(const T& self, const T& other) {
 }
 
 // CUDA's trace: diagonal().sum(), so a bool matrix counts its true diagonal elements (int64); CPU refuses bool.
+namespace {
+// ATen's renorm factor: max_norm / (norm + 1e-7) where norm exceeds max_norm, else 1 (norm's dtype).
+T max_norm_factor(const T& norm, const S& max_norm) {
+  const T limit = at::full_like(norm, max_norm);
+  return at::where(at::gt(norm, limit), at::div(limit, at::add(norm, 1e-7)), at::ones_like(norm));
+}
+}  // namespace
+
 // renorm as ATen's: every slice along `dim` whose p-norm (in the accumulation type) exceeds maxnorm is scaled by
 // maxnorm / (norm + 1e-7); the factor is computed in that type and rounded to the input's before the product.
 T& NF::renorm_out(const T& self, const S& p, int64_t dim, const S& maxnorm, T& out) {
@@ -147,8 +155,7 @@ T& NF::renorm_out(const T& self, const S& p, int64_t dim, const S& maxnorm, T& o
   const auto acc = at::toAccumulateType(dtype, /*is_cuda=*/true);
   const T norm = acc != dtype ? at::linalg_vector_norm(self, p.toDouble(), reduce_dims, true, acc)
                               : at::linalg_vector_norm(self, p.toDouble(), reduce_dims, true);
-  const T limit = at::full_like(norm, maxnorm);
-  T factor = at::where(at::gt(norm, limit), at::div(limit, at::add(norm, 1e-7)), at::ones_like(norm));
+  T factor = max_norm_factor(norm, maxnorm);
   if (acc != c10::toRealValueType(dtype)) factor = factor.to(dtype);
   return at::mul_out(out, self, factor);
 }
@@ -169,9 +176,7 @@ T& NF::embedding_renorm_(T& self, const T& indices, double max_norm, double norm
   const T rows = std::get<0>(at::_unique2(indices.reshape({-1}).to(at::kLong), /*sorted=*/true, false, false));
   const T picked = self.index_select(0, rows);
   const T norm = at::linalg_vector_norm(picked, norm_type, {1}, /*keepdim=*/true);
-  const T factor = at::where(at::gt(norm, max_norm), at::div(at::full_like(norm, max_norm), at::add(norm, 1e-7)),
-                             at::ones_like(norm));
-  self.index_copy_(0, rows, at::mul(picked, factor));
+  self.index_copy_(0, rows, at::mul(picked, max_norm_factor(norm, max_norm)));
   return self;
 }
 

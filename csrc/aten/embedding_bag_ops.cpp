@@ -1,4 +1,4 @@
-// Registration of _embedding_bag (and its forward-only twin), its backward (dense; sparse=True runs CPU's kernel)
+// Registration of _embedding_bag (and its forward-only twin), its backward (dense; sparse=True is refused)
 // and its per-sample-weights backward (F.embedding_bag, nn.EmbeddingBag): CPU's argument checks, int64 index operands, then
 // kernels/src/embedding_bag.cpp on the stream. The side outputs keep the indices' integer type, as CPU's.
 #include <ATen/TensorUtils.h>
@@ -10,7 +10,6 @@
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
-#include "fallback/dtype_fallback.h"
 #include "npu_kernels/embedding_bag.h"
 #include "npu_native_functions.h"
 
@@ -128,10 +127,9 @@ Tensor NF::_embedding_bag_backward(const Tensor& grad, const Tensor& indices, co
                                    int64_t num_weights, bool scale_grad_by_freq, int64_t mode, bool sparse,
                                    const std::optional<Tensor>& per_sample_weights, int64_t padding_idx) {
   (void)offsets;  // the forward always returns offset2bag, which says each index's bag
-  if (sparse) {
-    // sparse gradients (COO tensors) are not simulated on npu: CPU's kernel runs (the table's or_cpu)
-    throw_no_kernel_for_dtype("_embedding_bag_backward: sparse=True has no npu kernel (sparse tensors)");
-  }
+  // CPU's kernel would build a COO gradient, which has no npu tensor type to come back as
+  TORCH_CHECK_NOT_IMPLEMENTED(!sparse, "embedding_bag: sparse=True gradients are not supported on npu (sparse "
+                              "tensors are not simulated); use sparse=False");
   return NF::_embedding_bag_dense_backward(grad, indices, offset2bag, bag_size, maximum_indices, num_weights,
                                            scale_grad_by_freq, mode, per_sample_weights, padding_idx);
 }

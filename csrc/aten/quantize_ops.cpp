@@ -99,18 +99,23 @@ Tensor quantize(const Tensor& self, const at::QuantizerPtr& quantizer, const cha
   return q;
 }
 
+void check_axis(const Tensor& self, int64_t axis) {
+  TORCH_CHECK(axis >= 0 && axis < self.dim(), "Channel axis out of range in per channel affine quantization. Got: ",
+              axis, "Expected: [0, ", self.dim(), ")");
+}
+
 // CPU's per-channel parameter checks (ATen/native/quantized/AffineQuantizer.cpp, make_per_channel_quantizer).
 void check_per_channel(const Tensor& self, const Tensor& scales, const Tensor& zero_points, int64_t axis,
                        at::ScalarType qtype, const char* fn) {
   TORCH_CHECK(scales.dim() == 1, "scale tensor must have dimension 1");
   TORCH_CHECK(zero_points.dim() == 1, "zero_points tensor must have dimension 1");
   TORCH_CHECK(scales.numel() == zero_points.numel(), "number of elements in scales and zero_points must match");
-  TORCH_CHECK(axis >= 0 && axis < self.dim(), "Channel axis out of range in per channel affine quantization. Got: ",
-              axis, "Expected: [0, ", self.dim(), ")");
+  check_axis(self, axis);
   TORCH_CHECK(self.size(axis) == scales.numel(), "length of scales must equal to channel, expected ", self.size(axis),
               " got, ", scales.numel());
-  TORCH_CHECK(!at::isFloatingType(zero_points.scalar_type()) && !at::isComplexType(zero_points.scalar_type()),
-              fn, ": zero_points must be an integer tensor, got ", zero_points.scalar_type());
+  // float zero points make CPU's per_channel_affine_float_qparams scheme (embedding-table quantization)
+  TORCH_CHECK_NOT_IMPLEMENTED(!at::isFloatingType(zero_points.scalar_type()), fn,
+                              ": no npu kernel for float zero points (qscheme per_channel_affine_float_qparams)");
   code_dtype(qtype, fn);
   // the zero points' range: read on the host (a handful of values; CPU reads them too)
   const Tensor zp = zero_points.to(at::kCPU, at::kLong);
@@ -158,8 +163,7 @@ Tensor NF::_make_per_channel_quantized_tensor(const Tensor& self, const Tensor& 
   const at::ScalarType qtype = c10::toQIntType(self.scalar_type());
   TORCH_CHECK(qtype != self.scalar_type(), "_make_per_channel_quantized_tensor: expected uint8, int8 or int32 codes, "
               "got ", self.scalar_type());
-  TORCH_CHECK(axis >= 0 && axis < self.dim(), "Channel axis out of range in per channel affine quantization. Got: ",
-              axis, "Expected: [0, ", self.dim(), ")");
+  check_axis(self, axis);
   Tensor q = at::new_qtensor(self.sizes(), self.options().dtype(qtype),
                              at::make_per_channel_affine_quantizer(scale.to(self.device(), at::kDouble),
                                                                    zero_point.to(self.device(), at::kLong), axis, qtype));

@@ -61,22 +61,31 @@ dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& eng, memory::data_typ
   return dnnl::matmul::primitive_desc(d, attr, eng);
 }
 
+// "onednn <version> <implementation>" when a JIT implementation ("brg:...", "gemm:jit...") serves a probe shape
+// of these types on this CPU, empty when only the reference loop does (a CPU without AVX-512 may get that one;
+// our own paths are faster then) or oneDNN refuses the types.
+std::string probe(memory::data_type dt, memory::data_type dst_dt = memory::data_type::undef) {
+  try {
+    const std::string impl =
+        matmul_pd(dnnl_engine(), dt, false, false, 64, 64, 64, 1.0f, 64, 64, 0.0f, 64, dst_dt).impl_info_str();
+    if (impl.find("ref") != std::string::npos) return std::string();
+    const dnnl_version_t* v = dnnl_version();
+    return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
+           " " + impl;
+  } catch (const dnnl::error&) {
+    return std::string();
+  }
+}
+
 const DnnlState& state() {
   static const DnnlState instance = [] {
     DnnlState s;
     const char* off = std::getenv("NPU_SIM_GEMM_DNNL");
     if (off != nullptr && std::string(off) == "0") return s;
-    try {
-      // A probe shape: a JIT implementation ("brg:...", "gemm:jit...") serves bf16 on this CPU, not only
-      // the reference loop (a CPU without AVX-512 may get that one; the staged path is faster then).
-      const std::string impl =
-          matmul_pd(dnnl_engine(), memory::data_type::bf16, false, false, 64, 64, 64, 1.0f, 64, 64, 0.0f, 64).impl_info_str();
-      if (impl.find("ref") != std::string::npos) return s;
-      const dnnl_version_t* v = dnnl_version();
-      s.name = "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-               std::to_string(v->patch) + " " + impl;
+    const std::string name = probe(memory::data_type::bf16);
+    if (!name.empty()) {
+      s.name = name;
       s.ready = true;
-    } catch (const dnnl::error&) {
     }
     return s;
   }();
@@ -128,20 +137,8 @@ void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
 }
 
 const char* dnnl_s8_name() {
-  // oneDNN serves int8 when its implementation for this CPU is a JIT one (VNNI / AMX-INT8 brgemm), not "ref"
-  static const std::string name = [] {
-    if (!dnnl_ready()) return std::string();
-    try {
-      const std::string impl = matmul_pd(dnnl_engine(), memory::data_type::s8, false, false, 64, 64, 64, 1.0f, 64, 64,
-                                         0.0f, 64, memory::data_type::s32).impl_info_str();
-      if (impl.find("ref") != std::string::npos) return std::string();
-      const dnnl_version_t* v = dnnl_version();
-      return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
-             " " + impl;
-    } catch (const dnnl::error&) {
-      return std::string();
-    }
-  }();
+  // int8 on a JIT kernel (VNNI / AMX-INT8 brgemm), not oneDNN's reference loop
+  static const std::string name = dnnl_ready() ? probe(memory::data_type::s8, memory::data_type::s32) : "";
   return name.empty() ? nullptr : name.c_str();
 }
 

@@ -168,10 +168,10 @@ Status dequantize(npu_sim::Stream stream, const void* codes, float* out, int64_t
 
 Status quant_matmul(npu_sim::Stream stream, const QuantMatmulArgs& a) {
   const bool onednn = use_onednn(a);
-  // One row tile per core thread (at least 64 rows): oneDNN reorders x2 into its VNNI layout on every call, so
-  // fewer, taller tiles pay that once per core (64-row tiles cost 23% more at 1024 x 4096 x 4096).
-  const int64_t rows_per_tile =
-      std::max<int64_t>(64, (a.m + core_threads() - 1) / core_threads());
+  // One row tile per core thread, 64 to 1024 rows: oneDNN reorders x2 into its VNNI layout on every call, so
+  // fewer, taller tiles pay that less (64-row tiles cost 23% more at 1024 x 4096 x 4096); the cap bounds each
+  // block's int32 buffer (rows x n) and leaves the reorder a small share of a tile's work.
+  const int64_t rows_per_tile = std::clamp<int64_t>((a.m + core_threads() - 1) / core_threads(), 64, 1024);
   const int64_t tiles = (a.m + rows_per_tile - 1) / rows_per_tile;
   auto run = [&](auto tag) {
     using Out = decltype(tag);

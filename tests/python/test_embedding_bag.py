@@ -240,3 +240,11 @@ def test_max_norm_renormalises_the_rows_in_place(norm_type, native_only):
     with pytest.raises(RuntimeError) as npu_err:
         torch.embedding_renorm_(torch.randn(3).npu(), indices.npu(), 1.0, 2.0)
     assert str(npu_err.value).splitlines()[0] == str(cpu_err.value).splitlines()[0]
+
+
+def test_sparse_gradients_are_refused_by_name():
+    w = torch.randn(5, 3).npu().requires_grad_()
+    out = F.embedding_bag(torch.tensor([0, 1, 2]).npu(), w, torch.tensor([0, 1]).npu(), sparse=True)
+    with pytest.raises(NotImplementedError, match="embedding_bag: sparse=True gradients are not supported on npu"):
+        out.sum().backward()
+    assert w.grad is None

@@ -131,6 +131,8 @@ def test_bad_arguments_raise_cpus_errors():
     with pytest.raises(NotImplementedError, match="quantize_tensor_per_tensor_affine: no npu kernel for quantized "
                                                   "dtype QUInt4x2"):
         torch.quantize_per_tensor(x.npu(), 0.1, 0, torch.quint4x2)
+    with pytest.raises(NotImplementedError, match="no npu kernel for float zero points"):  # CPU: float qparams
+        torch.quantize_per_channel(x.npu(), s3.npu(), z3.float().npu(), 1, torch.quint8)
 
 
 # --- npu_quant_matmul ------------------------------------------------------------------------------------------
