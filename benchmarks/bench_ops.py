@@ -1,7 +1,8 @@
 """Ops of the rest of the op table on npu against CPU eager PyTorch in the same run, interleaved: grid_sample (2-D
 bilinear and bicubic, 3-D trilinear; forward and forward + backward), torch.special (Bessel J0 / I0e / K1, erfcx,
 ndtri, igamma, zeta, a Chebyshev polynomial), logcumsumexp, renorm, max_unpool2d and embedding_bag (sum, weighted,
-max; mean forward + backward), float32; and npu_quant_matmul (int8) against CPU's torch._int_mm and scale. Prints ms per call and
+max; mean forward + backward), float32; npu_quant_matmul (int8) against CPU's torch._int_mm and scale; complex64 mm
+(a conj operand), exp, sum and var. Prints ms per call and
 npu/cpu (lower is better). Usage: python benchmarks/bench_ops.py [--quick]"""
 import argparse
 import datetime
@@ -93,6 +94,17 @@ def quant_cases(quick):
     return [("npu_quant_matmul int8 -> fp16", f"{m}x{k}x{n}", npu, (x1, x2, scale), cpu)]
 
 
+def complex_cases(quick):
+    """complex64: the GEMM (OpenBLAS cgemm, a conj operand as autograd passes it), a transcendental, a reduction."""
+    n = 256 if quick else 1024
+    a, b = torch.randn(n, n, dtype=torch.complex64), torch.randn(n, n, dtype=torch.complex64)
+    z = torch.randn(1 << (18 if quick else 22), dtype=torch.complex64)
+    return [("mm complex64 (B conj)", f"{n}x{n}x{n}", lambda x, y: x @ y.conj(), (a, b)),
+            ("exp complex64", f"{z.numel()}", lambda t: torch.exp(t), (z,)),
+            ("sum complex64", f"{z.numel()}", lambda t: t.sum(), (z,)),
+            ("var complex64", f"{z.numel()}", lambda t: t.var(), (z,))]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="smaller sizes")
@@ -101,7 +113,7 @@ def main():
     print(f"# bench_ops {datetime.date.today()} {cpu_name()}, {torch.get_num_threads()} CPU threads, float32")
     print(f"{'op':36s} {'shape':>14s} {'cpu ms':>8s} {'npu ms':>8s} {'npu/cpu':>8s}")
     cases = (grid_cases(args.quick) + special_cases(args.quick) + other_cases(args.quick) +
-             embedding_bag_cases(args.quick) + quant_cases(args.quick))
+             embedding_bag_cases(args.quick) + quant_cases(args.quick) + complex_cases(args.quick))
     for name, shape, fn, args_cpu, *cpu_fn in cases:
         args_npu = tuple(t.to("npu") for t in args_cpu)
         cpu = lambda: (cpu_fn[0] if cpu_fn else fn)(*args_cpu)  # noqa: E731

@@ -116,21 +116,28 @@ void copy_npu_to_cpu(const at::Tensor& dst, const at::Tensor& src, bool non_bloc
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
 
-// A source with a pending conjugate/negative bit (a lazy view): its bytes are copied as stored, then the
-// bit is resolved on the CPU (the device has no complex kernels).
+// A source with a pending conjugate/negative bit (a lazy view): on npu its stored values are copied and the
+// bit resolved by the device's kernels; a host source resolves on the CPU first.
 at::Tensor copy_from_lazy_view(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   at::Tensor raw = self.is_conj() ? self.conj() : self;  // conj() of a conj view clears the bit
   if (raw.is_neg()) raw = raw._neg_view();
-  at::Tensor host = at::empty(raw.sizes(), raw.options().device(at::kCPU));
-  copy_from(raw, host, false);
-  if (self.is_conj()) host.conj_physical_();
-  if (self.is_neg()) host.neg_();
-  return copy_from(host, dst, non_blocking);
+  at::Tensor resolved = raw.clone();  // on raw's device
+  if (self.is_conj()) at::view_as_real(resolved).select(-1, 1).neg_();  // (conj_physical_ has no npu stub)
+  if (self.is_neg()) resolved.neg_();
+  return copy_from(resolved, dst, non_blocking);
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "copy_: both tensors must be defined");
-  TORCH_CHECK(!dst.is_conj() && !dst.is_neg(), "copy_: copying into a conjugate or negative view is not supported on npu");
+  // A destination with a pending bit stores conj(x) / -x: the source takes the bit instead.
+  if (dst.is_conj()) {
+    copy_from(self.conj(), dst.conj(), non_blocking);
+    return dst;
+  }
+  if (dst.is_neg()) {
+    copy_from(self._neg_view(), dst._neg_view(), non_blocking);
+    return dst;
+  }
   if (self.is_conj() || self.is_neg()) return copy_from_lazy_view(self, dst, non_blocking);
   if (self.is_quantized() || dst.is_quantized()) {
     // copy_ has checked both are quantized alike and given dst self's quantizer: the codes move as integers

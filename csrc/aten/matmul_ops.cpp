@@ -1,6 +1,7 @@
 // The matmul family on npu (registration + adapters, no math): mm, bmm, addmm, baddbmm, addbmm, mv,
-// addmv, dot, vdot, with out= and in-place variants, and addr. Complex operands run on the CPU fallback (or_cpu). libtorch's structured meta functions do the shape
-// and dtype checks (same messages as CPU); operands go to npu_kernels::gemm as (batch, row, col)
+// addmv, dot, vdot, with out= and in-place variants, and addr. Complex operands honour PyTorch's lazy
+// conjugation (mm, bmm, addmm, baddbmm, dot and vdot receive conj views: the Conjugate key falls through for
+// them). libtorch's structured meta functions do the shape and dtype checks (same messages as CPU); operands go to npu_kernels::gemm as (batch, row, col)
 // strides, so transposed and strided views are read in place. matmul, linear, einsum, tensordot are
 // CompositeImplicit and reach these.
 #include <ATen/MemoryOverlap.h>
@@ -18,6 +19,7 @@
 #include <torch/library.h>
 
 #include <initializer_list>
+#include <string_view>
 #include <utility>
 
 #include "aten/npu_tensor.h"
@@ -33,11 +35,11 @@ using NF = NPUNativeFunctions;
 namespace {
 
 npu_kernels::DType gemm_dtype(at::ScalarType t, const char* op) {
-  // complex runs on the CPU fallback (CUDA has complex GEMMs); integers are refused, as on CUDA
-  if (at::isComplexType(t)) throw_no_kernel_for_dtype(c10::str(op, ": no npu kernel for dtype ", t));
-  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16, op,
-                              ": the npu Cube unit has no kernel for dtype ", t,
-                              " (supported: float32, float64, float16, bfloat16)");
+  // integers are refused, as on CUDA
+  TORCH_CHECK_NOT_IMPLEMENTED(t == at::kFloat || t == at::kDouble || t == at::kHalf || t == at::kBFloat16 ||
+                                  t == at::kComplexFloat || t == at::kComplexDouble,
+                              op, ": the npu Cube unit has no kernel for dtype ", t,
+                              " (supported: float32, float64, float16, bfloat16, complex64, complex128)");
   return static_cast<npu_kernels::DType>(t);
 }
 
@@ -81,15 +83,21 @@ Mat mat3d(const at::Tensor& t) { return {t.const_data_ptr(), t.stride(0), t.stri
 Mat column(const at::Tensor& v) { return {v.const_data_ptr(), 0, v.stride(0), 0}; }  // K x 1
 Mat row(const at::Tensor& v) { return {v.const_data_ptr(), 0, 0, v.stride(0)}; }     // 1 x K
 
+using Cx = c10::complex<double>;
+
 // out = alpha * A @ B + beta * cin (cin broadcast to out's shape; ignored when beta == 0). Runs on the
-// current stream of out's device. Results that alias an input go through a temporary.
+// current stream of out's device. Results that alias an input go through a temporary. `conj_a`: A is read
+// conjugated on top of its own conj bit (vdot).
 void run_gemm(const char* op, const at::Tensor& out, Mat (*as_mat)(const at::Tensor&), int64_t batch, int64_t m,
               int64_t n, int64_t k, const Mat& a, const Mat& b, const at::Tensor& a_t, const at::Tensor& b_t,
-              const at::Tensor* cin, double alpha, double beta) {
+              const at::Tensor* cin, Cx alpha, Cx beta, bool conj_a = false) {
   // shape errors before dtype errors, as ATen's addmm/baddbmm (expand_size first): cin must broadcast to out
-  const at::Tensor cin_expanded = cin != nullptr ? cin->expand(out.sizes()) : at::Tensor();
+  const at::Tensor cin_expanded = cin != nullptr ? cin->expand(out.sizes()).resolve_conj() : at::Tensor();
   if (out.numel() == 0) return;
   const auto dtype = gemm_dtype(out.scalar_type(), op);
+  if (!out.is_complex() && (alpha.imag() != 0.0 || beta.imag() != 0.0)) {
+    throw_no_kernel_for_dtype("a complex alpha or beta on real tensors: no npu kernel");  // CPU's rules apply
+  }
   for (const at::Tensor* t : {&a_t, &b_t, cin}) {
     TORCH_CHECK(t == nullptr || t->scalar_type() == out.scalar_type(), op, ": expected all operands to have dtype ",
                 out.scalar_type(), ", but got ", t->scalar_type());
@@ -101,9 +109,9 @@ void run_gemm(const char* op, const at::Tensor& out, Mat (*as_mat)(const at::Ten
     return t.numel() > 0 && out.is_alias_of(t) && at::get_overlap_status(out, t) != at::MemOverlapStatus::No;
   };
   const bool aliased = overlaps(a_t) || overlaps(b_t) || (cin != nullptr && beta != 0.0 && !cin_same && overlaps(*cin));
-  if (aliased) {
+  if (aliased || out.is_conj()) {  // (a conj out, addmm_ on a conj view: written through copy_)
     at::Tensor tmp = at::empty(out.sizes(), out.options());
-    run_gemm(op, tmp, as_mat, batch, m, n, k, a, b, a_t, b_t, cin, alpha, beta);
+    run_gemm(op, tmp, as_mat, batch, m, n, k, a, b, a_t, b_t, cin, alpha, beta, conj_a);
     const_cast<at::Tensor&>(out).copy_(tmp);
     return;
   }
@@ -119,29 +127,30 @@ void run_gemm(const char* op, const at::Tensor& out, Mat (*as_mat)(const at::Ten
     const Mat ci = as_mat(cin_expanded);
     g.cin = ci.data; g.cin_batch_stride = ci.bs; g.cin_row_stride = ci.rs; g.cin_col_stride = ci.cs;
   }
-  g.alpha = alpha;
-  g.beta = cin != nullptr ? beta : 0.0;
+  g.alpha = alpha.real();
+  g.alpha_imag = alpha.imag();
+  g.beta = cin != nullptr ? beta.real() : 0.0;
+  g.beta_imag = cin != nullptr ? beta.imag() : 0.0;
+  g.conj_a = a_t.is_conj() != conj_a;
+  g.conj_b = b_t.is_conj();
   NPU_CHECK(npu_kernels::gemm(current_native_stream(out.device().index()), g));
 }
 
 Mat out_column(const at::Tensor& t) { return {t.const_data_ptr(), 0, t.stride(0), 1}; }  // (M) as M x 1
 Mat out_scalar(const at::Tensor& t) { return {t.const_data_ptr(), 0, 1, 1}; }           // () as 1 x 1
 
-double scalar(const at::Scalar& s) {
-  if (s.isComplex()) throw_no_kernel_for_dtype("a complex alpha or beta: no npu kernel");  // CPU's rules apply
-  return s.toDouble();
-}
+Cx scalar(const at::Scalar& s) { return s.toComplexDouble(); }
 
 // ---- mm / addmm ---------------------------------------------------------------------------------------
 at::Tensor& addmm_impl(const char* op, const at::Tensor* self, const at::Tensor& m1, const at::Tensor& m2,
-                       double beta, double alpha, at::Tensor& out) {
+                       Cx beta, Cx alpha, at::Tensor& out) {
   run_gemm(op, out, mat2d, 1, m1.size(0), m2.size(1), m1.size(1), mat2d(m1), mat2d(m2), m1, m2, self, alpha, beta);
   return out;
 }
 
 // ---- bmm / baddbmm / addbmm ----------------------------------------------------------------------------
 at::Tensor& baddbmm_impl(const char* op, const at::Tensor* self, const at::Tensor& b1, const at::Tensor& b2,
-                         double beta, double alpha, at::Tensor& out) {
+                         Cx beta, Cx alpha, at::Tensor& out) {
   run_gemm(op, out, mat3d, b1.size(0), b1.size(1), b2.size(2), b1.size(2), mat3d(b1), mat3d(b2), b1, b2, self, alpha,
            beta);
   return out;
@@ -149,7 +158,7 @@ at::Tensor& baddbmm_impl(const char* op, const at::Tensor* self, const at::Tenso
 
 // ---- mv / addmv / dot / vdot -------------------------------------------------------------------------
 at::Tensor& addmv_impl(const char* op, const at::Tensor* self, const at::Tensor& mat, const at::Tensor& vec,
-                       double beta, double alpha, at::Tensor& out) {
+                       Cx beta, Cx alpha, at::Tensor& out) {
   at::Tensor cin;
   if (self != nullptr) cin = self->dim() == 0 ? self->expand({mat.size(0)}) : *self;
   run_gemm(op, out, out_column, 1, mat.size(0), 1, mat.size(1), mat2d(mat), column(vec), mat, vec,
@@ -177,9 +186,9 @@ at::Tensor dot_impl(const char* op, const at::Tensor& self, const at::Tensor& ot
   TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(), "] and src [",
               other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ", other.numel(),
               " elements respectively");
-  gemm_dtype(self.scalar_type(), op);  // real types only: vdot == dot
   at::Tensor out = at::empty({}, self.options());
-  run_gemm(op, out, out_scalar, 1, 1, 1, self.numel(), row(self), column(other), self, other, nullptr, 1.0, 0.0);
+  run_gemm(op, out, out_scalar, 1, 1, 1, self.numel(), row(self), column(other), self, other, nullptr, 1.0, 0.0,
+           /*conj_a=*/std::string_view(op) == "vdot");
   return out;
 }
 

@@ -119,14 +119,14 @@ bool flat_pointwise_inplace(const char* op, bool predicate,
 }
 
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,
-                   std::optional<at::ScalarType> compute_dtype) {
+                   std::optional<at::ScalarType> compute_dtype, std::optional<at::ScalarType> out_dtype) {
   if (iter.numel() == 0) return;
   TORCH_CHECK(iter.noutputs() == 1, op, ": npu pointwise kernels produce one output, got ", iter.noutputs());
   TORCH_CHECK(iter.ntensors() <= npu_kernels::kMaxOperands, op, ": too many operands (", iter.ntensors(), ")");
   TORCH_CHECK(iter.ndim() <= npu_kernels::kMaxDims, op, ": tensors with more than ", npu_kernels::kMaxDims,
               " (non-mergeable) dimensions are not supported on npu");
   const at::ScalarType in_type = compute_dtype.value_or(iter.common_dtype());
-  const at::ScalarType out_type = predicate ? at::kBool : in_type;
+  const at::ScalarType out_type = out_dtype.value_or(predicate ? at::kBool : in_type);
   const at::Device device = iter.device(0);
   TORCH_CHECK(is_npu(iter.tensor(0)), op, ": expected the output on npu, got ", device);
   c10::DeviceGuard guard(device);

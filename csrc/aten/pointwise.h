@@ -22,8 +22,10 @@ using PointwiseLaunch = c10::function_ref<npu_sim::Status(npu_sim::Stream, const
 
 // `predicate`: the kernel writes bool. `compute_dtype` overrides the iterator's common dtype (e.g. an
 // integer input of a float-only op is computed in the default float type).
+// `out_dtype` overrides the kernel's output dtype (abs of complex writes the real type).
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,
-                   std::optional<at::ScalarType> compute_dtype = std::nullopt);
+                   std::optional<at::ScalarType> compute_dtype = std::nullopt,
+                   std::optional<at::ScalarType> out_dtype = std::nullopt);
 
 // The fast path of a functional pointwise op whose operands are contiguous npu tensors of one floating
 // dtype and one shape (the common case in models): the output is allocated like the first operand and
@@ -99,9 +101,17 @@ inline at::Tensor binary_into(at::TensorBase out, const at::TensorBase& a, const
   return iter.output();
 }
 
+// A complex scalar keeps its imaginary part in `ai` (complex kernels read both; real tensors never get one:
+// ATen's meta functions refuse a complex alpha or value for them).
 inline npu_kernels::PointwiseParams with_a(const c10::Scalar& a) {
   npu_kernels::PointwiseParams p;
-  p.a = a.isComplex() ? a.toComplexDouble().real() : a.toDouble();
+  if (a.isComplex()) {
+    const c10::complex<double> z = a.toComplexDouble();
+    p.a = z.real();
+    p.ai = z.imag();
+  } else {
+    p.a = a.toDouble();
+  }
   p.has_a = true;
   return p;
 }

@@ -131,18 +131,31 @@ T& NF::relu_(T& self) {
   return self;
 }
 
+// abs of a complex tensor writes its real type (or a complex out with zero imaginary parts), as ATen's
+// abs_out; real dtypes keep theirs.
 T& NF::abs_out(const T& self, T& out) {
-  if (self.is_complex()) throw_no_kernel_for_dtype(c10::str("abs: no npu kernel for dtype ", self.scalar_type()));
-  unary_into(out, self, UnaryOp::kAbs);
+  if (!self.is_complex()) {
+    unary_into(out, self, UnaryOp::kAbs);
+    return out;
+  }
+  const at::ScalarType real = c10::toRealValueType(self.scalar_type());
+  TORCH_CHECK(out.is_complex() || at::canCast(real, out.scalar_type()), "result type ", real,
+              " can't be cast to the desired output type ", out.scalar_type());
+  at::native::resize_output(out, self.sizes());
+  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
+  run_pointwise(iter, "abs", false, unary_launch(UnaryOp::kAbs), self.scalar_type(),
+                out.is_complex() ? self.scalar_type() : real);
   return out;
 }
 
-T& NF::sgn_out(const T& self, T& out) {  // real dtypes: sgn == sign; complex has no kernel
-  if (self.is_complex()) throw_no_kernel_for_dtype(c10::str("sgn: no npu kernel for dtype ", self.scalar_type()));
+T& NF::sgn_out(const T& self, T& out) {  // real dtypes: sgn == sign; complex: z / |z| (the kernels' kSign)
+  if (self.is_complex()) {
+    unary_into(out, self, UnaryOp::kSign);
+    return out;
+  }
   return at::sign_out(out, self);
 }
 
-// complex operands have no kernel: the CPU fallback (or_cpu), as CUDA accepts them
 T& NF::logical_and_out(const T& a, const T& b, T& out) { return logical_out(BinaryOp::kLogicalAnd, a, b, out); }
 
 T& NF::logical_or_out(const T& a, const T& b, T& out) { return logical_out(BinaryOp::kLogicalOr, a, b, out); }
@@ -250,12 +263,12 @@ T& NF::floor_divide_(T& a, const T& b) { return NF::floor_divide_out(a, b, a); }
 T& NF::nan_to_num_out(const T& self, std::optional<double> nan, std::optional<double> posinf,
                       std::optional<double> neginf, T& out) {
   auto iter = at::TensorIterator::unary_op(out, self);
-  if (!at::isFloatingType(self.scalar_type())) {
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
     out.copy_(self);  // integers have no NaN or infinity
     return out;
   }
   double hi = 0;
-  switch (self.scalar_type()) {
+  switch (c10::toRealValueType(self.scalar_type())) {  // complex: each part replaced as its real type's values
     case at::kHalf: hi = 65504.0; break;
     case at::kBFloat16: hi = 3.3895313892515355e38; break;
     case at::kFloat: hi = std::numeric_limits<float>::max(); break;

@@ -6,7 +6,9 @@
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/all_meta.h>
+#include <ATen/ops/amax.h>
 #include <ATen/ops/amax_meta.h>
+#include <ATen/ops/real.h>
 #include <ATen/ops/amin_meta.h>
 #include <ATen/ops/aminmax_meta.h>
 #include <ATen/ops/any_meta.h>
@@ -17,7 +19,10 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/isnan.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/abs.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/linalg_vector_norm_meta.h>
 #include <ATen/ops/norm_meta.h>
@@ -62,8 +67,9 @@ void run_reduce(ReduceOp op, const at::Tensor& self_in, const at::native::DimMas
   const char* name = npu_kernels::reduce_op_name(op);
   std::vector<at::Tensor> outs(outs_in);
   TORCH_CHECK(is_npu(self_in), name, ": expected the input on npu, got ", self_in.device());
-  if (at::isComplexType(self_in.scalar_type())) {
-    throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for complex inputs"));
+  if (at::isComplexType(self_in.scalar_type()) && op != ReduceOp::kSum && op != ReduceOp::kMean &&
+      op != ReduceOp::kProd && op != ReduceOp::kAll && op != ReduceOp::kAny && op != ReduceOp::kCountNonzero) {
+    throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for complex inputs"));  // CPU's rules (and errors)
   }
   TORCH_CHECK(self_in.dim() <= npu_kernels::kMaxDims, name, ": more than ", npu_kernels::kMaxDims, " dims");
   c10::DeviceGuard guard(self_in.device());
@@ -239,13 +245,37 @@ T& arg_ext_out(const T& self, std::optional<int64_t> dim, bool keepdim, ReduceOp
 
 // ---- var / std (no structured meta: ReduceOpsUtils computes the shape) ----
 void check_var_dtype(const T& self, const char* name) {
-  if (at::isComplexType(self.scalar_type())) {  // var(z) = var(re) + var(im) on CPU and CUDA: the CPU fallback here
-    throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for complex inputs"));
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || at::isComplexType(self.scalar_type()), name,
+              " only support floating point and complex dtypes");
+}
+void var_into(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction, bool keepdim,
+              const T& out, const T& mean_out, bool is_std);
+// Complex: var(z) = var(re) + var(im) (CPU's and CUDA's definition), the two parts as a trailing dim of the real
+// view, reduced by the real kernel; the mean is complex.
+void complex_var_into(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction,
+                      bool keepdim, const T& out, const T& mean_out, bool is_std) {
+  if (self.dim() == 0) {  // one element: reduce a 1-element dim instead (an empty dim list means all dims)
+    return complex_var_into(self.reshape({1}), at::IntArrayRef{0}, correction, false, out, mean_out, is_std);
   }
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), name, " only support floating point and complex dtypes");
+  const T parts = at::view_as_real(self.resolve_conj());
+  std::vector<int64_t> dims;
+  if (dim && !dim->empty()) {
+    for (int64_t d : *dim) dims.push_back(at::maybe_wrap_dim(d, self.dim()));
+  } else {
+    for (int64_t d = 0; d < self.dim(); ++d) dims.push_back(d);
+  }
+  const auto shape = at::native::shape_from_dim_mask(parts, make_dim_mask(dims, parts.dim()), keepdim);
+  T var = at::empty(shape, parts.options());
+  T mean = mean_out.defined() ? at::empty(shape, parts.options()) : T();
+  var_into(parts, dims, correction, keepdim, var, mean, false);
+  T total = var.sum(-1);
+  if (is_std) total.sqrt_();
+  const_cast<T&>(out).copy_(total);
+  if (mean_out.defined()) const_cast<T&>(mean_out).copy_(at::view_as_complex(mean));
 }
 void var_into(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction, bool keepdim,
               const T& out, const T& mean_out, bool is_std) {
+  if (self.is_complex()) return complex_var_into(self, dim, correction, keepdim, out, mean_out, is_std);
   npu_kernels::ReduceParams prm;
   prm.correction = correction ? correction->toDouble() : 1.0;
   const DimMask mask = mask_of(self, dim);
@@ -259,15 +289,16 @@ T var_like(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::
            bool is_std) {
   check_var_dtype(self, is_std ? "std" : "var");
   const auto shape = at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim);
-  T out = at::empty(shape, self.options());
+  T out = at::empty(shape, self.options().dtype(c10::toRealValueType(self.scalar_type())));
   var_into(self, dim, correction, keepdim, out, T(), is_std);
   return out;
 }
 T& var_like_out(const T& self, at::OptionalIntArrayRef dim, const std::optional<c10::Scalar>& correction, bool keepdim,
                 bool is_std, T& out) {
   check_var_dtype(self, is_std ? "std" : "var");
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), is_std ? "std" : "var", ": expected out dtype ",
-              self.scalar_type(), ", got ", out.scalar_type());
+  const at::ScalarType real = c10::toRealValueType(self.scalar_type());
+  TORCH_CHECK(out.scalar_type() == real, is_std ? "std" : "var", ": expected out dtype ", real, ", got ",
+              out.scalar_type());
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
   var_into(self, dim, correction, keepdim, out, T(), is_std);
   return out;
@@ -276,7 +307,7 @@ std::tuple<T, T> var_mean_like(const T& self, at::OptionalIntArrayRef dim, const
                                bool keepdim, bool is_std) {
   check_var_dtype(self, is_std ? "std_mean" : "var_mean");
   const auto shape = at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim);
-  T out = at::empty(shape, self.options());
+  T out = at::empty(shape, self.options().dtype(c10::toRealValueType(self.scalar_type())));
   T mean = at::empty(shape, self.options());
   var_into(self, dim, correction, keepdim, out, mean, is_std);
   return {out, mean};
@@ -299,12 +330,12 @@ T& logic_out(ReduceOp op, const T& self, const DimMask& mask, bool keepdim, T& o
 // ---- norms ----
 T& vector_norm_into(const T& self, const c10::Scalar& ord, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype, T& out) {
-  // (converting a complex input to the real output dtype would drop its imaginary part)
-  if (at::isComplexType(self.scalar_type())) throw_no_kernel_for_dtype("linalg.vector_norm: no npu kernel for complex inputs");
   npu_kernels::ReduceParams prm;
   prm.p = ord.toDouble();
-  // the kernel runs in the output dtype (self converted first, as CPU does with `dtype`)
-  value_reduce(ReduceOp::kNorm, self, mask_of(self, dim), out, keepdim, prm);
+  // the kernel runs in the output dtype (self converted first, as CPU does with `dtype`); a complex input's
+  // norm is its moduli's (converting it to the real output would drop the imaginary parts)
+  const T values = self.is_complex() ? at::abs(self) : self;
+  value_reduce(ReduceOp::kNorm, values, mask_of(self, dim), out, keepdim, prm);
   return out;
 }
 
@@ -318,8 +349,7 @@ void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out)
   d.in = in.const_data_ptr();
   d.out = out.data_ptr();
   const char* name = op == npu_kernels::ScanOp::kLogcumsumexp ? "logcumsumexp" : "cumsum/cumprod";
-  if (at::isComplexType(out.scalar_type()) ||
-      (op == npu_kernels::ScanOp::kLogcumsumexp && !at::isFloatingType(out.scalar_type()))) {
+  if (op == npu_kernels::ScanOp::kLogcumsumexp && !at::isFloatingType(out.scalar_type())) {
     throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for dtype ", out.scalar_type()));
   }
   TORCH_CHECK(out.scalar_type() != at::kBool, name, ": dtype ", out.scalar_type(), " is not supported on npu");
@@ -652,6 +682,14 @@ T& NF::logsumexp_out(const T& self, at::IntArrayRef dims, bool keepdim, T& out) 
   if (dims.empty() && self.dim() > 0) {  // empty dim list: identity, as on CPU
     out.copy_(self);
     return out;
+  }
+  if (self.is_complex()) {
+    // CPU's complex form: shifted by the largest real part (an infinite shift counts as 0), over native ops
+    if (self.numel() == 0) return at::sum_out(out, self.exp(), dims, keepdim).log_();
+    T shift = at::amax(at::real(self), dims, /*keepdim=*/true);
+    shift.masked_fill_(shift.abs().eq(INFINITY), 0);
+    at::sum_out(out, self.sub(shift).exp_(), dims, keepdim);
+    return out.log_().add_(keepdim ? shift : at::sum(shift, dims, false));  // (sum over size-1 dims: a squeeze)
   }
   value_reduce(ReduceOp::kLogsumexp, self, mask, out, keepdim);
   return out;

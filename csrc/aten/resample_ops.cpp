@@ -1,5 +1,5 @@
-// Registration of interpolation (upsample nearest / nearest-exact / linear / bilinear) and reflect /
-// replicate padding, 1-D and 2-D, forward and backward. ATen's structured metas (or its padding checks)
+// Registration of interpolation (upsample nearest / nearest-exact / linear / bilinear / bicubic / trilinear) and
+// reflect / replicate padding, 1-D to 3-D, forward and backward. ATen's structured metas (or its padding checks)
 // give shapes and errors; every op runs the one separable kernel in kernels/src/resample.cpp.
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Padding.h>
@@ -10,10 +10,14 @@
 #include <ATen/ops/_upsample_nearest_exact2d_meta.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/reflection_pad1d_backward_meta.h>
+#include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/reflection_pad1d_meta.h>
 #include <ATen/ops/replication_pad1d_backward_meta.h>
 #include <ATen/ops/replication_pad1d_meta.h>
 #include <ATen/ops/replication_pad2d_meta.h>
+#include <ATen/ops/upsample_bicubic2d_backward_meta.h>
+#include <ATen/ops/upsample_bicubic2d_meta.h>
 #include <ATen/ops/upsample_bilinear2d_backward_meta.h>
 #include <ATen/ops/upsample_bilinear2d_meta.h>
 #include <ATen/ops/upsample_linear1d_backward_meta.h>
@@ -22,6 +26,8 @@
 #include <ATen/ops/upsample_nearest1d_meta.h>
 #include <ATen/ops/upsample_nearest2d_backward_meta.h>
 #include <ATen/ops/upsample_nearest2d_meta.h>
+#include <ATen/ops/upsample_trilinear3d_backward_meta.h>
+#include <ATen/ops/upsample_trilinear3d_meta.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -48,14 +54,15 @@ using T = at::Tensor;
 // What one op call needs besides its tensors: mode, spatial rank and the per-axis parameters.
 struct Spec {
   ResampleMode mode;
-  int spatial;  // 1 or 2
-  double scale_h = 0, scale_w = 0;
+  int spatial;  // 1, 2 or 3
+  double scale_d = 0, scale_h = 0, scale_w = 0;
   bool align_corners = false;
   int64_t pad_w = 0, pad_h = 0;  // left, top
 };
 
-Spec interp(ResampleMode mode, int spatial, OptD sh, OptD sw, bool align = false) {
+Spec interp(ResampleMode mode, int spatial, OptD sh, OptD sw, bool align = false, OptD sd = {}) {
   Spec s{mode, spatial};
+  s.scale_d = sd.value_or(0.0);
   s.scale_h = sh.value_or(0.0);
   s.scale_w = sw.value_or(0.0);
   s.align_corners = align;
@@ -85,10 +92,12 @@ ResampleArgs make_args(const Spec& s, const T& in, const T& out, const char* op)
   a.dtype = kernel_dtype(in.scalar_type(), op);
   a.mode = s.mode;
   const int64_t in_w = in.size(-1), out_w = out.size(-1);
-  const int64_t in_h = s.spatial == 2 ? in.size(-2) : 1, out_h = s.spatial == 2 ? out.size(-2) : 1;
-  a.planes = in_h * in_w > 0 ? in.numel() / (in_h * in_w) : 0;
+  const int64_t in_h = s.spatial >= 2 ? in.size(-2) : 1, out_h = s.spatial >= 2 ? out.size(-2) : 1;
+  const int64_t in_d = s.spatial == 3 ? in.size(-3) : 1, out_d = s.spatial == 3 ? out.size(-3) : 1;
+  a.planes = in_d * in_h * in_w > 0 ? in.numel() / (in_d * in_h * in_w) : 0;
   a.w = axis(in_w, out_w, s.scale_w, s, s.pad_w);
   a.h = axis(in_h, out_h, s.scale_h, s, s.pad_h);
+  a.d = axis(in_d, out_d, s.scale_d, s, 0);
   return a;
 }
 
@@ -103,17 +112,29 @@ void launch(const Spec& s, bool backward, const T& src, const T& dst, const char
   const at::ScalarType type = src.scalar_type();
   const bool supported = s.mode == ResampleMode::kReflect || s.mode == ResampleMode::kReplicate
                              ? type != at::kBool
-                             : at::isFloatingType(type) || (s.mode != ResampleMode::kLinear && type == at::kByte);
+                             : at::isFloatingType(type) || (s.mode != ResampleMode::kLinear &&
+                                                            s.mode != ResampleMode::kCubic && type == at::kByte);
   TORCH_CHECK_NOT_IMPLEMENTED(supported, "\"", op, "\" not implemented for '", c10::toString(type), "'");
   if (dst.numel() == 0) return;
   c10::DeviceGuard guard(src.device());
+  if (backward && src.is_complex()) {
+    // The gradient is linear: the real and imaginary parts run as separate planes of the real kernel (its
+    // accumulation has no complex form).
+    const T parts = at::view_as_real(src.resolve_conj()).movedim(-1, 0);
+    std::vector<int64_t> sizes{2};
+    sizes.insert(sizes.end(), dst.sizes().begin(), dst.sizes().end());
+    const T out_parts = at::empty(sizes, dst.options().dtype(c10::toRealValueType(type)));
+    launch(s, true, parts, out_parts, op);
+    const_cast<T&>(dst).copy_(at::view_as_complex(out_parts.movedim(0, -1).contiguous()));
+    return;
+  }
   const T in = src.contiguous();
   const bool direct = dst.is_contiguous();
   T out = direct ? dst : at::empty(dst.sizes(), dst.options().memory_format(at::MemoryFormat::Contiguous));
   const ResampleArgs a = backward ? make_args(s, out, in, op) : make_args(s, in, out, op);
   const auto stream = current_native_stream(src.device().index());
-  const npu_sim::Status status = backward ? npu_kernels::resample2d_backward(stream, a, in.const_data_ptr(), out.data_ptr())
-                                          : npu_kernels::resample2d(stream, a, in.const_data_ptr(), out.data_ptr());
+  const npu_sim::Status status = backward ? npu_kernels::resample_backward(stream, a, in.const_data_ptr(), out.data_ptr())
+                                          : npu_kernels::resample(stream, a, in.const_data_ptr(), out.data_ptr());
   if (status == npu_sim::Status::kInvalidValue) {
     throw_no_kernel_for_dtype(c10::str(op, ": no npu kernel for dtype ", src.scalar_type()));
   }
@@ -311,6 +332,57 @@ T& NF::upsample_bilinear2d_backward_out(const T& g, IntArrayRef size, IntArrayRe
   return structured_out<at::meta::structured_upsample_bilinear2d_backward>(
       backward_kernel(interp(ResampleMode::kLinear, 2, sh, sw, align), g, "upsample_bilinear2d_backward"), out, g, size,
       in_size, align, sh, sw);
+}
+
+T NF::upsample_bicubic2d(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_bicubic2d>(
+      forward_kernel(interp(ResampleMode::kCubic, 2, sh, sw, align), self, "upsample_bicubic2d"), self, size, align,
+      sh, sw);
+}
+
+T& NF::upsample_bicubic2d_out(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_bicubic2d>(
+      forward_kernel(interp(ResampleMode::kCubic, 2, sh, sw, align), self, "upsample_bicubic2d"), out, self, size,
+      align, sh, sw);
+}
+
+T NF::upsample_bicubic2d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_bicubic2d_backward>(
+      backward_kernel(interp(ResampleMode::kCubic, 2, sh, sw, align), g, "upsample_bicubic2d_backward"), g, size,
+      in_size, align, sh, sw);
+}
+
+T& NF::upsample_bicubic2d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh, OptD sw,
+                                       T& out) {
+  return structured_out<at::meta::structured_upsample_bicubic2d_backward>(
+      backward_kernel(interp(ResampleMode::kCubic, 2, sh, sw, align), g, "upsample_bicubic2d_backward"), out, g, size,
+      in_size, align, sh, sw);
+}
+
+T NF::upsample_trilinear3d(const T& self, IntArrayRef size, bool align, OptD sd, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_trilinear3d>(
+      forward_kernel(interp(ResampleMode::kLinear, 3, sh, sw, align, sd), self, "upsample_trilinear3d"), self, size,
+      align, sd, sh, sw);
+}
+
+T& NF::upsample_trilinear3d_out(const T& self, IntArrayRef size, bool align, OptD sd, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_trilinear3d>(
+      forward_kernel(interp(ResampleMode::kLinear, 3, sh, sw, align, sd), self, "upsample_trilinear3d"), out, self,
+      size, align, sd, sh, sw);
+}
+
+T NF::upsample_trilinear3d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sd, OptD sh,
+                                    OptD sw) {
+  return structured_functional<at::meta::structured_upsample_trilinear3d_backward>(
+      backward_kernel(interp(ResampleMode::kLinear, 3, sh, sw, align, sd), g, "upsample_trilinear3d_backward"), g,
+      size, in_size, align, sd, sh, sw);
+}
+
+T& NF::upsample_trilinear3d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sd,
+                                         OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_trilinear3d_backward>(
+      backward_kernel(interp(ResampleMode::kLinear, 3, sh, sw, align, sd), g, "upsample_trilinear3d_backward"), out,
+      g, size, in_size, align, sd, sh, sw);
 }
 
 // 1-D padding and replication_pad2d: structured metas

@@ -1,7 +1,6 @@
 // Binary pointwise kernels: arithmetic (with Python's division/modulo semantics), comparisons, logical
 // and bitwise ops, and the activation backward helpers (grad_output, saved tensor).
 #include <cmath>
-#include <complex>
 
 #include "pointwise_common.h"
 
@@ -262,28 +261,11 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
   }
 }
 
-// add / sub / mul / div of complex64 and complex128 (a real alpha); other complex ops have no kernel.
-template <typename C>
-npu_sim::Status complex_arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
-  auto go = [&](auto f) { return launch_elementwise<C, C, 2>(s, op_name(op), it, f); };
-  const C alpha(static_cast<typename C::value_type>(p.a));
-  switch (op) {
-    case BinaryOp::kAdd: return go([=](C x, C y) { return x + alpha * y; });
-    case BinaryOp::kSub: return go([=](C x, C y) { return x - alpha * y; });
-    case BinaryOp::kMul: return go([](C x, C y) { return x * y; });
-    case BinaryOp::kDiv: return go([](C x, C y) { return x / y; });
-    default: return npu_sim::Status::kInvalidValue;
-  }
-}
-
 }  // namespace
 
 npu_sim::Status binary(npu_sim::Stream stream, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  if (detail::is_complex(it.in_dtype)) return detail::complex_binary(stream, op, it, p);
   if (is_special(op)) return detail::special_binary(stream, op, it, p);
-  if (it.in_dtype == DType::kComplex64 && it.out_dtype == DType::kComplex64)
-    return complex_arithmetic<std::complex<float>>(stream, op, it, p);
-  if (it.in_dtype == DType::kComplex128 && it.out_dtype == DType::kComplex128)
-    return complex_arithmetic<std::complex<double>>(stream, op, it, p);
   return detail::dispatch_real(it.in_dtype, [&](auto tag) {
     using In = decltype(tag);
     if (is_predicate(op)) return detail::binary_predicate(stream, op, it);

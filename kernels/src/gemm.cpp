@@ -56,26 +56,6 @@ bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores,
 
 namespace {
 
-// How BLAS addresses a rows x cols operand with element strides (rs, cs): row-major, transposed or not,
-// with leading dimension ld. False for what it cannot take: no unit stride, broadcasts, lds beyond int.
-struct BlasLayout {
-  bool trans = false;
-  int64_t ld = 0;
-};
-
-bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasLayout* l) {
-  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-  if (cs == 1 && (rows == 1 || (rs >= std::max<int64_t>(cols, 1) && rs <= kMaxInt))) {
-    *l = {false, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
-    return true;
-  }
-  if (rs == 1 && (cols == 1 || (cs >= std::max<int64_t>(rows, 1) && cs <= kMaxInt))) {
-    *l = {true, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
-    return true;
-  }
-  return false;
-}
-
 // A GEMM whose operands the library can address in place (fp32 and bf16: oneDNN, bf16 accumulating in fp32
 // and rounding once; fp64, and fp32 without oneDNN: OpenBLAS): no UB staging. Each unit is one library call on a (batch, M or N slice) of
 // C, two slices per core thread for OpenBLAS (so a thread that starts late still finds work; four made the
@@ -223,6 +203,8 @@ npu_sim::Status gemm(npu_sim::Stream stream, const GemmArgs& g) {
     case DType::kFloat64: return detail::gemm_typed<double>(stream, g);
     case DType::kFloat16: return detail::gemm_typed<Half>(stream, g);
     case DType::kBFloat16: return detail::gemm_typed<BFloat16>(stream, g);
+    case DType::kComplex64:
+    case DType::kComplex128: return detail::gemm_complex(stream, g);
     default: return detail::invalid("dtype");
   }
 }

@@ -7,10 +7,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "dtype_convert.h"
 #include "npu_kernels/dtype.h"
+#include "npu_kernels/gemm.h"
 #include "npu_sim/runtime.h"
 
 namespace npu_kernels {
@@ -68,6 +70,30 @@ const char* dnnl_s8_name();
 template <typename T>
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
                    const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+// How BLAS addresses a rows x cols operand with element strides (rs, cs): row-major, transposed or not,
+// with leading dimension ld. False for what it cannot take: no unit stride, broadcasts, lds beyond int.
+struct BlasLayout {
+  bool trans = false;
+  int64_t ld = 0;
+};
+
+inline bool blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs, BlasLayout* l) {
+  constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
+  if (cs == 1 && (rows == 1 || (rs >= std::max<int64_t>(cols, 1) && rs <= kMaxInt))) {
+    *l = {false, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+    return true;
+  }
+  if (rs == 1 && (cols == 1 || (cs >= std::max<int64_t>(rows, 1) && cs <= kMaxInt))) {
+    *l = {true, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+    return true;
+  }
+  return false;
+}
+
+// complex64 / complex128 (gemm_complex.cpp): OpenBLAS's cgemm / zgemm on operands it can address, honouring
+// the conjugate flags; a strided loop otherwise.
+npu_sim::Status gemm_complex(npu_sim::Stream stream, const GemmArgs& g);
 
 // Runs batch x ceil(m/mc) x ceil(n/nc) C tiles over a grid sized by the core count. The callbacks
 // (copied into the kernel, so they must own what they read):

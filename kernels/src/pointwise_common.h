@@ -29,6 +29,12 @@ NPU_VEC_INLINE C softplus(C x, C beta, C threshold) {
 npu_sim::Status unary_predicate(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it);
 npu_sim::Status binary_predicate(npu_sim::Stream s, BinaryOp op, const ElementwiseIter& it);
 
+// The complex64 / complex128 catalogue (complex_ops.cpp): kInvalidValue for an op without a complex form.
+bool is_complex(DType t);
+npu_sim::Status complex_unary(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
+npu_sim::Status complex_binary(npu_sim::Stream s, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
+npu_sim::Status complex_ternary(npu_sim::Stream s, TernaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
+
 // The special functions (special_ops.cpp).
 npu_sim::Status special_unary(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p);
 npu_sim::Status special_binary(npu_sim::Stream s, BinaryOp op, const ElementwiseIter& it, const PointwiseParams& p);

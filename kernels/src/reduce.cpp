@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <cmath>
+#include <complex>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -36,10 +37,23 @@ int64_t ReduceDesc::reduced() const {
 
 namespace {
 
-// Accumulation type: double for double, float for float/half/bfloat16, int64 for integers and bool.
+// Accumulation type: double for double, float for float/half/bfloat16, the type itself for complex, int64 for
+// integers and bool.
 template <typename T>
-using acc_t = std::conditional_t<std::is_same_v<T, double>, double,
-                                 std::conditional_t<std::is_same_v<T, float> || is_reduced_float_v<T>, float, int64_t>>;
+using acc_t = std::conditional_t<
+    std::is_same_v<T, double> || is_complex_v<T>, T,
+    std::conditional_t<std::is_same_v<T, float> || is_reduced_float_v<T>, float, int64_t>>;
+
+// The mean of nothing.
+template <typename A>
+A nan_of() {
+  if constexpr (is_complex_v<A>) {
+    constexpr auto nan = std::numeric_limits<typename A::value_type>::quiet_NaN();
+    return A(nan, nan);
+  } else {
+    return std::numeric_limits<A>::quiet_NaN();
+  }
+}
 
 template <typename T>
 inline acc_t<T> ld(const T* p) {
@@ -108,7 +122,7 @@ struct SumR {
   void step(S& s, const T* p, int64_t) const { s += ld(p); }
   void merge(S& a, const S& b) const { a += b; }
   void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t r) const {
-    if constexpr (kMean) store<T>(d.out[0], off[0], r > 0 ? s / static_cast<A>(r) : std::numeric_limits<A>::quiet_NaN());
+    if constexpr (kMean) store<T>(d.out[0], off[0], r > 0 ? s / static_cast<A>(r) : nan_of<A>());
     else store<T>(d.out[0], off[0], s);
   }
 };
@@ -596,9 +610,28 @@ int64_t out_bytes(ReduceOp op, size_t elem, bool second) {
   }
 }
 
+// complex64 / complex128: sum, mean, prod and the ops that only test x != 0 (the adapter builds var, std and
+// the norms from real reductions).
+template <typename T>
+npu_sim::Status reduce_complex(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d) {
+  const char* name = reduce_op_name(op);
+  const int64_t ob = out_bytes(op, sizeof(T), false);
+  switch (op) {
+    case ReduceOp::kSum: return run_reduce<T>(stream, name, d, SumR<T, false>{}, ob);
+    case ReduceOp::kMean: return run_reduce<T>(stream, name, d, SumR<T, true>{}, ob);
+    case ReduceOp::kProd: return run_reduce<T>(stream, name, d, ProdR<T>{}, ob);
+    case ReduceOp::kAll: return run_reduce<T>(stream, name, d, LogicR<T, true>{}, ob);
+    case ReduceOp::kAny: return run_reduce<T>(stream, name, d, LogicR<T, false>{}, ob);
+    case ReduceOp::kCountNonzero: return run_reduce<T>(stream, name, d, CountR<T>{}, ob);
+    default: return npu_sim::Status::kInvalidValue;
+  }
+}
+
 }  // namespace
 
 npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d, const ReduceParams& prm) {
+  if (d.dtype == DType::kComplex64) return reduce_complex<std::complex<float>>(stream, op, d);
+  if (d.dtype == DType::kComplex128) return reduce_complex<std::complex<double>>(stream, op, d);
   const char* name = reduce_op_name(op);
   return detail::dispatch_real(d.dtype, [&](auto tag) -> npu_sim::Status {
     using T = decltype(tag);
@@ -712,6 +745,18 @@ npu_sim::Status run_extreme_scan(npu_sim::Stream stream, const ScanDesc& d) {
 
 npu_sim::Status scan(npu_sim::Stream stream, ScanOp op, const ScanDesc& d) {
   if (d.outer * d.n * d.inner == 0) return npu_sim::Status::kSuccess;
+  if (d.dtype == DType::kComplex64 || d.dtype == DType::kComplex128) {  // cumsum and cumprod
+    const bool dbl = d.dtype == DType::kComplex128;
+    if (op == ScanOp::kCumsum) {
+      return dbl ? run_scan<std::complex<double>, ScanOp::kCumsum>(stream, d)
+                 : run_scan<std::complex<float>, ScanOp::kCumsum>(stream, d);
+    }
+    if (op == ScanOp::kCumprod) {
+      return dbl ? run_scan<std::complex<double>, ScanOp::kCumprod>(stream, d)
+                 : run_scan<std::complex<float>, ScanOp::kCumprod>(stream, d);
+    }
+    return npu_sim::Status::kInvalidValue;
+  }
   return detail::dispatch_real(d.dtype, [&](auto tag) -> npu_sim::Status {
     using T = decltype(tag);
     if (op == ScanOp::kCummax) return run_extreme_scan<T, true>(stream, d);

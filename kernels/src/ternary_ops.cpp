@@ -10,6 +10,7 @@ const char* op_name(TernaryOp op) {
 }
 
 npu_sim::Status ternary(npu_sim::Stream stream, TernaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  if (detail::is_complex(it.in_dtype)) return detail::complex_ternary(stream, op, it, p);
   return detail::dispatch_real(it.in_dtype, [&](auto tag) -> npu_sim::Status {
     using In = decltype(tag);
     using C = compute_t<In>;

@@ -196,6 +196,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
 }  // namespace
 
 npu_sim::Status unary(npu_sim::Stream stream, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
+  if (detail::is_complex(it.in_dtype)) return detail::complex_unary(stream, op, it, p);
   if (is_special(op)) return detail::special_unary(stream, op, it, p);
   return detail::dispatch_real(it.in_dtype, [&](auto tag) {
     using In = decltype(tag);

@@ -309,7 +309,7 @@ TEST(KernelsLaunchTraffic, UpsampleBilinear) {
   a.planes = 1;
   a.h.in = a.w.in = 2;
   a.h.out = a.w.out = 4;
-  const auto recs = records_of([&] { ASSERT_OK(resample2d(nullptr, a, x.ptr, y.ptr)); });
+  const auto recs = records_of([&] { ASSERT_OK(resample(nullptr, a, x.ptr, y.ptr)); });
   ASSERT_EQ(recs.size(), 1u);
   expect_record(only(recs, "upsample_linear"), 736, 64);
 }

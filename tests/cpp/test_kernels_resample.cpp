@@ -1,7 +1,9 @@
 // gtests of the separable resampling kernel (torch-free): nearest and padding gathers against hand-made
-// expectations, and every backward mode as the exact adjoint of its forward (<A x, g> == <x, A^T g>).
+// expectations, trilinear exact on linear functions, bicubic interpolating, and every backward mode (2-D and 3-D) as the
+// exact adjoint of its forward (<A x, g> == <x, A^T g>).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -29,15 +31,15 @@ ResampleArgs args(ResampleMode mode, int64_t planes, int64_t in_h, int64_t in_w,
 }
 
 std::vector<double> run(const ResampleArgs& a, const std::vector<double>& x) {
-  DeviceBuf<double> in(x), out(std::vector<double>(a.planes * a.h.out * a.w.out));
-  EXPECT_EQ(npu_kernels::resample2d(nullptr, a, in.ptr, out.ptr), npu_sim::Status::kSuccess);
+  DeviceBuf<double> in(x), out(std::vector<double>(a.planes * a.d.out * a.h.out * a.w.out));
+  EXPECT_EQ(npu_kernels::resample(nullptr, a, in.ptr, out.ptr), npu_sim::Status::kSuccess);
   EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess);
   return out.read();
 }
 
 std::vector<double> run_backward(const ResampleArgs& a, const std::vector<double>& g) {
-  DeviceBuf<double> go(g), gi(std::vector<double>(a.planes * a.h.in * a.w.in));
-  EXPECT_EQ(npu_kernels::resample2d_backward(nullptr, a, go.ptr, gi.ptr), npu_sim::Status::kSuccess);
+  DeviceBuf<double> go(g), gi(std::vector<double>(a.planes * a.d.in * a.h.in * a.w.in));
+  EXPECT_EQ(npu_kernels::resample_backward(nullptr, a, go.ptr, gi.ptr), npu_sim::Status::kSuccess);
   EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess);
   return gi.read();
 }
@@ -63,16 +65,17 @@ TEST(Resample, BackwardIsTheAdjointOfForward) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> u(-1, 1);
   for (ResampleMode mode : {ResampleMode::kNearest, ResampleMode::kNearestExact, ResampleMode::kLinear,
-                            ResampleMode::kReflect, ResampleMode::kReplicate}) {
+                            ResampleMode::kReflect, ResampleMode::kReplicate, ResampleMode::kCubic}) {
     for (bool align : {false, true}) {
       ResampleArgs a = args(mode, 3, 4, 5, 7, 9);
-      a.w.align_corners = a.h.align_corners = align;
+      a.w.align_corners = a.h.align_corners = a.d.align_corners = align;
+      if (mode == ResampleMode::kLinear) a.d.in = 3, a.d.out = 5;  // trilinear
       if (mode == ResampleMode::kReflect || mode == ResampleMode::kReplicate) {
         a.h.pad_before = 2;
         a.w.pad_before = 3;
       }
       if (mode == ResampleMode::kNearestExact) a.w.scale = 1.9;  // a user scale factor instead of in/out
-      std::vector<double> x(a.planes * a.h.in * a.w.in), g(a.planes * a.h.out * a.w.out);
+      std::vector<double> x(a.planes * a.d.in * a.h.in * a.w.in), g(a.planes * a.d.out * a.h.out * a.w.out);
       for (auto& v : x) v = u(rng);
       for (auto& v : g) v = u(rng);
       const auto y = run(a, x), gx = run_backward(a, g);
@@ -84,12 +87,42 @@ TEST(Resample, BackwardIsTheAdjointOfForward) {
   }
 }
 
+// Trilinear reproduces a linear function exactly (align_corners: no clamping). Bicubic (Keys, A = -0.75) is an
+// interpolation, reproducing the samples where the source position is an integer, and its weights sum to 1
+// (constants are kept, clamped border taps included).
+TEST(Resample, TrilinearIsExactOnLinearFunctionsAndBicubicInterpolates) {
+  ResampleArgs a = args(ResampleMode::kLinear, 2, 4, 5, 7, 9);
+  a.d.in = 3, a.d.out = 6;
+  a.d.align_corners = a.h.align_corners = a.w.align_corners = true;
+  auto f = [](double d, double h, double w) { return 2 * d + 3 * h - w + 0.5; };
+  std::vector<double> x;
+  for (int p = 0; p < 2; ++p)
+    for (int d = 0; d < 3; ++d)
+      for (int h = 0; h < 4; ++h)
+        for (int w = 0; w < 5; ++w) x.push_back(f(d, h, w) + p);
+  const auto y = run(a, x);
+  size_t i = 0;
+  for (int p = 0; p < 2; ++p)
+    for (int d = 0; d < 6; ++d)
+      for (int h = 0; h < 7; ++h)
+        for (int w = 0; w < 9; ++w, ++i) ASSERT_NEAR(y[i], f(d * 2.0 / 5, h * 3.0 / 6, w * 4.0 / 8) + p, 1e-12);
+  ResampleArgs c = args(ResampleMode::kCubic, 1, 3, 5, 5, 9);  // align_corners: source = o / 2 on both axes
+  c.h.align_corners = c.w.align_corners = true;
+  std::vector<double> img(15);
+  for (int k = 0; k < 15; ++k) img[k] = std::sin(1.0 + k * k);
+  const auto r = run(c, img);
+  for (int oh = 0; oh < 5; oh += 2)
+    for (int ow = 0; ow < 9; ow += 2) EXPECT_NEAR(r[oh * 9 + ow], img[oh / 2 * 5 + ow / 2], 1e-12) << oh << "," << ow;
+  c.h.align_corners = c.w.align_corners = false;  // any source positions, border clamping included
+  for (double v : run(c, std::vector<double>(15, 2.5))) EXPECT_NEAR(v, 2.5, 1e-12);
+}
+
 TEST(Resample, LinearRejectsIntegerDtypes) {
   ResampleArgs a = args(ResampleMode::kLinear, 1, 1, 2, 1, 3);
   a.dtype = DType::kInt64;
   DeviceBuf<int64_t> in(std::vector<int64_t>{1, 2}), out(std::vector<int64_t>(3));
-  EXPECT_EQ(npu_kernels::resample2d(nullptr, a, in.ptr, out.ptr), npu_sim::Status::kInvalidValue);
-  EXPECT_EQ(npu_kernels::resample2d_backward(nullptr, a, out.ptr, in.ptr), npu_sim::Status::kInvalidValue);
+  EXPECT_EQ(npu_kernels::resample(nullptr, a, in.ptr, out.ptr), npu_sim::Status::kInvalidValue);
+  EXPECT_EQ(npu_kernels::resample_backward(nullptr, a, out.ptr, in.ptr), npu_sim::Status::kInvalidValue);
 }
 
 }  // namespace

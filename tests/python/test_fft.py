@@ -129,6 +129,20 @@ def test_large_transforms():
     same(torch.fft.fft2, rand(256, 256, dtype=torch.complex64), dtype=torch.complex64, scale=256)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_batches_of_long_lines(dtype):
+    # long lines (pocketfft's SIMD groups of lines past the L2), batched along other dims, strided, and in every
+    # kind of pass (c2c, r2c, c2r)
+    n = 1 << 14
+    x = rand(3, 2, n, dtype=dtype)
+    same(torch.fft.rfft, x, dtype=dtype, scale=n)
+    same(lambda t: torch.fft.irfft(t, n=n), torch.fft.rfft(x), dtype=dtype)
+    cplx = torch.complex64 if dtype == torch.float32 else torch.complex128
+    z = rand(n, 5, dtype=cplx)  # the lines along dim 0, stride 5
+    same(lambda t: torch.fft.fft(t, dim=0), z, dtype=cplx, scale=n)
+    same(lambda t: torch.fft.ifft(t[:, ::2], dim=0), z, dtype=cplx)
+
+
 def test_fftshift_and_frequencies():
     x = rand(5, 8, dtype=torch.float32)
     same(torch.fft.fftshift, x, dtype=torch.float32)

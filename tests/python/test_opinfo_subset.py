@@ -14,7 +14,8 @@ NATIVE = ["add", "sub", "mul", "div", "true_divide", "rsub", "pow", "remainder",
           "sign", "clamp", "where", "lerp", "addcmul", "addcdiv", "nn.functional.relu", "nn.functional.gelu",
           "nn.functional.silu", "nn.functional.leaky_relu", "nn.functional.elu", "nn.functional.softplus",
           "nn.functional.hardsigmoid", "nn.functional.mish", "mm", "bmm", "addmm", "mv", "dot", "matmul",
-          "nn.functional.linear", "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d"]
+          "nn.functional.linear", "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d",
+          "nn.functional.interpolate"]
 
 
 # comparisons and rounding have no gradient to check (OpInfo: no autograd, or zero gradients only)
@@ -47,7 +48,9 @@ OTHER_DTYPES = {
                 "nn.functional.layer_norm", "sum", "nn.functional.embedding_bag", "nn.functional.grid_sample"],
     "bfloat16": ["add", "div", "tanh", "nn.functional.silu", "bmm", "nn.functional.linear", "log_softmax",
                  "mean", "nn.functional.embedding_bag", "nn.functional.interpolate.bilinear"],
-    "complex64": ["fft.fft", "fft.ifft", "fft.fft2", "view_as_real", "conj_physical"],
+    "complex64": ["fft.fft", "fft.ifft", "fft.fft2", "view_as_real", "conj_physical", "mm", "bmm", "addmm", "vdot",
+                  "matmul", "exp", "log1p", "tanh", "sigmoid", "abs", "sgn", "pow", "sum", "mean", "prod", "cumsum",
+                  "var", "linalg.vector_norm", "linalg.solve", "addcmul", "lerp", "where", "logaddexp"],
 }
 
 

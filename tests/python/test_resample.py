@@ -1,4 +1,4 @@
-"""F.interpolate (nearest, nearest-exact, linear, bilinear; sizes, scale factors, align_corners) and
+"""F.interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear; sizes, scale factors, align_corners) and
 F.pad (reflect, replicate; 1-D and 2-D) on npu against CPU PyTorch: values and gradients in four float
 dtypes, integer gathers, bad inputs raising CPU's error type, and no op falling back to the CPU."""
 import pytest
@@ -59,6 +59,41 @@ def test_interpolate_nearest_2d(dtype, mode, kw):
 @pytest.mark.parametrize("kw", INTERP_2D)
 def test_interpolate_bilinear(dtype, align_corners, kw):
     fwd_bwd(lambda t: F.interpolate(t, mode="bilinear", align_corners=align_corners, **kw), rand(2, 3, 5, 6, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("kw", INTERP_2D)
+def test_interpolate_bicubic(dtype, align_corners, kw):
+    # four taps per axis, clamped at the border; the source index is not clamped at 0 (cubic)
+    fwd_bwd(lambda t: F.interpolate(t, mode="bicubic", align_corners=align_corners, **kw), rand(2, 3, 5, 6, dtype=dtype))
+
+
+INTERP_3D = [dict(size=(4, 7, 9)), dict(size=(2, 3, 2)), dict(scale_factor=2.0), dict(scale_factor=(1.5, 0.7, 2.2)),
+             dict(size=(3, 5, 6))]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("kw", INTERP_3D)
+def test_interpolate_trilinear(dtype, align_corners, kw):
+    fwd_bwd(lambda t: F.interpolate(t, mode="trilinear", align_corners=align_corners, **kw),
+            rand(2, 3, 3, 5, 6, dtype=dtype))
+
+
+def test_bicubic_trilinear_strided_and_out():
+    x = rand(2, 4, 6, 5)
+    xc = x.contiguous(memory_format=torch.channels_last)
+    same(F.interpolate(xc.to("npu"), size=(9, 4), mode="bicubic"), F.interpolate(xc, size=(9, 4), mode="bicubic"))
+    v = rand(1, 2, 4, 3, 5).transpose(2, 4)
+    same(F.interpolate(v.to("npu"), scale_factor=1.5, mode="trilinear"), F.interpolate(v, scale_factor=1.5, mode="trilinear"))
+    out = torch.empty(0, device="npu")
+    torch._C._nn.upsample_bicubic2d(x.to("npu"), [5, 7], True, None, None, out=out)
+    same(out, torch._C._nn.upsample_bicubic2d(x, [5, 7], True, None, None))
+    raises_like = [(lambda t: torch._C._nn.upsample_trilinear3d(t, [5, 5], False), "output_size"),
+                   (lambda t: torch._C._nn.upsample_bicubic2d(t[0], [5, 5], False), "input_size|4D|dim")]
+    for fn, match in raises_like:
+        raises_like_cpu(fn, x, match)
 
 
 INTERP_1D = [dict(size=11), dict(size=3), dict(size=8), dict(scale_factor=2.0), dict(scale_factor=1.3),

@@ -1,5 +1,5 @@
 // The Cube-unit GEMM of the device (torch-free): batched, strided C = alpha * op(A) @ op(B) + beta * Cin
-// for float32, float64, float16 and bfloat16 (half types accumulate in float32).
+// for float32, float64, float16 and bfloat16 (half types accumulate in float32), complex64 and complex128.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,10 @@ struct GemmArgs {
   const void* cin = nullptr;
   int64_t cin_batch_stride = 0, cin_row_stride = 0, cin_col_stride = 0;
   double alpha = 1.0, beta = 0.0;
+  // complex64 / complex128 only: the imaginary parts of alpha and beta, and operands read conjugated
+  // (PyTorch's lazy conjugation: a conj view's memory holds the unconjugated values).
+  double alpha_imag = 0.0, beta_imag = 0.0;
+  bool conj_a = false, conj_b = false;
 };
 
 // Enqueues the GEMM on `stream`. kInvalidValue (with last_error_message) for unsupported dtypes or bad

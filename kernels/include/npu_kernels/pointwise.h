@@ -58,9 +58,12 @@ enum class TernaryOp {
   kPreluGradInput,  // (x, weight, grad): x > 0 ? grad : weight * grad
 };
 
-// Scalar parameters (alpha, min/max, negative slope, ...), meaning fixed per op in the .cpp files.
+// Scalar parameters (alpha, min/max, negative slope, ...), meaning fixed per op in the .cpp files. On complex
+// tensors `a` is the real part of a complex scalar (add's alpha, addcmul's value, lerp's weight, pow's
+// exponent) and `ai` its imaginary part.
 struct PointwiseParams {
   double a = 0.0, b = 0.0, c = 0.0;
+  double ai = 0.0;
   bool has_a = false, has_b = false;
   int64_t i = 0;
 };

@@ -1,6 +1,7 @@
-// Separable 2-D resampling (torch-free): each output pixel reads at most two input rows and two input
-// columns picked per axis by a table. One engine serves nearest / nearest-exact / (bi)linear
-// interpolation and reflect / replicate padding, 1-D ops being the H = 1 case, forward and backward.
+// Separable resampling of 1-D to 3-D planes (torch-free): each output element reads K taps per axis picked by a
+// per-axis table (K = 1 for nearest and padding, 2 for linear, 4 for bicubic). One engine serves nearest /
+// nearest-exact / (bi/tri)linear / bicubic interpolation and reflect / replicate padding, lower ranks being the
+// D = 1 and H = 1 cases, forward and backward.
 #pragma once
 
 #include <cstdint>
@@ -10,29 +11,30 @@
 
 namespace npu_kernels {
 
-enum class ResampleMode : int8_t { kNearest, kNearestExact, kLinear, kReflect, kReplicate };
+enum class ResampleMode : int8_t { kNearest, kNearestExact, kLinear, kReflect, kReplicate, kCubic };
 
 struct ResampleAxis {
   int64_t in = 1, out = 1;
   double scale = 0;            // interpolation: the user's scale factor for this axis, <= 0 = none (in/out)
-  bool align_corners = false;  // linear only
+  bool align_corners = false;  // linear and cubic
   int64_t pad_before = 0;      // padding modes: left / top padding (negative crops)
 };
 
 struct ResampleArgs {
   DType dtype = DType::kFloat32;
   ResampleMode mode = ResampleMode::kNearest;
-  int64_t planes = 0;  // N * C; planes are contiguous (h, w) images
-  ResampleAxis h, w;
+  int64_t planes = 0;  // N * C; planes are contiguous (d, h, w) volumes
+  ResampleAxis d, h, w;  // d: in = out = 1 below 3-D (linear only in 3-D)
 };
 
 const char* resample_name(ResampleMode mode, bool backward);
 
-// out[p, oh, ow] from in[p, ...]. Nearest and padding modes copy elements of any dtype up to 8 bytes;
-// linear needs a floating dtype (fp16/bf16 computed in float). kInvalidValue for an unsupported dtype.
-npu_sim::Status resample2d(npu_sim::Stream s, const ResampleArgs& a, const void* in, void* out);
-// grad_in (fully written) = the adjoint of resample2d applied to grad_out; floating dtypes only,
+// out[p, od, oh, ow] from in[p, ...]. Nearest and padding modes copy elements of any dtype up to 8 bytes (2-D);
+// linear and cubic need a floating dtype (fp16/bf16 computed in float), PyTorch's tap positions and weights
+// (cubic: A = -0.75, taps clamped to the border). kInvalidValue for an unsupported dtype or a 3-D gather.
+npu_sim::Status resample(npu_sim::Stream s, const ResampleArgs& a, const void* in, void* out);
+// grad_in (fully written) = the adjoint of resample applied to grad_out; floating dtypes only,
 // accumulated per plane in float (double for float64).
-npu_sim::Status resample2d_backward(npu_sim::Stream s, const ResampleArgs& a, const void* grad_out, void* grad_in);
+npu_sim::Status resample_backward(npu_sim::Stream s, const ResampleArgs& a, const void* grad_out, void* grad_in);
 
 }  // namespace npu_kernels
