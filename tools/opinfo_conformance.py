@@ -64,7 +64,6 @@ FALLBACK_REASONS = (
     ("aten::histc", "float histc: no npu kernel yet (integer histc is native)"),
     ("_pdist", "pairwise distances: no npu kernel yet"),
     ("_cdist", "pairwise distances: no npu kernel yet"),
-    ("_ctc_loss", "CTC loss: no npu kernel yet"),
     ("margin_loss", "margin losses: no npu kernel yet"),
     ("segment_reduce", "segment_reduce: no npu kernel yet"),
     ("rrelu", "rrelu's noise: no npu kernel yet"),
