@@ -276,6 +276,18 @@ def test_vector_norm_of_conj_and_plain(native_only, dtype, ord):
     close(torch.linalg.vector_norm(x.npu().conj(), ord), torch.linalg.vector_norm(x, ord), **tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_logsumexp_and_nansum(native_only, dtype):
+    x = cplx((5, 7, 3), dtype, 7, 2.0)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.complex64 else {}
+    for dims, keepdim in [((1,), False), ((0, 2), True), ((0, 1, 2), False)]:
+        close(torch.logsumexp(x.npu(), dims, keepdim), torch.logsumexp(x, dims, keepdim), **tol)
+    y = x.clone()
+    y[0, 0, 0] = complex(float("nan"), 1.0)
+    # CPU refuses complex nansum, CUDA sums with an element with a NaN part counted as zero
+    close(torch.nansum(y.npu(), 1), torch.where(y.isnan(), 0, y).sum(1), **tol)
+
+
 # ---- autograd ----------------------------------------------------------------------------------------------------
 
 def test_complex_model_gradients_match_cpu(native_only):
