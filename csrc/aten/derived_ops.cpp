@@ -1,9 +1,9 @@
 // Registration of small ops that are compositions of native npu ops, with CPU's checks and messages:
 // equal (eq + all), trace (diagonal + sum), isin (sort + searchsorted + gather), repeat_interleave with
-// a repeats tensor (cumsum + searchsorted), histc on integers (CUDA's integer bins: sub/mul/div + bincount),
-// conj_physical (a copy, the imaginary parts negated in place), unfold_backward (index_add of the windows), renorm
-// (vector norm + where + mul), embedding_renorm_ (unique + index_select + norm + index_copy_), and the dispatch
-// stubs of libtorch's complex / polar / angle (parts written through view_as_real). No math of their own.
+// a repeats tensor (cumsum + searchsorted), conj_physical (a copy, the imaginary parts negated in place),
+// unfold_backward (index_add of the windows), renorm (vector norm + where + mul), embedding_renorm_ (unique +
+// index_select + norm + index_copy_), and the dispatch stubs of libtorch's complex / polar / angle (parts written
+// through view_as_real). No math of their own.
 #include <ATen/core/Tensor.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorIterator.h>
@@ -31,7 +31,6 @@
 #include <ATen/ops/gt.h>
 #include <ATen/ops/full_like.h>
 #include <ATen/ops/ones_like.h>
-#include <ATen/ops/bincount.h>
 #include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
@@ -83,46 +82,7 @@ void isin_into(const T& elements, const T& test, bool invert, T& out) {
   out.copy_(invert ? found.logical_not() : found);
 }
 
-// histc on integer inputs, which CUDA accepts and CPU refuses: CUDA's arithmetic exactly (bounds converted to
-// int64, bin = floor((v - min) * bins / (max - min)) in int64, v == max in the last bin, values outside [min, max]
-// ignored, the counts in the input's dtype). Floating inputs run CPU's kernel through the fallback.
-T npu_histc(const T& self, int64_t bins, const S& min, const S& max) {
-  if (!at::isIntegralType(self.scalar_type(), /*includeBool=*/false)) {
-    throw_no_kernel_for_dtype(c10::str("histc: no npu kernel for dtype ", self.scalar_type()));
-  }
-  TORCH_CHECK(bins > 0, "bins must be > 0");
-  int64_t lo = min.to<int64_t>(), hi = max.to<int64_t>();
-  if (lo == hi && self.numel() > 0) {  // the data's range: a sync, as on CUDA
-    lo = self.min().item<int64_t>();
-    hi = self.max().item<int64_t>();
-  }
-  if (lo == hi) {
-    lo -= 1;
-    hi += 1;
-  }
-  TORCH_CHECK(lo < hi, "max must be larger than min");
-  if (self.numel() == 0) return at::zeros({bins}, self.options());
-  const T v = self.reshape({-1}).to(at::kLong);
-  const T bin = v.sub(lo).mul(bins).div(S(hi - lo), "floor").clamp_max(bins - 1);
-  const T kept = bin.masked_select(v.ge(lo).logical_and_(v.le(hi)));
-  return at::bincount(kept, std::nullopt, bins).to(self.scalar_type());
-}
-
-T& npu_histc_out(const T& self, int64_t bins, const S& min, const S& max, T& out) {
-  const T r = npu_histc(self, bins, min, max);
-  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "torch.histogram: input tensor and hist tensor should have the "
-              "same dtype, but got input ", self.scalar_type(), " and hist ", out.scalar_type());
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
-}
-
 }  // namespace
-
-T NF::histc(const T& self, int64_t bins, const S& min, const S& max) { return npu_histc(self, bins, min, max); }
-
-T& NF::histc_out(const T& self, int64_t bins, const S& min, const S& max, T& out) {
-  return npu_histc_out(self, bins, min, max, out);
-}
 
 bool NF::equal(const T& self, const T& other) {
   TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ", self.device(),
