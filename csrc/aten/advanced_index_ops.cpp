@@ -188,7 +188,7 @@ at::Tensor& NF::masked_fill_(at::Tensor& self, const at::Tensor& mask, const at:
   check_device_arg("masked_fill_", "mask", mask, self.device());
   const at::Tensor m = mask.expand(self.sizes());
   NPU_CHECK(npu_kernels::masked_fill(stream_of(self), tensor_desc(self, "masked_fill_"), tensor_desc(m, "masked_fill_"),
-                                     to_scalar_value(value)));
+                                     to_scalar_value(value, self.scalar_type())));
   return self;
 }
 

@@ -146,7 +146,7 @@ at::Tensor& NF::fill_(at::Tensor& self, const c10::Scalar& value) {
   if (self.numel() == 0) return self;
   c10::DeviceGuard guard(self.device());
   NPU_CHECK(npu_kernels::fill(current_native_stream(self.device().index()), tensor_desc(self, "fill_"),
-                              to_scalar_value(value)));
+                              to_scalar_value(value, self.scalar_type())));
   return self;
 }
 

@@ -3,6 +3,7 @@
 // Sizes and argument checks follow ATen (at::native::compute_arange_size); values come from
 // kernels/src/random.cpp (arange, linspace, eye). full/zeros/ones are empty + fill_ (core_ops.cpp).
 #include <ATen/Dispatch.h>
+#include <ATen/Dispatch_v2.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/native/RangeUtils.h>
 #include <ATen/native/TensorFactories.h>
@@ -12,6 +13,7 @@
 #include <torch/library.h>
 
 #include "aten/npu_tensor.h"
+#include "fallback/dtype_fallback.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "npu_kernels/random.h"
@@ -78,12 +80,31 @@ at::Tensor& NF::arange_out(const at::Scalar& start, const at::Scalar& end, const
   return out;
 }
 
+// A linspace / logspace end converted to the output's dtype as ATen converts it (Scalar::to, which raises CPU's
+// overflow error), carried as a double.
+template <typename S>
+double real_part(S v) {
+  if constexpr (c10::is_complex<S>::value) return static_cast<double>(v.real());
+  else return static_cast<double>(v);
+}
+double typed_end(const at::Scalar& v, at::ScalarType type) {
+  double d = 0;
+  AT_DISPATCH_V2(type, "linspace", AT_WRAP([&] { d = real_part(v.to<scalar_t>()); }),
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool);
+  return d;
+}
+
 at::Tensor& NF::linspace_out(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   if (out.numel() != steps) out.resize_({steps});
+  if (steps == 1) return out.fill_(start);  // as ATen (fill_ converts with Scalar's overflow check)
+  TORCH_CHECK_NOT_IMPLEMENTED(out.scalar_type() != at::kBool || steps < 2, "\"linspace_cpu\" not implemented for 'Bool'");
+  if (out.is_complex() && (start.isComplex() || end.isComplex())) {
+    throw_no_kernel_for_dtype("linspace: complex ends: no npu kernel");  // the CPU fallback (or_cpu)
+  }
+  const double s = typed_end(start, out.scalar_type()), e = typed_end(end, out.scalar_type());
   fill_contiguous(out, [&](at::Tensor& o) {
-    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "linspace"), start.toDouble(), end.toDouble(),
-                                    false, 0.0));
+    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "linspace"), s, e, false, 0.0));
   });
   return out;
 }
@@ -92,9 +113,17 @@ at::Tensor& NF::logspace_out(const at::Scalar& start, const at::Scalar& end, int
                              at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
   if (out.numel() != steps) out.resize_({steps});
+  if (steps == 1) {  // as ATen: base ** start, through fill_'s overflow check
+    if (start.isComplex()) return out.fill_(std::pow(c10::complex<double>(base), start.toComplexDouble()));
+    return out.fill_(std::pow(base, start.toDouble()));
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(out.scalar_type() != at::kBool || steps < 2, "\"logspace_cpu\" not implemented for 'Bool'");
+  if (out.is_complex() && (start.isComplex() || end.isComplex())) {
+    throw_no_kernel_for_dtype("logspace: complex ends: no npu kernel");  // the CPU fallback (or_cpu)
+  }
+  const double s = typed_end(start, out.scalar_type()), e = typed_end(end, out.scalar_type());
   fill_contiguous(out, [&](at::Tensor& o) {
-    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "logspace"), start.toDouble(), end.toDouble(),
-                                    true, base));
+    NPU_CHECK(npu_kernels::linspace(stream_of(o), tensor_desc(o, "logspace"), s, e, true, base));
   });
   return out;
 }

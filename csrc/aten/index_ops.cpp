@@ -104,7 +104,7 @@ void scatter_kernel(const at::Tensor& out, const at::Tensor& self, int64_t dim, 
     a.src = resized(src_conv, ix.sizes(), op);
   } else {
     a.src_scalar = true;
-    a.value = to_scalar_value(*value);
+    a.value = to_scalar_value(*value, out.scalar_type());
     a.src = a.index;
   }
   NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));
@@ -231,7 +231,7 @@ void index_fill_copy(const at::Tensor& out, const at::Tensor& self, int64_t dim,
   } else {
     a.wrap_negative = true;
     a.src_scalar = true;
-    a.value = to_scalar_value(*value);
+    a.value = to_scalar_value(*value, out.scalar_type());
     a.src = a.index;
   }
   NPU_CHECK(npu_kernels::index_along_dim(stream_of(out), a));

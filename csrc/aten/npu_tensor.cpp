@@ -1,6 +1,8 @@
 // at::Tensor -> kernel TensorDesc conversion and dtype mapping (see npu_tensor.h).
 #include "aten/npu_tensor.h"
 
+#include <ATen/Dispatch_v2.h>
+
 #include "aten/npu_ops_check.h"
 
 #include <ATen/ops/empty.h>
@@ -59,7 +61,11 @@ npu_kernels::TensorDesc tensor_desc(const at::Tensor& t, const char* op) {
   return d;
 }
 
-npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s) {
+npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s, at::ScalarType target) {
+  // Scalar::to's checked conversion, as CPU's kernels convert the value: an out-of-range value raises CPU's
+  // "value cannot be converted to type ... without overflow" instead of wrapping on the device
+  AT_DISPATCH_V2(target, "fill", AT_WRAP([&] { (void)s.to<scalar_t>(); }), AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX),
+                 at::kHalf, at::kBFloat16, at::kBool);
   npu_kernels::ScalarValue v;
   if (s.isBoolean()) {
     v.kind = npu_kernels::ScalarValue::kBool;

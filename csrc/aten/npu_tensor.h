@@ -43,7 +43,8 @@ void into_contiguous(const at::Tensor& out, Write&& write) {
 // The integer codes of a quantized tensor (uint8 / int8 / int32) as a plain tensor over the same storage, offset,
 // sizes and strides, on q's device: how codes are copied, moved and read by kernels.
 at::Tensor quantized_codes(const at::Tensor& q);
-// A scalar argument in the kernels' widest-type-of-its-kind form (fill values, index fills, ...).
-npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s);
+// A scalar argument in the kernels' widest-type-of-its-kind form (fill values, index fills, ...), after CPU's
+// overflow check for the destination dtype `target` (RuntimeError naming the type).
+npu_kernels::ScalarValue to_scalar_value(const c10::Scalar& s, at::ScalarType target);
 
 }  // namespace torch_npu_sim

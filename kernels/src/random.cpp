@@ -302,6 +302,48 @@ npu_sim::Status arange(npu_sim::Stream stream, const TensorDesc& out, double sta
                       });
 }
 
+namespace {
+
+// Element i of ATen's linspace (CPU's scalar path, CUDA's kernel): symmetric from both ends; a floating type steps
+// in its own arithmetic (fp16 / bf16 rounding after every operation, as c10::Half / c10::BFloat16 do, the index
+// converted to the type first), an integer type in double, truncated.
+template <typename T>
+T linspace_at(double start, double end, int64_t steps, int64_t i) {
+  const int64_t half = steps / 2;
+  if constexpr (std::is_integral_v<T>) {
+    const double step = (end - start) / static_cast<double>(steps - 1);
+    return static_cast<T>(i < half ? start + step * static_cast<double>(i)
+                                   : end - step * static_cast<double>(steps - i - 1));
+  } else if constexpr (is_reduced_float_v<T>) {
+    auto r = [](float x) { return static_cast<float>(T(x)); };  // one c10 operation's rounding
+    const float s = r(static_cast<float>(start)), e = r(static_cast<float>(end));
+    const float step = r(r(e - s) / r(static_cast<float>(steps - 1)));
+    return i < half ? T(s + r(step * r(static_cast<float>(i))))
+                    : T(e - r(step * r(static_cast<float>(steps - i - 1))));
+  } else if constexpr (is_complex_v<T>) {
+    using R = typename T::value_type;
+    return T(linspace_at<R>(start, end, steps, i), R(0));
+  } else {
+    const T s = static_cast<T>(start), e = static_cast<T>(end);
+    const T step = (e - s) / static_cast<T>(steps - 1);
+    return i < half ? s + step * static_cast<T>(i) : e - step * static_cast<T>(steps - i - 1);
+  }
+}
+
+// Element i of CPU's logspace: the step in double from the typed ends' difference (taken in the type), base ** (start
+// + step * i) in double.
+template <typename T>
+T logspace_at(double start, double end, int64_t steps, int64_t i, double base) {
+  using R = std::conditional_t<is_complex_v<T>, double, T>;
+  const double diff = static_cast<double>(static_cast<R>(static_cast<R>(end) - static_cast<R>(start)));
+  const double step = diff / static_cast<double>(steps - 1);
+  const int64_t half = steps / 2;
+  const double x = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - i - 1);
+  return convert<T>(std::pow(base, x));
+}
+
+}  // namespace
+
 npu_sim::Status linspace(npu_sim::Stream stream, const TensorDesc& out, double start, double end, bool log,
                          double base) {
   const int64_t steps = out.numel();
@@ -310,17 +352,17 @@ npu_sim::Status linspace(npu_sim::Stream stream, const TensorDesc& out, double s
                         // writes only; 2 ops (multiply-add) per element, 3 with logspace's pow
                         detail::record_vec(ctx, 0, (e - b) * static_cast<int64_t>(dtype_size(out.dtype)),
                                            (log ? 3 : 2) * (e - b));
-                        const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-                        const int64_t half = steps / 2;
                         dispatch_dtype(out.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           T* o = static_cast<T*>(out.data);
                           StridedWalker w(out, b);
                           for (int64_t i = b; i < e; ++i, w.next()) {
-                            double v = (i < half || steps == 1) ? start + step * static_cast<double>(i)
-                                                : end - step * static_cast<double>(steps - i - 1);
-                            if (log) v = std::pow(base, v);
-                            o[w.offset()] = convert<T>(v);
+                            if (steps == 1) {  // ATen fills start (bool included)
+                              o[w.offset()] = convert<T>(log ? std::pow(base, start) : start);
+                            } else if constexpr (!std::is_same_v<T, bool>) {
+                              o[w.offset()] = log ? logspace_at<T>(start, end, steps, i, base)
+                                                  : linspace_at<T>(start, end, steps, i);
+                            }
                           }
                         });
                       });

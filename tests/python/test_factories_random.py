@@ -47,6 +47,60 @@ def test_range_factories_match_cpu(dtype):
                   "aten::eye.m_out", "aten::fill_.Scalar")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.int32, torch.int16, torch.int8, torch.uint8, torch.complex64])
+def test_linspace_is_cpus_bit_for_bit(dtype):
+    # ATen's arithmetic in the output dtype: integer ends truncated first, then a double step (npu computed the
+    # values from the untruncated ends in double: linspace(0.5, 10.5, 5, dtype=int64) was [0, 3, 5, 8, 10]);
+    # fp16 / bf16 rounding after every operation. CPU vectorises runs of 32+ elements (lanes step from the run's
+    # first value), so long runs match it only within an ulp or two.
+    for start, end, steps in [(0.5, 10.5, 5), (-2.7, 9.9, 7), (1, 100, 25), (9.25, -3.5, 2), (3, 3, 1), (0, 1, 0)]:
+        if dtype in (torch.uint8,) and min(start, end) < 0:
+            continue
+        want = torch.linspace(start, end, steps, dtype=dtype)
+        assert torch.equal(torch.linspace(start, end, steps, dtype=dtype, device=DEV).cpu(), want), (start, end, steps)
+    if dtype.is_floating_point:
+        want = torch.linspace(-1.3, 7.7, 1001, dtype=dtype)
+        eps = torch.finfo(dtype).eps
+        torch.testing.assert_close(torch.linspace(-1.3, 7.7, 1001, dtype=dtype, device=DEV).cpu(), want,
+                                   rtol=2 * eps, atol=2 * eps * 7.7)
+    assert_native("aten::linspace.out")
+
+
+def test_linspace_logspace_errors_and_fill_cases_as_cpu():
+    for fn in (torch.linspace, torch.logspace):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            fn(0, 1, 5, dtype=torch.bool, device=DEV)
+        assert torch.equal(fn(0, 1, 1, dtype=torch.bool, device=DEV).cpu(), fn(0, 1, 1, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t without overflow"):
+        torch.logspace(3, 3, 1, dtype=torch.uint8, device=DEV)  # 10 ** 3, as CPU's fill_
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t without overflow"):
+        torch.linspace(-2.7, 9.9, 7, dtype=torch.uint8, device=DEV)  # the end converted with Scalar's check
+    for dtype in (torch.int64, torch.float32, torch.float64):
+        want = torch.logspace(-2.5, 3.5, 9, base=3.0, dtype=dtype)
+        torch.testing.assert_close(torch.logspace(-2.5, 3.5, 9, base=3.0, dtype=dtype, device=DEV).cpu(), want,
+                                   rtol=1e-6 if dtype == torch.float32 else 1e-14, atol=0)
+    z = torch.linspace(1 + 2j, 3 - 1j, 4, device=DEV)  # complex ends: the CPU fallback
+    assert torch.equal(z.cpu(), torch.linspace(1 + 2j, 3 - 1j, 4))
+
+
+def test_fill_values_out_of_range_raise_as_on_cpu():
+    # fill_ / full / masked_fill_ / index_fill_ convert the value with CPU's overflow check (npu wrapped: 1000 -> 232)
+    x = torch.zeros(3, dtype=torch.uint8, device=DEV)
+    for v in (1000.0, 300, -129.5):
+        with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t without overflow"):
+            x.fill_(v)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+        torch.full((2,), 1000.0, dtype=torch.int8, device=DEV)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type int8_t without overflow"):
+        torch.zeros(3, dtype=torch.int8, device=DEV).masked_fill_(torch.ones(3, dtype=torch.bool, device=DEV), 200)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8_t without overflow"):
+        x.index_fill_(0, torch.tensor([1], device=DEV), 256)
+    assert torch.equal(x.fill_(-1).cpu(), torch.zeros(3, dtype=torch.uint8).fill_(-1))  # what CPU accepts
+    assert torch.equal(torch.full((2,), 1e300, dtype=torch.float64, device=DEV).cpu(), torch.full((2,), 1e300,
+                                                                                                dtype=torch.float64))
+
+
 def test_factory_out_and_edge_cases():
     out = torch.empty(3, device=DEV)
     with pytest.warns(UserWarning, match="resized"):

@@ -81,7 +81,9 @@ npu_sim::Status randperm(npu_sim::Stream stream, const TensorDesc& out, PhiloxSt
 // out[i] = start + i * step (integral: exact int64 arithmetic with istart/istep).
 npu_sim::Status arange(npu_sim::Stream stream, const TensorDesc& out, double start, double step, int64_t istart,
                        int64_t istep);
-// out[i] = linspace(start, end, steps)[i] (symmetric from both ends, as CPU); log: base ** that.
+// out[i] = linspace(start, end, steps)[i] with ATen's arithmetic in out's dtype (symmetric from both ends; start and
+// end already converted to that dtype by the caller, as Scalar::to does); log: CPU's logspace, base ** the exponent
+// stepped in double. bool outputs are not written (ATen has no bool linspace).
 npu_sim::Status linspace(npu_sim::Stream stream, const TensorDesc& out, double start, double end, bool log,
                          double base);
 // out (2-D) = identity.
