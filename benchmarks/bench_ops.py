@@ -1,8 +1,8 @@
 """Ops of the rest of the op table on npu against CPU eager PyTorch in the same run, interleaved: grid_sample (2-D
 bilinear and bicubic, 3-D trilinear; forward and forward + backward), torch.special (Bessel J0 / I0e / K1, erfcx,
 ndtri, igamma, zeta, a Chebyshev polynomial), logcumsumexp, renorm, max_unpool2d and embedding_bag (sum, weighted,
-max; mean forward + backward), float32; npu_quant_matmul (int8) against CPU's torch._int_mm and scale; complex64 mm
-(a conj operand), exp, sum and var. Prints ms per call and
+max; mean forward + backward), float32; npu_quant_matmul (int8) against CPU's torch._int_mm and scale; cdist, histc, ctc_loss,
+bicubic / trilinear interpolation; complex64 mm (a conj operand), exp, sum and var. Prints ms per call and
 npu/cpu (lower is better). Usage: python benchmarks/bench_ops.py [--quick]"""
 import argparse
 import datetime
@@ -94,6 +94,34 @@ def quant_cases(quick):
     return [("npu_quant_matmul int8 -> fp16", f"{m}x{k}x{n}", npu, (x1, x2, scale), cpu)]
 
 
+def new_op_cases(quick):
+    """This session's native ops: cdist (p = 2 on the mm path, p = 1 direct) fwd+bwd, histc, ctc_loss fwd+bwd,
+    bicubic and trilinear interpolation fwd+bwd."""
+    n = 512 if quick else 2048
+    a, b = torch.randn(n, 64), torch.randn(n // 2, 64)
+    h = torch.randn(1 << (20 if quick else 22))
+    T, N, C, S = 100, 16, 30, 20
+    lp = torch.randn(T, N, C).log_softmax(2)
+    tgt = torch.randint(1, C, (N, S))
+    x2, x3 = torch.randn(8, 16, 64, 64), torch.randn(2, 8, 16, 32, 32)
+
+    def fwd_bwd(fn):
+        def run(*args):
+            args = [t.detach().requires_grad_() if t.is_floating_point() else t for t in args]
+            fn(*args).sum().backward()
+        return run
+
+    ctc = lambda x, t: F.ctc_loss(x, t, [T] * N, [S] * N)  # noqa: E731
+    return [("cdist p=2 fwd+bwd", f"{n}x{n // 2}x64", fwd_bwd(lambda x, y: torch.cdist(x, y)), (a, b)),
+            ("cdist p=1 fwd+bwd", f"{n}x{n // 2}x64", fwd_bwd(lambda x, y: torch.cdist(x, y, p=1)), (a, b)),
+            ("histc 100 bins", f"{h.numel()}", lambda t: torch.histc(t, 100, -3, 3), (h,)),
+            ("ctc_loss fwd+bwd", f"T{T} N{N} C{C} S{S}", fwd_bwd(ctc), (lp, tgt)),
+            ("interpolate bicubic x2 fwd+bwd", "8x16x64x64",
+             fwd_bwd(lambda t: F.interpolate(t, scale_factor=2, mode="bicubic")), (x2,)),
+            ("interpolate trilinear x2 fwd+bwd", "2x8x16x32x32",
+             fwd_bwd(lambda t: F.interpolate(t, scale_factor=2, mode="trilinear")), (x3,))]
+
+
 def complex_cases(quick):
     """complex64: the GEMM (OpenBLAS cgemm, a conj operand as autograd passes it), a transcendental, a reduction."""
     n = 256 if quick else 1024
@@ -108,13 +136,17 @@ def complex_cases(quick):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--quick", action="store_true", help="smaller sizes")
+    p.add_argument("--only", default="", help="comma-separated words: run only the cases whose name contains one")
     args = p.parse_args()
     torch.manual_seed(0)
     print(f"# bench_ops {datetime.date.today()} {cpu_name()}, {torch.get_num_threads()} CPU threads, float32")
     print(f"{'op':36s} {'shape':>14s} {'cpu ms':>8s} {'npu ms':>8s} {'npu/cpu':>8s}")
     cases = (grid_cases(args.quick) + special_cases(args.quick) + other_cases(args.quick) +
-             embedding_bag_cases(args.quick) + quant_cases(args.quick) + complex_cases(args.quick))
+             embedding_bag_cases(args.quick) + quant_cases(args.quick) + new_op_cases(args.quick) +
+             complex_cases(args.quick))
     for name, shape, fn, args_cpu, *cpu_fn in cases:
+        if args.only and not any(w in name for w in args.only.split(",")):
+            continue
         args_npu = tuple(t.to("npu") for t in args_cpu)
         cpu = lambda: (cpu_fn[0] if cpu_fn else fn)(*args_cpu)  # noqa: E731
         npu = synced(lambda: fn(*args_npu))

@@ -71,7 +71,9 @@ std::tuple<T&, T&> median_dim_out(const T& self, int64_t dim, bool keepdim, T& v
 T median_all(const T& self, bool ignore_nan) {
   const char* op = ignore_nan ? "nanmedian()" : "median()";
   TORCH_CHECK(is_npu(self), op, ": expected an npu tensor, got one on ", self.device());
-  if (self.numel() == 0) return at::full({}, std::numeric_limits<double>::quiet_NaN(), self.options());
+  if (self.numel() == 0) {  // CPU's: a float NaN converted to the dtype (integers get what the conversion gives)
+    return at::full({}, std::numeric_limits<float>::quiet_NaN(), self.options().dtype(at::kFloat)).to(self.scalar_type());
+  }
   return std::get<0>(median_along(self.reshape({-1}), 0, ignore_nan)).reshape({});
 }
 
