@@ -297,9 +297,16 @@ T& var_like_out(const T& self, at::OptionalIntArrayRef dim, const std::optional<
                 bool is_std, T& out) {
   check_var_dtype(self, is_std ? "std" : "var");
   const at::ScalarType real = c10::toRealValueType(self.scalar_type());
-  TORCH_CHECK(out.scalar_type() == real, is_std ? "std" : "var", ": expected out dtype ", real, ", got ",
-              out.scalar_type());
+  // a complex input may also write a complex out of its own dtype (CPU's rule): the real result, imaginary 0
+  const bool complex_out = self.is_complex() && out.scalar_type() == self.scalar_type();
+  TORCH_CHECK(out.scalar_type() == real || complex_out, is_std ? "std" : "var", ": expected out dtype ", real,
+              ", got ", out.scalar_type());
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
+  if (complex_out) {
+    const T result = at::empty(out.sizes(), out.options().dtype(real));
+    var_into(self, dim, correction, keepdim, result, T(), is_std);
+    return out.copy_(result);
+  }
   var_into(self, dim, correction, keepdim, out, T(), is_std);
   return out;
 }

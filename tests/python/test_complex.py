@@ -277,6 +277,24 @@ def test_vector_norm_of_conj_and_plain(native_only, dtype, ord):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_out_dtypes_of_real_valued_results(native_only, dtype):
+    # abs / var of complex into out=: the real type or the complex one (imaginary 0), as CPU; an integer out of
+    # abs is CPU's cast error, and nothing is written
+    z = cplx((6, 5), dtype, 9)
+    for fn in (lambda t, o: torch.abs(t, out=o), lambda t, o: torch.var(t, 0, out=o),
+               lambda t, o: torch.std(t, 1, out=o)):
+        for out_dtype in (dtype, z.real.dtype):
+            want = fn(z, torch.empty(0, dtype=out_dtype))
+            got = fn(z.npu(), torch.empty(0, dtype=out_dtype, device="npu"))
+            assert got.dtype == want.dtype
+            close(got, want, dtype)
+    out = torch.full((6, 5), 7, dtype=torch.int32, device="npu")
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type Int"):
+        torch.abs(z.npu(), out=out)
+    assert torch.equal(out.cpu(), torch.full((6, 5), 7, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_logsumexp_and_nansum(native_only, dtype):
     x = cplx((5, 7, 3), dtype, 7, 2.0)
     tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.complex64 else {}
