@@ -95,10 +95,22 @@ def call(op, *args, **kwargs):
 HOST_ARGS_OPS = {"tensor_split"}
 
 
+def storage_to_npu(x):
+    """x on npu over a copy of its whole storage, with its sizes, strides and storage offset: ops that address
+    the storage itself (as_strided with a storage_offset) see the same elements as on CPU, which x.to("npu"),
+    a compact copy of the view alone, would not give them."""
+    if (x.device.type != "cpu" or x.layout != torch.strided or x.is_conj() or x.is_neg() or x.is_quantized
+            or (x.storage_offset() == 0 and x.untyped_storage().nbytes() == x.numel() * x.element_size())):
+        return None
+    whole = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage()).to("npu")
+    return whole.as_strided(x.size(), x.stride(), x.storage_offset())
+
+
 def to_npu(x):
     """Moves tensors to npu; device arguments naming the CPU (factories, .to) name npu instead."""
     if isinstance(x, torch.Tensor):
-        return x.to("npu")
+        same_storage = storage_to_npu(x.detach()) if not x.requires_grad else None
+        return same_storage if same_storage is not None else x.to("npu")
     if isinstance(x, torch.device) and x.type == "cpu":
         return torch.device("npu")
     if isinstance(x, str) and x == "cpu":
@@ -136,7 +148,8 @@ def compare(got, ref, shape_only):
 def npu_copy(x):
     """A sample's tensor on npu, a new leaf that requires grad exactly when the CPU one does."""
     if isinstance(x, torch.Tensor):
-        return x.detach().to("npu").requires_grad_(x.requires_grad)
+        same_storage = storage_to_npu(x.detach())
+        return (same_storage if same_storage is not None else x.detach().to("npu")).requires_grad_(x.requires_grad)
     return to_npu(x)
 
 
