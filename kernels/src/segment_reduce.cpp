@@ -266,7 +266,7 @@ Status segment_reduce_backward(npu_sim::Stream stream, const SegmentReduceArgs& 
         const int64_t inner = a.inner, n = a.axis_size;
         const T zero = from_int<T>(0), init_prod = a.has_initial ? from_double<T>(a.initial) : from_int<T>(1);
         SegmentCursor<I> cur{&a, idx};
-        int64_t touched = 0, flops = 0;
+        int64_t touched = 0, seg_elems = 0, flops = 0;
         for (int64_t k = k0; k < k1; ++k) {
           T* base = gi;
           if (S == 0) {
@@ -337,12 +337,14 @@ Status segment_reduce_backward(npu_sim::Stream stream, const SegmentReduceArgs& 
             }
           }
           flops += 2 * len * inner;
+          seg_elems += len * inner;
         }
-        // Launch records: each owned gradient element written once, the segment's data and the grad/output
-        // values read, the index tensor read once.
+        // Launch records: each owned gradient element written once; the segments' data, their grad and output
+        // values and the index tensor read once.
         const int64_t es = static_cast<int64_t>(sizeof(T));
-        detail::record_vec(ctx, touched * es + 2 * (k1 - k0) * inner * es + index_count(a) * static_cast<int64_t>(sizeof(I)),
-                           touched * es, flops);
+        const int64_t reads =
+            (seg_elems + 2 * (k1 - k0) * inner) * es + index_count(a) * static_cast<int64_t>(sizeof(I));
+        detail::record_vec(ctx, reads, touched * es, flops);
       });
     });
   });

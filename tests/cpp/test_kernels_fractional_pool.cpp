@@ -337,6 +337,20 @@ TEST(FractionalMaxPool, BadIndicesAndWindowsAreKernelErrors) {
   EXPECT_NE(msg.find("fractional_max_pool2d(): random sample nan gives no window start along width"), std::string::npos)
       << msg;
   ASSERT_OK(npu_sim::device_restart(0));
+  // bf16 rounding pushes a width window past the input (CPU torch 2.13: "w2 >= 0 && w2 < inputW INTERNAL ASSERT
+  // FAILED" for W 166, kernel 3, output 162, sample 0.5390625); float32 places it inside.
+  const auto c = args2d(1, 1, 166, 1, 162, 1, 3, DType::kBFloat16);
+  DeviceBuf<BFloat16> xb{std::vector<BFloat16>(166, BFloat16(0.0f))},
+      sb{std::vector<BFloat16>{BFloat16(0.5390625f), BFloat16(0.0f)}}, ob{std::vector<BFloat16>(162)};
+  DeviceBuf<int64_t> ib{std::vector<int64_t>(162)};
+  ASSERT_OK(npu_kernels::fractional_max_pool_forward(nullptr, c, xb.ptr, sb.ptr, ob.ptr, ib.ptr));
+  EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kKernelError);
+  msg = npu_sim::last_error_message();
+  EXPECT_NE(msg.find("fractional_max_pool2d(): random sample 0.539062 places window"), std::string::npos) << msg;
+  ASSERT_OK(npu_sim::device_restart(0));
+  auto c32 = c;
+  c32.dtype = DType::kFloat32;
+  run_forward<float>(c32, std::vector<double>(166, 0.0), {0.5390625, 0.0});
 }
 
 TEST(FractionalMaxPool, BadArgumentsAreRefused) {

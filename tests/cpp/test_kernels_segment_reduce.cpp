@@ -87,10 +87,10 @@ SegmentReduceArgs make_args(R r, int64_t outer, int64_t axis, int64_t inner, int
 struct IndexBuf {
   DeviceBuf<int64_t> i64;
   DeviceBuf<int32_t> i32;
-  const void* ptr;
-  IndexBuf(const std::vector<int64_t>& v, DType t)
-      : i64(v), i32(std::vector<int32_t>(v.begin(), v.end())), ptr(t == DType::kInt32 ? static_cast<const void*>(i32.ptr)
-                                                                                       : static_cast<const void*>(i64.ptr)) {}
+  const void* ptr = nullptr;
+  IndexBuf(const std::vector<int64_t>& v, DType t) : i64(v), i32(std::vector<int32_t>(v.begin(), v.end())) {
+    ptr = t == DType::kInt32 ? static_cast<const void*>(i32.ptr) : static_cast<const void*>(i64.ptr);
+  }
 };
 
 template <typename T>
