@@ -1,4 +1,4 @@
-// Registration of the activation-style pointwise ops pointwise_ops.cpp does not hold: hardswish,
+// Registration of the activation-style pointwise ops pointwise_ops.cpp does not hold: rrelu, hardswish,
 // log_sigmoid, prelu, logit, hard/soft shrink, glu, heaviside, logaddexp(2), clamp_min/max with tensor
 // bounds, with their backward ops. ATen's meta functions or TensorIterator builders do shapes and
 // checks; the math is in kernels/src/{unary,binary,ternary}_ops.cpp.
@@ -9,6 +9,10 @@
 #include <ATen/ops/rsub.h>
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/where.h>
+#include <ATen/native/Resize.h>
 #include <torch/library.h>
 
 #include "aten/pointwise.h"
@@ -42,7 +46,45 @@ T log_sigmoid_backward_into(const T& grad, const T& self, at::TensorBase grad_in
   return binary_into(grad_input, grad, self, BinaryOp::kLogSigmoidBackward);
 }
 
+// rrelu: CPU's checks; in training every input <= 0 is scaled by a fresh U(lower, upper) draw that noise records
+// (1 elsewhere); in evaluation leaky_relu with the slope (lower + upper) / 2 taken in double, as CPU.
+void rrelu_check(const T& self, const T& noise) {
+  TORCH_CHECK(self.sym_sizes() == noise.sym_sizes(), "noise tensor shape must match self tensor shape. Got self.shape = ",
+              self.sym_sizes(), " noise.shape = ", noise.sym_sizes());
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), "\"rrelu_with_noise_out_npu\" not implemented for '",
+                              c10::toString(self.scalar_type()), "'");
+}
+double rrelu_eval_slope(const S& lower, const S& upper) { return (lower.toDouble() + upper.toDouble()) / 2; }
+T rrelu_train(const T& self, const T& noise, const S& lower, const S& upper, const std::optional<at::Generator>& gen) {
+  const T r = at::empty_like(self, at::MemoryFormat::Contiguous).uniform_(lower.toDouble(), upper.toDouble(), gen);
+  const T neg = self.le(0);
+  noise.copy_(at::where(neg, r, 1));
+  return at::where(neg, at::mul(self, r), self);
+}
+
 }  // namespace
+
+T NF::rrelu_with_noise(const T& self, T& noise, const S& lower, const S& upper, bool training,
+                       std::optional<at::Generator> gen) {
+  rrelu_check(self, noise);
+  return training ? rrelu_train(self, noise, lower, upper, gen) : at::leaky_relu(self, rrelu_eval_slope(lower, upper));
+}
+
+T& NF::rrelu_with_noise_(T& self, T& noise, const S& lower, const S& upper, bool training,
+                         std::optional<at::Generator> gen) {
+  rrelu_check(self, noise);
+  if (!training) return at::leaky_relu_(self, rrelu_eval_slope(lower, upper));
+  return self.copy_(rrelu_train(self, noise, lower, upper, gen));
+}
+
+T& NF::rrelu_with_noise_out(const T& self, T& noise, const S& lower, const S& upper, bool training,
+                            std::optional<at::Generator> gen, T& out) {
+  rrelu_check(self, noise);
+  if (!training) return at::leaky_relu_out(out, self, rrelu_eval_slope(lower, upper));
+  const T r = rrelu_train(self, noise, lower, upper, gen);
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
 
 T NF::hardswish(const T& self) {
   at::TensorBase out;

@@ -215,6 +215,28 @@ at::Tensor& NF::nonzero_out(const at::Tensor& self, at::Tensor& out) {
   return out;
 }
 
+// nonzero_static: the first `size` coordinates, the rest fill_value, with no host sync (the kernel stops at `size`).
+at::Tensor NF::nonzero_static(const at::Tensor& self, int64_t size, int64_t fill_value) {
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kLong));
+  return NF::nonzero_static_out(self, size, fill_value, out);
+}
+
+at::Tensor& NF::nonzero_static_out(const at::Tensor& self, int64_t size, int64_t fill_value, at::Tensor& out) {
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer");
+  TORCH_CHECK(out.scalar_type() == at::kLong, "nonzero_static: Expected out tensor to have scalar type Long but got ",
+              "scalar type", out.scalar_type());
+  c10::DeviceGuard guard(self.device());
+  at::native::resize_output(out, {size, self.dim()});
+  if (out.numel() == 0) return out;
+  into_contiguous(out, [&](const at::Tensor& o) {
+    o.fill_(fill_value);
+    if (self.numel() > 0) {
+      NPU_CHECK(npu_kernels::nonzero(stream_of(self), tensor_desc(self, "nonzero_static"), o.data_ptr<int64_t>(), size));
+    }
+  });
+  return out;
+}
+
 at::Tensor NF::masked_select(const at::Tensor& self, const at::Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   c10::DeviceGuard guard(self.device());

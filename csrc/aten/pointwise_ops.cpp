@@ -194,6 +194,25 @@ T& NF::isposinf_out(const T& self, T& out) { return inf_predicate_out(UnaryOp::k
 T& NF::isneginf_out(const T& self, T& out) { return inf_predicate_out(UnaryOp::kIsneginf, self, out); }
 
 // complex has no kernel: the CPU fallback (CUDA accepts complex: NaN in either part)
+// frexp: exponent and mantissa as two launches over the input (the engine writes one output per launch), with
+// CPU's checks.
+std::tuple<T&, T&> NF::frexp_out(const T& self, T& mantissa, T& exponent) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "torch.frexp() only supports floating-point dtypes");
+  TORCH_CHECK(mantissa.dtype() == self.dtype(), "torch.frexp() expects mantissa to have dtype ", self.dtype(),
+              " but got ", mantissa.dtype());
+  TORCH_CHECK(exponent.dtype() == at::kInt, "torch.frexp() expects exponent to have int dtype but got ",
+              exponent.dtype());
+  at::native::resize_output(mantissa, self.sizes());
+  at::native::resize_output(exponent, self.sizes());
+  // The exponent first: mantissa may be self (out=(x, e)), whose launch overwrites the input.
+  for (T* out : {&exponent, &mantissa}) {
+    const UnaryOp op = out == &mantissa ? UnaryOp::kFrexpMantissa : UnaryOp::kFrexpExponent;
+    auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(*out).add_const_input(self).build();
+    run_pointwise(iter, "frexp", false, unary_launch(op), self.scalar_type(), out->scalar_type());
+  }
+  return std::forward_as_tuple(mantissa, exponent);
+}
+
 T NF::isnan(const T& s) { return npu_isnan(s); }
 
 // clamp with tensor bounds and rsub are compositions of native ops (no math of their own).

@@ -1,11 +1,14 @@
 // 2-D and 3-D pooling for npu: max_pool{2,3}d_with_indices, avg_pool{2,3}d, _adaptive_avg_pool{2,3}d,
-// adaptive_max_pool{2,3}d and their backward ops, max_unpool{2,3}d. Shapes and argument checks reuse ATen's pooling helpers
+// adaptive_max_pool{2,3}d, fractional_max_pool{2,3}d and their backward ops, max_unpool{2,3}d. Shapes and argument checks reuse ATen's pooling helpers
 // (ATen/native/Pool.h); the windows run in kernels/src/pool.cpp on contiguous N C (D) H W planes, one kernel per
 // op for both ranks (2-D is depth 1).
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Pool.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/fractional_max_pool2d_backward_meta.h>
+#include <ATen/ops/fractional_max_pool2d_meta.h>
+#include <ATen/ops/fractional_max_pool3d_meta.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -15,6 +18,7 @@
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
 #include "fallback/dtype_fallback.h"
+#include "npu_kernels/fractional_pool.h"
 #include "npu_kernels/pool.h"
 #include "npu_native_functions.h"
 
@@ -133,6 +137,111 @@ npu_kernels::PoolArgs adaptive_args(const Tensor& input, int rank, IntArrayRef o
 }
 
 IntArrayRef last_dims(const Tensor& t, int rank) { return t.sizes().slice(t.dim() - rank); }
+
+// ---- fractional max pooling: ATen's meta functions for CPU's checks, messages and output sizes, then
+// kernels/src/fractional_pool.cpp on contiguous planes ----
+
+// A structured op's meta function run for its checks and output sizes only: it allocates nothing.
+template <class Meta>
+struct MetaSizes final : Meta {
+  std::vector<int64_t> sizes;
+  void set_output_strided(int64_t, IntArrayRef s, IntArrayRef, at::TensorOptions) override { sizes = s.vec(); }
+  void set_output_raw_strided(int64_t, IntArrayRef s, IntArrayRef, at::TensorOptions) override { sizes = s.vec(); }
+  const Tensor& maybe_get_output(int64_t) override { return none_; }
+
+ private:
+  Tensor none_;
+};
+
+// The kernel's arguments for an input of rank + 1 or rank + 2 dims and the pooled sizes `out` (meta-checked).
+npu_kernels::FractionalPoolArgs fractional_args(const Tensor& input, int rank, IntArrayRef kernel, IntArrayRef out,
+                                                const char* op) {
+  TORCH_CHECK(is_npu(input), op, ": expected an npu tensor, got one on ", input.device());
+  npu_kernels::FractionalPoolArgs a;
+  a.dtype = kernel_dtype(input.scalar_type(), op);
+  a.three_d = rank == 3;
+  a.planes = input.dim() == rank + 2 ? input.size(0) * input.size(1) : input.size(0);
+  const IntArrayRef in = last_dims(input, rank), o = out.slice(out.size() - rank);
+  const int lead = 3 - rank;  // 2-D leaves the depth fields at 1
+  int64_t* in_f[3] = {&a.in_t, &a.in_h, &a.in_w};
+  int64_t* out_f[3] = {&a.out_t, &a.out_h, &a.out_w};
+  int64_t* k_f[3] = {&a.kernel_t, &a.kernel_h, &a.kernel_w};
+  for (int d = 0; d < rank; ++d) {
+    *in_f[lead + d] = in[d];
+    *out_f[lead + d] = o[d];
+    *k_f[lead + d] = kernel[d];
+  }
+  return a;
+}
+
+// The samples the kernel reads: (N, C, rank) of the input's dtype, contiguous. CPU reads them unchecked (fewer
+// rows than the batch read past their end); here they must cover the batch and planes.
+Tensor fractional_samples(const Tensor& input, const Tensor& samples, int rank, const char* op) {
+  check_device_arg(op, "random_samples", samples, input.device());
+  const int64_t n = input.dim() == rank + 2 ? input.size(0) : 1, c = input.size(input.dim() - rank - 1);
+  TORCH_CHECK(samples.dim() == 3 && samples.size(0) >= n && samples.size(1) == c && samples.size(2) >= rank, op,
+              ": expected random_samples of shape (N >= ", n, ", ", c, ", ", rank, "), but got ", samples.sizes());
+  return samples.narrow(0, 0, n).narrow(2, 0, rank).to(input.scalar_type()).contiguous();
+}
+
+std::tuple<Tensor&, Tensor&> fractional_max_into(const Tensor& input, int rank, IntArrayRef kernel, IntArrayRef output_size,
+                                                 const Tensor& samples, const std::vector<int64_t>& sizes, Tensor& out,
+                                                 Tensor& indices, const char* op) {
+  c10::DeviceGuard guard(input.device());
+  const auto a = fractional_args(input, rank, kernel, output_size, op);
+  const Tensor s = fractional_samples(input, samples, rank, op);
+  TORCH_CHECK(indices.scalar_type() == at::kLong, op, ": expected indices of dtype Long, got ", indices.scalar_type());
+  TORCH_CHECK(out.scalar_type() == input.scalar_type(), op, ": expected out of dtype ", input.scalar_type(), ", got ",
+              out.scalar_type());
+  at::native::resize_output(out, sizes);
+  at::native::resize_output(indices, sizes);
+  const Tensor x = input.contiguous();
+  into_contiguous(out, [&](const Tensor& o) {
+    into_contiguous(indices, [&](const Tensor& i) {
+      NPU_CHECK(npu_kernels::fractional_max_pool_forward(stream_of(input), a, x.const_data_ptr(), s.const_data_ptr(),
+                                                         o.data_ptr(), i.data_ptr<int64_t>()));
+    });
+  });
+  return {out, indices};
+}
+
+// CPU's backward trusts grad_output and indices to have the output's shape (it reads past them otherwise).
+Tensor& fractional_max_backward_into(const Tensor& grad_output, const Tensor& input, int rank, IntArrayRef kernel,
+                                     IntArrayRef output_size, const Tensor& indices, Tensor& grad_input, const char* op) {
+  c10::DeviceGuard guard(input.device());
+  TORCH_CHECK(static_cast<int>(output_size.size()) == rank, op, ": output_size must have ", rank, " elements");
+  TORCH_CHECK(static_cast<int>(kernel.size()) == rank, op, ": kernel_size must have ", rank, " elements");
+  TORCH_CHECK(input.dim() == rank + 1 || input.dim() == rank + 2, op, ": expected ", rank + 1, "D or ", rank + 2,
+              "D input, got ", input.sizes());
+  check_devices(op, {{"grad_output", &grad_output}, {"self", &input}, {"indices", &indices}});
+  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - rank);
+  sizes.insert(sizes.end(), output_size.begin(), output_size.end());
+  TORCH_CHECK(grad_output.sizes() == IntArrayRef(sizes), op, ": expected grad_output of shape ", IntArrayRef(sizes),
+              ", but got ", grad_output.sizes());
+  TORCH_CHECK(indices.sizes() == IntArrayRef(sizes) && indices.scalar_type() == at::kLong, op,
+              ": expected int64 indices of shape ", IntArrayRef(sizes), ", but got ", indices.scalar_type(), " ",
+              indices.sizes());
+  TORCH_CHECK(grad_output.scalar_type() == input.scalar_type(), op, ": expected dtype ", input.scalar_type(),
+              " for `grad_output` but got dtype ", grad_output.scalar_type());
+  const auto a = fractional_args(input, rank, kernel, output_size, op);
+  at::native::resize_output(grad_input, input.sizes());
+  const Tensor go = grad_output.contiguous(), idx = indices.contiguous();
+  into_contiguous(grad_input, [&](const Tensor& gi) {
+    if (gi.numel() > 0) {
+      NPU_CHECK(npu_kernels::fractional_max_pool_backward(stream_of(input), a, go.const_data_ptr(),
+                                                          idx.const_data_ptr<int64_t>(), gi.data_ptr()));
+    }
+  });
+  return grad_input;
+}
+
+template <class Meta>
+std::vector<int64_t> fractional_sizes(const Tensor& input, IntArrayRef kernel, IntArrayRef output_size,
+                                      const Tensor& samples) {
+  MetaSizes<Meta> meta;
+  meta.meta(input, kernel, output_size, samples);
+  return meta.sizes;
+}
 
 // max_unpool{2,3}d with CPU's checks and messages (ATen/native/MaxUnpooling.cpp); the output follows the input's
 // suggested memory format, as CPU's. An index outside the output plane is a device error at the next sync (as on
@@ -339,7 +448,55 @@ Tensor NF::_adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor
                            adaptive_args(input, 2, last_dims(grad_output, 2), "adaptive_avg_pool2d_backward"));
 }
 
+std::tuple<Tensor, Tensor> NF::fractional_max_pool2d(const Tensor& input, IntArrayRef kernel_size,
+                                                     IntArrayRef output_size, const Tensor& samples) {
+  Tensor out = at::empty({0}, input.options()), indices = at::empty({0}, input.options().dtype(at::kLong));
+  return NF::fractional_max_pool2d_out(input, kernel_size, output_size, samples, out, indices);
+}
+std::tuple<Tensor&, Tensor&> NF::fractional_max_pool2d_out(const Tensor& input, IntArrayRef kernel_size,
+                                                          IntArrayRef output_size, const Tensor& samples, Tensor& out,
+                                                          Tensor& indices) {
+  const auto sizes =
+      fractional_sizes<at::meta::structured_fractional_max_pool2d>(input, kernel_size, output_size, samples);
+  return fractional_max_into(input, 2, kernel_size, output_size, samples, sizes, out, indices, "fractional_max_pool2d");
+}
+Tensor NF::fractional_max_pool2d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                                          IntArrayRef output_size, const Tensor& indices) {
+  Tensor grad_input = at::empty({0}, input.options());
+  return NF::fractional_max_pool2d_backward_out(grad_output, input, kernel_size, output_size, indices, grad_input);
+}
+Tensor& NF::fractional_max_pool2d_backward_out(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                                               IntArrayRef output_size, const Tensor& indices, Tensor& grad_input) {
+  MetaSizes<at::meta::structured_fractional_max_pool2d_backward> meta;
+  meta.meta(grad_output, input, kernel_size, output_size, indices);
+  return fractional_max_backward_into(grad_output, input, 2, kernel_size, output_size, indices, grad_input,
+                                      "fractional_max_pool2d_backward");
+}
+
 // ---- 3-D: the same kernels with a depth axis ----
+
+std::tuple<Tensor, Tensor> NF::fractional_max_pool3d(const Tensor& input, IntArrayRef kernel_size,
+                                                     IntArrayRef output_size, const Tensor& samples) {
+  Tensor out = at::empty({0}, input.options()), indices = at::empty({0}, input.options().dtype(at::kLong));
+  return NF::fractional_max_pool3d_out(input, kernel_size, output_size, samples, out, indices);
+}
+std::tuple<Tensor&, Tensor&> NF::fractional_max_pool3d_out(const Tensor& input, IntArrayRef kernel_size,
+                                                          IntArrayRef output_size, const Tensor& samples, Tensor& out,
+                                                          Tensor& indices) {
+  const auto sizes =
+      fractional_sizes<at::meta::structured_fractional_max_pool3d>(input, kernel_size, output_size, samples);
+  return fractional_max_into(input, 3, kernel_size, output_size, samples, sizes, out, indices, "fractional_max_pool3d");
+}
+Tensor NF::fractional_max_pool3d_backward(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                                          IntArrayRef output_size, const Tensor& indices) {
+  Tensor grad_input = at::empty({0}, input.options());
+  return NF::fractional_max_pool3d_backward_out(grad_output, input, kernel_size, output_size, indices, grad_input);
+}
+Tensor& NF::fractional_max_pool3d_backward_out(const Tensor& grad_output, const Tensor& input, IntArrayRef kernel_size,
+                                               IntArrayRef output_size, const Tensor& indices, Tensor& grad_input) {
+  return fractional_max_backward_into(grad_output, input, 3, kernel_size, output_size, indices, grad_input,
+                                      "fractional_max_pool3d_backward");
+}
 
 std::tuple<Tensor, Tensor> NF::adaptive_max_pool3d(const Tensor& input, IntArrayRef output_size) {
   Tensor out = at::empty({0}, input.options()), indices = at::empty({0}, input.options().dtype(at::kLong));

@@ -15,7 +15,7 @@ const char* op_name(BinaryOp op) {
       "silu_backward", "leaky_relu_backward", "elu_backward", "hardswish_backward", "hardsigmoid_backward",
       "softplus_backward", "hardtanh_backward", "mish_backward", "log_sigmoid_backward", "threshold", "lerp", "heaviside",
       "logaddexp", "logaddexp2", "logit_backward", "hardshrink_backward", "softshrink_backward", "prelu",
-      "prelu_backward_weight", "glu", "special_xlog1py", "igamma", "igammac", "special_zeta",
+      "prelu_backward_weight", "glu", "nextafter", "special_xlog1py", "igamma", "igammac", "special_zeta",
       "special_chebyshev_polynomial_t", "special_chebyshev_polynomial_u", "special_chebyshev_polynomial_v",
       "special_chebyshev_polynomial_w", "special_shifted_chebyshev_polynomial_t",
       "special_shifted_chebyshev_polynomial_u", "special_shifted_chebyshev_polynomial_v",
@@ -38,6 +38,21 @@ C int_pow(C base, C exp) {
     base = static_cast<C>(base * base);
   }
   return result;
+}
+
+// c10's nextafter for Half / BFloat16: NaN if either is NaN, `to` if equal, the smallest subnormal with to's
+// sign from zero, else the bit pattern one step towards `to`.
+template <typename T>
+T next_after_16(T from, float f, float to) {
+  if (f != f || to != to) return T(std::numeric_limits<float>::quiet_NaN());
+  if (f == to) return T(to);
+  T r{};
+  if (f == 0.0f) {
+    r.bits = std::signbit(to) ? uint16_t{0x8001} : uint16_t{1};
+  } else {
+    r.bits = static_cast<uint16_t>(from.bits + (((f < to) == (f > 0.0f)) ? 1 : -1));
+  }
+  return r;
 }
 
 template <typename In>
@@ -252,6 +267,12 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
       case BinaryOp::kPrelu: return go([](C x, C w) { return x > C(0) ? x : w * x; });
       case BinaryOp::kPreluGradWeight: return go([](C x, C g) { return x > C(0) ? C(0) : x * g; });
       case BinaryOp::kGlu: return go([](C x, C y) { return x * detail::sigmoid(y); });
+      case BinaryOp::kNextafter:
+        if constexpr (std::is_same_v<C, In>) {
+          return go([](C x, C y) { return std::nextafter(x, y); });
+        } else {  // fp16 / bf16: one step of the 16-bit pattern (the float values convert back exactly)
+          return go([](C x, C y) { return static_cast<float>(next_after_16<In>(In(x), x, y)); });
+        }
       case BinaryOp::kLerpScalar:
         return go([=](C start, C end) {
           return std::abs(a) < C(0.5) ? start + a * (end - start) : end - (end - start) * (C(1) - a);

@@ -18,7 +18,7 @@ const char* op_name(UnaryOp op) {
       "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid", "log_sigmoid", "erf",
       "erfc", "gelu", "gelu_tanh", "silu", "mish", "softplus", "leaky_relu", "elu", "hardswish", "hardsigmoid",
       "nan_to_num", "pow_scalar", "round_decimals", "lgamma", "digamma", "sinc", "logit", "relu6", "celu_selu", "hardshrink", "softshrink", "erfinv",
-      "trigamma", "i0", "special_i0e", "special_i1", "special_i1e", "special_entr", "polygamma",
+      "trigamma", "frexp_mantissa", "frexp_exponent", "i0", "special_i0e", "special_i1", "special_i1e", "special_entr", "polygamma",
       "special_modified_bessel_i0", "special_modified_bessel_i1", "special_modified_bessel_k0",
       "special_modified_bessel_k1", "special_scaled_modified_bessel_k0", "special_scaled_modified_bessel_k1",
       "special_bessel_j0", "special_bessel_j1", "special_bessel_y0", "special_bessel_y1",
@@ -186,6 +186,11 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       case UnaryOp::kDigamma: return go([](C x) { return static_cast<C>(detail::digamma(static_cast<double>(x))); });
       case UnaryOp::kTrigamma: return go([](C x) { return static_cast<C>(detail::trigamma(static_cast<double>(x))); });
       case UnaryOp::kErfinv: return go([](C x) { return static_cast<C>(detail::erfinv(static_cast<double>(x))); });
+      case UnaryOp::kFrexpMantissa:
+        return go([](C x) {
+          int e = 0;
+          return std::isfinite(x) ? std::frexp(x, &e) : x;  // a 16-bit value's mantissa is exact in float
+        });
       case UnaryOp::kHardshrink: return go([=](C x) { return (x >= -a && x <= a) ? C(0) : x; });
       case UnaryOp::kSoftshrink: return go([=](C x) { return x > a ? x - a : (x < -a ? x + a : C(0)); });
       default: return npu_sim::Status::kInvalidValue;
@@ -193,11 +198,30 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
   }
 }
 
+// frexp's exponent, int32, from a floating input (C's frexp leaves it unspecified for inf and NaN: 0, as CPU).
+npu_sim::Status frexp_exponent(npu_sim::Stream s, const ElementwiseIter& it) {
+  if (it.out_dtype != DType::kInt32) return npu_sim::Status::kInvalidValue;
+  return detail::dispatch_real(it.in_dtype, [&](auto tag) {
+    using In = decltype(tag);
+    using C = compute_t<In>;
+    if constexpr (!detail::is_fp_v<C>) {
+      return npu_sim::Status::kInvalidValue;
+    } else {
+      return launch_elementwise<int32_t, In, 1>(s, "frexp_exponent", it, [](C x) {
+        int e = 0;
+        if (std::isfinite(x)) std::frexp(x, &e);
+        return static_cast<int32_t>(e);
+      });
+    }
+  });
+}
+
 }  // namespace
 
 npu_sim::Status unary(npu_sim::Stream stream, UnaryOp op, const ElementwiseIter& it, const PointwiseParams& p) {
   if (detail::is_complex(it.in_dtype)) return detail::complex_unary(stream, op, it, p);
   if (is_special(op)) return detail::special_unary(stream, op, it, p);
+  if (op == UnaryOp::kFrexpExponent) return frexp_exponent(stream, it);
   return detail::dispatch_real(it.in_dtype, [&](auto tag) {
     using In = decltype(tag);
     if (is_predicate(op)) return detail::unary_predicate(stream, op, it);

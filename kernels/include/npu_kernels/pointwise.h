@@ -18,6 +18,8 @@ enum class UnaryOp {
   kLgamma, kDigamma, kSinc, kLogit, kRelu6, kCeluSelu,
   kHardshrink, kSoftshrink,  // a: lambda
   kErfinv, kTrigamma,
+  kFrexpMantissa,  // frexp's mantissa in [0.5, 1) (0, inf and NaN as they are)
+  kFrexpExponent,  // frexp's exponent: writes int32 (0 for 0, inf and NaN), the iterator's out_dtype kInt32
   // special functions (special_ops.cpp), computed in double; float16/bfloat16 too
   kI0, kI0e, kI1, kI1e, kEntr,
   kPolygamma,  // i: the order n >= 2 (0 and 1 are kDigamma and kTrigamma)
@@ -46,6 +48,7 @@ enum class BinaryOp {
   kPrelu,               // (x, weight)
   kPreluGradWeight,     // (x, grad): the unreduced weight gradient
   kGlu,                 // (first half, second half): a * sigmoid(b)
+  kNextafter,           // (x, y): the next value of x's dtype after x towards y, float dtypes only
   // special functions (special_ops.cpp), computed in double; float16/bfloat16 too
   kXlog1py, kIgamma, kIgammac,
   // special functions, float32/float64 only: zeta(x, q) and the polynomials (x, n)

@@ -1,0 +1,247 @@
+"""nextafter / frexp (every float dtype, bit for bit), nonzero_static, rrelu (training noise and evaluation),
+fractional max pooling 2-D / 3-D (values, indices, gradients, CPU's window placement from the same samples) and
+torch.segment_reduce (every reduction, lengths and offsets, initial, NaN, gradients) on npu against CPU; CPU's
+error types and messages; no CPU fallback."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_npu_sim  # noqa: F401  (registers npu)
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def same_error(fn, *cpu_args, match=None):
+    """fn raises on CPU and on npu with the same exception type and first message line."""
+    with pytest.raises(Exception) as cpu_err:
+        fn(*cpu_args)
+    with pytest.raises(Exception) as npu_err:
+        fn(*[a.npu() if isinstance(a, torch.Tensor) else a for a in cpu_args])
+    assert npu_err.type is cpu_err.type, (npu_err.value, cpu_err.value)
+    assert str(npu_err.value).splitlines()[0] == str(cpu_err.value).splitlines()[0]
+
+
+def bits(t):
+    """The bit patterns of a float tensor, NaNs made one pattern (their payload is not specified)."""
+    t = torch.where(torch.isnan(t), torch.full_like(t, float("nan")), t)
+    return t.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+SPECIAL = [1.0, 0.0, -0.0, -1.5, float("inf"), -float("inf"), float("nan"), 1e-40, 3.0, -65504.0, 1e-8, 2.5e38]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nextafter_bit_exact(dtype, native_only):
+    x = torch.tensor(SPECIAL).to(dtype)
+    y = torch.tensor([2.0, -1.0, 1.0, -3.0, 0.0, 0.0, 1.0, 0.0, 3.0, -1e9, -1.0, float("inf")]).to(dtype)
+    r = torch.randn(1000).to(dtype)
+    for a, b in [(x, y), (r, r.flip(0)), (r, torch.zeros(()).to(dtype))]:
+        assert torch.equal(bits(torch.nextafter(a.npu(), b.npu()).cpu()), bits(torch.nextafter(a, b)))
+    z = x.npu()
+    z.nextafter_(y.npu())
+    assert torch.equal(bits(z.cpu()), bits(torch.nextafter(x, y)))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_frexp_bit_exact(dtype, native_only):
+    x = torch.cat([torch.tensor(SPECIAL), torch.randn(1000) * 1e3]).to(dtype)
+    m, e = torch.frexp(x)
+    mn, en = torch.frexp(x.npu())
+    assert en.dtype == torch.int32 and mn.dtype == dtype
+    assert torch.equal(bits(mn.cpu()), bits(m)) and torch.equal(en.cpu(), e)
+    # a strided input, and out= with the mantissa written over the input itself
+    xs = x.npu()[::3]
+    ms, es = torch.frexp(xs)
+    assert torch.equal(bits(ms.cpu()), bits(m[::3])) and torch.equal(es.cpu(), e[::3])
+    y = x.npu()
+    exp = torch.empty(x.shape, dtype=torch.int32, device="npu")
+    torch.frexp(y, out=(y, exp))
+    assert torch.equal(bits(y.cpu()), bits(m)) and torch.equal(exp.cpu(), e)
+
+
+def test_frexp_nextafter_errors():
+    same_error(torch.frexp, torch.ones(3, dtype=torch.int32))
+    x = torch.randn(4)
+    same_error(lambda a, m, e: torch.frexp(a, out=(m, e)), x, torch.empty(4, dtype=torch.float64),
+               torch.empty(4, dtype=torch.int32))
+    same_error(lambda a, m, e: torch.frexp(a, out=(m, e)), x, torch.empty(4), torch.empty(4))
+    # integers: CPU has no nextafter kernel for them either (the npu call reaches it through the fallback)
+    with pytest.raises(NotImplementedError, match="nextafter_cpu"):
+        torch.nextafter(torch.ones(3, dtype=torch.int32).npu(), torch.ones(3, dtype=torch.int32).npu())
+
+
+@pytest.mark.parametrize("size,fill", [(3, -1), (1, 7), (0, -1), (6, -5), (2, 0)])
+def test_nonzero_static(size, fill, native_only):
+    for x in [torch.tensor([[0, 1], [2, 0]]), torch.randn(3, 4, 5).gt(0.5), torch.tensor(5), torch.tensor(0),
+              torch.zeros(0, 3), torch.arange(12.0).reshape(3, 4).t()]:
+        want = torch.nonzero_static(x, size=size, fill_value=fill)
+        got = torch.nonzero_static(x.npu(), size=size, fill_value=fill)
+        assert got.dtype == torch.int64 and torch.equal(got.cpu(), want)
+    out = torch.empty(0, dtype=torch.int64, device="npu")
+    torch.nonzero_static(torch.tensor([0, 3, 0, 4]).npu(), size=3, fill_value=9, out=out)
+    assert torch.equal(out.cpu(), torch.tensor([[1], [3], [9]]))
+
+
+def test_nonzero_static_errors():
+    same_error(lambda x: torch.nonzero_static(x, size=-1), torch.ones(3))
+    same_error(lambda x, o: torch.nonzero_static(x, size=2, out=o), torch.ones(3), torch.empty(0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_rrelu_training_and_eval(dtype, native_only):
+    torch.manual_seed(0)
+    x = torch.randn(4096).to(dtype)
+    noise = torch.empty(4096, dtype=dtype, device="npu")
+    lower, upper = 0.1, 0.3
+    out = torch.ops.aten.rrelu_with_noise(x.npu(), noise, lower, upper, True).cpu()
+    noise = noise.cpu()
+    neg = x <= 0
+    assert neg.any() and (~neg).any()
+    # every non-positive input scaled by its own draw in [lower, upper], which noise records; 1 elsewhere
+    assert bool(((noise[neg] >= lower) & (noise[neg] <= upper)).all()) and bool((noise[~neg] == 1).all())
+    assert noise[neg].unique().numel() > 100  # fresh draws, not one slope
+    torch.testing.assert_close(out, (x * noise).to(dtype), rtol=0, atol=0)
+    # evaluation: leaky_relu with the mean slope, bit for bit as CPU
+    for training in [False]:
+        assert torch.equal(F.rrelu(x.npu(), lower, upper, training=training).cpu(), F.rrelu(x, lower, upper))
+    # the module in training, with autograd: the gradient is the recorded slope
+    xn = x.npu().float().requires_grad_()
+    y = F.rrelu(xn, lower, upper, training=True)
+    y.sum().backward()
+    slope = (y.detach() / xn.detach()).cpu()
+    g = xn.grad.cpu()
+    torch.testing.assert_close(g[x.float() < 0], slope[x.float() < 0])
+    assert bool((g[x.float() > 0] == 1).all())
+    # in place
+    z = x.npu()
+    F.rrelu_(z, lower, upper, training=False)
+    assert torch.equal(z.cpu(), F.rrelu(x, lower, upper))
+
+
+def test_rrelu_errors():
+    same_error(lambda x, n: torch.ops.aten.rrelu_with_noise(x, n, 0.1, 0.3, True), torch.randn(3, 4), torch.empty(3))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
+        torch.ops.aten.rrelu_with_noise(torch.ones(3, dtype=torch.int32).npu(), torch.ones(3, dtype=torch.int32).npu(),
+                                        0.1, 0.3, True)
+
+
+def pool_case(rank, dtype, shape, kernel, out, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).to(dtype)
+    n = shape[0] if len(shape) == rank + 2 else 1
+    samples = torch.rand(n, shape[-rank - 1], rank, generator=g).to(dtype)
+    fwd = torch.ops.aten.fractional_max_pool2d if rank == 2 else torch.ops.aten.fractional_max_pool3d
+    bwd = (torch.ops.aten.fractional_max_pool2d_backward if rank == 2
+           else torch.ops.aten.fractional_max_pool3d_backward)
+    o, i = fwd(x, kernel, out, samples)
+    on, inn = fwd(x.npu(), kernel, out, samples.npu())
+    assert torch.equal(on.cpu(), o) and torch.equal(inn.cpu(), i)
+    go = torch.randn(o.shape, generator=g).to(dtype)
+    gi = bwd(go, x, kernel, out, i)
+    gin = bwd(go.npu(), x.npu(), kernel, out, inn)
+    assert torch.equal(gin.cpu(), gi)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_fractional_max_pool(dtype, native_only):
+    pool_case(2, dtype, (2, 3, 9, 11), [2, 3], [5, 4], 0)
+    pool_case(2, dtype, (3, 10, 10), [3, 3], [8, 8], 1)  # unbatched, overlapping windows: repeated indices
+    pool_case(2, dtype, (1, 2, 6, 6), [6, 6], [1, 1], 2)  # one window, the whole plane
+    pool_case(3, dtype, (2, 3, 7, 8, 9), [2, 2, 3], [3, 4, 5], 3)
+    pool_case(3, dtype, (2, 6, 6, 6), [2, 2, 2], [4, 4, 4], 4)
+
+
+def test_fractional_max_pool_functional_autograd(native_only):
+    x = torch.randn(2, 3, 17, 13)
+    for ratio in [(0.5, 0.5), (0.7, 0.4)]:
+        torch.manual_seed(5)  # the samples are drawn on the input's device: only shapes and the max property compare
+        xn = x.npu().requires_grad_()
+        y, idx = F.fractional_max_pool2d(xn, 3, output_ratio=ratio, return_indices=True)
+        y.sum().backward()
+        # every output is the input element its index names, and gradients land exactly there
+        flat = x.flatten(2)
+        assert torch.equal(y.detach().cpu().flatten(2), flat.gather(2, idx.cpu().flatten(2)))
+        want = torch.zeros_like(flat).scatter_add_(2, idx.cpu().flatten(2), torch.ones_like(y.detach().cpu()).flatten(2))
+        assert torch.equal(xn.grad.cpu().flatten(2), want)
+
+
+def test_fractional_max_pool_errors():
+    f2 = torch.ops.aten.fractional_max_pool2d
+    same_error(lambda x, s: f2(x, [4, 4], [3, 3], s), torch.randn(2, 3, 5, 5), torch.rand(2, 3, 2))
+    same_error(lambda x, s: torch.ops.aten.fractional_max_pool3d(x, [2, 2, 2], [3, 3, 3], s),
+               torch.randn(2, 3, 4, 5, 5), torch.rand(2, 3, 3))
+    # samples that do not cover the batch: CPU reads past them; npu refuses, naming the argument
+    with pytest.raises(RuntimeError, match=r"random_samples of shape \(N >= 2, 3, 2\)"):
+        f2(torch.randn(2, 3, 9, 9).npu(), [2, 2], [3, 3], torch.rand(1, 3, 2).npu())
+    with pytest.raises(RuntimeError, match="gradOutput sizes unexpected"):
+        torch.ops.aten.fractional_max_pool2d_backward(torch.randn(2, 3, 3, 4).npu(), torch.randn(2, 3, 9, 9).npu(),
+                                                      [2, 2], [3, 3], torch.zeros(2, 3, 3, 3, dtype=torch.long).npu())
+    with pytest.raises(RuntimeError, match="expected grad_output of shape"):
+        torch.ops.aten.fractional_max_pool3d_backward(
+            torch.randn(2, 3, 2, 2, 2).npu(), torch.randn(2, 3, 5, 5, 5).npu(), [2, 2, 2], [2, 2, 3],
+            torch.zeros(2, 3, 2, 2, 3, dtype=torch.long).npu())
+
+
+def segment_kwargs(kw, device):
+    return {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in kw.items()}
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min", "prod"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_segment_reduce(reduce, dtype, native_only):
+    g = torch.Generator().manual_seed(0)
+    d = torch.randn(2, 7, 3, generator=g).to(dtype)
+    d[0, 1, 1] = float("nan")
+    d[1, 4, 0] = 0.0
+    d[1, 3, 2] = d[1, 5, 2]  # a tie for max / min
+    lengths = torch.tensor([[2, 0, 5], [3, 3, 1]])
+    offsets = torch.tensor([[0, 2, 2, 7], [0, 3, 6, 7]], dtype=torch.int32)
+    for kw in [dict(lengths=lengths), dict(offsets=offsets), dict(lengths=lengths.int(), initial=1.5),
+               dict(offsets=offsets, initial=-2)]:
+        want = torch.segment_reduce(d, reduce, axis=1, **kw)
+        got = torch.segment_reduce(d.npu(), reduce, axis=1, **segment_kwargs(kw, "npu")).cpu()
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=0, atol=0)
+        grad = torch.randn(want.shape, generator=g).to(dtype)
+        gw = torch.ops.aten._segment_reduce_backward(grad, want, d, reduce, axis=1, **kw)
+        gg = torch.ops.aten._segment_reduce_backward(grad.npu(), want.npu(), d.npu(), reduce, axis=1,
+                                                     **segment_kwargs(kw, "npu")).cpu()
+        torch.testing.assert_close(gg, gw, equal_nan=True, rtol=0, atol=0)
+    # 1-D data through autograd (axis 0, the common use)
+    x = torch.randn(10, generator=g, dtype=torch.float64)
+    ln = torch.tensor([3, 0, 7])
+    xc, xn = x.clone().requires_grad_(), x.npu().requires_grad_()
+    torch.segment_reduce(xc, reduce, lengths=ln).sum().backward()
+    torch.segment_reduce(xn, reduce, lengths=ln.npu()).sum().backward()
+    torch.testing.assert_close(xn.grad.cpu(), xc.grad)
+
+
+def test_segment_reduce_no_segments(native_only):
+    d = torch.randn(5, 2)
+    for kw in [dict(lengths=torch.zeros(0, dtype=torch.long), unsafe=True),
+               dict(offsets=torch.tensor([0]))]:
+        want = torch.segment_reduce(d, "sum", **kw)
+        got = torch.segment_reduce(d.npu(), "sum", **segment_kwargs(kw, "npu"))
+        assert got.shape == want.shape == (0, 2)
+        gk = {k: v for k, v in kw.items() if k != "unsafe"}
+        back = torch.ops.aten._segment_reduce_backward(torch.empty(0, 2).npu(), got, d.npu(), "sum",
+                                                       **segment_kwargs(gk, "npu"))
+        assert torch.equal(back.cpu(), torch.zeros(5, 2))
+
+
+def test_segment_reduce_errors():
+    d = torch.randn(2, 7, 3)
+    same_error(lambda x, n: torch.segment_reduce(x, "sum", lengths=n, axis=1), d, torch.tensor([[2, 0, 4], [3, 3, 1]]))
+    same_error(lambda x, n: torch.segment_reduce(x, "sum", lengths=n, axis=1), d, torch.tensor([[2, -1, 6], [3, 3, 1]]))
+    same_error(lambda x, n: torch.segment_reduce(x, "avg", lengths=n, axis=1), d, torch.tensor([[2, 0, 5], [3, 3, 1]]))
+    same_error(lambda x: torch.segment_reduce(x, "sum"), d)
+    same_error(lambda x, n: torch.segment_reduce(x, "sum", lengths=n, axis=2), d, torch.tensor([[2, 0, 5], [3, 3, 1]]))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Int'"):
+        torch.segment_reduce(d.int().npu(), "sum", lengths=torch.tensor([[2, 0, 5], [3, 3, 1]]).npu(), axis=1)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Short'"):
+        torch.segment_reduce(d.npu(), "sum", lengths=torch.tensor([[2, 0, 5], [3, 3, 1]]).short().npu(), axis=1)
+    # unsafe lengths running past the axis: CPU reads out of bounds; npu fails the stream with a clear error
+    with pytest.raises(RuntimeError, match="outside data.size"):
+        torch.segment_reduce(d.npu(), "sum", lengths=torch.tensor([[2, 0, 9], [3, 3, 1]]).npu(), axis=1,
+                             unsafe=True).cpu()
+    from conftest import acknowledge_device_error
+    acknowledge_device_error()
