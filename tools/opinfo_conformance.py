@@ -58,14 +58,9 @@ GAUGE_OPS = {"linalg.eigh": eigenvector_phase_fixed}
 # an op matching none is reported as "no npu kernel yet".
 FALLBACK_REASONS = (
     ("linalg_matrix_exp", "libtorch's matrix_exp indexes a CPU tensor with device masks on any non-CUDA device"),
-    ("upsample_", "interpolation mode not implemented (the resampling kernel has nearest and (bi)linear)"),
-    ("fractional_max_pool", "fractional max pooling: no npu kernel yet"),
+    ("upsample_", "antialiased interpolation not implemented (the resampling kernel has nearest, linear and cubic taps)"),
     ("_histogramdd", "histogramdd: no npu kernel yet (histc and histogram are native)"),
-    ("margin_loss", "margin losses: no npu kernel yet"),
-    ("segment_reduce", "segment_reduce: no npu kernel yet"),
-    ("rrelu", "rrelu's noise: no npu kernel yet"),
-    ("nextafter", "bit-level float op: no npu kernel yet"),
-    ("frexp", "bit-level float op: no npu kernel yet"),
+    ("hash_tensor", "a uint64 xor-of-bit-patterns reduction: no npu kernel yet"),
 )
 
 

@@ -1,7 +1,10 @@
-// Registration of median / nanmedian (whole tensor and along a dim) as a composition of native ops: a
-// stable sort (NaN last) per line, the NaN count per line, then a gather at the median position. No
-// math of its own. Ties resolve to the lowest index among equal values, as CPU's do.
+// Registration of the order statistics along a dim: median / nanmedian (whole tensor and along a dim) as a
+// composition of native ops (a stable sort (NaN last) per line, the NaN count per line, then a gather at the
+// median position; ties resolve to the lowest index among equal values, as CPU's do), and mode, whose kernel
+// (kernels/src/mode.cpp) reproduces CPU's sort-and-scan.
 #include <ATen/core/Tensor.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/accumulate.h>
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/full.h>
@@ -17,6 +20,8 @@
 
 #include "aten/index_util.h"
 #include "aten/npu_tensor.h"
+#include "core/npu_error.h"
+#include "npu_kernels/mode.h"
 #include "npu_native_functions.h"
 
 namespace torch_npu_sim {
@@ -78,6 +83,48 @@ T median_all(const T& self, bool ignore_nan) {
 }
 
 }  // namespace
+
+std::tuple<T, T> NF::mode(const T& self, int64_t dim, bool keepdim) {
+  TORCH_CHECK(is_npu(self), "mode(): expected an npu tensor, got one on ", self.device());
+  c10::DeviceGuard guard(self.device());
+  dim = c10::maybe_wrap_dim(dim, self.dim());
+  at::native::zero_numel_check_dims(self, dim, "mode()");
+  const at::ScalarType st = self.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(!at::isComplexType(st), "\"mode_npu\" not implemented for '", c10::toString(st), "'");
+  npu_kernels::ModeArgs a;
+  a.dtype = kernel_dtype(st, "mode");
+  if (self.dim() > 0) {
+    a.outer = c10::multiply_integers(self.sizes().slice(0, dim));
+    a.size = self.size(dim);
+    a.inner = c10::multiply_integers(self.sizes().slice(dim + 1));
+  } else {
+    a.size = 1;
+  }
+  std::vector<int64_t> sizes = self.sizes().vec();
+  if (self.dim() > 0) {
+    if (keepdim) sizes[dim] = 1;
+    else sizes.erase(sizes.begin() + dim);
+  }
+  T values = at::empty(sizes, self.options()), indices = at::empty(sizes, self.options().dtype(at::kLong));
+  if (values.numel() == 0) return {values, indices};
+  const T x = self.contiguous();
+  NPU_CHECK(npu_kernels::mode(stream_of(self), a, x.const_data_ptr(), values.data_ptr(), indices.data_ptr<int64_t>()));
+  return {values, indices};
+}
+
+// mode.values is CompositeExplicitAutograd in ATen, but its kernel refuses devices other than CPU / CUDA / XPU.
+std::tuple<T&, T&> NF::mode_out(const T& self, int64_t dim, bool keepdim, T& values, T& indices) {
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), "expected scalar type '", self.scalar_type(), "' but got '",
+              values.scalar_type(), "' for values output");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "expected scalar type 'Long' but got '", indices.scalar_type(),
+              "' for indices output");
+  auto [v, i] = NF::mode(self, dim, keepdim);
+  at::native::resize_output(values, v.sizes());
+  at::native::resize_output(indices, i.sizes());
+  values.copy_(v);
+  indices.copy_(i);
+  return {values, indices};
+}
 
 T NF::median(const T& self) { return median_all(self, false); }
 

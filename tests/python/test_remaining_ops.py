@@ -1,7 +1,8 @@
-"""nextafter / frexp (every float dtype, bit for bit), nonzero_static, rrelu (training noise and evaluation),
-fractional max pooling 2-D / 3-D (values, indices, gradients, CPU's window placement from the same samples) and
-torch.segment_reduce (every reduction, lengths and offsets, initial, NaN, gradients) on npu against CPU; CPU's
-error types and messages; no CPU fallback."""
+"""The ops made native last: nextafter / frexp (every float dtype, bit for bit), nonzero_static, rrelu (training
+noise and evaluation), fractional max pooling 2-D / 3-D (values, indices, gradients, CPU's window placement from
+the same samples), torch.segment_reduce (every reduction, lengths and offsets, initial, NaN, gradients), torch.mode
+(CPU's value and index choice) and the multi-margin losses, on npu against CPU; CPU's error types and messages;
+no CPU fallback."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -245,3 +246,104 @@ def test_segment_reduce_errors():
                              unsafe=True).cpu()
     from conftest import acknowledge_device_error
     acknowledge_device_error()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                                   torch.int32, torch.uint8, torch.bool])
+def test_mode(dtype, native_only):
+    g = torch.Generator().manual_seed(0)
+    cases = [torch.randint(0, 4, (5, 40, 3), generator=g), torch.randint(0, 3, (7, 9), generator=g),
+             torch.randint(0, 50, (2, 300), generator=g)]
+    if dtype.is_floating_point:
+        c = torch.randint(0, 3, (4, 20), generator=g).to(dtype)
+        c[0, ::3] = float("nan")
+        c[1, :] = float("nan")
+        c[2, ::2] = -0.0
+        cases.append(c)
+    for x in cases:
+        x = x.to(dtype)
+        for d in range(-x.dim(), x.dim()):
+            for keepdim in [False, True]:
+                want = torch.mode(x, d, keepdim)
+                got = torch.mode(x.npu(), d, keepdim)
+                assert torch.equal(bits(got.values.cpu()) if dtype.is_floating_point else got.values.cpu(),
+                                   bits(want.values) if dtype.is_floating_point else want.values), (d, keepdim)
+                assert torch.equal(got.indices.cpu(), want.indices), (d, keepdim)
+    for x, d in [(torch.tensor(3), 0), (torch.zeros(0, 4), 1), (torch.ones(3, 1), 0)]:
+        want, got = torch.mode(x.to(dtype), d), torch.mode(x.to(dtype).npu(), d)
+        assert torch.equal(got.values.cpu(), want.values) and torch.equal(got.indices.cpu(), want.indices)
+    # the method and out= flavours route to the same kernel
+    v, i = torch.empty(0, dtype=dtype, device="npu"), torch.empty(0, dtype=torch.long, device="npu")
+    x = cases[0].to(dtype)
+    torch.mode(x.npu(), 1, out=(v, i))
+    assert torch.equal(i.cpu(), torch.mode(x, 1).indices)
+
+
+def test_mode_errors():
+    same_error(lambda x: torch.mode(x, 1), torch.empty(3, 0))
+    same_error(lambda x: torch.mode(x, 2), torch.randn(3, 4))
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        torch.mode(torch.randn(3, 4, dtype=torch.complex64).npu(), 1)
+
+
+MARGIN_TARGETS = torch.tensor([[3, 0, -1, 1, 2], [1, -1, 4, 4, 4], [0, 1, 2, 3, 4], [-1, 0, 0, 0, 0],
+                               [2, 2, -1, 0, 0], [4, -1, 0, 0, 0]])
+
+
+def loss_grads(fn, x, *args):
+    xs = x.detach().clone().requires_grad_()
+    out = fn(xs, *args)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(1), dtype=x.dtype).to(x.device)
+    out.backward(g)
+    return out.detach().cpu(), xs.grad.cpu()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_multi_margin_loss(dtype, reduction, native_only):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 5, generator=g, dtype=dtype)
+    x[2, 3] = float("nan")
+    t = torch.randint(0, 5, (6,), generator=g)
+    w = torch.rand(5, generator=g, dtype=dtype)
+    for p in [1, 2]:
+        for weight in [None, w]:
+            fn = lambda a, tt, ww: F.multi_margin_loss(a, tt, p=p, margin=0.7, weight=ww, reduction=reduction)  # noqa
+            want = loss_grads(fn, x, t, weight)
+            got = loss_grads(fn, x.npu(), t.npu(), None if weight is None else weight.npu())
+            for a, b in zip(got, want):
+                torch.testing.assert_close(a, b, equal_nan=True, rtol=0, atol=0)
+    # 1-D input: a scalar output even with reduction none, as CPU
+    one = F.multi_margin_loss(x[0].npu(), t[:1].npu(), reduction=reduction)
+    assert one.shape == F.multi_margin_loss(x[0], t[:1], reduction=reduction).shape
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_multilabel_margin_loss(dtype, reduction, native_only):
+    x = torch.randn(6, 5, generator=torch.Generator().manual_seed(0), dtype=dtype)
+    fn = lambda a, tt: F.multilabel_margin_loss(a, tt, reduction=reduction)  # noqa: E731
+    for xx, tt in [(x, MARGIN_TARGETS), (x[0], MARGIN_TARGETS[0])]:
+        want = loss_grads(fn, xx, tt)
+        got = loss_grads(fn, xx.npu(), tt.npu())
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    out, is_target = torch.ops.aten.multilabel_margin_loss_forward(x.npu(), MARGIN_TARGETS.npu(), 1)
+    want_out, want_is = torch.ops.aten.multilabel_margin_loss_forward(x, MARGIN_TARGETS, 1)
+    assert torch.equal(is_target.cpu(), want_is) and is_target.dtype == want_is.dtype
+
+
+def test_margin_loss_errors():
+    x = torch.randn(6, 5)
+    same_error(lambda a, t: F.multi_margin_loss(a, t), x, torch.tensor([0, 1, 2, 3, 4, 5]))
+    same_error(lambda a, t: F.multi_margin_loss(a, t), x, torch.tensor([0, 1, 2]))
+    same_error(lambda a, t, w: F.multi_margin_loss(a, t, weight=w), x, torch.tensor([0, 1, 2, 3, 4, 0]), torch.rand(4))
+    same_error(lambda a, t: F.multilabel_margin_loss(a, t), x, MARGIN_TARGETS + 1)
+    same_error(lambda a, t: F.multilabel_margin_loss(a, t), x, MARGIN_TARGETS[:, :3])
+    same_error(lambda a, t: F.multilabel_margin_loss(a, t), torch.randn(2, 0), torch.zeros(2, 0, dtype=torch.long))
+    same_error(lambda g, a, t, i: torch.ops.aten.multilabel_margin_loss_backward(g, a, t, 1, i),
+               torch.tensor(1.0), x, MARGIN_TARGETS, torch.full((6, 5), 2.0))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
+        F.multi_margin_loss(x.half().npu(), torch.zeros(6, dtype=torch.long).npu())
+    with pytest.raises(NotImplementedError, match="not implemented for 'BFloat16'"):
+        F.multilabel_margin_loss(x.bfloat16().npu(), MARGIN_TARGETS.npu())
