@@ -114,12 +114,24 @@ bool inside(A i, int64_t size) {
   return i >= 0 && i < static_cast<A>(size);
 }
 
+// A 2-D point whose taps are all inside the input (after padding): they are the products of 4 rows and 4 columns
+// (bicubic) or 2 and 2 (bilinear), kept as 8 (4) offsets and weights instead of 16 (4) tap records. The bicubic
+// forward interpolates each row with the x weights, then the rows with the y weights (CPU's order); the bilinear
+// one sums the four corners as the tap list would.
+template <typename A>
+struct Separable {
+  int64_t row[4], col[4];
+  A wy[4], wx[4];
+};
+constexpr int kSeparable = -2;  // taps_of's count for a point it wrote as a Separable
+
 // The taps of one sample point (g: its x, y[, z] in [-1, 1]); mult: d pixel coordinate / d grid coordinate per
 // axis. Out-of-bounds taps are left out (they read zeros). Returns the count (at most 16), or -1 for a point with
 // a NaN coordinate, whose output and grid gradient are NaN in every mode (CPU's differ by mode and padding, and
-// its border backward crashes on them).
+// its border backward crashes on them). With `sep`, a bicubic point with all 16 taps inside is written there
+// instead, and the count is kSeparable.
 template <typename A, typename T>
-int taps_of(const GridSampleArgs& a, const T* g, Tap<A>* taps, A mult[3]) {
+int taps_of(const GridSampleArgs& a, const T* g, Tap<A>* taps, A mult[3], Separable<A>* sep = nullptr) {
   const int64_t size[3] = {a.in_w, a.in_h, a.in_d};
   const int dims = a.three_d ? 3 : 2;
   A coord[3] = {0, 0, 0};
@@ -134,6 +146,24 @@ int taps_of(const GridSampleArgs& a, const T* g, Tap<A>* taps, A mult[3]) {
       coord[k] = unnormalize(static_cast<A>(g[k]), size[k], a.align_corners, &mult[k]);
       base[k] = std::floor(coord[k]);
       cubic(coord[k] - base[k], w[k], dw[k]);
+    }
+    if (sep != nullptr) {
+      A unused = 1, xs[4], ys[4];
+      bool all = true;
+      for (int j = 0; j < 4; ++j) {
+        ys[j] = std::trunc(pad(base[1] - 1 + j, a.in_h, a.padding, a.align_corners, &unused));
+        xs[j] = std::trunc(pad(base[0] - 1 + j, a.in_w, a.padding, a.align_corners, &unused));
+        all = all && inside(ys[j], a.in_h) && inside(xs[j], a.in_w);
+      }
+      if (all) {
+        for (int j = 0; j < 4; ++j) {
+          sep->row[j] = static_cast<int64_t>(ys[j]) * a.in_w;
+          sep->col[j] = static_cast<int64_t>(xs[j]);
+          sep->wy[j] = w[1][j];
+          sep->wx[j] = w[0][j];
+        }
+        return kSeparable;
+      }
     }
     for (int j = 0; j < 4; ++j) {
       A unused = 1;
@@ -165,6 +195,15 @@ int taps_of(const GridSampleArgs& a, const T* g, Tap<A>* taps, A mult[3]) {
   // (tri)linear: the 4 or 8 corners, weight prod_k (1 - |coord_k - corner_k|)
   A lo[3] = {0, 0, 0};
   for (int k = 0; k < dims; ++k) lo[k] = std::floor(coord[k]);
+  if (sep != nullptr && dims == 2 && inside(lo[0], size[0] - 1) && inside(lo[1], size[1] - 1)) {
+    for (int k = 0; k < 2; ++k) {
+      sep->row[k] = (static_cast<int64_t>(lo[1]) + k) * a.in_w;
+      sep->col[k] = static_cast<int64_t>(lo[0]) + k;
+      sep->wy[k] = k ? coord[1] - lo[1] : lo[1] + 1 - coord[1];
+      sep->wx[k] = k ? coord[0] - lo[0] : lo[0] + 1 - coord[0];
+    }
+    return kSeparable;
+  }
   const int corners = 1 << dims;
   for (int c = 0; c < corners; ++c) {
     A w[3] = {1, 1, 1}, dw[3] = {0, 0, 0}, at[3] = {0, 0, 0};
@@ -201,21 +240,26 @@ bool valid(const GridSampleArgs& a) {
 }
 
 // The taps of the points [p0, p0 + len) of sample n: taps[i * stride ...], count[i], mult[i].
+// With `separable` (the 2-D bilinear and bicubic forward), points whose taps are all inside are kept as Separable (count
+// kSeparable).
 template <typename A, typename T>
 struct TileTaps {
   std::vector<Tap<A>> taps;
   std::vector<int> count;
   std::vector<A> mult;
+  std::vector<Separable<A>> sep;
   int stride = 0;
 
-  explicit TileTaps(const GridSampleArgs& a)
-      : taps(static_cast<size_t>(kTile * max_taps(a))), count(kTile), mult(kTile * 3), stride(max_taps(a)) {}
+  TileTaps(const GridSampleArgs& a, bool separable)
+      : taps(static_cast<size_t>(kTile * max_taps(a))), count(kTile), mult(kTile * 3),
+        sep(separable && !a.three_d && a.interpolation != GridInterpolation::kNearest ? kTile : 0),
+        stride(max_taps(a)) {}
 
   void compute(const GridSampleArgs& a, const T* grid_points, int64_t len) {
     const int dims = a.three_d ? 3 : 2;
     Tap<A> tmp[kMaxTaps];
     for (int64_t i = 0; i < len; ++i) {
-      count[i] = taps_of<A>(a, grid_points + i * dims, tmp, &mult[i * 3]);
+      count[i] = taps_of<A>(a, grid_points + i * dims, tmp, &mult[i * 3], sep.empty() ? nullptr : &sep[i]);
       for (int k = 0; k < count[i]; ++k) taps[i * stride + k] = tmp[k];
     }
   }
@@ -239,7 +283,8 @@ npu_sim::Status grid_sample(npu_sim::Stream s, const GridSampleArgs& a, const vo
       // per point: its grid coordinates read, at most taps_max reads per channel, one write per channel
       const int64_t points = std::min(e * kTile, a.n * tiles * kTile) - b * kTile;
       detail::record_vec(ctx, points * (dims + a.c * taps_max) * ts, points * a.c * ts, points * a.c * 2 * taps_max);
-      TileTaps<A, T> tt(a);
+      TileTaps<A, T> tt(a, /*separable=*/true);
+      const bool bicubic = a.interpolation == GridInterpolation::kBicubic;
       for (int64_t t = b; t < e; ++t) {
         const int64_t n = t / tiles, p0 = (t % tiles) * kTile, len = std::min(kTile, pts - p0);
         tt.compute(a, g + (n * pts + p0) * dims, len);
@@ -247,6 +292,30 @@ npu_sim::Status grid_sample(npu_sim::Stream s, const GridSampleArgs& a, const vo
           const T* xp = x + (n * a.c + c) * plane;
           T* yp = y + (n * a.c + c) * pts + p0;
           for (int64_t i = 0; i < len; ++i) {
+            if (tt.count[i] == kSeparable && !bicubic) {
+              const Separable<A>& sp = tt.sep[i];
+              const T* r0 = xp + sp.row[0];
+              const T* r1 = xp + sp.row[1];
+              A sum = 0;
+              sum += static_cast<A>(r0[sp.col[0]]) * (sp.wx[0] * sp.wy[0]);
+              sum += static_cast<A>(r0[sp.col[1]]) * (sp.wx[1] * sp.wy[0]);
+              sum += static_cast<A>(r1[sp.col[0]]) * (sp.wx[0] * sp.wy[1]);
+              sum += static_cast<A>(r1[sp.col[1]]) * (sp.wx[1] * sp.wy[1]);
+              yp[i] = static_cast<T>(sum);
+              continue;
+            }
+            if (tt.count[i] == kSeparable) {
+              const Separable<A>& sp = tt.sep[i];
+              A sum = 0;
+              for (int j = 0; j < 4; ++j) {
+                const T* r = xp + sp.row[j];
+                const A row = static_cast<A>(r[sp.col[0]]) * sp.wx[0] + static_cast<A>(r[sp.col[1]]) * sp.wx[1] +
+                              static_cast<A>(r[sp.col[2]]) * sp.wx[2] + static_cast<A>(r[sp.col[3]]) * sp.wx[3];
+                sum += row * sp.wy[j];
+              }
+              yp[i] = static_cast<T>(sum);
+              continue;
+            }
             const Tap<A>* tp = &tt.taps[i * tt.stride];
             A sum = tt.count[i] < 0 ? std::numeric_limits<A>::quiet_NaN() : A(0);
             for (int k = 0; k < tt.count[i]; ++k) sum += static_cast<A>(xp[tp[k].offset]) * tp[k].w;
@@ -285,7 +354,7 @@ npu_sim::Status grid_sample_backward(npu_sim::Stream s, const GridSampleArgs& a,
       const int64_t pairs = e - b, per_chunk = (a.c + chunks - 1) / chunks;
       detail::record_vec(ctx, pairs * (pts * dims + per_chunk * pts * (1 + taps_max)) * ts,
                          pairs * (per_chunk * plane + pts * dims) * ts, pairs * per_chunk * pts * 4 * taps_max);
-      TileTaps<A, T> tt(a);
+      TileTaps<A, T> tt(a, /*separable=*/false);
       std::vector<A> d(static_cast<size_t>(kTile * 3)), scratch;
       for (int64_t pair = b; pair < e; ++pair) {
         const int64_t n = pair / chunks, k = pair % chunks;
