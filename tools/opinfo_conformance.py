@@ -57,7 +57,6 @@ GAUGE_OPS = {"linalg.eigh": eigenvector_phase_fixed}
 # Why an aten op still runs on the CPU fallback: (substring of the aten op's name, reason). The first match wins;
 # an op matching none is reported as "no npu kernel yet".
 FALLBACK_REASONS = (
-    ("linalg_matrix_exp", "libtorch's matrix_exp indexes a CPU tensor with device masks on any non-CUDA device"),
     ("upsample_", "antialiased interpolation not implemented (the resampling kernel has nearest, linear and cubic taps)"),
     ("_histogramdd", "histogramdd: no npu kernel yet (histc and histogram are native)"),
     ("hash_tensor", "a uint64 xor-of-bit-patterns reduction: no npu kernel yet"),
@@ -66,6 +65,10 @@ FALLBACK_REASONS = (
 
 # Why a mismatch is CPU's defect rather than ours: (OpInfo name, reason), shown in the mismatch tables.
 MISMATCH_REASONS = {
+    "matrix_exp": "float32 samples whose exponential reaches 9.3e4: CPU and npu both land within 6e-7 of the largest "
+                  "entry from the float64 result (CPU 0.005-0.05 off, npu 0.023), so they differ by more than 1e-4 "
+                  "on the small entries; tests/python/test_remaining_ops.py checks npu against CPU scaled by that "
+                  "entry",
     "renorm": "complex, p = inf: CPU's gradient is NaN (its |x| never equals the norm it computed, so norm_backward "
               "divides 0 by 0); npu's norm is the max of the same |x|, and its gradient is the formula's",
 }

@@ -25,7 +25,16 @@
 #include <ATen/ops/linalg_qr_native.h>
 #include <ATen/ops/lu_unpack_native.h>
 #include <ATen/ops/triangular_solve_native.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/ops/eye.h>
+#include <ATen/ops/linalg_solve.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/nan_to_num.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/exp2.h>
+#include <ATen/ops/log2.h>
+#include <ATen/ops/empty_like.h>
 
 #include <array>
 #include <string>
@@ -472,6 +481,42 @@ T NF::_cholesky_solve_helper(const T& self, const T& A, bool upper) {
                               x.size(-1), operand(a, 2), operand(x, 2), operand(infos, 0)),
            "cholesky_solve");
   return x;
+}
+
+// linalg_matrix_exp: scaling and squaring with the [13/13] Pade approximant (Higham, "The scaling and squaring
+// method for the matrix exponential revisited", 2005), batched over native ops: each matrix's 1-norm picks its
+// scaling 2^-s (s = 0 below theta_13), one batched solve gives r_13, then max(s) squarings, each kept only for the
+// matrices that still need it. (ATen's composite indexes a CPU tensor with device masks on non-CUDA devices.)
+// Float16 / BFloat16 run in float32 (LAPACK has no 16-bit solve). Its gradient is ATen's, which calls this op on
+// a block matrix.
+at::Tensor NF::linalg_matrix_exp(const at::Tensor& self) {
+  at::native::squareCheckInputs(self, "linalg.matrix_exp");
+  at::native::checkFloatingOrComplex(self, "linalg.matrix_exp");
+  const int64_t n = self.size(-1);
+  if (self.numel() == 0) return at::empty_like(self, at::MemoryFormat::Contiguous);
+  if (n == 1) return self.exp();
+  const bool half = self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16;
+  const at::Tensor a = (half ? self.to(at::kFloat) : self).reshape({-1, n, n});
+  constexpr double kTheta13 = 5.371920351148152;
+  constexpr std::array<double, 14> b = {64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
+                                        1187353796428800.0,  129060195264000.0,   10559470521600.0,
+                                        670442572800.0,      33522128640.0,       1323241920.0,
+                                        40840800.0,          960960.0,            16380.0,
+                                        182.0,               1.0};
+  const at::Tensor norm = a.abs().sum(-2).amax(-1);
+  // NaN and inf norms give NaN results whatever the count; 64 squarings bound the loop
+  const at::Tensor s = at::nan_to_num(at::ceil(at::log2(norm / kTheta13)), 0.0, 64.0, 0.0).clamp(0, 64);
+  const at::Tensor x = a / at::exp2(s).view({-1, 1, 1});
+  const at::Tensor eye = at::eye(n, x.options()).expand_as(x);
+  const at::Tensor x2 = at::matmul(x, x), x4 = at::matmul(x2, x2), x6 = at::matmul(x4, x2);
+  const at::Tensor u = at::matmul(
+      x, at::matmul(x6, x6 * b[13] + x4 * b[11] + x2 * b[9]) + x6 * b[7] + x4 * b[5] + x2 * b[3] + eye * b[1]);
+  const at::Tensor v = at::matmul(x6, x6 * b[12] + x4 * b[10] + x2 * b[8]) + x6 * b[6] + x4 * b[4] + x2 * b[2] +
+                       eye * b[0];
+  at::Tensor r = at::linalg_solve(v - u, v + u);
+  const int64_t squarings = s.max().item<int64_t>();
+  for (int64_t k = 0; k < squarings; ++k) r = at::where(s.gt(k).view({-1, 1, 1}), at::matmul(r, r), r);
+  return r.reshape(self.sizes()).to(self.scalar_type());
 }
 
 }  // namespace torch_npu_sim

@@ -347,3 +347,36 @@ def test_margin_loss_errors():
         F.multi_margin_loss(x.half().npu(), torch.zeros(6, dtype=torch.long).npu())
     with pytest.raises(NotImplementedError, match="not implemented for 'BFloat16'"):
         F.multilabel_margin_loss(x.bfloat16().npu(), MARGIN_TARGETS.npu())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+def test_matrix_exp(dtype, native_only):
+    g = torch.Generator().manual_seed(0)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype in (torch.float32, torch.complex64) else dict(rtol=1e-12, atol=1e-12)
+    for scale in [1e-3, 0.5, 3.0, 20.0, 100.0]:  # no scaling, and up to 5 squarings
+        a = (torch.randn(4, 6, 6, generator=g, dtype=torch.float64) * scale / 6).to(dtype)
+        want = torch.linalg.matrix_exp(a)
+        got = torch.linalg.matrix_exp(a.npu()).cpu()
+        torch.testing.assert_close(got / want.abs().amax(), want / want.abs().amax(), **tol)
+    # a batch mixing norms (each matrix its own scaling), a 1 x 1 batch, empty batches
+    a = torch.stack([torch.eye(5, dtype=torch.float64) * 1e-4, torch.randn(5, 5, generator=g, dtype=torch.float64) * 8])
+    torch.testing.assert_close(torch.linalg.matrix_exp(a.npu()).cpu(), torch.linalg.matrix_exp(a), rtol=1e-10, atol=0)
+    one = torch.randn(3, 1, 1, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(torch.linalg.matrix_exp(one.npu()).cpu(), one.exp())
+    assert torch.linalg.matrix_exp(torch.randn(2, 0, 0).npu()).shape == (2, 0, 0)
+
+
+def test_matrix_exp_grad_and_16_bit(native_only):
+    a = torch.randn(2, 4, 4, dtype=torch.float64)
+    assert torch.autograd.gradcheck(torch.linalg.matrix_exp, (a.npu().requires_grad_(),))
+    # 16-bit runs in float32: compare with CPU's float32 result (CPU's own bfloat16 result is wrong: it overflows)
+    x = torch.randn(3, 5, 5) * 0.3
+    for dtype in [torch.bfloat16, torch.float16]:
+        got = torch.linalg.matrix_exp(x.to(dtype).npu()).cpu()
+        assert got.dtype == dtype
+        torch.testing.assert_close(got.float(), torch.linalg.matrix_exp(x.to(dtype).float()), rtol=2e-2, atol=2e-2)
+
+
+def test_matrix_exp_errors():
+    same_error(torch.linalg.matrix_exp, torch.randn(3, 4))
+    same_error(torch.linalg.matrix_exp, torch.ones(3, 3, dtype=torch.int32))
