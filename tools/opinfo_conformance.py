@@ -59,7 +59,6 @@ GAUGE_OPS = {"linalg.eigh": eigenvector_phase_fixed}
 FALLBACK_REASONS = (
     ("upsample_", "antialiased interpolation not implemented (the resampling kernel has nearest, linear and cubic taps)"),
     ("_histogramdd", "histogramdd: no npu kernel yet (histc and histogram are native)"),
-    ("hash_tensor", "a uint64 xor-of-bit-patterns reduction: no npu kernel yet"),
 )
 
 

@@ -1,7 +1,7 @@
 // Registration of small ops that are compositions of native npu ops, with CPU's checks and messages:
 // equal (eq + all), trace (diagonal + sum), isin (sort + searchsorted + gather), repeat_interleave with
 // a repeats tensor (cumsum + searchsorted), conj_physical (a copy, the imaginary parts negated in place),
-// unfold_backward (index_add of the windows), renorm (vector norm + where + mul), embedding_renorm_ (unique +
+// unfold_backward (index_add of the windows), hash_tensor (bitwise_xor halvings), renorm (vector norm + where + mul), embedding_renorm_ (unique +
 // index_select + norm + index_copy_), and the dispatch stubs of libtorch's complex / polar / angle (parts written
 // through view_as_real). No math of their own.
 #include <ATen/core/Tensor.h>
@@ -10,6 +10,7 @@
 #include <ATen/TensorUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/bitwise_xor.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/native/UnaryOps.h>
@@ -268,6 +269,52 @@ void angle_npu(at::TensorIteratorBase& iter) {
 }
 
 }  // namespace
+// hash_tensor (mode 0, xor_sum): each element's bit pattern as CPU takes it (integers and bool sign-extended to
+// int64, floats widened to float64), xor-reduced over `dim` by halving the reduced extent: log2(n) bitwise_xor
+// launches; the int64 result is viewed as uint64 (the same bits).
+at::Tensor NF::hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool keepdim, int64_t mode) {
+  TORCH_CHECK(mode == 0, "Unknown hash_tensor mode: ", mode);
+  const at::ScalarType st = self.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(!at::isComplexType(st), "\"xor_sum_npu\" not implemented for '", c10::toString(st), "'");
+  TORCH_CHECK(self.numel() > 0 || !dim.empty(), "hash_tensor: Expected reduction dim to be specified for "
+              "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+  const int64_t nd = self.dim();
+  std::vector<bool> reduced(static_cast<size_t>(std::max<int64_t>(nd, 1)), dim.empty());
+  for (const int64_t d : dim) {
+    const int64_t w = at::maybe_wrap_dim(d, nd);
+    TORCH_CHECK(!reduced[w] || dim.empty(), "dim ", w, " appears multiple times in the list of dims");
+    reduced[w] = true;
+  }
+  std::vector<int64_t> order, kept_sizes, out_sizes;
+  int64_t n = 1;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (reduced[d]) {
+      TORCH_CHECK_INDEX(self.size(d) > 0, "hash_tensor: Expected reduction dim ", d, " to have non-zero size.");
+      n *= self.size(d);
+      if (keepdim) out_sizes.push_back(1);
+    } else {
+      order.push_back(d);
+      kept_sizes.push_back(self.size(d));
+      out_sizes.push_back(self.size(d));
+    }
+  }
+  for (int64_t d = 0; d < nd; ++d) {
+    if (reduced[d]) order.push_back(d);
+  }
+  const at::Tensor bits = at::isFloatingType(st) ? self.to(at::kDouble).view(at::kLong) : self.to(at::kLong);
+  std::vector<int64_t> flat = kept_sizes;
+  flat.push_back(n);
+  at::Tensor x = (nd > 0 ? bits.permute(order) : bits).reshape(flat);
+  while (n > 1) {
+    const int64_t half = n / 2;
+    at::Tensor head = at::bitwise_xor(x.narrow(-1, 0, half), x.narrow(-1, half, half));
+    if (n % 2 != 0) head.narrow(-1, 0, 1).bitwise_xor_(x.narrow(-1, n - 1, 1));
+    x = head;
+    n = half;
+  }
+  return x.reshape(out_sizes).view(at::kUInt64);
+}
+
 }  // namespace torch_npu_sim
 
 namespace at::native {

@@ -16,36 +16,38 @@ def test_functional_inplace_out_and_lists_match_cpu():
     g = torch.Generator().manual_seed(0)
     a, b = torch.rand(4, 5, generator=g), torch.rand(4, 5, generator=g)
     na, nb = a.npu(), b.npu()
-    assert torch.equal(torch.nextafter(na, nb).cpu(), torch.nextafter(a, b))
-    x = na.clone()
-    x.nextafter_(nb)
-    assert torch.equal(x.cpu(), torch.nextafter(a, b))
-    out = torch.empty(0, device="npu")  # out= with a resize
-    torch.nextafter(nb, na, out=out)
-    assert out.shape == (4, 5) and torch.equal(out.cpu(), torch.nextafter(b, a))
+    za = torch.complex(a, b)  # complex renorm has no npu kernel
+    nz = za.npu()
+    assert torch.equal(torch.renorm(nz, 2, 0, 1.0).cpu(), torch.renorm(za, 2, 0, 1.0))
+    x = nz.clone()
+    x.renorm_(2, 0, 1.0)
+    assert torch.equal(x.cpu(), torch.renorm(za, 2, 0, 1.0))
+    out = torch.empty(0, dtype=torch.complex64, device="npu")  # out= with a resize
+    torch.renorm(nz, 1, 1, 0.5, out=out)
+    assert out.shape == (4, 5) and torch.equal(out.cpu(), torch.renorm(za, 1, 1, 0.5))
     lst = torch._foreach_lgamma([na, nb])
     assert all(t.is_npu for t in lst)
     assert torch.allclose(lst[1].cpu(), torch.lgamma(b))
-    mantissa, exponent = torch.frexp(na)
-    ref_m, ref_e = torch.frexp(a)
-    assert mantissa.is_npu and exponent.is_npu
-    assert torch.equal(mantissa.cpu(), ref_m) and torch.equal(exponent.cpu(), ref_e)
-    assert (torch.nextafter(na, nb) * torch.tensor(2.0)).is_npu  # CPU zero-dim tensors are scalars
+    hist, edges = torch.histogramdd(na[:, :2], bins=[3, 3])  # several outputs (histogramdd has no npu kernel)
+    ref_h, ref_e = torch.histogramdd(a[:, :2], bins=[3, 3])
+    assert hist.is_npu and all(e.is_npu for e in edges)
+    assert torch.equal(hist.cpu(), ref_h) and all(torch.equal(e.cpu(), r) for e, r in zip(edges, ref_e))
+    assert (torch.renorm(nz, 2, 0, 1.0) * torch.tensor(2.0)).is_npu  # CPU zero-dim tensors are scalars
 
 
 def test_warns_once_per_op_in_torch_npu_wording():
     torch_npu_sim.reset_fallback_ops()
-    x = torch.ones(3, device="npu")
+    x = torch.ones(3, 3, dtype=torch.complex64, device="npu")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        torch.nextafter(x, x)
-        torch.nextafter(x, x)
-        torch.nextafter(x, x)
+        torch.renorm(x, 2, 0, 1.0)
+        torch.renorm(x, 2, 0, 1.0)
+        torch.renorm(x, 2, 0, 1.0)
     msgs = [str(w.message) for w in caught if WORDING in str(w.message)]
     assert len(msgs) == 1
-    assert msgs[0].startswith("The operator 'aten::nextafter")
+    assert msgs[0].startswith("The operator 'aten::renorm")
     ops = torch_npu_sim.fallback_ops()
-    assert sum(n for op, n in ops.items() if op.startswith("aten::nextafter")) == 3
+    assert sum(n for op, n in ops.items() if op.startswith("aten::renorm")) == 3
 
 
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
@@ -84,7 +86,7 @@ def test_fallback_disabled_is_an_error_naming_the_op(fresh_python):
         x = torch.ones(3, device="npu")
         y = x.to(torch.float64)          # native ops keep working
         try:
-            torch.nextafter(x, x)
+            torch.histogramdd(x.reshape(3, 1), bins=[2])  # no npu kernel at all
         except NotImplementedError as e:
             print("NotImplementedError:", str(e).splitlines()[0])
         try:
@@ -93,7 +95,7 @@ def test_fallback_disabled_is_an_error_naming_the_op(fresh_python):
             print("NotImplementedError:", str(e).splitlines()[0])
     """, env={"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"})
     assert r.returncode == 0, r.stderr
-    assert "NotImplementedError: The operator 'aten::nextafter" in r.stdout
+    assert "NotImplementedError: The operator 'aten::_histogramdd" in r.stdout
     assert "NotImplementedError: The operator 'aten::_logcumsumexp' is not currently implemented" in r.stdout
     assert "TORCH_NPU_FALLBACK_CPU_DISABLE=1" in r.stdout
 

@@ -380,3 +380,17 @@ def test_matrix_exp_grad_and_16_bit(native_only):
 def test_matrix_exp_errors():
     same_error(torch.linalg.matrix_exp, torch.randn(3, 4))
     same_error(torch.linalg.matrix_exp, torch.ones(3, 3, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int8, torch.int64, torch.bool])
+def test_hash_tensor(dtype, native_only):
+    x = (torch.randn(4, 5, 7, generator=torch.Generator().manual_seed(0)) * 50).to(dtype)
+    for dim, keepdim in [((), False), ((1,), False), ((0, 2), True), ((-1,), False), ((0, 1, 2), True)]:
+        assert torch.equal(torch.hash_tensor(x.npu(), dim, keepdim=keepdim).cpu(), torch.hash_tensor(x, dim, keepdim=keepdim))
+    assert torch.equal(torch.hash_tensor(x[0, 0, 0].npu()).cpu(), torch.hash_tensor(x[0, 0, 0]))
+
+
+def test_hash_tensor_errors():
+    same_error(lambda x: torch.hash_tensor(x, mode=1), torch.randn(3))
+    same_error(lambda x: torch.hash_tensor(x), torch.empty(0, 3))
+    same_error(lambda x: torch.hash_tensor(x, 0), torch.empty(0, 3))
