@@ -117,11 +117,22 @@ npu_kernels::MultilabelMarginArgs multilabel_args(const Tensor& input, const Fra
   return a;
 }
 
+bool half(const Tensor& t) { return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16; }
+std::optional<Tensor> widened(const std::optional<Tensor>& w) {
+  return w && w->defined() ? std::optional<Tensor>(w->to(at::kFloat)) : w;
+}
+Tensor& into(Tensor& out, const Tensor& r) {
+  at::native::resize_output(out, r.sizes());
+  return out.copy_(r);
+}
+
 }  // namespace
 
+// float16 / bfloat16 (which CPU refuses): computed in float32 and rounded once, as CUDA does.
 Tensor& NF::multi_margin_loss_out(const Tensor& input, const Tensor& target, const at::Scalar& p,
                                   const at::Scalar& margin, const std::optional<Tensor>& weight, int64_t reduction,
                                   Tensor& out) {
+  if (half(input)) return into(out, NF::multi_margin_loss(input.to(at::kFloat), target, p, margin, widened(weight), reduction));
   c10::DeviceGuard guard(input.device());
   const char* op = "multi_margin_loss";
   const Frames f = multi_margin_check(input, target, weight, p, op);
@@ -149,6 +160,10 @@ Tensor& NF::multi_margin_loss_backward_out(const Tensor& grad_output, const Tens
                                            const at::Scalar& p, const at::Scalar& margin,
                                            const std::optional<Tensor>& weight, int64_t reduction,
                                            Tensor& grad_input) {
+  if (half(input)) {
+    return into(grad_input, NF::multi_margin_loss_backward(grad_output.to(at::kFloat), input.to(at::kFloat), target, p, margin,
+                                                           widened(weight), reduction));
+  }
   c10::DeviceGuard guard(input.device());
   const char* op = "multi_margin_loss_backward";
   const Frames f = multi_margin_check(input, target, weight, p, op);
@@ -178,6 +193,12 @@ Tensor NF::multi_margin_loss_backward(const Tensor& grad_output, const Tensor& i
 
 std::tuple<Tensor&, Tensor&> NF::multilabel_margin_loss_forward_out(const Tensor& input, const Tensor& target,
                                                                     int64_t reduction, Tensor& out, Tensor& is_target) {
+  if (half(input)) {
+    auto [o, t] = NF::multilabel_margin_loss_forward(input.to(at::kFloat), target, reduction);
+    into(out, o);
+    into(is_target, t);
+    return {out, is_target};
+  }
   c10::DeviceGuard guard(input.device());
   const char* op = "multilabel_margin_loss_forward";
   const Frames f = multilabel_check(input, target, op);
@@ -206,6 +227,10 @@ std::tuple<Tensor, Tensor> NF::multilabel_margin_loss_forward(const Tensor& inpu
 
 Tensor& NF::multilabel_margin_loss_backward_out(const Tensor& grad_output, const Tensor& input, const Tensor& target,
                                                 int64_t reduction, const Tensor& is_target, Tensor& grad_input) {
+  if (half(input)) {
+    return into(grad_input, NF::multilabel_margin_loss_backward(grad_output.to(at::kFloat), input.to(at::kFloat), target, reduction,
+                                                                is_target.to(at::kFloat)));
+  }
   c10::DeviceGuard guard(input.device());
   const char* op = "multilabel_margin_loss_backward";
   const Frames f = multilabel_check(input, target, op);

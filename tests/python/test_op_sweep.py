@@ -397,6 +397,9 @@ def _compare_or_raise(op, dtype, s, got, ref, shape_only):
                 raise AssertionError(f"shape/dtype {tuple(g.shape)}/{g.dtype} != CPU {tuple(r.shape)}/{r.dtype}")
         return
     tol_scale = 100.0 if dtype == torch.float64 and full_name(op) in CPU_COARSE_FLOAT64 else 1.0
+    # matrix_exp's float32 samples reach 9.3e4: CPU and npu both sit ~6e-7 of the largest entry from float64
+    if dtype == torch.float32 and full_name(op) == "matrix_exp":
+        tol_scale = 10.0
     op_sweep.compare_values(got, ref, check_strides=op_sweep.is_elementwise(op), tol_scale=tol_scale,
                             skip_index_outputs=skip_idx)
 
