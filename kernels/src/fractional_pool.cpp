@@ -11,6 +11,7 @@
 
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/launch.h"
+#include "scalar_t_math.h"
 #include "traffic.h"
 
 namespace npu_kernels {
@@ -18,44 +19,7 @@ namespace {
 
 using Status = npu_sim::Status;
 
-// Arithmetic in T as ATen's scalar_t does it: native for float/double, through float and rounded back for
-// Half/BFloat16 (c10's operators).
-template <typename T>
-T from_int(int64_t v) {
-  if constexpr (is_reduced_float_v<T>) {
-    return T(static_cast<float>(v));
-  } else {
-    return static_cast<T>(v);
-  }
-}
-template <typename T>
-T add(T x, T y) {
-  if constexpr (is_reduced_float_v<T>) {
-    return T(static_cast<float>(x) + static_cast<float>(y));
-  } else {
-    return x + y;
-  }
-}
-template <typename T>
-T mul(T x, T y) {
-  if constexpr (is_reduced_float_v<T>) {
-    return T(static_cast<float>(x) * static_cast<float>(y));
-  } else {
-    return x * y;
-  }
-}
-template <typename T>
-T div(T x, T y) {
-  if constexpr (is_reduced_float_v<T>) {
-    return T(static_cast<float>(x) / static_cast<float>(y));
-  } else {
-    return x / y;
-  }
-}
-template <typename T>
-acc_t<T> wide(T v) {
-  return static_cast<acc_t<T>>(v);
-}
+using namespace detail::scalar_t_math;  // scalar_t arithmetic, as CPU's kernels
 
 // The int CPU truncates to; false when the value has none (NaN, inf, beyond the int range).
 template <typename T>
