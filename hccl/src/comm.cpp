@@ -323,8 +323,8 @@ void P2PEngine::loop() {
     bool moved = false;
     try {
       moved = !xs.empty() && t.progress(xs);
-      if (!moved && ++idle > 2000) {
-        t.check_peers();
+      if (!moved && ++idle > 2000 && check_peers_or_drain(t, xs)) moved = true;
+      if (!moved && idle > 2000) {
         if (comm_->aborted().load()) throw CommError("the communicator was aborted", CommErrorKind::kAborted);
         if (std::chrono::steady_clock::now() - last_progress > comm_->op_timeout()) {
           throw CommError("hccl: p2p operation timed out on rank " + std::to_string(rank) +

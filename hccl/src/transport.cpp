@@ -135,7 +135,10 @@ void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_cloc
     if (abort && abort->load(std::memory_order_relaxed)) {
       throw CommError(std::string("hccl: ") + what + " aborted", CommErrorKind::kAborted);
     }
-    t.check_peers();
+    if (check_peers_or_drain(t, remote)) {
+      idle = 0;
+      continue;
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       std::string waiting;  // the peers whose messages are still unfinished
       for (Xfer* x : remote) {
@@ -148,6 +151,16 @@ void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_cloc
                       "see HCCL_EXEC_TIMEOUT and the process group timeout)", CommErrorKind::kTimeout);
     }
     t.idle_wait(token, remote, std::chrono::microseconds(idle < kSpins + 200 ? 50 : 2000));
+  }
+}
+
+bool check_peers_or_drain(Transport& t, std::vector<Xfer*>& xfers) {
+  try {
+    t.check_peers();
+    return false;
+  } catch (const CommError& e) {
+    if (e.kind != CommErrorKind::kPeerGone || xfers.empty() || !t.progress(xfers)) throw;
+    return true;
   }
 }
 

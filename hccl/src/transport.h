@@ -143,6 +143,11 @@ class Rendezvous {
 void run_xfers(Transport& t, std::vector<Xfer*>& xfers, std::chrono::steady_clock::time_point deadline,
                const std::atomic<bool>* abort, const char* what);
 
+// t.check_peers() for a rank whose last progress() moved nothing. A peer may have written its last frames
+// for these xfers and exited between that progress() and the check: its frames stay readable, so a peer gone
+// is reported only once progress() moves nothing more. Returns true if it moved something (keep going).
+bool check_peers_or_drain(Transport& t, std::vector<Xfer*>& xfers);
+
 // Host identity "hostname/boot_id" (or NPU_SIM_HOST_ID when set, to simulate several hosts on one
 // machine): equal identities can share memory.
 std::string host_identity();

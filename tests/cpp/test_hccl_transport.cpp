@@ -12,6 +12,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
@@ -611,6 +613,74 @@ TEST(HcclCollectives, FullmeshOverPeerMemorySendsOnlyAddresses) {
 
 // 2 hosts x 2 ranks: the two-level all_reduce gives the exact sums and sends each rank's N/2 (not the
 // flat ring's 1.5 N on the two host-crossing links) between hosts: 2 N in all instead of 3 N.
+// Rank 0's transport, made to lose the race in which the peer writes its last frame and exits between rank
+// 0's progress() and its liveness check: receives are held back until check_peers() has reported the exited
+// peer once, so that report always comes while the peer's frame sits unread.
+class PeerExitsAfterWritingTransport final : public hccl_sim::Transport {
+ public:
+  PeerExitsAfterWritingTransport(std::unique_ptr<hccl_sim::Transport> inner, const std::atomic<bool>& peer_exited)
+      : Transport(inner->rank(), inner->size()), inner_(std::move(inner)), peer_exited_(peer_exited) {}
+  const char* name() const override { return inner_->name(); }
+  bool progress(std::vector<Xfer*>& xfers) override {
+    if (reported_) return inner_->progress(xfers);
+    std::vector<Xfer*> sends;
+    for (Xfer* x : xfers) if (x->is_send) sends.push_back(x);
+    return !sends.empty() && inner_->progress(sends);
+  }
+  uint32_t wait_token() override { return inner_->wait_token(); }
+  void idle_wait(uint32_t token, const std::vector<Xfer*>& xfers, std::chrono::microseconds max_wait) override {
+    inner_->idle_wait(token, xfers, std::min(max_wait, std::chrono::microseconds(1000)));
+  }
+  void check_peers() override {
+    inner_->check_peers();
+    if (!peer_exited_.load()) return;
+    reported_ = true;
+    throw CommError("hccl: rank 1 has exited; the collective cannot complete", hccl_sim::CommErrorKind::kPeerGone);
+  }
+
+ private:
+  std::unique_ptr<hccl_sim::Transport> inner_;
+  const std::atomic<bool>& peer_exited_;
+  bool reported_ = false;
+};
+
+// A peer that finished its part of a collective and exited does not fail the ranks still reading its last
+// frames (CI saw rank 0's barrier fail so); a peer that exited before writing them does, as a peer gone.
+TEST(HcclShm, PeerThatExitsAfterItsLastFrameIsDrainedNotReported) {
+  for (bool peer_finishes : {true, false}) {
+    MemRendezvous rv;
+    std::atomic<bool> exited{false};
+    hccl_sim::CommErrorKind kind = hccl_sim::CommErrorKind::kOther;
+    const auto err = on_ranks(2, [&](int r) {
+      auto inner = hccl_sim::make_shm_transport(rv, "x", r, 2, 1 << 20, {0, 1}, -1);
+      std::vector<char> scratch;
+      if (r == 1) {
+        if (peer_finishes) {
+          hccl_sim::CommContext c{*inner, hdr(0, 0), soon(10), nullptr, hccl_sim::Algo::kAuto, "test", &scratch};
+          hccl_sim::barrier(c);
+        }
+        exited = true;
+        return;
+      }
+      PeerExitsAfterWritingTransport t(std::move(inner), exited);
+      hccl_sim::CommContext c{t, hdr(0, 0), soon(10), nullptr, hccl_sim::Algo::kAuto, "test", &scratch};
+      try {
+        hccl_sim::barrier(c);
+      } catch (const CommError& e) {
+        kind = e.kind;
+        throw;
+      }
+    });
+    EXPECT_EQ(err[1], "");
+    if (peer_finishes) {
+      EXPECT_EQ(err[0], "");
+    } else {
+      EXPECT_NE(err[0].find("has exited"), std::string::npos) << err[0];
+      EXPECT_EQ(kind, hccl_sim::CommErrorKind::kPeerGone);
+    }
+  }
+}
+
 TEST(HcclCollectives, TwoLevelAllReduceAcrossHosts) {
   constexpr int n = 4;
   constexpr std::size_t count = 300000;
