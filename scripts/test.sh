@@ -19,7 +19,8 @@ for variant in release:"" asan:address tsan:thread; do
     cmake --build "$dir" -j "$jobs"
   else
     dir=build/cpp-$name
-    cmake -S . -B "$dir" -G Ninja -DNPU_SIM_BUILD_TORCH=OFF -DNPU_SIM_SANITIZE="$sanitizer" >/dev/null
+    cmake -S . -B "$dir" -G Ninja -DNPU_SIM_BUILD_TORCH=OFF -DNPU_SIM_SANITIZE="$sanitizer" \
+      -DNPU_SIM_DNNL_PREFIX="$(${PYTHON:-python3} -c 'import sys; print(sys.prefix)')" >/dev/null
     cmake --build "$dir" -j "$jobs" --target "${suites[@]}"
   fi
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/cpp/tsan.supp" \

@@ -1,4 +1,4 @@
-// Convolution on oneDNN for float32 and bfloat16 (fp32 accumulation), 2-D and 3-D (`ConvNd`): forward,
+// Convolution on oneDNN for float32, bfloat16 and float16 (fp32 accumulation), 2-D and 3-D (`ConvNd`): forward,
 // backward-input and backward-weight, each AI-core thread running oneDNN on its own slice with one OpenMP
 // thread. conv2d tries it before its tiled path; conv3d (the public conv3d_* passes here) has only it.
 //
@@ -64,7 +64,12 @@ struct Plan {
   }
 };
 
-memory::data_type dnnl_type(DType t) { return t == DType::kBFloat16 ? memory::data_type::bf16 : memory::data_type::f32; }
+memory::data_type dnnl_type(DType t) {
+  return t == DType::kBFloat16 ? memory::data_type::bf16
+         : t == DType::kFloat16 ? memory::data_type::f16
+                                : memory::data_type::f32;
+}
+std::size_t elem_size(DType t) { return t == DType::kFloat32 ? 4 : 2; }
 
 // The caller's tensors of one slice as strided plain memory descriptors, and their addresses.
 struct SliceMem {
@@ -83,7 +88,7 @@ memory::dims strides_of(const ConvNd& a, const int64_t* st) { return memory::dim
 
 SliceMem slice_mem(const ConvNd& a, const Slice& s) {
   const auto dt = dnnl_type(a.dtype);
-  const std::size_t es = a.dtype == DType::kBFloat16 ? 2 : 4;
+  const std::size_t es = elem_size(a.dtype);
   auto at = [es](void* p, int64_t off) { return static_cast<void*>(static_cast<char*>(p) + off * es); };
   const int64_t* xs = a.x_strides;
   const int64_t* ws = a.w_strides;
@@ -114,7 +119,7 @@ SliceMem slice_mem(const ConvNd& a, const Slice& s) {
   return m;
 }
 
-memory::desc any_layout(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), Tag::any); }
+memory::desc any_layout(const memory::desc& d) { return memory::desc(d.get_dims(), d.get_data_type(), Tag::any); }
 
 struct Geometry {
   memory::dims strides, dilates, pad_l, pad_r;
@@ -144,27 +149,30 @@ dnnl::convolution_forward::primitive_desc forward_pd(const ConvNd& a, const Slic
   const Geometry g = geometry(a);
   const auto prop = dnnl::prop_kind::forward_training;
   const auto algo = dnnl::algorithm::convolution_direct;
-  const auto d = with_bias ? dnnl::convolution_forward::desc(prop, algo, any_layout(m.x), any_layout(m.w), m.bias,
-                                                            any_layout(m.y), g.strides, g.dilates, g.pad_l, g.pad_r)
-                           : dnnl::convolution_forward::desc(prop, algo, any_layout(m.x), any_layout(m.w),
-                                                            any_layout(m.y), g.strides, g.dilates, g.pad_l, g.pad_r);
-  return dnnl::convolution_forward::primitive_desc(d, user_scratchpad(), engine());
+  if (with_bias) {
+    return dnnl::convolution_forward::primitive_desc(engine(), prop, algo, any_layout(m.x), any_layout(m.w), m.bias,
+                                                     any_layout(m.y), g.strides, g.dilates, g.pad_l, g.pad_r,
+                                                     user_scratchpad());
+  }
+  return dnnl::convolution_forward::primitive_desc(engine(), prop, algo, any_layout(m.x), any_layout(m.w),
+                                                   any_layout(m.y), g.strides, g.dilates, g.pad_l, g.pad_r,
+                                                   user_scratchpad());
 }
 
 dnnl::convolution_backward_data::primitive_desc backward_data_pd(const ConvNd& a, const SliceMem& m) {
   const Geometry g = geometry(a);
-  const dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, any_layout(m.x),
-                                                any_layout(m.w), any_layout(m.y), g.strides, g.dilates, g.pad_l,
-                                                g.pad_r);
-  return dnnl::convolution_backward_data::primitive_desc(d, user_scratchpad(), engine(), forward_pd(a, m, false));
+  return dnnl::convolution_backward_data::primitive_desc(engine(), dnnl::algorithm::convolution_direct,
+                                                         any_layout(m.x), any_layout(m.w), any_layout(m.y), g.strides,
+                                                         g.dilates, g.pad_l, g.pad_r, forward_pd(a, m, false),
+                                                         user_scratchpad());
 }
 
 dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(const ConvNd& a, const SliceMem& m) {
   const Geometry g = geometry(a);
-  const dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, any_layout(m.x),
-                                                   any_layout(m.w), any_layout(m.y), g.strides, g.dilates, g.pad_l,
-                                                   g.pad_r);
-  return dnnl::convolution_backward_weights::primitive_desc(d, user_scratchpad(), engine(), forward_pd(a, m, false));
+  return dnnl::convolution_backward_weights::primitive_desc(engine(), dnnl::algorithm::convolution_direct,
+                                                            any_layout(m.x), any_layout(m.w), any_layout(m.y),
+                                                            g.strides, g.dilates, g.pad_l, g.pad_r,
+                                                            forward_pd(a, m, false), user_scratchpad());
 }
 
 bool jit(const dnnl::primitive_desc_base& pd) {
@@ -204,7 +212,7 @@ void run_slice(ConvPass pass, const ConvNd& a, const Slice& s) {
                                          {DNNL_ARG_WEIGHTS, staged_in(t, 1, m.w, m.wp, pd.weights_desc())},
                                          {DNNL_ARG_SCRATCHPAD, scratchpad(t, pd.scratchpad_desc())}};
     if (m.bp != nullptr) {  // the bias slice, dense (oneDNN's kernels ignore a 1-D stride: 0 and 2 read wrong)
-      const std::size_t es = a.dtype == DType::kBFloat16 ? 2 : 4;
+      const std::size_t es = elem_size(a.dtype);
       auto* dense = static_cast<unsigned char*>(t.take(4, static_cast<std::size_t>(s.o) * es));
       for (int64_t i = 0; i < s.o; ++i)
         std::memcpy(dense + i * es, static_cast<const unsigned char*>(m.bp) + i * a.bias_stride * es, es);
@@ -268,9 +276,9 @@ bool enabled() {
 }
 
 // Zeroes, in a backward-input slice, the input elements no output reaches: those of `full` beyond the
-// cropped extents `in` (all-zero bits are 0 in float32 and bfloat16).
+// cropped extents `in` (all-zero bits are 0 in every float type).
 void zero_unreached(const ConvNd& full, const int64_t* in, const Slice& s) {
-  const std::size_t es = full.dtype == DType::kBFloat16 ? 2 : 4;
+  const std::size_t es = elem_size(full.dtype);
   const int r = full.rank;
   const int64_t d = r == 3 ? full.in[0] : 1, h = full.in[r - 2], w = full.in[r - 1];
   const int64_t cd = r == 3 ? in[0] : 1, ch = in[r - 2], cw = in[r - 1];
@@ -288,7 +296,8 @@ void zero_unreached(const ConvNd& full, const int64_t* in, const Slice& s) {
 }  // namespace
 
 bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_sim::Status* status) {
-  if (!enabled() || (full.dtype != DType::kFloat32 && full.dtype != DType::kBFloat16) || full.batch <= 0) return false;
+  if (!enabled() || full.batch <= 0) return false;
+  if (full.dtype != DType::kFloat32 && full.dtype != DType::kBFloat16 && full.dtype != DType::kFloat16) return false;
   // Trailing input rows no output reaches (a negative right padding, e.g. a 1x1 stride-2 conv of an even
   // size) are cropped from the view oneDNN sees; backward-input zeroes their gradient itself.
   ConvNd a = full;
@@ -299,9 +308,9 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_si
       if (g.pad_r[i] < 0) a.in[i] += g.pad_r[i], cropped = true;
     }
   }
-  // A bf16 transposed convolution's bias would round twice (oneDNN rounds its result): the tiled path adds
+  // A 16-bit transposed convolution's bias would round twice (oneDNN rounds its result): the tiled path adds
   // it to the fp32 accumulator.
-  if (pass == ConvPass::kBackwardInput && a.bias != nullptr && a.dtype == DType::kBFloat16) return false;
+  if (pass == ConvPass::kBackwardInput && a.bias != nullptr && a.dtype != DType::kFloat32) return false;
   const int64_t threads = core_threads();
   Plan plan;
   if (a.groups > 1 && (pass == ConvPass::kBackwardWeight || a.batch < threads)) {
@@ -327,7 +336,7 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_si
   } catch (const dnnl::error&) {
     return false;
   }
-  const auto es = static_cast<std::uint64_t>(a.dtype == DType::kBFloat16 ? 2 : 4);
+  const auto es = static_cast<std::uint64_t>(elem_size(a.dtype));
   static constexpr const char* kNames[2][3] = {
       {"conv2d_forward_onednn", "conv2d_backward_input_onednn", "conv2d_backward_weight_onednn"},
       {"conv3d_forward_onednn", "conv3d_backward_input_onednn", "conv3d_backward_weight_onednn"}};

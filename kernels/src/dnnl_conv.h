@@ -23,7 +23,7 @@ struct ConvNd {
 ConvNd conv_nd(const Conv2dArgs& a);
 ConvNd conv_nd(const Conv3dArgs& a);
 
-// Enqueues the pass on oneDNN and stores the launch status in *status if oneDNN takes it (float32 or
+// Enqueues the pass on oneDNN and stores the launch status in *status if oneDNN takes it (float32, float16 or
 // bfloat16, a JIT implementation for the geometry, NPU_SIM_CONV_DNNL not 0); false, enqueuing nothing,
 // otherwise. `a` must have passed conv2d_validate / conv3d_validate.
 bool dnnl_conv(npu_sim::Stream stream, const ConvNd& a, ConvPass pass, npu_sim::Status* status);

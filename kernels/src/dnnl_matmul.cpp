@@ -1,19 +1,22 @@
-// The Cube unit's matmul on oneDNN: bf16 x bf16 with fp32 accumulation, rounded once to bf16 (what an NPU
-// Cube does), on the CPU's AVX512-BF16 / AMX units through oneDNN's brgemm kernels; fp32, where oneDNN's
-// brgemm beat OpenBLAS by 5-13% (square 256-2048 and the GPT-mini's shapes, one thread each); and int8 x int8
-// into int32 (quantized linear layers) on the CPU's VNNI / AMX-INT8 units.
+// The Cube unit's matmul on oneDNN 3.2: bf16 x bf16 and fp16 x fp16 with fp32 accumulation, rounded once to
+// the 16-bit type (what an NPU Cube does), on the CPU's AVX512-BF16 / AVX512-FP16 / AMX units through oneDNN's
+// brgemm kernels; fp32, where oneDNN's brgemm beat OpenBLAS by 5-13% (square 256-2048 and the GPT-mini's
+// shapes, one thread each); and int8 x int8 into int32 (quantized linear layers) on the CPU's VNNI / AMX-INT8.
 //
 // Why oneDNN (benchmarks/bench_matmul.py, docs/benchmarks.md): it is the library PyTorch's own CPU bf16
 // path calls, its JIT picks the machine's matrix instructions at run time, and on a 2-core Zen 4 it runs
 // a 2048^3 bf16 GEMM at ~420 GFLOP/s against ~165 for our staged path (bf16 widened into fp32 UB panels
-// for OpenBLAS's sgemm). Debian ships it (libdnnl-dev, OpenMP runtime).
+// for OpenBLAS's sgemm). Why 3.2 from PyPI (onednn-cpu-gomp) over Debian's 2.6: 2.6 refuses fp16 matmul even
+// on an AVX512-FP16 CPU, and on an AMX Xeon 3.2 ran a one-thread 1024^3 bf16 matmul at 801-887 GFLOP/s
+// against 2.6's 316-593 (AMX brgemm); on Zen 4 the two are equal (bf16 483-487, fp32 216-217 GFLOP/s).
 //
 // Threading: each AI-core thread calls oneDNN on its own slice of C with OpenMP held to one thread in
 // that thread (the core pool is the parallelism, as for OpenBLAS). Primitives come from oneDNN's own
 // primitive cache (~3-9 us a lookup); each core thread keeps its own oneDNN stream and scratchpad
 // (dnnl_context.h; user-managed scratchpad, so no state is shared between concurrent executions).
 // NPU_SIM_GEMM_DNNL=0, a build without oneDNN, or a CPU on which oneDNN only has its reference kernel
-// (dnnl_ready() false) leave bf16 on the staged path and fp32 on OpenBLAS.
+// (dnnl_ready() false) leave bf16 on the staged path and fp32 on OpenBLAS; fp16 takes the staged path
+// wherever oneDNN has no JIT fp16 matmul (dnnl_f16_name() null: CPUs without AVX512-FP16).
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -50,15 +53,14 @@ dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& eng, memory::data_typ
                                        int64_t ldc, memory::data_type dst_dt = memory::data_type::undef) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
-  if (beta != 0.0f) {
-    dnnl::post_ops po;
-    po.append_sum(beta);
-    attr.set_post_ops(po);
-  }
-  const dnnl::matmul::desc d(matrix_desc(dt, m, k, ta, lda), matrix_desc(dt, k, n, tb, ldb),
-                             matrix_desc(dst_dt == memory::data_type::undef ? dt : dst_dt, m, n, false, ldc));
-  return dnnl::matmul::primitive_desc(d, attr, eng);
+  // alpha scales the fp32 accumulator, then beta * C is added: one rounding into the destination type
+  dnnl::post_ops po;
+  if (alpha != 1.0f) po.append_eltwise(dnnl::algorithm::eltwise_linear, alpha, 0.0f);
+  if (beta != 0.0f) po.append_sum(beta);
+  attr.set_post_ops(po);
+  return dnnl::matmul::primitive_desc(eng, matrix_desc(dt, m, k, ta, lda), matrix_desc(dt, k, n, tb, ldb),
+                                      matrix_desc(dst_dt == memory::data_type::undef ? dt : dst_dt, m, n, false, ldc),
+                                      attr);
 }
 
 // "onednn <version> <implementation>" when a JIT implementation ("brg:...", "gemm:jit...") serves a probe shape
@@ -136,6 +138,17 @@ void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, c
             memory::data_type::s32);
 }
 
+void dnnl_gemm_f16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Half* a,
+                   int64_t lda, const Half* b, int64_t ldb, float beta, Half* c, int64_t ldc) {
+  dnnl_gemm(memory::data_type::f16, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+const char* dnnl_f16_name() {
+  // fp16 on a JIT kernel (AVX512-FP16 / AMX-FP16 brgemm); elsewhere the staged path is ours
+  static const std::string name = dnnl_ready() ? probe(memory::data_type::f16) : "";
+  return name.empty() ? nullptr : name.c_str();
+}
+
 const char* dnnl_s8_name() {
   // int8 on a JIT kernel (VNNI / AMX-INT8 brgemm), not oneDNN's reference loop
   static const std::string name = dnnl_ready() ? probe(memory::data_type::s8, memory::data_type::s32) : "";
@@ -158,6 +171,11 @@ void dnnl_gemm_s8(bool, bool, int64_t, int64_t, int64_t, const int8_t*, int64_t,
                   int64_t) {
   std::abort();
 }
+void dnnl_gemm_f16(bool, bool, int64_t, int64_t, int64_t, float, const Half*, int64_t, const Half*, int64_t, float,
+                   Half*, int64_t) {
+  std::abort();
+}
+const char* dnnl_f16_name() { return nullptr; }
 const char* dnnl_s8_name() { return nullptr; }
 
 #endif
@@ -165,5 +183,9 @@ const char* dnnl_s8_name() { return nullptr; }
 }  // namespace detail
 
 const char* gemm_library_name() { return detail::dnnl_name(); }
+const char* gemm_f16_library_name() {
+  const char* name = detail::dnnl_f16_name();
+  return name != nullptr ? name : "none";
+}
 
 }  // namespace npu_kernels

@@ -70,7 +70,7 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
   const int64_t len = split_m ? g.m : g.n;
   constexpr int64_t kMinSlice = 32;
   // oneDNN reorders its B panel into the VNNI layout per call: one slice per core thread for bf16.
-  const bool onednn = std::is_same_v<T, BFloat16> || (std::is_same_v<T, float> && dnnl_ready());
+  const bool onednn = std::is_same_v<T, BFloat16> || std::is_same_v<T, Half> || (std::is_same_v<T, float> && dnnl_ready());
   const int64_t kSlicesPerThread = onednn ? 1 : 2;
   const int64_t parts = std::max<int64_t>(
       1, std::min((kSlicesPerThread * int64_t{core_threads()} + g.batch - 1) / g.batch,
@@ -112,6 +112,9 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
       } else if constexpr (std::is_same_v<T, BFloat16>) {
         dnnl_gemm_bf16(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
                        static_cast<float>(g.beta), ct, lc.ld);
+      } else if constexpr (std::is_same_v<T, Half>) {
+        dnnl_gemm_f16(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
+                      static_cast<float>(g.beta), ct, lc.ld);
       } else {
         blas_gemm(la.trans, lb.trans, mc, nc, g.k, static_cast<T>(g.alpha), at, la.ld, bt, lb.ld,
                   static_cast<T>(g.beta), ct, lc.ld);
@@ -129,11 +132,13 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
 template <typename T>
 npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
   using Acc = acc_t<T>;
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, BFloat16>) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, BFloat16> ||
+                std::is_same_v<T, Half>) {
     constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
-    const bool library = std::is_same_v<T, double> ? blas_loaded()
-                         : std::is_same_v<T, float> ? dnnl_ready() || blas_loaded()
-                                                    : dnnl_ready();
+    const bool library = std::is_same_v<T, double>     ? blas_loaded()
+                         : std::is_same_v<T, float>    ? dnnl_ready() || blas_loaded()
+                         : std::is_same_v<T, BFloat16> ? dnnl_ready()
+                                                       : dnnl_f16_name() != nullptr;
     BlasLayout la, lb, lc;
     if (g.k > 0 && g.m <= kMaxInt && g.n <= kMaxInt && g.k <= kMaxInt && library &&
         blas_layout(g.m, g.k, g.a_row_stride, g.a_col_stride, &la) &&

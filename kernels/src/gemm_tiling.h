@@ -62,6 +62,11 @@ void dnnl_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     int64_t lda, const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc);
 void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// fp16 the same way (fp32 accumulation, one rounding); call only when dnnl_f16_name() is not null (a JIT fp16
+// kernel exists: AVX512-FP16 / AMX-FP16 brgemm).
+void dnnl_gemm_f16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Half* a,
+                   int64_t lda, const Half* b, int64_t ldb, float beta, Half* c, int64_t ldc);
+const char* dnnl_f16_name();
 // int8 x int8 -> int32 (exact) on oneDNN; call only when dnnl_s8_name() is not null (a JIT int8 kernel exists).
 void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda,
                   const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc);

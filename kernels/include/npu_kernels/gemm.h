@@ -45,5 +45,8 @@ const char* gemm_micro_kernel_name();
 // reference kernel: float32 then calls OpenBLAS, bfloat16 takes the staged path (widened into fp32 UB
 // panels for the micro-kernel above).
 const char* gemm_library_name();
+// The same for float16: "onednn <version> <f16 implementation>" where oneDNN has a JIT fp16 matmul for this CPU
+// (AVX512-FP16 / AMX-FP16), else "none" and float16 takes the staged path.
+const char* gemm_f16_library_name();
 
 }  // namespace npu_kernels
