@@ -1,7 +1,7 @@
 """Reduction and nn-kernel benchmark: npu vs CPU eager PyTorch measured in the same run. sum / mean / amax
 over 16M fp32 elements (full reduction = two-phase path; per-row over (4096, 4096) and per-column over
 dim 0 = tiled path), softmax, log_softmax and layer_norm on (4096, 1024) fp32, forward and backward;
-fp16/bf16 sum and softmax.
+fp16/bf16 sum, softmax (+ backward) and layer_norm (+ backward).
 Prints time, ratio npu/cpu (lower is better) and GB/s of the input read; asserts nothing.
 Run: python benchmarks/bench_reductions.py [--quick]"""
 import sys
@@ -77,6 +77,17 @@ def main():
         rows += [row(f"sum full 16M {name}", lambda: h.sum(), lambda: hn.sum(), h.numel() * 2, repeat),
                  row(f"softmax (4096,1024) {name}", lambda: F.softmax(s, 1), lambda: F.softmax(sn, 1), s.numel() * 2,
                      repeat)]
+        sy, syn, sg, sgn = F.softmax(s, 1), F.softmax(sn, 1), g.to(dtype), gn.to(dtype)
+        rows.append(row(f"softmax backward {name}", lambda: torch._softmax_backward_data(sg, sy, 1, dtype),
+                        lambda: torch._softmax_backward_data(sgn, syn, 1, dtype), 2 * s.numel() * 2, repeat))
+        sw, swn, sb, sbn = w.to(dtype), wn.to(dtype), b.to(dtype), bn.to(dtype)
+        rows.append(row(f"layer_norm (4096,1024) {name}", lambda: F.layer_norm(s, (1024,), sw, sb),
+                        lambda: F.layer_norm(sn, (1024,), swn, sbn), s.numel() * 2, repeat))
+        _, sm, sr = torch.native_layer_norm(s, (1024,), sw, sb, 1e-5)
+        _, smn, srn = torch.native_layer_norm(sn, (1024,), swn, sbn, 1e-5)
+        rows.append(row(f"layer_norm backward {name}", lambda: torch.ops.aten.native_layer_norm_backward(
+            sg, s, (1024,), sm, sr, sw, sb, [True, True, True]), lambda: torch.ops.aten.native_layer_norm_backward(
+            sgn, sn, (1024,), smn, srn, swn, sbn, [True, True, True]), 2 * s.numel() * 2, repeat))
     print_table("16-bit inputs (fp32 accumulation)", ("op", "cpu ms", "npu ms", "npu/cpu", "cpu GB/s", "npu GB/s"),
                 rows)
 

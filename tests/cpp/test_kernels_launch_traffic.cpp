@@ -190,10 +190,12 @@ TEST(KernelsLaunchTraffic, SoftmaxForwardAndBackward) {
 //   forward:  per row x read 3 times (sum, squared deviations, normalise) plus weight and bias (re-read per
 //             row): (3 + 2) x 8 x 4 = 160 B; x 3 rows = 480 B. Written: y 8 x 4 + mean + rstd 2 x 4 = 40 B
 //             per row = 120 B.
-//   backward (dx, float path): per row dy and weight once, x twice, mean and rstd: (4 x 8 + 2) x 4 = 136 B;
-//             x 3 = 408 B read; dx 3 x 8 x 4 = 96 B written.
-//   params:   one tile of the 8 columns: mean and rstd per row (3 x 2 x 4 = 24 B) and dy, x of the tile
-//             (3 x 8 x 2 x 4 = 192 B): 216 B read; dweight and dbias 2 x 8 x 4 = 64 B written.
+//   backward (dx and the parameter sums in one pass, float rows read in place): per row dy and weight once,
+//             x twice (dot product, output), x and dy once more (sums), mean and rstd: (6 x 8 + 2) x 4 = 200 B;
+//             x 3 rows = 600 B read; per block of one row (3 rows need no more) dx 8 x 4 and its workspace slot
+//             (dweight and dbias sums) 2 x 8 x 4: 96 B, x 3 = 288 B written.
+//   params:   one tile of the 8 columns adds the 3 blocks' slots: 3 x 2 x 8 x 4 = 192 B read; dweight and dbias
+//             2 x 8 x 4 = 64 B written.
 TEST(KernelsLaunchTraffic, LayerNormForwardAndBackward) {
   constexpr int64_t M = 3, N = 8;
   DeviceBuf<float> x(ramp(M * N)), w{std::vector<float>(N, 1.5f)}, bias{std::vector<float>(N, 0.25f)};
@@ -219,8 +221,8 @@ TEST(KernelsLaunchTraffic, LayerNormForwardAndBackward) {
   });
   ASSERT_EQ(recs.size(), 3u);
   expect_record(only(recs, "layer_norm"), 480, 120);
-  expect_record(only(recs, "layer_norm_backward"), 408, 96);
-  expect_record(only(recs, "layer_norm_backward_params"), 216, 64);
+  expect_record(only(recs, "layer_norm_backward"), 600, 288);
+  expect_record(only(recs, "layer_norm_backward_params"), 192, 64);
 }
 
 // nll_loss (mean, class weights) over N = 4 samples of C = 5 classes, one target ignored.
