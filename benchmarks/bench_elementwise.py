@@ -1,6 +1,7 @@
 """Elementwise benchmark: (1) a chain of 1000 small ops (1k elements, then one sync) — async launch vs
 CPU eager; (2) 16M-element ops — npu time / CPU eager time and achieved GB/s against a STREAM-style
-copy bandwidth measured in the same interleaved tries. Prints ratios; asserts nothing.
+copy bandwidth measured in the same interleaved tries; (3) the same ops in fp16 and bf16. Prints ratios;
+asserts nothing.
 Run: python benchmarks/bench_elementwise.py"""
 import torch
 
@@ -25,17 +26,19 @@ def small_chain(device):
     return run
 
 
-def big(device, op):
+def big(device, op, dtype=torch.float32):
     n = 16 << 20
-    a = torch.rand(n, device=device)
-    b = torch.rand(n, device=device)
-    out = torch.empty(n, device=device)
+    a = torch.rand(n, device=device, dtype=dtype)
+    b = torch.rand(n, device=device, dtype=dtype)
+    out = torch.empty(n, device=device, dtype=dtype)
     fns = {
         "add (a+b)": (lambda: torch.add(a, b, out=out), 3),
         "mul scalar (a*2)": (lambda: torch.mul(a, 2.0, out=out), 2),
         "sigmoid(a)": (lambda: torch.sigmoid(a, out=out), 2),
         # F.gelu has no out=; its ATen op does. (A fresh 64 MB output per call would time CPU's page faults.)
         "gelu(a)": (lambda: torch._C._nn.gelu(a, out=out), 2),
+        "gelu tanh(a)": (lambda: torch._C._nn.gelu(a, approximate="tanh", out=out), 2),
+        "exp(a)": (lambda: torch.exp(a, out=out), 2),
     }
     fn, arrays = fns[op]
 
@@ -43,7 +46,7 @@ def big(device, op):
         fn()
         if device == "npu":
             torch.npu.synchronize()
-    return run, n * 4 * arrays
+    return run, n * a.element_size() * arrays
 
 
 def stream_copy():
@@ -72,6 +75,17 @@ def main():
         rows.append((f"{op}, 16M fp32", f"{c * 1e3:.2f}", f"{n * 1e3:.2f}", f"{n / c:.2f}",
                      f"{nbytes / n / 1e9:.1f} GB/s ({100 * nbytes / n / 1e9 / limit:.0f}% of copy {limit:.1f})"))
     print_table("Elementwise: npu vs CPU eager (ms; ratio = npu/cpu, lower is better)",
+                ["case", "CPU eager ms", "npu ms", "npu/cpu", "npu bandwidth"], rows)
+    rows = []
+    for dtype in (torch.float16, torch.bfloat16):
+        for op in ["add (a+b)", "mul scalar (a*2)", "sigmoid(a)", "gelu(a)", "gelu tanh(a)", "exp(a)"]:
+            cpu_run, nbytes = big("cpu", op, dtype)
+            npu_run, _ = big("npu", op, dtype)
+            cpu_run(), npu_run()
+            c, n = best_of_each([cpu_run, npu_run], repeat=7)
+            rows.append((f"{op}, 16M {str(dtype)[6:]}", f"{c * 1e3:.2f}", f"{n * 1e3:.2f}", f"{n / c:.2f}",
+                         f"{nbytes / n / 1e9:.1f} GB/s"))
+    print_table("16-bit elementwise (computed in fp32, rounded once): npu vs CPU eager in the same dtype",
                 ["case", "CPU eager ms", "npu ms", "npu/cpu", "npu bandwidth"], rows)
 
 

@@ -1,5 +1,5 @@
-// Private to kernels/: the dtype layer's in-register conversions. Branch-free fp16/bf16 <-> fp32 by bits
-// (the compiler's _Float16 conversions are library calls on baseline x86-64), row conversions chosen by
+// Private to kernels/: the dtype layer's in-register conversions. Branch-free bf16 <-> fp32 by bits (fp16's
+// are in npu_kernels/dtype.h, beside Half), row conversions chosen by
 // CPU feature at run time, and load_as / store_as between a storage type and its accumulation type.
 #pragma once
 
@@ -18,53 +18,7 @@ template <> struct AccOf<Half> { using type = float; };
 template <> struct AccOf<BFloat16> { using type = float; };
 template <typename T> using acc_t = typename AccOf<T>::type;
 
-// fp16 <-> fp32 by bit manipulation (exact; round-to-nearest-even on the way down). The build targets
-// baseline x86-64, where the compiler's _Float16 conversions are library calls, ~10x slower in packing.
-inline float half_bits_to_float(uint16_t h) {
-  // Branch-free (masks), so packing loops vectorise (GCC gives up on the equivalent ternaries).
-  constexpr uint32_t kShiftedExp = 0x7c00u << 13;
-  const uint32_t o = (static_cast<uint32_t>(h) & 0x7fffu) << 13;
-  const uint32_t exp = kShiftedExp & o;
-  const uint32_t normal = o + ((127u - 15u) << 23);
-  const uint32_t inf_nan = normal + ((128u - 16u) << 23);
-  uint32_t sub_bits = normal + (1u << 23);  // zero / subnormal: renormalise through a float subtraction
-  float sub;
-  std::memcpy(&sub, &sub_bits, 4);
-  sub -= 6.103515625e-05f;  // 2^-14
-  std::memcpy(&sub_bits, &sub, 4);
-  const uint32_t m_inf = 0u - static_cast<uint32_t>(exp == kShiftedExp);  // masks, not branches
-  const uint32_t m_zero = 0u - static_cast<uint32_t>(exp == 0);
-  uint32_t r = (inf_nan & m_inf) | (sub_bits & m_zero) | (normal & ~(m_inf | m_zero));
-  r |= (static_cast<uint32_t>(h) & 0x8000u) << 16;
-  float f;
-  std::memcpy(&f, &r, 4);
-  return f;
-}
-inline uint16_t float_to_half_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  uint16_t o;
-  if (u >= ((127u + 16u) << 23)) {  // beyond fp16 range: Inf, or NaN stays (quiet) NaN
-    o = u > (255u << 23) ? 0x7e00 : 0x7c00;
-  } else if (u < (113u << 23)) {  // result is subnormal or zero: let the FPU round
-    constexpr uint32_t kMagic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
-    float magic, v;
-    std::memcpy(&magic, &kMagic, 4);
-    std::memcpy(&v, &u, 4);
-    v += magic;
-    uint32_t r;
-    std::memcpy(&r, &v, 4);
-    o = static_cast<uint16_t>(r - kMagic);
-  } else {
-    const uint32_t mant_odd = (u >> 13) & 1u;
-    u += (static_cast<uint32_t>(15 - 127) << 23) + 0xfffu;
-    u += mant_odd;
-    o = static_cast<uint16_t>(u >> 13);
-  }
-  return static_cast<uint16_t>(o | (sign >> 16));
-}
+// fp16 <-> fp32 by bits: half_bits_to_float / float_to_half_bits (npu_kernels/dtype.h).
 
 // bf16 <-> fp32 by bit manipulation, the same rounding as BFloat16(float) (nearest even, NaN stays a quiet
 // NaN) but branch-free, so loops over bf16 bits vectorise.
