@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "dtype_convert.h"  // row conversions fp16/bf16 <-> fp32 (F16C where the CPU has it)
 #include "npu_kernels/launch.h"
 
 namespace npu_kernels {
@@ -39,6 +40,18 @@ bool dtype_supported(int raw) {
 namespace {
 constexpr int64_t kCopyGrain = 1 << 16;  // as elementwise: a 256 KiB copy is not worth waking a second core
 
+// A contiguous run converted: the dtype layer's row conversions between float and fp16/bf16, else per element.
+template <typename D, typename S>
+inline void convert_run(D* o, const S* x, int64_t n) {
+  if constexpr (is_reduced_float_v<D> && std::is_same_v<S, float>) {
+    detail::float_row_to(o, x, n);
+  } else if constexpr (std::is_same_v<D, float> && is_reduced_float_v<S>) {
+    detail::row_to_float(o, x, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) o[j] = convert<D>(x[j]);
+  }
+}
+
 template <typename D, typename S>
 void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int64_t end, bool dst_contig,
                 bool src_contig) {
@@ -48,7 +61,7 @@ void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int
     if constexpr (std::is_same_v<D, S>) {
       std::memcpy(out + begin, in + begin, sizeof(D) * (end - begin));
     } else {
-      for (int64_t i = begin; i < end; ++i) out[i] = convert<D>(in[i]);
+      convert_run(out + begin, in + begin, end - begin);
     }
     return;
   }
@@ -64,7 +77,7 @@ void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int
       if constexpr (std::is_same_v<D, S>) {
         std::memcpy(o, x, sizeof(D) * run);
       } else {
-        for (int64_t j = 0; j < run; ++j) o[j] = convert<D>(x[j]);
+        convert_run(o, x, run);
       }
     } else if (so == 1 && si == 0) {  // a broadcast source (autograd's expanded gradients): one value per run
       std::fill(o, o + run, convert<D>(*x));

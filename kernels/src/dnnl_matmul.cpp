@@ -145,7 +145,10 @@ void dnnl_gemm_f16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 
 const char* dnnl_f16_name() {
   // fp16 on a JIT kernel (AVX512-FP16 / AMX-FP16 brgemm); elsewhere the staged path is ours
-  static const std::string name = dnnl_ready() ? probe(memory::data_type::f16) : "";
+  static const std::string name = [] {
+    const char* off = std::getenv("NPU_SIM_GEMM_DNNL_F16");
+    return dnnl_ready() && !(off != nullptr && std::string(off) == "0") ? probe(memory::data_type::f16) : "";
+  }();
   return name.empty() ? nullptr : name.c_str();
 }
 

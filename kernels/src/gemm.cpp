@@ -63,6 +63,37 @@ namespace {
 // reorder costs more: 512^3 bf16 0.84 -> 0.61 ms; fp32 on oneDNN beat OpenBLAS by 5-13% at 256-2048 and on the
 // GPT-mini's shapes), none narrower than 32; the libraries pack their own
 // panels (the Cube's L0 loads), so staging them in the UB first would only copy them twice.
+// fp16 on a CPU without an fp16 matrix unit (oneDNN has no JIT fp16 matmul there): a unit's operand slices are
+// widened to fp32 (exact), multiplied by the fp32 library, and the fp32 result rounded once to fp16: the Cube's
+// arithmetic (fp16 products are exact in fp32, fp32 accumulation), at the fp32 GEMM's speed. The staged path it
+// replaces widened UB panels for the micro-kernel and ran the GPT-mini's fp16 GEMMs at 2.6x their fp32 time.
+// Buffers are the core thread's own, grown and kept.
+void widen_matrix(std::vector<float>& buf, const Half* p, int64_t rows, int64_t cols, BlasLayout l, int64_t* ld) {
+  // as stored: `rows` x `cols` row-major (ld l.ld), or its transpose column-major; packed densely
+  const int64_t lines = l.trans ? cols : rows, len = l.trans ? rows : cols;
+  buf.resize(static_cast<std::size_t>(std::max<int64_t>(1, lines * len)));
+  for (int64_t i = 0; i < lines; ++i) row_to_float(buf.data() + i * len, p + i * l.ld, len);
+  *ld = std::max<int64_t>(1, len);
+}
+
+void gemm_half_via_fp32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const Half* a, BlasLayout la,
+                        const Half* b, BlasLayout lb, float beta, Half* c, int64_t ldc) {
+  thread_local std::vector<float> fa, fb, fc;
+  int64_t lda = 0, ldb = 0;
+  widen_matrix(fa, a, m, k, la, &lda);
+  widen_matrix(fb, b, k, n, lb, &ldb);
+  fc.resize(static_cast<std::size_t>(std::max<int64_t>(1, m * n)));
+  if (beta != 0.0f) {
+    for (int64_t i = 0; i < m; ++i) row_to_float(fc.data() + i * n, c + i * ldc, n);
+  }
+  if (dnnl_ready()) {
+    dnnl_gemm_f32(ta, tb, m, n, k, alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(), n);
+  } else {
+    blas_gemm(ta, tb, m, n, k, alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(), n);
+  }
+  for (int64_t i = 0; i < m; ++i) float_row_to(c + i * ldc, fc.data() + i * n, n);
+}
+
 template <typename T>
 npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayout la, BlasLayout lb,
                             BlasLayout lc) {
@@ -70,7 +101,8 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
   const int64_t len = split_m ? g.m : g.n;
   constexpr int64_t kMinSlice = 32;
   // oneDNN reorders its B panel into the VNNI layout per call: one slice per core thread for bf16.
-  const bool onednn = std::is_same_v<T, BFloat16> || std::is_same_v<T, Half> || (std::is_same_v<T, float> && dnnl_ready());
+  const bool onednn = std::is_same_v<T, BFloat16> || std::is_same_v<T, Half> ||
+                      (std::is_same_v<T, float> && dnnl_ready());
   const int64_t kSlicesPerThread = onednn ? 1 : 2;
   const int64_t parts = std::max<int64_t>(
       1, std::min((kSlicesPerThread * int64_t{core_threads()} + g.batch - 1) / g.batch,
@@ -113,8 +145,13 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
         dnnl_gemm_bf16(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
                        static_cast<float>(g.beta), ct, lc.ld);
       } else if constexpr (std::is_same_v<T, Half>) {
-        dnnl_gemm_f16(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
-                      static_cast<float>(g.beta), ct, lc.ld);
+        if (dnnl_f16_name() != nullptr) {
+          dnnl_gemm_f16(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la.ld, bt, lb.ld,
+                        static_cast<float>(g.beta), ct, lc.ld);
+        } else {
+          gemm_half_via_fp32(la.trans, lb.trans, mc, nc, g.k, static_cast<float>(g.alpha), at, la, bt, lb,
+                             static_cast<float>(g.beta), ct, lc.ld);
+        }
       } else {
         blas_gemm(la.trans, lb.trans, mc, nc, g.k, static_cast<T>(g.alpha), at, la.ld, bt, lb.ld,
                   static_cast<T>(g.beta), ct, lc.ld);
@@ -138,7 +175,7 @@ npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
     const bool library = std::is_same_v<T, double>     ? blas_loaded()
                          : std::is_same_v<T, float>    ? dnnl_ready() || blas_loaded()
                          : std::is_same_v<T, BFloat16> ? dnnl_ready()
-                                                       : dnnl_f16_name() != nullptr;
+                                                       : dnnl_f16_name() != nullptr || dnnl_ready() || blas_loaded();
     BlasLayout la, lb, lc;
     if (g.k > 0 && g.m <= kMaxInt && g.n <= kMaxInt && g.k <= kMaxInt && library &&
         blas_layout(g.m, g.k, g.a_row_stride, g.a_col_stride, &la) &&

@@ -95,10 +95,11 @@ def test_addmm_alpha_beta_and_inplace(dtype):
     check(out, torch.addmm, bias, a, b, k=30)
 
 
-BF16_CUBE_CASES = """
+CUBE_CASES = """
 import torch, torch_npu_sim
+DT, KERNEL = torch.@DTYPE@, "@KERNEL@"
 def rnd(*shape, seed):
-    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).bfloat16()
+    return torch.randn(shape, generator=torch.Generator().manual_seed(seed)).to(DT)
 a, b, bias = rnd(300, 520, seed=1), rnd(520, 260, seed=2), rnd(300, 260, seed=3)
 x, y = rnd(3, 70, 90, seed=4), rnd(3, 90, 50, seed=5)
 outs = {
@@ -115,12 +116,12 @@ refs = {
     "bmm": x.double() @ y.double(),
     "linear": a.double() @ b.double() + bias[0].double(),
 }
-print(torch_npu_sim._C._cube_kernels()["direct"])
+print(torch_npu_sim._C._cube_kernels()[KERNEL])
 for name, out in outs.items():
     out = out.cpu()
-    # fp32 accumulation rounded once: nearly every element is the exact product rounded to bf16 (a bf16
-    # accumulator or a second rounding would miss most of them)
-    exact = (out == refs[name].bfloat16()).double().mean().item()
+    # fp32 accumulation rounded once: nearly every element is the exact product rounded to the 16-bit type (a
+    # 16-bit accumulator or a second rounding would miss most of them)
+    exact = (out == refs[name].to(DT)).double().mean().item()
     print(name, exact, (out.double() - refs[name]).abs().div(refs[name].abs().clamp_min(1.0)).max().item())
 """
 
@@ -131,7 +132,7 @@ def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
     staged path that CPUs without bf16 instructions take (the "direct" library is then "none"). Both
     accumulate in fp32 and round once."""
     from conftest import run_python
-    r = run_python(BF16_CUBE_CASES, env=env)
+    r = run_python(CUBE_CASES.replace("@DTYPE@", "bfloat16").replace("@KERNEL@", "direct"), env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
     assert lines[0] == "none" if env else lines[0].startswith("onednn "), lines[0]
@@ -139,6 +140,24 @@ def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
         name, exact, err = line.split()
         assert float(exact) >= 0.97, line
         assert float(err) <= 2.0 ** -8 * 1.05, line  # half a bf16 ulp, relative
+
+
+@pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL_F16": "0"}, {"NPU_SIM_GEMM_DNNL": "0"},
+                                 {"NPU_SIM_GEMM_DNNL": "0", "NPU_SIM_GEMM_BLAS": "0"}],
+                         ids=["default", "via-fp32-onednn", "via-fp32-openblas", "staged"])
+def test_fp16_cube_rounds_once_on_every_path(env):
+    """fp16 GEMMs: oneDNN's fp16 kernel where the CPU has an fp16 matrix unit ("direct_fp16" names it), else
+    the operands widened to fp32 for the fp32 library (oneDNN, or OpenBLAS with NPU_SIM_GEMM_DNNL=0), else
+    (no library) the staged UB panels. Every path accumulates in fp32 and rounds once."""
+    from conftest import run_python
+    r = run_python(CUBE_CASES.replace("@DTYPE@", "float16").replace("@KERNEL@", "direct_fp16"), env=env)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == "none" or (not env and lines[0].startswith("onednn ")), lines[0]
+    for line in lines[1:]:
+        name, exact, err = line.split()
+        assert float(exact) >= 0.97, line
+        assert float(err) <= 2.0 ** -11 * 1.05, line  # half an fp16 ulp, relative
 
 
 PANEL_CASES = """

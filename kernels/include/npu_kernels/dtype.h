@@ -46,8 +46,9 @@ inline float bits_float(uint32_t u) {
 // fp16 <-> fp32 by bit manipulation: exact, round to nearest even on the way down, NaN stays a quiet NaN (the
 // results of the F16C instructions, checked bit for bit in test_kernels_gemm.cpp). Branch-free (masks, not
 // ternaries), so loops over them vectorise: GCC 12 does not vectorise _Float16 conversions without
-// AVX512-FP16, which left every fp16 elementwise kernel scalar (fp16 exp 40x fp32's time, gelu 13x).
-inline float half_bits_to_float(uint16_t h) {
+// AVX512-FP16, which left every fp16 elementwise kernel scalar (fp16 exp 40x fp32's time, gelu 13x). Always
+// inlined: an out-of-line copy (GCC's inline budget in the big dispatch TUs) is a call per element.
+__attribute__((always_inline)) inline float half_bits_to_float(uint16_t h) {
   constexpr uint32_t kShiftedExp = 0x7c00u << 13;
   const uint32_t o = (static_cast<uint32_t>(h) & 0x7fffu) << 13;
   const uint32_t exp = kShiftedExp & o;
@@ -60,7 +61,7 @@ inline float half_bits_to_float(uint16_t h) {
   const uint32_t r = (inf_nan & m_inf) | (sub & m_zero) | (normal & ~(m_inf | m_zero));
   return bits_float(r | ((static_cast<uint32_t>(h) & 0x8000u) << 16));
 }
-inline uint16_t float_to_half_bits(float f) {
+__attribute__((always_inline)) inline uint16_t float_to_half_bits(float f) {
   uint32_t u = float_bits(f);
   const uint32_t sign = u & 0x80000000u;
   u ^= sign;
@@ -82,8 +83,8 @@ inline uint16_t float_to_half_bits(float f) {
 struct Half {
   uint16_t bits;
   Half() = default;
-  Half(float f) : bits(detail::float_to_half_bits(f)) {}  // NOLINT(google-explicit-constructor): arithmetic-like
-  operator float() const { return detail::half_bits_to_float(bits); }  // NOLINT
+  __attribute__((always_inline)) Half(float f) : bits(detail::float_to_half_bits(f)) {}  // NOLINT: arithmetic-like
+  __attribute__((always_inline)) operator float() const { return detail::half_bits_to_float(bits); }  // NOLINT
 };
 
 // bfloat16: the upper half of a float32, rounded to nearest even; NaN stays a quiet NaN.
