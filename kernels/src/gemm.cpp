@@ -56,8 +56,9 @@ bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores,
 
 namespace {
 
-// A GEMM whose operands the library can address in place (fp32 and bf16: oneDNN, bf16 accumulating in fp32
-// and rounding once; fp64, and fp32 without oneDNN: OpenBLAS): no UB staging. Each unit is one library call on a (batch, M or N slice) of
+// A GEMM whose operands the library can address in place (fp32, bf16 and fp16: oneDNN, 16-bit accumulating in
+// fp32 and rounding once; fp16 without oneDNN's fp16 kernel: widened to fp32 per unit, gemm_half_via_fp32; fp64,
+// and fp32 without oneDNN: OpenBLAS): no UB staging. Each unit is one library call on a (batch, M or N slice) of
 // C, two slices per core thread for OpenBLAS (so a thread that starts late still finds work; four made the
 // GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms), one for oneDNN (its B
 // reorder costs more: 512^3 bf16 0.84 -> 0.61 ms; fp32 on oneDNN beat OpenBLAS by 5-13% at 256-2048 and on the
