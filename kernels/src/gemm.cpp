@@ -56,14 +56,6 @@ bool device_limits(npu_sim::Stream stream, std::size_t* ub_bytes, int* ai_cores,
 
 namespace {
 
-// A GEMM whose operands the library can address in place (fp32, bf16 and fp16: oneDNN, 16-bit accumulating in
-// fp32 and rounding once; fp16 without oneDNN's fp16 kernel: widened to fp32 per unit, gemm_half_via_fp32; fp64,
-// and fp32 without oneDNN: OpenBLAS): no UB staging. Each unit is one library call on a (batch, M or N slice) of
-// C, two slices per core thread for OpenBLAS (so a thread that starts late still finds work; four made the
-// GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms), one for oneDNN (its B
-// reorder costs more: 512^3 bf16 0.84 -> 0.61 ms; fp32 on oneDNN beat OpenBLAS by 5-13% at 256-2048 and on the
-// GPT-mini's shapes), none narrower than 32; the libraries pack their own
-// panels (the Cube's L0 loads), so staging them in the UB first would only copy them twice.
 // fp16 on a CPU without an fp16 matrix unit (oneDNN has no JIT fp16 matmul there): a unit's operand slices are
 // widened to fp32 (exact), multiplied by the fp32 library, and the fp32 result rounded once to fp16: the Cube's
 // arithmetic (fp16 products are exact in fp32, fp32 accumulation), at the fp32 GEMM's speed. The staged path it
@@ -95,6 +87,14 @@ void gemm_half_via_fp32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
   for (int64_t i = 0; i < m; ++i) float_row_to(c + i * ldc, fc.data() + i * n, n);
 }
 
+// A GEMM whose operands the library can address in place (fp32, bf16 and fp16: oneDNN, 16-bit accumulating in
+// fp32 and rounding once; fp16 without oneDNN's fp16 kernel: widened to fp32 per unit, gemm_half_via_fp32; fp64,
+// and fp32 without oneDNN: OpenBLAS): no UB staging. Each unit is one library call on a (batch, M or N slice) of
+// C, two slices per core thread for OpenBLAS (so a thread that starts late still finds work; four made the
+// GPT-mini's small GEMMs repack B too often: its step 26.8-29 -> 25.4-25.8 ms), one for oneDNN (its B
+// reorder costs more: 512^3 bf16 0.84 -> 0.61 ms; fp32 on oneDNN beat OpenBLAS by 5-13% at 256-2048 and on the
+// GPT-mini's shapes), none narrower than 32; the libraries pack their own
+// panels (the Cube's L0 loads), so staging them in the UB first would only copy them twice.
 template <typename T>
 npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayout la, BlasLayout lb,
                             BlasLayout lc) {
