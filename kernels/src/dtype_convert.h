@@ -22,15 +22,9 @@ template <typename T> using acc_t = typename AccOf<T>::type;
 
 // bf16 <-> fp32 by bit manipulation, the same rounding as BFloat16(float) (nearest even, NaN stays a quiet
 // NaN) but branch-free, so loops over bf16 bits vectorise.
-inline float bf16_bits_to_float(uint16_t b) {
-  uint32_t u = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
+inline float bf16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 inline uint16_t float_to_bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
+  const uint32_t u = float_bits(f);
   const uint32_t is_nan = (u & 0x7fffffffu) > 0x7f800000u;
   const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
   const uint32_t quiet = (u >> 16) | 0x40u;
