@@ -1,6 +1,8 @@
 // The dtype layer's run-time-dispatched row conversions (see dtype_convert.h).
 #include "dtype_convert.h"
 
+#include "npu_kernels/elementwise.h"
+
 #include <immintrin.h>
 
 namespace npu_kernels {
@@ -37,6 +39,11 @@ __attribute__((target("avx2,f16c"))) void float_row_to_half_f16c(uint16_t* dst, 
   }
   for (; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
 }
+
+void widen_row(float* dst, const Half* src, int64_t n) { row_to_float(dst, src, n); }
+void widen_row(float* dst, const BFloat16* src, int64_t n) { row_to_float(dst, src, n); }
+void narrow_row(Half* dst, const float* src, int64_t n) { float_row_to(dst, src, n); }
+void narrow_row(BFloat16* dst, const float* src, int64_t n) { float_row_to(dst, src, n); }
 
 }  // namespace detail
 }  // namespace npu_kernels

@@ -297,3 +297,37 @@ def test_large_contiguous_activations_with_scalar_parameters():
         for fn in (lambda t: F.leaky_relu(t, 0.03), lambda t: t.clamp(-1.5, 2.5), lambda t: F.elu(t, 0.7),
                    lambda t: F.gelu(t, approximate="tanh"), lambda t: F.hardtanh(t, -0.5, 0.25)):
             check(fn, x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16bit_runs_round_once_like_cpu(dtype):
+    # fp16 / bf16 contiguous runs go through fp32 tiles (copy-in widened, f, round the tile out once): the
+    # same arithmetic as CPU's, so exact results. Lengths around the 1024-element tile and the 64-element
+    # cut-over, a host scalar, a broadcast (stride-0) operand, in place, a streamed (>= 16 MiB) output, and
+    # inf / NaN / subnormal / overflowing values.
+    special = torch.tensor([float("inf"), -float("inf"), float("nan"), 6e-8, -6e-8, 1e-40, 65504.0, 7e4,
+                            3.4e38, -0.0], dtype=torch.float32).to(dtype)
+
+    def same(got, want, what):  # bit for bit, NaN included
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{what}: {m}")
+
+    for n in (63, 64, 1023, 1024, 1025, 3 * 1024 + 17, (8 << 20) + 5):
+        a = sample((n,), dtype, seed=n)
+        b = sample((n,), dtype, seed=n + 1)
+        a[:special.numel()] = special[:n]
+        na, nb = a.npu(), b.npu()
+        same((na + nb).cpu(), a + b, (dtype, n))
+        # 1.75 is exact in both 16-bit types: CPU's mul keeps a Python scalar in fp32 where CUDA (and npu)
+        # round it to the tensor's dtype first, so an inexact scalar would differ by design
+        same((na * 1.75).cpu(), a * 1.75, (dtype, n))
+        same((2.5 - na).cpu(), 2.5 - a, (dtype, n))
+        same(torch.addcmul(na, nb, na, value=0.5).cpu(), torch.addcmul(a, b, a, value=0.5), n)
+        same(torch.abs(na).cpu(), torch.abs(a), (dtype, n))
+        torch.testing.assert_close(torch.exp(na).cpu(), torch.exp(a), equal_nan=True)
+        x = na.clone()
+        x.mul_(nb)
+        same(x.cpu(), a * b, (dtype, n))
+        if n < 4096:
+            rows = a.reshape(1, n).expand(3, n).contiguous()
+            col = b[:3].reshape(3, 1)  # stride 0 along the run
+            same((rows.npu() * col.npu()).cpu(), rows * col, (dtype, n))
