@@ -14,6 +14,7 @@
 #include "npu_kernels/nn.h"
 #include "fast_math.h"
 #include "traffic.h"
+#include "vec16.h"
 
 namespace npu_kernels {
 
@@ -61,23 +62,13 @@ inline A lane_max(const A* v, int64_t n) {
   return m;
 }
 
-// fp32 specialisations with 16-wide vector extensions (the scalar-lane form above is not vectorised by
-// GCC's SLP pass; AVX-512 builds get one zmm op per vector, others the same code in narrower pieces); four
+// fp32 specialisations with 16-wide vector extensions (vec16.h; the scalar-lane form above is not vectorised
+// by GCC's SLP pass; AVX-512 builds get one zmm op per vector, others the same code in narrower pieces); four
 // accumulators hide the add latency (two 4-wide ones left fp32/fp16 softmax bound by it).
-typedef float v16sf __attribute__((vector_size(64)));
-
-inline v16sf load16(const float* p) {
-  v16sf x;
-  std::memcpy(&x, p, sizeof(x));
-  return x;
-}
-inline float hsum16(v16sf a) {
-  float t[16];
-  std::memcpy(t, &a, sizeof(t));
-  for (int w = 8; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) t[j] += t[j + w];
-  return t[0];
-}
+using detail::hsum16;
+using detail::load16;
+using detail::store16;
+using detail::v16sf;
 
 // Sums f(i) for i in [0, n) over 16-lane blocks (f returns the block at i) in four accumulators, then the
 // scalar tail with g(i).
@@ -185,6 +176,35 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
   }
 }
 
+// softmax / log_softmax backward of one contiguous fp16 / bf16 row into a row of the same type, converting in
+// registers: the reduction reads g (and y) straight from the row; softmax's output pass too. log_softmax's
+// exp(y) goes through 256-element fp32 chunks (the compiler vectorises fast_exp over a plain loop). The sums
+// keep lane_dot / lane_sum's lane order. Widening whole rows first cost ~2x: the copies' stores bound it.
+template <typename T>
+void softmax_backward_row16(const T* g, const T* y, T* o, int64_t n, bool log) {
+  const auto tail = [](const T* p, int64_t i) { return ld(p + i); };
+  if (!log) {
+    const float acc = lane_reduce_sum(n, [=](int64_t i) { return load16(g + i) * load16(y + i); },
+                                      [=](int64_t i) { return tail(g, i) * tail(y, i); });
+    int64_t k = 0;
+    for (; k + 16 <= n; k += 16) store16(o + k, (load16(g + k) - acc) * load16(y + k));
+    for (; k < n; ++k) o[k] = detail::store_as<T>((tail(g, k) - acc) * tail(y, k));
+    return;
+  }
+  const float acc = lane_reduce_sum(n, [=](int64_t i) { return load16(g + i); }, [=](int64_t i) { return tail(g, i); });
+  constexpr int64_t kChunk = 256;
+  alignas(64) float ey[kChunk];
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t m = std::min(kChunk, n - c);
+    const int64_t m16 = m & ~int64_t{15};
+    for (int64_t k = 0; k < m16; k += 16) store16(ey + k, load16(y + c + k));
+    for (int64_t k = m16; k < m; ++k) ey[k] = tail(y, c + k);
+    for (int64_t k = 0; k < m; ++k) ey[k] = detail::fast_exp(ey[k]) * acc;
+    for (int64_t k = 0; k < m16; k += 16) store16(o + c + k, load16(g + c + k) - load16(ey + k));
+    for (int64_t k = m16; k < m; ++k) o[c + k] = detail::store_as<T>(tail(g, c + k) - ey[k]);
+  }
+}
+
 }  // namespace
 
 npu_sim::Status softmax(npu_sim::Stream stream, const SoftmaxDesc& d) {
@@ -250,17 +270,15 @@ npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDe
                                 continue;
                               }
                             }
-                            if constexpr (is_reduced_float_v<G>) {
+                            if constexpr (is_reduced_float_v<G> && std::is_same_v<Out, G>) {
                               if (s == 1) {
-                                detail::row_to_float(gb.data(), g + off, d.n);
-                                detail::row_to_float(yb.data(), y + off, d.n);
+                                softmax_backward_row16(g + off, y + off, gi + off, d.n, d.log);
+                                continue;
                               }
                             }
-                            if (!is_reduced_float_v<G> || s != 1) {
-                              for (int64_t k = 0; k < d.n; ++k) {
-                                gb[k] = ld(g + off + k * s);
-                                yb[k] = ld(y + off + k * s);
-                              }
+                            for (int64_t k = 0; k < d.n; ++k) {  // strided (or float64) rows
+                              gb[k] = ld(g + off + k * s);
+                              yb[k] = ld(y + off + k * s);
                             }
                             A* G_ = gb.data();
                             A* Y_ = yb.data();

@@ -321,3 +321,34 @@ def test_batch_norm_with_update(dtype):
     for a, c in zip(stats["npu"], stats["cpu"]):
         same(a, c, **kw)
     no_fallback("batch_norm")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_backward_16bit_rows_convert_in_registers(dtype, log):
+    # Contiguous 16-bit rows: the reduction and the output pass read g / y converting 16 lanes at a time, the
+    # log path's exp runs over 256-element chunks; row lengths below, at and past both, with ragged tails. The
+    # reference is float64 from the same 16-bit inputs, so the only differences allowed are the fp32 sums and
+    # the final rounding to nearest. A NaN gradient poisons its row.
+    ulp = {torch.float16: 2.0 ** -10, torch.bfloat16: 2.0 ** -7}[dtype]
+    for n in (16, 33, 255, 256, 300, 1029):
+        x = (rand(6, n, seed=n) * 3).to(dtype)
+        y = (F.log_softmax(x.double(), 1) if log else F.softmax(x.double(), 1)).to(dtype)
+        g = rand(6, n, seed=n + 1).to(dtype)
+        g[5, n // 2] = float("nan")
+        fn = torch._log_softmax_backward_data if log else torch._softmax_backward_data
+        got = fn(g.npu(), y.npu(), 1, dtype).cpu()
+        gd, yd = g.double(), y.double()
+        if log:
+            want = gd - torch.exp(yd) * gd.sum(1, keepdim=True)
+        else:
+            want = (gd - (gd * yd).sum(1, keepdim=True)) * yd
+        assert got.dtype == dtype
+        assert torch.isnan(got[5]).all(), (n, got[5])
+        # round to nearest: half an ulp of each value, plus the fp32 sums' error (~n * 2^-24 of the row's scale)
+        bound = 0.5 * ulp * want[:5].abs() + 2.0 ** -14 * want[:5].abs().amax(1, keepdim=True)
+        err = (got[:5].double() - want[:5]).abs()
+        assert (err <= bound).all(), (n, (err - bound).max().item())
+        cpu = fn(g, y, 1, dtype)  # CPU's own 16-bit kernel is held to the same bound
+        assert ((cpu[:5].double() - want[:5]).abs() <= bound).all(), n
+    no_fallback("softmax")
