@@ -12,6 +12,7 @@
 
 #include "dtype_convert.h"
 #include "fast_math.h"
+#include "vec16.h"
 #include "npu_kernels/elementwise.h"  // kStreamOutputBytes
 #include "npu_kernels/launch.h"
 #include "npu_kernels/stream_store.h"
@@ -38,17 +39,13 @@ Status dispatch(DType t, F&& f) {
   }
 }
 
-// n elements of T as fp32: float is used in place, 16-bit data is widened into buf (vectorised).
+// n elements of T as fp32: float is used in place, 16-bit data is widened into buf (16 lanes in registers).
 template <typename T>
 inline const float* to_f32(const T* src, int64_t n, float* buf) {
   if constexpr (std::is_same_v<T, float>) {
     return src;
-  } else if constexpr (std::is_same_v<T, Half>) {
-    detail::half_row_to_float(buf, reinterpret_cast<const uint16_t*>(src), n);
-    return buf;
   } else {
-    const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
-    for (int64_t i = 0; i < n; ++i) buf[i] = detail::bf16_bits_to_float(s[i]);
+    detail::widen_row(buf, src, n);
     return buf;
   }
 }
@@ -82,29 +79,20 @@ inline void put(T* dst, float* src, int64_t n, bool stream, bool round_back = fa
     else if (dst != src) std::memcpy(dst, src, sizeof(float) * n);
   } else {
     constexpr int64_t kChunk = 1024;
-    alignas(64) uint16_t tmp[kChunk];
+    alignas(64) T tmp[kChunk];
     for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
       const int64_t m = std::min(kChunk, n - i0);
-      uint16_t* d = stream ? tmp : reinterpret_cast<uint16_t*>(dst + i0);
-      if constexpr (std::is_same_v<T, Half>) {
-        if (detail::cpu_has_f16c()) detail::float_row_to_half_f16c(d, src + i0, m);
-        else for (int64_t i = 0; i < m; ++i) d[i] = detail::float_to_half_bits(src[i0 + i]);
-      } else {
-        for (int64_t i = 0; i < m; ++i) d[i] = detail::float_to_bf16_bits(src[i0 + i]);
-      }
-      if (round_back) to_f32(reinterpret_cast<const T*>(d), m, src + i0);
+      T* d = stream ? tmp : dst + i0;
+      detail::narrow_row(d, src + i0, m);
+      if (round_back) to_f32(d, m, src + i0);
       if (stream) stream_store_bytes(dst + i0, tmp, sizeof(T) * m);
     }
   }
 }
 
 // Row reductions in a fixed lane order (two 16-float accumulators), so results do not depend on the grid.
-typedef float v16sf __attribute__((vector_size(64)));
-inline v16sf vload(const float* p) {
-  v16sf v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+using detail::v16sf;
+using detail::load16;
 inline float hsum(v16sf v) {
   float t = 0;
   for (int j = 0; j < 16; ++j) t += v[j];
@@ -114,8 +102,8 @@ inline float dot(const float* a, const float* b, int64_t n) {
   v16sf s0 = {}, s1 = {};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    s0 += vload(a + i) * vload(b + i);
-    s1 += vload(a + i + 16) * vload(b + i + 16);
+    s0 += load16(a + i) * load16(b + i);
+    s1 += load16(a + i + 16) * load16(b + i + 16);
   }
   float t = hsum(s0 + s1);
   for (; i < n; ++i) t += a[i] * b[i];
@@ -132,7 +120,7 @@ inline float fill_max(float* v, int64_t n, F f) {
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     for (int k = 0; k < 32; ++k) v[i + k] = f(i + k);
-    const v16sf x0 = vload(v + i), x1 = vload(v + i + 16);
+    const v16sf x0 = load16(v + i), x1 = load16(v + i + 16);
     m0 = x0 > m0 ? x0 : m0;
     m1 = x1 > m1 ? x1 : m1;
   }
@@ -151,8 +139,8 @@ inline float map_sum(float* v, int64_t n, G g) {
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     for (int k = 0; k < 32; ++k) v[i + k] = g(v[i + k]);
-    s0 += vload(v + i);
-    s1 += vload(v + i + 16);
+    s0 += load16(v + i);
+    s1 += load16(v + i + 16);
   }
   float t = hsum(s0 + s1);
   for (; i < n; ++i) t += (v[i] = g(v[i]));
