@@ -137,6 +137,33 @@ def test_16_bit_tables(mode, dtype, native_only):
             torch.testing.assert_close(a.float(), b.float(), rtol=4 * eps, atol=4 * eps * scale)
 
 
+@pytest.mark.parametrize("dim", [64, 100, 144])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_wide_rows_sum_in_registers(dim, dtype, native_only):
+    # sum / mean over contiguous rows accumulate 64 columns (then 16, then one) at a time in registers, with
+    # rows prefetched 64 indices ahead (past the bag and up to the last index): wide rows, padding rows, empty
+    # bags, per-sample weights: within half an ulp (plus fp32 accumulation) of CPU's float64 result.
+    gen = torch.Generator().manual_seed(dim)
+    weight = torch.randn(300, dim, generator=gen, dtype=torch.float64).to(dtype)
+    indices = torch.randint(0, 300, (700,), generator=gen)
+    indices[::7] = 5  # the padding row
+    offsets = torch.cat([torch.tensor([0, 0, 3]), torch.randint(3, 700, (40,), generator=gen).sort().values])
+    psw = torch.rand(700, generator=gen, dtype=torch.float64).to(dtype)
+    for kw in (dict(mode="sum"), dict(mode="mean", padding_idx=5), dict(mode="sum", padding_idx=5, psw=psw)):
+        kw = dict(kw)
+        p = kw.pop("psw", None)
+        want = F.embedding_bag(indices, weight.double(), offsets, per_sample_weights=None if p is None else p.double(),
+                               **kw)  # exact (float64), not rounded: got is the exact value rounded once
+        got = F.embedding_bag(indices.npu(), weight.npu(), offsets.npu(),
+                              per_sample_weights=None if p is None else p.npu(), **kw).cpu()
+        eps = torch.finfo(dtype).eps
+        scale = want.abs().amax(1, keepdim=True).clamp_min(1.0)
+        # rounding once (half an ulp) plus fp32 accumulation over up to 700 rows
+        err = (got.double() - want).abs()
+        assert (err <= 0.5 * eps * want.abs() + 700 * 2.0 ** -24 * scale).all(), (kw, err.max().item())
+        assert torch.equal(got[0], torch.zeros(dim, dtype=dtype))  # the empty first bag
+
+
 def test_module_training_step_with_2d_input(native_only):
     torch.manual_seed(0)
     cpu = torch.nn.EmbeddingBag(50, 8, mode="mean")
