@@ -1,5 +1,6 @@
 // FFT kernels: a transform as a sequence of one-axis passes, each one launch whose blocks split the lines of
-// the axis and run pocketfft on their share (see npu_kernels/fft.h).
+// the axis and run pocketfft on their share (see npu_kernels/fft.h); long complex64 lines take the four-step
+// path of fft_long.cpp instead.
 #include "npu_kernels/fft.h"
 
 #include <pocketfft_hdronly.h>
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <complex>
 
+#include "fft_long.h"
 #include "npu_kernels/launch.h"
 
 namespace npu_kernels::fft {
@@ -122,6 +124,27 @@ Status launch_pass(npu_sim::Stream s, DType dt, const Pass& p) {
                       });
 }
 
+// The pass as the four-step path takes it: every line's first element on each side.
+detail::LongLines long_lines(const Pass& p) {
+  detail::LongLines l;
+  l.kind = p.kind, l.forward = p.forward, l.scale = p.scale, l.in = p.in, l.out = p.out;
+  const auto axis = static_cast<std::size_t>(p.axis);
+  l.n = p.shape[axis], l.in_stride = p.in_strides[axis], l.out_stride = p.out_strides[axis];
+  l.in_offsets.push_back(0);
+  l.out_offsets.push_back(0);
+  for (std::size_t d = 0; d < p.shape.size(); ++d) {  // every index of the other dims, one dim at a time
+    if (d == axis) continue;
+    const std::size_t lines = l.in_offsets.size();
+    for (int64_t i = 1; i < p.shape[d]; ++i) {
+      for (std::size_t j = 0; j < lines; ++j) {
+        l.in_offsets.push_back(l.in_offsets[j] + i * p.in_strides[d]);
+        l.out_offsets.push_back(l.out_offsets[j] + i * p.out_strides[d]);
+      }
+    }
+  }
+  return l;
+}
+
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> st(shape.size(), 1);
   for (std::size_t d = shape.size(); d-- > 1;) st[d - 1] = st[d] * std::max<int64_t>(shape[d], 1);
@@ -201,7 +224,10 @@ Status execute(npu_sim::Stream s, const Transform& t, const void* in, void* out,
     }
   }
   for (const Pass& p : passes) {
-    const Status st = launch_pass(s, t.dtype, p);
+    const auto axis = static_cast<std::size_t>(p.axis);
+    const Status st = detail::four_step_applies(t.dtype, p.kind, p.forward, p.shape[axis], p.in_strides[axis])
+                          ? detail::launch_four_step(s, long_lines(p))
+                          : launch_pass(s, t.dtype, p);
     if (st != Status::kSuccess) return st;
   }
   return Status::kSuccess;

@@ -143,6 +143,71 @@ def test_batches_of_long_lines(dtype):
     same(lambda t: torch.fft.ifft(t[:, ::2], dim=0), z, dtype=cplx)
 
 
+def launched(fn):
+    """The FFT kernels fn enqueues, in order (copies left out)."""
+    torch.npu.synchronize()
+    torch_npu_sim.clear_launch_records()
+    torch_npu_sim.set_launch_recording(True)
+    try:
+        out = fn()
+        torch.npu.synchronize()
+    finally:
+        torch_npu_sim.set_launch_recording(False)
+    return out, [r["kernel"] for r in torch_npu_sim.launch_records() if r["kernel"].startswith("fft")]
+
+
+def close_to_cpu(got, want, n):
+    # float32 FFTs of n points: errors grow with log n on the largest magnitude (sum of n unit-variance terms ~ n)
+    err = (got.cpu().to(want.dtype) - want).abs().max().item()
+    assert err <= 3e-7 * (1 + torch.log2(torch.tensor(float(n))).item()) * want.abs().max().item(), err
+
+
+@pytest.mark.parametrize("n", [1 << 16, 1 << 17, 3 << 15])
+def test_one_long_line_splits_over_the_cores(n):
+    # complex64 lines of >= 2^15 complex points run the four-step split (columns, twiddle, rows written transposed,
+    # then the real transforms' untangling), each step a launch over the cores; the same numbers as CPU's FFT, in
+    # every kind of pass, every norm, a strided input and output, and DC / Nyquist imaginary parts irfft ignores.
+    x = rand(n, dtype=torch.float32, seed=n)
+    z = rand(n, dtype=torch.complex64, seed=n + 1)
+    got, kernels = launched(lambda: torch.fft.rfft(x.npu()))
+    assert kernels == ["fft_four_step_columns", "fft_four_step_rows", "fft_r2c_untangle"], kernels
+    close_to_cpu(got, torch.fft.rfft(x.double()), n)
+    for norm in ("backward", "ortho", "forward"):
+        close_to_cpu(torch.fft.rfft(x.npu(), norm=norm), torch.fft.rfft(x.double(), norm=norm), n)
+        spec = torch.fft.rfft(x, norm=norm)
+        spec[0] += 3j
+        spec[-1] -= 2j
+        got, kernels = launched(lambda: torch.fft.irfft(spec.npu(), n=n, norm=norm))
+        assert kernels[0] == "fft_c2r_tangle" and kernels[-1] == "fft_c2r_split", kernels
+        close_to_cpu(got, torch.fft.irfft(spec.to(torch.complex128), n=n, norm=norm), n)
+        for fn in (torch.fft.fft, torch.fft.ifft):
+            got, kernels = launched(lambda: fn(z.npu(), norm=norm))
+            assert kernels == ["fft_four_step_columns", "fft_four_step_rows"], kernels
+            close_to_cpu(got, fn(z.to(torch.complex128), norm=norm), n)
+    wide = rand(2 * n, dtype=torch.complex64, seed=3)
+    out = torch.empty(2 * n, dtype=torch.complex64, device="npu")[::2]  # a strided output
+    torch.fft.fft(wide.npu()[::2], out=out)
+    close_to_cpu(out, torch.fft.fft(wide[::2].to(torch.complex128)), n)
+    y = rand(n, 3, dtype=torch.complex64, seed=4)  # three lines along dim 0, stride 3: one launch, whole lines
+    got, kernels = launched(lambda: torch.fft.fft(y.npu(), dim=0))
+    assert kernels == ["fft_c2c"], kernels
+    close_to_cpu(got, torch.fft.fft(y.to(torch.complex128), dim=0), n)
+    pair = torch.stack([x, -2 * x])  # two lines of each real kind in one launch
+    got, kernels = launched(lambda: torch.fft.rfft(pair.npu()))
+    assert kernels == ["fft_r2c"], kernels
+    close_to_cpu(got, torch.fft.rfft(pair.double()), n)
+    close_to_cpu(torch.fft.irfft(torch.fft.rfft(pair).npu(), n=n), torch.fft.irfft(torch.fft.rfft(pair.double()), n=n), n)
+
+
+def test_long_lines_without_a_factor_pair_stay_whole():
+    # 2 * 65537 real points: 65537 complex points are prime, so no M1 x M2 split; pocketfft runs the line whole
+    n = 2 * 65537
+    x = rand(n, dtype=torch.float32, seed=7)
+    got, kernels = launched(lambda: torch.fft.rfft(x.npu()))
+    assert kernels == ["fft_r2c"], kernels
+    close_to_cpu(got, torch.fft.rfft(x.double()), n)
+
+
 def test_fftshift_and_frequencies():
     x = rand(5, 8, dtype=torch.float32)
     same(torch.fft.fftshift, x, dtype=torch.float32)

@@ -1,0 +1,292 @@
+// Long complex64 FFT lines by the four-step split (see fft_long.h). For z of M = M1 * M2 points, z[M2 n1 + n2]:
+//   columns: A[k1][n2] = sum_n1 z[M2 n1 + n2] w_M1^(n1 k1) * w_M^(k1 n2)        (M2 transforms of M1 points)
+//   rows:    X[k1 + M1 k2] = sum_n2 A[k1][n2] w_M2^(n2 k2)                       (M1 transforms of M2 points)
+// The real transforms of n = 2M points run the complex one of M points: R2C reads the signal as M complex pairs
+// and untangles the even and odd halves after; C2R tangles them before and splits the pairs after.
+#include "fft_long.h"
+
+#include <pocketfft_hdronly.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "npu_kernels/launch.h"
+
+namespace npu_kernels::fft::detail {
+namespace {
+
+using npu_sim::Status;
+using C = std::complex<float>;
+
+constexpr int64_t kMinPoints = int64_t{1} << 15;  // shorter lines stay in cache as one pocketfft call
+constexpr int64_t kGroup = 16;                    // pocketfft's across-lines SIMD width for float (AVX-512)
+
+// exp(sign 2 pi i t / period) for t in [0, period) as hi[t >> bits] * lo[t & mask]: two double tables of about
+// sqrt(period) entries, one product per twiddle, nothing carried from one twiddle to the next. (A running
+// product w *= step was a latency-bound chain, ~16 cycles a point, and drifted.)
+class Twiddles {
+ public:
+  explicit Twiddles(int64_t period) : period_(period) {
+    while ((int64_t{1} << (2 * bits_)) < period) ++bits_;
+    const int64_t lo_n = int64_t{1} << bits_, hi_n = (period + lo_n - 1) / lo_n;
+    const double unit = -2.0 * M_PI / static_cast<double>(period);
+    for (int64_t t = 0; t < lo_n; ++t) {
+      lo_re_.push_back(std::cos(unit * static_cast<double>(t)));
+      lo_im_.push_back(std::sin(unit * static_cast<double>(t)));
+    }
+    for (int64_t t = 0; t < hi_n; ++t) {
+      hi_re_.push_back(std::cos(unit * static_cast<double>(t * lo_n)));
+      hi_im_.push_back(std::sin(unit * static_cast<double>(t * lo_n)));
+    }
+  }
+  int64_t period() const { return period_; }
+  // Separate real / imaginary arrays: std::complex<double> entries were loaded as two halves and repacked
+  // through the stack, a store-forwarding stall on every twiddle.
+  C at(int64_t t, int sign) const {
+    const auto h = static_cast<std::size_t>(t >> bits_), l = static_cast<std::size_t>(t & ((int64_t{1} << bits_) - 1));
+    const double re = hi_re_[h] * lo_re_[l] - hi_im_[h] * lo_im_[l];
+    const double im = hi_re_[h] * lo_im_[l] + hi_im_[h] * lo_re_[l];
+    return {static_cast<float>(re), static_cast<float>(sign < 0 ? im : -im)};
+  }
+
+ private:
+  int64_t period_;
+  int bits_ = 0;
+  std::vector<double> lo_re_, lo_im_, hi_re_, hi_im_;
+};
+
+// The tables of a period, built once per process (a few microseconds per thousand entries, but per call it
+// would be every call's).
+std::shared_ptr<const Twiddles> twiddles_of(int64_t period) {
+  static std::mutex mu;
+  static std::map<int64_t, std::shared_ptr<const Twiddles>> cache;  // guarded by mu; a few periods in practice
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[period];
+  if (!slot) slot = std::make_shared<const Twiddles>(period);
+  return slot;
+}
+
+struct Plan {
+  int64_t M = 0, M1 = 0, M2 = 0;
+  std::shared_ptr<const Twiddles> tw_m, tw_n;  // periods M (the columns) and 2M (the real transforms' untangling)
+};
+
+// M1 the largest divisor of M at most sqrt(M); none if M1 < 64 (a long prime-ish factor would make the rows
+// transform as long as the whole, for nothing).
+Plan plan_of(int64_t M) {
+  Plan p;
+  for (int64_t d = static_cast<int64_t>(std::sqrt(static_cast<double>(M))); d >= 64; --d) {
+    if (M % d == 0) {
+      p.M = M, p.M1 = d, p.M2 = M / d;
+      return p;
+    }
+  }
+  return p;
+}
+
+int64_t complex_points(Kind kind, int64_t n) { return kind == Kind::kC2C ? n : (n % 2 == 0 ? n / 2 : 0); }
+
+// Complex products by hand: std::complex's operator* follows C's Annex G (inf / NaN recovery), a __mulsc3 call
+// per product.
+inline C mul(C a, C b) {
+  return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
+}
+
+// v[j] *= exp(sign 2 pi i (start + j * step) / period) for j < count (step < period).
+void rotate(C* v, int64_t count, int64_t start, int64_t step, const Twiddles& tw, int sign) {
+  int64_t t = start % tw.period();
+  for (int64_t j = 0; j < count; ++j) {
+    v[j] = mul(v[j], tw.at(t, sign));
+    t += step;
+    if (t >= tw.period()) t -= tw.period();
+  }
+}
+
+// Columns [c0, c1) of A (M1 x M2, row-major) from z (stride zs): the transforms down the columns, then the twiddle.
+void columns(const Plan& p, bool forward, const C* z, int64_t zs, C* A, int64_t c0, int64_t c1) {
+  const auto cs = static_cast<std::ptrdiff_t>(sizeof(C));
+  pocketfft::c2c<float>({static_cast<size_t>(p.M1), static_cast<size_t>(c1 - c0)}, {p.M2 * zs * cs, zs * cs},
+                        {p.M2 * cs, cs}, {0}, forward, z + c0 * zs, A + c0, 1.0f, 1);
+  for (int64_t k1 = 1; k1 < p.M1; ++k1) rotate(A + k1 * p.M2 + c0, c1 - c0, k1 * c0, k1, *p.tw_m, forward ? -1 : 1);
+}
+
+// Rows [r0, r1) of A transformed along the rows into X[k1 + M1 k2] (X stride xs), times fct.
+void rows(const Plan& p, bool forward, const C* A, C* X, int64_t xs, int64_t r0, int64_t r1, float fct) {
+  const auto cs = static_cast<std::ptrdiff_t>(sizeof(C));
+  pocketfft::c2c<float>({static_cast<size_t>(r1 - r0), static_cast<size_t>(p.M2)}, {p.M2 * cs, cs},
+                        {xs * cs, p.M1 * xs * cs}, {1}, forward, A + r0 * p.M2, X + r0 * xs, fct, 1);
+}
+
+// R2C, bins [k0, k1) of the n = 2M point spectrum (k <= M) from the M-point transform Zt of the pairs:
+// X[k] = E + w_n^k O, E = (Zt[k] + conj Zt[M-k]) / 2, O = -i (Zt[k] - conj Zt[M-k]) / 2.
+void untangle(const Plan& p, const C* Zt, C* X, int64_t xs, int64_t k0, int64_t k1, float fct) {
+  const int64_t M = p.M;
+  for (int64_t k = k0; k < k1; ++k) {
+    const C a = Zt[k == M ? 0 : k], b = std::conj(Zt[k == 0 ? 0 : M - k]);
+    const C e = 0.5f * (a + b), h = 0.5f * (a - b), o(h.imag(), -h.real());  // o = -i (a - b) / 2
+    X[k * xs] = fct * (e + mul(p.tw_n->at(k, -1), o));
+  }
+}
+
+// C2R, the M-point sequence whose inverse transform holds the output's (even, odd) samples as complex pairs:
+// Zt[k] = E + i O, E = X[k] + conj X[M-k], O = (X[k] - conj X[M-k]) w_n^-k, for k in [k0, k1) < M. The
+// imaginary parts of X[0] and X[M] are ignored, as pocketfft's c2r (and a Hermitian spectrum) has them.
+void tangle(const Plan& p, const C* X, int64_t xs, C* Zt, int64_t k0, int64_t k1) {
+  const int64_t M = p.M;
+  for (int64_t k = k0; k < k1; ++k) {
+    C a = X[k * xs], b = std::conj(X[(M - k) * xs]);
+    if (k == 0) a = C(a.real(), 0.0f), b = C(b.real(), 0.0f);
+    const C e = a + b, o = mul(a - b, p.tw_n->at(k, 1));
+    Zt[k] = e + C(-o.imag(), o.real());  // e + i o
+  }
+}
+
+// C2R: the complex pairs [m0, m1) of z to the real output (stride xs), times fct.
+void split_pairs(const C* z, float* x, int64_t xs, int64_t m0, int64_t m1, float fct) {
+  for (int64_t m = m0; m < m1; ++m) {
+    x[2 * m * xs] = z[m].real() * fct;
+    x[(2 * m + 1) * xs] = z[m].imag() * fct;
+  }
+}
+
+// Work of one line's steps in the launch records: the columns and the rows each read and write the line once;
+// 5 M log2 (length) real flops for each; the untangling reads and writes it once more, ~10 flops a point.
+uint64_t step_flops(int64_t count, int64_t length) {
+  return static_cast<uint64_t>(5.0 * static_cast<double>(count) * std::log2(static_cast<double>(length)));
+}
+
+// The whole of one line, serially (a block of the batched launch): in -> out, with the two M-point buffers.
+void one_line(const LongLines& l, const Plan& p, const void* in, void* out, C* A, C* B) {
+  const float fct = static_cast<float>(l.scale);
+  switch (l.kind) {
+    case Kind::kC2C:
+      columns(p, l.forward, static_cast<const C*>(in), l.in_stride, A, 0, p.M2);
+      rows(p, l.forward, A, static_cast<C*>(out), l.out_stride, 0, p.M1, fct);
+      break;
+    case Kind::kR2C:
+      columns(p, true, static_cast<const C*>(in), 1, A, 0, p.M2);
+      rows(p, true, A, B, 1, 0, p.M1, 1.0f);
+      untangle(p, B, static_cast<C*>(out), l.out_stride, 0, p.M + 1, fct);
+      break;
+    case Kind::kC2R:
+      tangle(p, static_cast<const C*>(in), l.in_stride, B, 0, p.M);
+      columns(p, false, B, 1, A, 0, p.M2);
+      rows(p, false, A, B, 1, 0, p.M1, 1.0f);
+      split_pairs(B, static_cast<float*>(out), l.out_stride, 0, p.M, fct);
+      break;
+  }
+}
+
+// Element sizes of each side.
+std::size_t in_size(Kind k) { return k == Kind::kR2C ? sizeof(float) : sizeof(C); }
+std::size_t out_size(Kind k) { return k == Kind::kC2R ? sizeof(float) : sizeof(C); }
+
+// Several lines: one launch, each block whole lines with its own thread's buffers.
+Status launch_batched(npu_sim::Stream s, std::shared_ptr<const LongLines> l, const Plan& p) {
+  const int64_t count = static_cast<int64_t>(l->in_offsets.size());
+  const char* name = l->kind == Kind::kR2C ? "fft_r2c" : (l->kind == Kind::kC2R ? "fft_c2r" : "fft_c2c");
+  return parallel_for(s, name, count, 1, [l, p](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    thread_local std::vector<C> buffers;  // the core thread's UB stand-in: 2 M points, reused across launches
+    buffers.resize(static_cast<std::size_t>(2 * p.M));
+    for (int64_t i = b; i < e; ++i) {
+      const char* in = static_cast<const char*>(l->in) + l->in_offsets[i] * static_cast<int64_t>(in_size(l->kind));
+      char* out = static_cast<char*>(l->out) + l->out_offsets[i] * static_cast<int64_t>(out_size(l->kind));
+      one_line(*l, p, in, out, buffers.data(), buffers.data() + p.M);
+    }
+    const auto lines = static_cast<uint64_t>(e - b);
+    const uint64_t bytes = lines * static_cast<uint64_t>(p.M) * sizeof(C);
+    npu_sim::record_traffic(ctx, bytes, bytes, 0, lines * (step_flops(p.M, p.M) + 10 * static_cast<uint64_t>(p.M)));
+  });
+}
+
+// One line: each step a launch over the cores, in stream order (the barrier between them). Columns and rows go
+// in groups of kGroup, pocketfft's SIMD width across lines.
+Status launch_split(npu_sim::Stream s, std::shared_ptr<const LongLines> l, const Plan& p) {
+  auto scratch = std::make_shared<std::vector<C>>(static_cast<std::size_t>(l->kind == Kind::kC2C ? p.M : 2 * p.M));
+  C* A = scratch->data();
+  C* B = l->kind == Kind::kC2C ? nullptr : A + p.M;
+  const auto* in = static_cast<const char*>(l->in) + l->in_offsets[0] * static_cast<int64_t>(in_size(l->kind));
+  auto* out = static_cast<char*>(l->out) + l->out_offsets[0] * static_cast<int64_t>(out_size(l->kind));
+  const bool fwd = l->kind == Kind::kC2R ? false : l->forward;
+  const float fct = static_cast<float>(l->scale);
+  const int64_t col_groups = (p.M2 + kGroup - 1) / kGroup, row_groups = (p.M1 + kGroup - 1) / kGroup;
+  const uint64_t point = sizeof(C);
+  Status st = Status::kSuccess;
+  auto then = [&st](Status next) {
+    if (st == Status::kSuccess) st = next;
+  };
+  // C2R first tangles the half spectrum into B, which the columns then read
+  const C* z = l->kind == Kind::kC2R ? B : reinterpret_cast<const C*>(in);
+  const int64_t zs = l->kind == Kind::kC2C ? l->in_stride : 1;
+  if (l->kind == Kind::kC2R) {
+    then(parallel_for(s, "fft_c2r_tangle", p.M, 4096,
+                      [scratch, p, in, B, xs = l->in_stride](int64_t k0, int64_t k1, const npu_sim::BlockContext& ctx) {
+                        tangle(p, reinterpret_cast<const C*>(in), xs, B, k0, k1);
+                        npu_sim::record_traffic(ctx, 2 * (k1 - k0) * point, (k1 - k0) * point, 0, 12 * (k1 - k0));
+                      }));
+  }
+  then(parallel_for(s, "fft_four_step_columns", col_groups, 1,
+                    [scratch, p, fwd, z, zs, A](int64_t g0, int64_t g1, const npu_sim::BlockContext& ctx) {
+                      const int64_t c0 = g0 * kGroup, c1 = std::min(g1 * kGroup, p.M2);
+                      columns(p, fwd, z, zs, A, c0, c1);
+                      const auto pts = static_cast<uint64_t>(p.M1 * (c1 - c0));
+                      npu_sim::record_traffic(ctx, pts * point, pts * point, 0,
+                                              step_flops(p.M1 * (c1 - c0), p.M1) + 6 * pts);
+                    }));
+  // the rows write the transposed result: the output itself (C2C) or B (the real transforms' last step reads it)
+  C* X = l->kind == Kind::kC2C ? reinterpret_cast<C*>(out) : B;
+  const int64_t xs = l->kind == Kind::kC2C ? l->out_stride : 1;
+  const float row_fct = l->kind == Kind::kC2C ? fct : 1.0f;
+  then(parallel_for(s, "fft_four_step_rows", row_groups, 1,
+                    [scratch, p, fwd, A, X, xs, row_fct](int64_t g0, int64_t g1, const npu_sim::BlockContext& ctx) {
+                      const int64_t r0 = g0 * kGroup, r1 = std::min(g1 * kGroup, p.M1);
+                      rows(p, fwd, A, X, xs, r0, r1, row_fct);
+                      const auto pts = static_cast<uint64_t>(p.M2 * (r1 - r0));
+                      npu_sim::record_traffic(ctx, pts * point, pts * point, 0, step_flops(p.M2 * (r1 - r0), p.M2));
+                    }));
+  if (l->kind == Kind::kR2C) {
+    then(parallel_for(s, "fft_r2c_untangle", p.M + 1, 4096,
+                      [scratch, p, B, out, xs = l->out_stride, fct](int64_t k0, int64_t k1,
+                                                                     const npu_sim::BlockContext& ctx) {
+                        untangle(p, B, reinterpret_cast<C*>(out), xs, k0, k1, fct);
+                        npu_sim::record_traffic(ctx, 2 * (k1 - k0) * point, (k1 - k0) * point, 0, 12 * (k1 - k0));
+                      }));
+  } else if (l->kind == Kind::kC2R) {
+    then(parallel_for(s, "fft_c2r_split", p.M, 8192,
+                      [scratch, B, out, xs = l->out_stride, fct](int64_t m0, int64_t m1,
+                                                                  const npu_sim::BlockContext& ctx) {
+                        split_pairs(B, reinterpret_cast<float*>(out), xs, m0, m1, fct);
+                        npu_sim::record_traffic(ctx, (m1 - m0) * point, (m1 - m0) * point, 0, 2 * (m1 - m0));
+                      }));
+  }
+  return st;
+}
+
+}  // namespace
+
+bool four_step_applies(DType dt, Kind kind, bool forward, int64_t n, int64_t in_stride) {
+  if (dt != DType::kComplex64) return false;
+  if (kind == Kind::kR2C && (!forward || in_stride != 1)) return false;
+  const int64_t M = complex_points(kind, n);
+  return M >= kMinPoints && plan_of(M).M1 > 0;
+}
+
+Status launch_four_step(npu_sim::Stream s, LongLines lines) {
+  Plan p = plan_of(complex_points(lines.kind, lines.n));
+  if (p.M1 > 0) {
+    p.tw_m = twiddles_of(p.M);
+    if (lines.kind != Kind::kC2C) p.tw_n = twiddles_of(2 * p.M);
+  }
+  if (p.M1 == 0 || lines.in_offsets.empty() || lines.in_offsets.size() != lines.out_offsets.size()) {
+    return Status::kInvalidValue;
+  }
+  auto l = std::make_shared<const LongLines>(std::move(lines));
+  if (l->in_offsets.size() == 1) return launch_split(s, std::move(l), p);
+  return launch_batched(s, std::move(l), p);
+}
+
+}  // namespace npu_kernels::fft::detail
