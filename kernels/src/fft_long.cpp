@@ -23,57 +23,50 @@ using npu_sim::Status;
 using C = std::complex<float>;
 
 constexpr int64_t kMinPoints = int64_t{1} << 15;  // shorter lines stay in cache as one pocketfft call
+constexpr int64_t kMaxPoints = int64_t{1} << 21;  // longer ones too: their twiddle tables would pass 32 MB
 constexpr int64_t kGroup = 16;                    // pocketfft's across-lines SIMD width for float (AVX-512)
 
-// exp(sign 2 pi i t / period) for t in [0, period) as hi[t >> bits] * lo[t & mask]: two double tables of about
-// sqrt(period) entries, one product per twiddle, nothing carried from one twiddle to the next. (A running
-// product w *= step was a latency-bound chain, ~16 cycles a point, and drifted.)
-class Twiddles {
- public:
-  explicit Twiddles(int64_t period) : period_(period) {
-    while ((int64_t{1} << (2 * bits_)) < period) ++bits_;
-    const int64_t lo_n = int64_t{1} << bits_, hi_n = (period + lo_n - 1) / lo_n;
-    const double unit = -2.0 * M_PI / static_cast<double>(period);
-    for (int64_t t = 0; t < lo_n; ++t) {
-      lo_re_.push_back(std::cos(unit * static_cast<double>(t)));
-      lo_im_.push_back(std::sin(unit * static_cast<double>(t)));
-    }
-    for (int64_t t = 0; t < hi_n; ++t) {
-      hi_re_.push_back(std::cos(unit * static_cast<double>(t * lo_n)));
-      hi_im_.push_back(std::sin(unit * static_cast<double>(t * lo_n)));
-    }
-  }
-  int64_t period() const { return period_; }
-  // Separate real / imaginary arrays: std::complex<double> entries were loaded as two halves and repacked
-  // through the stack, a store-forwarding stall on every twiddle.
-  C at(int64_t t, int sign) const {
-    const auto h = static_cast<std::size_t>(t >> bits_), l = static_cast<std::size_t>(t & ((int64_t{1} << bits_) - 1));
-    const double re = hi_re_[h] * lo_re_[l] - hi_im_[h] * lo_im_[l];
-    const double im = hi_re_[h] * lo_im_[l] + hi_im_[h] * lo_re_[l];
-    return {static_cast<float>(re), static_cast<float>(sign < 0 ? im : -im)};
-  }
-
- private:
-  int64_t period_;
-  int bits_ = 0;
-  std::vector<double> lo_re_, lo_im_, hi_re_, hi_im_;
+// The twiddles of an M-point split, as (re, im) float pairs rounded from double angles: the grid
+// w_M^(k1 n2) row-major M1 x M2 (the columns step multiplies row k1 of its block by row k1 here: a contiguous,
+// vectorised complex product), and the half turn w_2M^k for k in [0, M] (the real kinds' untangling). Built
+// once per M and cached (8 M + 8 (M + 1) bytes; M <= kMaxPoints). A running product w *= step was a
+// latency-bound chain (~16 cycles a point) that drifted; std::complex<double> tables were repacked through the
+// stack (a store-forwarding stall per twiddle).
+struct Tables {
+  std::vector<float> grid, turn;
 };
-
-// The tables of a period, built once per process (a few microseconds per thousand entries, but per call it
-// would be every call's).
-std::shared_ptr<const Twiddles> twiddles_of(int64_t period) {
-  static std::mutex mu;
-  static std::map<int64_t, std::shared_ptr<const Twiddles>> cache;  // guarded by mu; a few periods in practice
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[period];
-  if (!slot) slot = std::make_shared<const Twiddles>(period);
-  return slot;
-}
 
 struct Plan {
   int64_t M = 0, M1 = 0, M2 = 0;
-  std::shared_ptr<const Twiddles> tw_m, tw_n;  // periods M (the columns) and 2M (the real transforms' untangling)
+  std::shared_ptr<const Tables> tw;
 };
+
+std::shared_ptr<const Tables> tables_of(const Plan& p) {
+  static std::mutex mu;
+  static std::map<int64_t, std::shared_ptr<const Tables>> cache;  // guarded by mu; a few lengths in practice
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[p.M];
+  if (!slot) {
+    auto t = std::make_shared<Tables>();
+    const double unit = -2.0 * M_PI / static_cast<double>(p.M);
+    t->grid.resize(static_cast<std::size_t>(2 * p.M));
+    for (int64_t k1 = 0; k1 < p.M1; ++k1) {
+      for (int64_t n2 = 0; n2 < p.M2; ++n2) {
+        const double a = unit * static_cast<double>((k1 * n2) % p.M);
+        t->grid[static_cast<std::size_t>(2 * (k1 * p.M2 + n2))] = static_cast<float>(std::cos(a));
+        t->grid[static_cast<std::size_t>(2 * (k1 * p.M2 + n2) + 1)] = static_cast<float>(std::sin(a));
+      }
+    }
+    t->turn.resize(static_cast<std::size_t>(2 * (p.M + 1)));
+    for (int64_t k = 0; k <= p.M; ++k) {
+      const double a = 0.5 * unit * static_cast<double>(k);
+      t->turn[static_cast<std::size_t>(2 * k)] = static_cast<float>(std::cos(a));
+      t->turn[static_cast<std::size_t>(2 * k + 1)] = static_cast<float>(std::sin(a));
+    }
+    slot = std::move(t);
+  }
+  return slot;
+}
 
 // M1 the largest divisor of M at most sqrt(M); none if M1 < 64 (a long prime-ish factor would make the rows
 // transform as long as the whole, for nothing).
@@ -96,13 +89,14 @@ inline C mul(C a, C b) {
   return {a.real() * b.real() - a.imag() * b.imag(), a.real() * b.imag() + a.imag() * b.real()};
 }
 
-// v[j] *= exp(sign 2 pi i (start + j * step) / period) for j < count (step < period).
-void rotate(C* v, int64_t count, int64_t start, int64_t step, const Twiddles& tw, int sign) {
-  int64_t t = start % tw.period();
+// v[j] *= w[j] (conj(w[j]) when sign > 0) for j < count; w as (re, im) pairs.
+void rotate(C* v, const float* w, int64_t count, int sign) {
+  float* a = reinterpret_cast<float*>(v);
+  const float s = sign < 0 ? 1.0f : -1.0f;
   for (int64_t j = 0; j < count; ++j) {
-    v[j] = mul(v[j], tw.at(t, sign));
-    t += step;
-    if (t >= tw.period()) t -= tw.period();
+    const float ar = a[2 * j], ai = a[2 * j + 1], wr = w[2 * j], wi = s * w[2 * j + 1];
+    a[2 * j] = ar * wr - ai * wi;
+    a[2 * j + 1] = ar * wi + ai * wr;
   }
 }
 
@@ -111,7 +105,10 @@ void columns(const Plan& p, bool forward, const C* z, int64_t zs, C* A, int64_t 
   const auto cs = static_cast<std::ptrdiff_t>(sizeof(C));
   pocketfft::c2c<float>({static_cast<size_t>(p.M1), static_cast<size_t>(c1 - c0)}, {p.M2 * zs * cs, zs * cs},
                         {p.M2 * cs, cs}, {0}, forward, z + c0 * zs, A + c0, 1.0f, 1);
-  for (int64_t k1 = 1; k1 < p.M1; ++k1) rotate(A + k1 * p.M2 + c0, c1 - c0, k1 * c0, k1, *p.tw_m, forward ? -1 : 1);
+  const float* grid = p.tw->grid.data();
+  for (int64_t k1 = 1; k1 < p.M1; ++k1) {
+    rotate(A + k1 * p.M2 + c0, grid + 2 * (k1 * p.M2 + c0), c1 - c0, forward ? -1 : 1);
+  }
 }
 
 // Rows [r0, r1) of A transformed along the rows into X[k1 + M1 k2] (X stride xs), times fct.
@@ -125,11 +122,15 @@ void rows(const Plan& p, bool forward, const C* A, C* X, int64_t xs, int64_t r0,
 // X[k] = E + w_n^k O, E = (Zt[k] + conj Zt[M-k]) / 2, O = -i (Zt[k] - conj Zt[M-k]) / 2.
 void untangle(const Plan& p, const C* Zt, C* X, int64_t xs, int64_t k0, int64_t k1, float fct) {
   const int64_t M = p.M;
-  for (int64_t k = k0; k < k1; ++k) {
-    const C a = Zt[k == M ? 0 : k], b = std::conj(Zt[k == 0 ? 0 : M - k]);
+  const float* turn = p.tw->turn.data();
+  auto bin = [&](int64_t k, C a, C b) {
     const C e = 0.5f * (a + b), h = 0.5f * (a - b), o(h.imag(), -h.real());  // o = -i (a - b) / 2
-    X[k * xs] = fct * (e + mul(p.tw_n->at(k, -1), o));
-  }
+    X[k * xs] = fct * (e + mul(C(turn[2 * k], turn[2 * k + 1]), o));
+  };
+  // k = 0 and k = M pair Zt[0] with itself; between them Zt[k] with Zt[M - k] (a loop without index wrapping)
+  if (k0 == 0) bin(0, Zt[0], std::conj(Zt[0]));
+  for (int64_t k = std::max<int64_t>(k0, 1); k < std::min(k1, M); ++k) bin(k, Zt[k], std::conj(Zt[M - k]));
+  if (k1 == M + 1) bin(M, Zt[0], std::conj(Zt[0]));
 }
 
 // C2R, the M-point sequence whose inverse transform holds the output's (even, odd) samples as complex pairs:
@@ -140,7 +141,8 @@ void tangle(const Plan& p, const C* X, int64_t xs, C* Zt, int64_t k0, int64_t k1
   for (int64_t k = k0; k < k1; ++k) {
     C a = X[k * xs], b = std::conj(X[(M - k) * xs]);
     if (k == 0) a = C(a.real(), 0.0f), b = C(b.real(), 0.0f);
-    const C e = a + b, o = mul(a - b, p.tw_n->at(k, 1));
+    const C w(p.tw->turn[static_cast<std::size_t>(2 * k)], -p.tw->turn[static_cast<std::size_t>(2 * k + 1)]);
+    const C e = a + b, o = mul(a - b, w);
     Zt[k] = e + C(-o.imag(), o.real());  // e + i o
   }
 }
@@ -272,15 +274,12 @@ bool four_step_applies(DType dt, Kind kind, bool forward, int64_t n, int64_t in_
   if (dt != DType::kComplex64) return false;
   if (kind == Kind::kR2C && (!forward || in_stride != 1)) return false;
   const int64_t M = complex_points(kind, n);
-  return M >= kMinPoints && plan_of(M).M1 > 0;
+  return M >= kMinPoints && M <= kMaxPoints && plan_of(M).M1 > 0;
 }
 
 Status launch_four_step(npu_sim::Stream s, LongLines lines) {
   Plan p = plan_of(complex_points(lines.kind, lines.n));
-  if (p.M1 > 0) {
-    p.tw_m = twiddles_of(p.M);
-    if (lines.kind != Kind::kC2C) p.tw_n = twiddles_of(2 * p.M);
-  }
+  if (p.M1 > 0) p.tw = tables_of(p);
   if (p.M1 == 0 || lines.in_offsets.empty() || lines.in_offsets.size() != lines.out_offsets.size()) {
     return Status::kInvalidValue;
   }
