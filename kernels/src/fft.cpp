@@ -1,5 +1,5 @@
 // FFT kernels: a transform as a sequence of one-axis passes, each one launch whose blocks split the lines of
-// the axis and run pocketfft on their share (see npu_kernels/fft.h); long complex64 lines take the four-step
+// the axis and run pocketfft on their share (see npu_kernels/fft.h); long lines take the four-step
 // path of fft_long.cpp instead.
 #include "npu_kernels/fft.h"
 
@@ -226,7 +226,7 @@ Status execute(npu_sim::Stream s, const Transform& t, const void* in, void* out,
   for (const Pass& p : passes) {
     const auto axis = static_cast<std::size_t>(p.axis);
     const Status st = detail::four_step_applies(t.dtype, p.kind, p.forward, p.shape[axis], p.in_strides[axis])
-                          ? detail::launch_four_step(s, long_lines(p))
+                          ? detail::launch_four_step(s, t.dtype, long_lines(p))
                           : launch_pass(s, t.dtype, p);
     if (st != Status::kSuccess) return st;
   }

@@ -1,4 +1,4 @@
-// Private to kernels/: long complex64 FFT lines by the four-step (Bailey) split, M = M1 x M2 points as M2
+// Private to kernels/: long FFT lines by the four-step (Bailey) split, M = M1 x M2 points as M2
 // transforms of M1 points down the columns, a twiddle, M1 transforms of M2 points along the rows written
 // transposed. Every sub-transform is short enough for pocketfft's across-lines SIMD to stay in cache, and the
 // steps of one line split over the AI cores (pocketfft alone runs a line on one core, out of cache).
@@ -24,13 +24,13 @@ struct LongLines {
   std::vector<int64_t> in_offsets, out_offsets;
 };
 
-// True if a complex64 pass of n-point lines takes the four-step path: the complex length (n, or n / 2 for the
+// True if a pass of n-point lines takes the four-step path: the complex length (n, or n / 2 for the
 // real transforms) has a factor pair M1 x M2 near its square root, and is long enough to pay for it. R2C needs
 // a contiguous real input (read as complex pairs) and runs forward only.
 bool four_step_applies(DType dt, Kind kind, bool forward, int64_t n, int64_t in_stride);
 
 // Enqueues the lines on `s`: one line as three or four launches that each split it over the cores, several
 // lines as one launch whose blocks run whole lines.
-npu_sim::Status launch_four_step(npu_sim::Stream s, LongLines lines);
+npu_sim::Status launch_four_step(npu_sim::Stream s, DType dt, LongLines lines);
 
 }  // namespace npu_kernels::fft::detail

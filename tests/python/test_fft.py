@@ -157,18 +157,22 @@ def launched(fn):
 
 
 def close_to_cpu(got, want, n):
-    # float32 FFTs of n points: errors grow with log n on the largest magnitude (sum of n unit-variance terms ~ n)
+    # FFTs of n points: errors grow with log n on the largest magnitude (sum of n unit-variance terms ~ n); want is
+    # the float64 / complex128 result of the same input
+    eps = 3e-7 if got.dtype in (torch.float32, torch.complex64) else 1e-15
     err = (got.cpu().to(want.dtype) - want).abs().max().item()
-    assert err <= 3e-7 * (1 + torch.log2(torch.tensor(float(n))).item()) * want.abs().max().item(), err
+    assert err <= eps * (1 + torch.log2(torch.tensor(float(n))).item()) * want.abs().max().item(), err
 
 
+@pytest.mark.parametrize("real", [torch.float32, torch.float64])
 @pytest.mark.parametrize("n", [1 << 16, 1 << 17, 3 << 15])
-def test_one_long_line_splits_over_the_cores(n):
-    # complex64 lines of >= 2^15 complex points run the four-step split (columns, twiddle, rows written transposed,
+def test_one_long_line_splits_over_the_cores(n, real):
+    # lines of >= 2^15 complex points (float32 and float64) run the four-step split (columns, twiddle, rows written transposed,
     # then the real transforms' untangling), each step a launch over the cores; the same numbers as CPU's FFT, in
     # every kind of pass, every norm, a strided input and output, and DC / Nyquist imaginary parts irfft ignores.
-    x = rand(n, dtype=torch.float32, seed=n)
-    z = rand(n, dtype=torch.complex64, seed=n + 1)
+    cplx = real.to_complex()
+    x = rand(n, dtype=real, seed=n)
+    z = rand(n, dtype=cplx, seed=n + 1)
     got, kernels = launched(lambda: torch.fft.rfft(x.npu()))
     assert kernels == ["fft_four_step_columns", "fft_four_step_rows", "fft_r2c_untangle"], kernels
     close_to_cpu(got, torch.fft.rfft(x.double()), n)
@@ -184,11 +188,11 @@ def test_one_long_line_splits_over_the_cores(n):
             got, kernels = launched(lambda: fn(z.npu(), norm=norm))
             assert kernels == ["fft_four_step_columns", "fft_four_step_rows"], kernels
             close_to_cpu(got, fn(z.to(torch.complex128), norm=norm), n)
-    wide = rand(2 * n, dtype=torch.complex64, seed=3)
-    out = torch.empty(2 * n, dtype=torch.complex64, device="npu")[::2]  # a strided output
+    wide = rand(2 * n, dtype=cplx, seed=3)
+    out = torch.empty(2 * n, dtype=cplx, device="npu")[::2]  # a strided output
     torch.fft.fft(wide.npu()[::2], out=out)
     close_to_cpu(out, torch.fft.fft(wide[::2].to(torch.complex128)), n)
-    y = rand(n, 3, dtype=torch.complex64, seed=4)  # three lines along dim 0, stride 3: one launch, whole lines
+    y = rand(n, 3, dtype=cplx, seed=4)  # three lines along dim 0, stride 3: one launch, whole lines
     got, kernels = launched(lambda: torch.fft.fft(y.npu(), dim=0))
     assert kernels == ["fft_c2c"], kernels
     close_to_cpu(got, torch.fft.fft(y.to(torch.complex128), dim=0), n)
