@@ -11,14 +11,15 @@
 // against 2.6's 316-593 (AMX brgemm); on Zen 4 the two are equal (bf16 483-487, fp32 216-217 GFLOP/s).
 //
 // Threading: each AI-core thread calls oneDNN on its own slice of C with OpenMP held to one thread in
-// that thread (the core pool is the parallelism, as for OpenBLAS). Primitives come from oneDNN's own
-// primitive cache (~3-9 us a lookup); each core thread keeps its own oneDNN stream and scratchpad
+// that thread (the core pool is the parallelism, as for OpenBLAS). Each core thread keeps its matmul primitives by
+// shape (matmul_for: no primitive-descriptor dispatch per call), its own oneDNN stream and scratchpad
 // (dnnl_context.h; user-managed scratchpad, so no state is shared between concurrent executions).
 // NPU_SIM_GEMM_DNNL=0, a build without oneDNN, or a CPU on which oneDNN only has its reference kernel
 // (dnnl_ready() false) leave bf16 on the staged path and fp32 on OpenBLAS; fp16 takes the staged path
 // wherever oneDNN has no JIT fp16 matmul (dnnl_f16_name() null: CPUs without AVX512-FP16).
 #include <cstdlib>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "gemm_tiling.h"
@@ -105,19 +106,58 @@ bool dnnl_ready() { return state().ready; }
 const char* dnnl_name() { return state().name.c_str(); }
 
 namespace {
+
+// A matmul ready to run: the primitive and its operands' descriptors.
+struct Matmul {
+  dnnl::matmul prim;
+  memory::desc src, weights, dst, scratchpad;
+};
+
+// Everything a matmul's primitive depends on.
+struct MatmulKey {
+  memory::data_type dt, dst_dt;
+  bool ta, tb;
+  int64_t m, n, k, lda, ldb, ldc;
+  float alpha, beta;
+  bool operator==(const MatmulKey& o) const {
+    return dt == o.dt && dst_dt == o.dst_dt && ta == o.ta && tb == o.tb && m == o.m && n == o.n && k == o.k &&
+           lda == o.lda && ldb == o.ldb && ldc == o.ldc && alpha == o.alpha && beta == o.beta;
+  }
+};
+struct MatmulKeyHash {
+  std::size_t operator()(const MatmulKey& key) const {
+    std::size_t h = static_cast<std::size_t>(key.dt) * 31 + static_cast<std::size_t>(key.dst_dt);
+    for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc}) h = h * 1000003u ^ static_cast<std::size_t>(v);
+    return h * 4 + (key.ta ? 2 : 0) + (key.tb ? 1 : 0);
+  }
+};
+
+// The core thread's matmuls by shape. Building the primitive descriptor is oneDNN's implementation dispatch
+// (~20-40 us); its primitive cache only saves the JIT after it, so small GEMMs (the GPT-mini's 512 x 128 x 384
+// bf16 linear: ~70 us in all) paid it on every call. Owned by one core thread: no lock. Cleared when full.
+Matmul& matmul_for(const MatmulKey& key) {
+  thread_local std::unordered_map<MatmulKey, Matmul, MatmulKeyHash> cache;
+  constexpr std::size_t kMaxEntries = 512;
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= kMaxEntries) cache.clear();
+  const auto pd = matmul_pd(dnnl_engine(), key.dt, key.ta, key.tb, key.m, key.n, key.k, key.alpha, key.lda, key.ldb,
+                            key.beta, key.ldc, key.dst_dt);
+  Matmul mm{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()};
+  return cache.emplace(key, std::move(mm)).first->second;
+}
+
 void dnnl_gemm(memory::data_type dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc,
                memory::data_type dst_dt = memory::data_type::undef) {
   DnnlCoreThread& t = DnnlCoreThread::mine();
   const dnnl::engine& eng = dnnl_engine();
-  const auto pd = matmul_pd(eng, dt, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, dst_dt);
-  const dnnl::matmul prim(pd);  // from oneDNN's primitive cache after the first call of a shape
-  const memory::desc sd = pd.scratchpad_desc();
-  memory ma(pd.src_desc(), eng, const_cast<void*>(a));
-  memory mb(pd.weights_desc(), eng, const_cast<void*>(b));
-  memory mc(pd.dst_desc(), eng, c);
-  memory ms(sd, eng, t.take(0, sd.get_size()));
-  prim.execute(t.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, ms}});
+  const Matmul& mm = matmul_for({dt, dst_dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta});
+  memory ma(mm.src, eng, const_cast<void*>(a));
+  memory mb(mm.weights, eng, const_cast<void*>(b));
+  memory mc(mm.dst, eng, c);
+  memory ms(mm.scratchpad, eng, t.take(0, mm.scratchpad.get_size()));
+  mm.prim.execute(t.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, ms}});
   t.stream.wait();
 }
 }  // namespace
