@@ -203,14 +203,63 @@ void staged_out(DnnlCoreThread& t, memory result, const memory::desc& user, void
 
 memory scratchpad(DnnlCoreThread& t, const memory::desc& d) { return memory(d, engine(), t.take(3, d.get_size())); }
 
+// A pass's primitive and the layouts it wants, by role: forward (a, b, out) = (src, weights, dst); backward data
+// (diff_dst, weights, diff_src); backward weights (src, diff_dst, diff_weights).
+struct Prepared {
+  dnnl::primitive prim;
+  memory::desc a, b, out, scratch;
+  bool jit;  // a JIT implementation, not oneDNN's reference loop
+};
+
+// The core thread's prepared passes by everything they depend on (the pass, the slice's user layouts, the
+// geometry). Building the primitive descriptors is oneDNN's implementation dispatch, and a backward pass builds
+// a forward one too as its hint: tens of microseconds per slice per call before. Owned by one core thread.
+const Prepared& prepared(ConvPass pass, const ConvNd& a, const SliceMem& m) {
+  struct Entry {
+    ConvPass pass;
+    bool bias;
+    memory::desc x, w, y, b;
+    memory::dims strides, dilates, pad_l, pad_r;
+    Prepared p;
+  };
+  thread_local std::vector<Entry> cache;
+  constexpr std::size_t kMaxEntries = 64;
+  const Geometry g = geometry(a);
+  const bool bias = pass == ConvPass::kForward && m.bp != nullptr;
+  for (const Entry& e : cache) {
+    if (e.pass == pass && e.bias == bias && e.x == m.x && e.w == m.w && e.y == m.y && (!bias || e.b == m.bias) &&
+        e.strides == g.strides && e.dilates == g.dilates && e.pad_l == g.pad_l && e.pad_r == g.pad_r) {
+      return e.p;
+    }
+  }
+  if (cache.size() >= kMaxEntries) cache.clear();
+  Prepared p;
+  if (pass == ConvPass::kForward) {
+    const auto pd = forward_pd(a, m, bias);
+    p = {dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(),
+         jit(pd)};
+  } else if (pass == ConvPass::kBackwardInput) {
+    const auto pd = backward_data_pd(a, m);
+    p = {dnnl::convolution_backward_data(pd), pd.diff_dst_desc(), pd.weights_desc(), pd.diff_src_desc(),
+         pd.scratchpad_desc(), jit(pd)};
+  } else {
+    const auto pd = backward_weights_pd(a, m);
+    p = {dnnl::convolution_backward_weights(pd), pd.src_desc(), pd.diff_dst_desc(), pd.diff_weights_desc(),
+         pd.scratchpad_desc(), jit(pd)};
+  }
+  cache.push_back({pass, bias, m.x, m.w, m.y, bias ? m.bias : memory::desc(), g.strides, g.dilates, g.pad_l,
+                   g.pad_r, std::move(p)});
+  return cache.back().p;
+}
+
 void run_slice(ConvPass pass, const ConvNd& a, const Slice& s) {
   DnnlCoreThread& t = DnnlCoreThread::mine();
   const SliceMem m = slice_mem(a, s);
+  const Prepared& pd = prepared(pass, a, m);
   if (pass == ConvPass::kForward) {
-    const auto pd = forward_pd(a, m, m.bp != nullptr);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, staged_in(t, 0, m.x, m.xp, pd.src_desc())},
-                                         {DNNL_ARG_WEIGHTS, staged_in(t, 1, m.w, m.wp, pd.weights_desc())},
-                                         {DNNL_ARG_SCRATCHPAD, scratchpad(t, pd.scratchpad_desc())}};
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, staged_in(t, 0, m.x, m.xp, pd.a)},
+                                         {DNNL_ARG_WEIGHTS, staged_in(t, 1, m.w, m.wp, pd.b)},
+                                         {DNNL_ARG_SCRATCHPAD, scratchpad(t, pd.scratch)}};
     if (m.bp != nullptr) {  // the bias slice, dense (oneDNN's kernels ignore a 1-D stride: 0 and 2 read wrong)
       const std::size_t es = elem_size(a.dtype);
       auto* dense = static_cast<unsigned char*>(t.take(4, static_cast<std::size_t>(s.o) * es));
@@ -218,27 +267,23 @@ void run_slice(ConvPass pass, const ConvNd& a, const Slice& s) {
         std::memcpy(dense + i * es, static_cast<const unsigned char*>(m.bp) + i * a.bias_stride * es, es);
       args.emplace(DNNL_ARG_BIAS, memory(m.bias, engine(), dense));
     }
-    memory dst = result_mem(t, 2, m.y, m.yp, pd.dst_desc());
+    memory dst = result_mem(t, 2, m.y, m.yp, pd.out);
     args.emplace(DNNL_ARG_DST, dst);
-    dnnl::convolution_forward(pd).execute(t.stream, args);
+    pd.prim.execute(t.stream, args);
     staged_out(t, dst, m.y, m.yp);
   } else if (pass == ConvPass::kBackwardInput) {
-    const auto pd = backward_data_pd(a, m);
-    memory dx = result_mem(t, 2, m.x, m.xp, pd.diff_src_desc());
-    dnnl::convolution_backward_data(pd).execute(
-        t.stream, {{DNNL_ARG_DIFF_DST, staged_in(t, 0, m.y, m.yp, pd.diff_dst_desc())},
-                   {DNNL_ARG_WEIGHTS, staged_in(t, 1, m.w, m.wp, pd.weights_desc())},
-                   {DNNL_ARG_DIFF_SRC, dx},
-                   {DNNL_ARG_SCRATCHPAD, scratchpad(t, pd.scratchpad_desc())}});
+    memory dx = result_mem(t, 2, m.x, m.xp, pd.out);
+    pd.prim.execute(t.stream, {{DNNL_ARG_DIFF_DST, staged_in(t, 0, m.y, m.yp, pd.a)},
+                               {DNNL_ARG_WEIGHTS, staged_in(t, 1, m.w, m.wp, pd.b)},
+                               {DNNL_ARG_DIFF_SRC, dx},
+                               {DNNL_ARG_SCRATCHPAD, scratchpad(t, pd.scratch)}});
     staged_out(t, dx, m.x, m.xp);
   } else {
-    const auto pd = backward_weights_pd(a, m);
-    memory dw = result_mem(t, 2, m.w, m.wp, pd.diff_weights_desc());
-    dnnl::convolution_backward_weights(pd).execute(
-        t.stream, {{DNNL_ARG_SRC, staged_in(t, 0, m.x, m.xp, pd.src_desc())},
-                   {DNNL_ARG_DIFF_DST, staged_in(t, 1, m.y, m.yp, pd.diff_dst_desc())},
-                   {DNNL_ARG_DIFF_WEIGHTS, dw},
-                   {DNNL_ARG_SCRATCHPAD, scratchpad(t, pd.scratchpad_desc())}});
+    memory dw = result_mem(t, 2, m.w, m.wp, pd.out);
+    pd.prim.execute(t.stream, {{DNNL_ARG_SRC, staged_in(t, 0, m.x, m.xp, pd.a)},
+                               {DNNL_ARG_DIFF_DST, staged_in(t, 1, m.y, m.yp, pd.b)},
+                               {DNNL_ARG_DIFF_WEIGHTS, dw},
+                               {DNNL_ARG_SCRATCHPAD, scratchpad(t, pd.scratch)}});
     staged_out(t, dw, m.w, m.wp);
   }
   t.stream.wait();
@@ -324,14 +369,11 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_si
     const int64_t channels = pass == ConvPass::kBackwardInput ? a.in_channels : a.out_channels;
     plan.units = std::min<int64_t>(threads, std::max<int64_t>(1, channels / 16));
   }
-  // Plan on this thread: every slice shape must have a JIT implementation (else the tiled path runs).
+  // Plan on this thread: every slice shape must have a JIT implementation (else the tiled path runs); the
+// primitives prepared here stay in this thread's cache (the core threads prepare their own).
   try {
     for (int64_t u = 0; u < std::min<int64_t>(plan.units, 2); ++u) {
-      const SliceMem m = slice_mem(a, plan.slice(a, u));
-      const bool ok = pass == ConvPass::kForward        ? jit(forward_pd(a, m, m.bp != nullptr))
-                      : pass == ConvPass::kBackwardInput ? jit(backward_data_pd(a, m))
-                                                         : jit(backward_weights_pd(a, m));
-      if (!ok) return false;
+      if (!prepared(pass, a, slice_mem(a, plan.slice(a, u))).jit) return false;
     }
   } catch (const dnnl::error&) {
     return false;
