@@ -219,12 +219,44 @@ Status launch_batched(npu_sim::Stream s, std::shared_ptr<const LongLines> l, con
   });
 }
 
+// The split path's two M-point buffers, held by its launches until the last one finishes, then kept for the next
+// call: a fresh 8 MB allocation (2^20 real points) is fresh pages, and faulting them in cost 1-3 ms a call, as
+// much as the transform. At most kKept buffers are kept, each reused for any request it is large enough for.
+template <class C>
+std::shared_ptr<C> scratch_buffer(std::size_t count) {
+  struct Pool {
+    std::mutex mu;
+    std::vector<std::unique_ptr<std::vector<C>>> free;  // guarded by mu
+  };
+  static Pool* pool = new Pool;  // never destroyed: a launch may still return a buffer at exit
+  constexpr std::size_t kKept = 4;
+  std::unique_ptr<std::vector<C>> buf;
+  {
+    std::lock_guard<std::mutex> lock(pool->mu);
+    for (auto& f : pool->free) {
+      if (f->size() >= count) {
+        buf = std::move(f);
+        f = std::move(pool->free.back());
+        pool->free.pop_back();
+        break;
+      }
+    }
+  }
+  if (!buf) buf = std::make_unique<std::vector<C>>(count);
+  std::vector<C>* raw = buf.release();
+  return std::shared_ptr<C>(raw->data(), [raw](C*) {
+    std::unique_ptr<std::vector<C>> back(raw);
+    std::lock_guard<std::mutex> lock(pool->mu);
+    if (pool->free.size() < kKept) pool->free.push_back(std::move(back));
+  });
+}
+
 // One line: each step a launch over the cores, in stream order (the barrier between them). Columns and rows go
 // in groups of kGroup, pocketfft's SIMD width across lines.
 template <class R, class C = std::complex<R>>
 Status launch_split(npu_sim::Stream s, std::shared_ptr<const LongLines> l, const Plan<R>& p) {
-  auto scratch = std::make_shared<std::vector<C>>(static_cast<std::size_t>(l->kind == Kind::kC2C ? p.M : 2 * p.M));
-  C* A = scratch->data();
+  auto scratch = scratch_buffer<C>(static_cast<std::size_t>(l->kind == Kind::kC2C ? p.M : 2 * p.M));
+  C* A = scratch.get();
   C* B = l->kind == Kind::kC2C ? nullptr : A + p.M;
   const auto* in = static_cast<const char*>(l->in) + l->in_offsets[0] * in_size<R>(l->kind);
   auto* out = static_cast<char*>(l->out) + l->out_offsets[0] * out_size<R>(l->kind);
