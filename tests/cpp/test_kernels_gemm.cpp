@@ -306,6 +306,19 @@ uint16_t ref_float_to_half(float f) {
   return bits;
 }
 
+// `edges`, then 200k floats of uniformly random bit patterns (NaNs, infinities and subnormals among them).
+std::vector<float> with_random_floats(std::vector<float> edges, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<uint32_t> any;
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t u = any(gen);
+    float f;
+    std::memcpy(&f, &u, 4);
+    edges.push_back(f);
+  }
+  return edges;
+}
+
 TEST(KernelsGemm, FastHalfConversionsMatchHalf) {
   for (uint32_t bits = 0; bits < 65536; ++bits) {
     Half h;
@@ -323,16 +336,9 @@ TEST(KernelsGemm, FastHalfConversionsMatchHalf) {
     const float ref = ref_half_to_float(h.bits);
     ASSERT_TRUE((std::isnan(ref) && std::isnan(row[bits])) || std::memcmp(&ref, &row[bits], 4) == 0) << bits;
   }
-  std::mt19937 gen(5);
-  std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f, 6.1e-5f,
-                               std::numeric_limits<float>::infinity(), -1e30f, 1.0f + 1.0f / 2048};
-  std::uniform_int_distribution<uint32_t> any;
-  for (int i = 0; i < 200000; ++i) {
-    const uint32_t u = any(gen);
-    float f;
-    std::memcpy(&f, &u, 4);
-    values.push_back(f);
-  }
+  std::vector<float> values = with_random_floats({0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 5.96e-8f, 2.98e-8f,
+                                                  6.1e-5f, std::numeric_limits<float>::infinity(), -1e30f,
+                                                  1.0f + 1.0f / 2048}, 5);
   for (float f : values) {
     if (std::isnan(f)) {  // any NaN narrows to a quiet NaN of its sign
       ASSERT_EQ(Half(f).bits & 0x7e00, 0x7e00) << f;
@@ -386,16 +392,9 @@ void check_engine_rows() {
     const float ref = static_cast<float>(all[i]);
     ASSERT_TRUE((std::isnan(ref) && std::isnan(wide[i])) || std::memcmp(&ref, &wide[i], 4) == 0) << i;
   }
-  std::vector<float> values = {0.0f, -0.0f, 65504.0f, 65520.0f, 5.96e-8f, 2.98e-8f, 1e-40f, 3.4e38f,
-                               std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
-  std::mt19937 gen(11);
-  std::uniform_int_distribution<uint32_t> any;
-  for (int i = 0; i < 200000; ++i) {
-    const uint32_t u = any(gen);
-    float f;
-    std::memcpy(&f, &u, 4);
-    values.push_back(f);
-  }
+  const std::vector<float> values =
+      with_random_floats({0.0f, -0.0f, 65504.0f, 65520.0f, 5.96e-8f, 2.98e-8f, 1e-40f, 3.4e38f,
+                          std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}, 11);
   std::vector<T> narrow(values.size());
   npu_kernels::detail::narrow_row(narrow.data(), values.data(), static_cast<int64_t>(values.size()));
   for (std::size_t i = 0; i < values.size(); ++i) {
