@@ -93,6 +93,12 @@ def test_addmm_alpha_beta_and_inplace(dtype):
     out = torch.empty(0, dtype=dtype).npu()
     torch.addmm(bias.npu(), a.npu(), b.npu(), out=out)
     check(out, torch.addmm, bias, a, b, k=30)
+    # Cin read with a column stride other than 1 (a column broadcast, a transposed matrix): the element loop;
+    # a bias row (column stride 1) is copied by rows
+    col, full_t = rand(12, 1, dtype=dtype, seed=4), rand(9, 12, dtype=dtype, seed=5)
+    check(torch.addmm(col.npu(), a.npu(), b.npu()), torch.addmm, col, a, b, k=30)
+    check(torch.addmm(full_t.npu().t(), a.npu(), b.npu(), beta=2.0),
+          lambda s, x, y: torch.addmm(s.t(), x, y, beta=2.0), full_t, a, b, k=30)
 
 
 CUBE_CASES = """
