@@ -22,13 +22,15 @@ namespace {
 using npu_sim::Status;
 
 constexpr int64_t kMinPoints = int64_t{1} << 15;  // shorter lines stay in cache as one pocketfft call
-constexpr int64_t kMaxPoints = int64_t{1} << 21;  // longer ones too: their twiddle tables would pass 32 MB
+constexpr std::size_t kMaxTableBytes = std::size_t{32} << 20;  // one length's tables; longer lines stay whole
+constexpr std::size_t kMaxCachedBytes = std::size_t{64} << 20;  // all lengths' tables together
 constexpr int64_t kGroup = 16;                    // pocketfft's across-lines SIMD width (float, AVX-512)
 
 // The twiddles of an M-point split, as (re, im) pairs of R from double angles: the grid
 // w_M^(k1 n2) row-major M1 x M2 (the columns step multiplies row k1 of its block by row k1 here: a contiguous,
 // vectorised complex product), and the half turn w_2M^k for k in [0, M] (the real kinds' untangling). Built
-// once per M and R and cached (4 M sizeof(R) bytes; M <= kMaxPoints). A running product w *= step was a
+// once per M and R and cached (4 M sizeof(R) bytes; at most kMaxTableBytes, and the cache is emptied when the
+// lengths it holds pass kMaxCachedBytes). A running product w *= step was a
 // latency-bound chain (~16 cycles a point) that drifted; std::complex<double> tables were repacked through the
 // stack (a store-forwarding stall per twiddle).
 template <class R>
@@ -43,12 +45,23 @@ struct Plan {
 };
 
 template <class R>
+std::size_t table_bytes(int64_t M) {
+  return 4 * static_cast<std::size_t>(M + 1) * sizeof(R);
+}
+
+template <class R>
 std::shared_ptr<const Tables<R>> tables_of(const Plan<R>& p) {
   static std::mutex mu;
   static std::map<int64_t, std::shared_ptr<const Tables<R>>> cache;  // guarded by mu; a few lengths in practice
+  static std::size_t cached_bytes = 0;                                   // guarded by mu
   std::lock_guard<std::mutex> lock(mu);
+  if (cache.count(p.M) == 0 && cached_bytes + table_bytes<R>(p.M) > kMaxCachedBytes) {
+    cache.clear();  // launches in flight hold their tables
+    cached_bytes = 0;
+  }
   auto& slot = cache[p.M];
   if (!slot) {
+    cached_bytes += table_bytes<R>(p.M);
     auto t = std::make_shared<Tables<R>>();
     const double unit = -2.0 * M_PI / static_cast<double>(p.M);
     t->grid.resize(static_cast<std::size_t>(2 * p.M));
@@ -208,11 +221,13 @@ Status launch_batched(npu_sim::Stream s, std::shared_ptr<const LongLines> l, con
   return parallel_for(s, name, count, 1, [l, p](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
     thread_local std::vector<C> buffers;  // the core thread's UB stand-in: 2 M points, reused across launches
     buffers.resize(static_cast<std::size_t>(2 * p.M));
+    constexpr std::size_t kKeptBytes = std::size_t{8} << 20;  // larger ones are given back after the block
     for (int64_t i = b; i < e; ++i) {
       const char* in = static_cast<const char*>(l->in) + l->in_offsets[i] * in_size<R>(l->kind);
       char* out = static_cast<char*>(l->out) + l->out_offsets[i] * out_size<R>(l->kind);
       one_line(*l, p, in, out, buffers.data(), buffers.data() + p.M);
     }
+    if (buffers.size() * sizeof(C) > kKeptBytes) std::vector<C>().swap(buffers);
     const auto lines = static_cast<uint64_t>(e - b);
     const uint64_t bytes = lines * static_cast<uint64_t>(p.M) * sizeof(C);
     npu_sim::record_traffic(ctx, bytes, bytes, 0, lines * (step_flops(p.M, p.M) + 10 * static_cast<uint64_t>(p.M)));
@@ -321,7 +336,8 @@ bool four_step_applies(DType dt, Kind kind, bool forward, int64_t n, int64_t in_
   if (dt != DType::kComplex64 && dt != DType::kComplex128) return false;
   if (kind == Kind::kR2C && (!forward || in_stride != 1)) return false;
   const int64_t M = complex_points(kind, n);
-  return M >= kMinPoints && M <= kMaxPoints && plan_of(M).M1 > 0;
+  const std::size_t bytes = dt == DType::kComplex64 ? table_bytes<float>(M) : table_bytes<double>(M);
+  return M >= kMinPoints && bytes <= kMaxTableBytes && plan_of(M).M1 > 0;
 }
 
 Status launch_four_step(npu_sim::Stream s, DType dt, LongLines lines) {

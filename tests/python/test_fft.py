@@ -210,6 +210,11 @@ def test_long_lines_without_a_factor_pair_stay_whole():
     got, kernels = launched(lambda: torch.fft.rfft(x.npu()))
     assert kernels == ["fft_r2c"], kernels
     close_to_cpu(got, torch.fft.rfft(x.double()), n)
+    # 2^21 complex128 points: the length's twiddle tables would pass 32 MB, so this line stays whole too
+    z = rand(1 << 21, dtype=torch.complex128, seed=8)
+    got, kernels = launched(lambda: torch.fft.fft(z.npu()))
+    assert kernels == ["fft_c2c"], kernels
+    close_to_cpu(got, torch.fft.fft(z), 1 << 21)
 
 
 def test_fftshift_and_frequencies():
