@@ -236,7 +236,8 @@ Status launch_batched(npu_sim::Stream s, std::shared_ptr<const LongLines> l, con
 
 // The split path's two M-point buffers, held by its launches until the last one finishes, then kept for the next
 // call: a fresh 8 MB allocation (2^20 real points) is fresh pages, and faulting them in cost 1-3 ms a call, as
-// much as the transform. At most kKept buffers are kept, each reused for any request it is large enough for.
+// much as the transform. At most kKept buffers of at most kKeptBytes are kept, each reused for any request it is
+// large enough for.
 template <class C>
 std::shared_ptr<C> scratch_buffer(std::size_t count) {
   struct Pool {
@@ -244,7 +245,7 @@ std::shared_ptr<C> scratch_buffer(std::size_t count) {
     std::vector<std::unique_ptr<std::vector<C>>> free;  // guarded by mu
   };
   static Pool* pool = new Pool;  // never destroyed: a launch may still return a buffer at exit
-  constexpr std::size_t kKept = 4;
+  constexpr std::size_t kKept = 2, kKeptBytes = std::size_t{16} << 20;
   std::unique_ptr<std::vector<C>> buf;
   {
     std::lock_guard<std::mutex> lock(pool->mu);
@@ -262,7 +263,7 @@ std::shared_ptr<C> scratch_buffer(std::size_t count) {
   return std::shared_ptr<C>(raw->data(), [raw](C*) {
     std::unique_ptr<std::vector<C>> back(raw);
     std::lock_guard<std::mutex> lock(pool->mu);
-    if (pool->free.size() < kKept) pool->free.push_back(std::move(back));
+    if (pool->free.size() < kKept && back->size() * sizeof(C) <= kKeptBytes) pool->free.push_back(std::move(back));
   });
 }
 
