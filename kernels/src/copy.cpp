@@ -44,9 +44,9 @@ constexpr int64_t kCopyGrain = 1 << 16;  // as elementwise: a 256 KiB copy is no
 template <typename D, typename S>
 inline void convert_run(D* o, const S* x, int64_t n) {
   if constexpr (is_reduced_float_v<D> && std::is_same_v<S, float>) {
-    detail::float_row_to(o, x, n);
+    detail::narrow_row(o, x, n);
   } else if constexpr (std::is_same_v<D, float> && is_reduced_float_v<S>) {
-    detail::row_to_float(o, x, n);
+    detail::widen_row(o, x, n);
   } else {
     for (int64_t j = 0; j < n; ++j) o[j] = convert<D>(x[j]);
   }

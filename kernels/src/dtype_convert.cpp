@@ -1,7 +1,6 @@
 // The dtype layer's run-time-dispatched row conversions (see dtype_convert.h).
 #include "dtype_convert.h"
 
-#include "npu_kernels/elementwise.h"
 #include "vec16.h"
 
 #include <immintrin.h>

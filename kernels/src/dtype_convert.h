@@ -53,8 +53,7 @@ inline void half_row_to_float(Acc* dst, const uint16_t* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<Acc>(half_bits_to_float(src[i]));
 }
 
-// A contiguous row of fp16 / bf16 to float and back (round to nearest even), F16C for fp16 where the CPU
-// has it: the copy-in / copy-out of the 16-bit vector kernels, converting in registers.
+// A contiguous row of float to fp16 (round to nearest even), F16C where the CPU has it.
 inline void float_row_to_half(uint16_t* dst, const float* src, int64_t n) {
   if (cpu_has_f16c()) {
     float_row_to_half_f16c(dst, src, n);
@@ -62,22 +61,7 @@ inline void float_row_to_half(uint16_t* dst, const float* src, int64_t n) {
   }
   for (int64_t i = 0; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
 }
-template <typename T>  // Half or BFloat16
-inline void row_to_float(float* dst, const T* src, int64_t n) {
-  if constexpr (std::is_same_v<T, Half>) {
-    half_row_to_float(dst, reinterpret_cast<const uint16_t*>(src), n);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_float(src[i].bits);
-  }
-}
-template <typename T>  // Half or BFloat16
-inline void float_row_to(T* dst, const float* src, int64_t n) {
-  if constexpr (std::is_same_v<T, Half>) {
-    float_row_to_half(reinterpret_cast<uint16_t*>(dst), src, n);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i].bits = float_to_bf16_bits(src[i]);
-  }
-}
+// Rows of fp16 / bf16 in registers, 16 lanes at a time: widen_row / narrow_row (npu_kernels/dtype.h).
 
 template <typename Acc, typename T>
 inline Acc load_as(const T& v) {

@@ -65,7 +65,7 @@ void widen_matrix(std::vector<float>& buf, const Half* p, int64_t rows, int64_t 
   // as stored: `rows` x `cols` row-major (ld l.ld), or its transpose column-major; packed densely
   const int64_t lines = l.trans ? cols : rows, len = l.trans ? rows : cols;
   buf.resize(static_cast<std::size_t>(std::max<int64_t>(1, lines * len)));
-  for (int64_t i = 0; i < lines; ++i) row_to_float(buf.data() + i * len, p + i * l.ld, len);
+  for (int64_t i = 0; i < lines; ++i) widen_row(buf.data() + i * len, p + i * l.ld, len);
   *ld = std::max<int64_t>(1, len);
 }
 
@@ -77,14 +77,14 @@ void gemm_half_via_fp32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
   widen_matrix(fb, b, k, n, lb, &ldb);
   fc.resize(static_cast<std::size_t>(std::max<int64_t>(1, m * n)));
   if (beta != 0.0f) {
-    for (int64_t i = 0; i < m; ++i) row_to_float(fc.data() + i * n, c + i * ldc, n);
+    for (int64_t i = 0; i < m; ++i) widen_row(fc.data() + i * n, c + i * ldc, n);
   }
   if (dnnl_ready()) {
     dnnl_gemm_f32(ta, tb, m, n, k, alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(), n);
   } else {
     blas_gemm(ta, tb, m, n, k, alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(), n);
   }
-  for (int64_t i = 0; i < m; ++i) float_row_to(c + i * ldc, fc.data() + i * n, n);
+  for (int64_t i = 0; i < m; ++i) narrow_row(c + i * ldc, fc.data() + i * n, n);
 }
 
 // A GEMM whose operands the library can address in place (fp32, bf16 and fp16: oneDNN, 16-bit accumulating in

@@ -147,7 +147,7 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
   if constexpr (std::is_same_v<In, A>) {
     if (s == 1) r = x; else for (int64_t i = 0; i < n; ++i) buf[i] = x[i * s];
   } else if constexpr (is_reduced_float_v<In>) {
-    if (s == 1) detail::row_to_float(buf, x, n);
+    if (s == 1) detail::widen_row(buf, x, n);
     else for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
   } else {
     for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
@@ -169,7 +169,7 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
   }
   if (direct) return;
   if constexpr (is_reduced_float_v<Out>) {
-    if (s == 1) detail::float_row_to(y, e, n);
+    if (s == 1) detail::narrow_row(y, e, n);
     else for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
@@ -295,7 +295,7 @@ npu_sim::Status softmax_backward(npu_sim::Stream stream, const SoftmaxBackwardDe
                             }
                             if constexpr (is_reduced_float_v<Out>) {
                               if (s == 1) {
-                                detail::float_row_to(gi + off, Y_, d.n);
+                                detail::narrow_row(gi + off, Y_, d.n);
                                 continue;
                               }
                             }
@@ -318,13 +318,13 @@ constexpr int64_t kTile = 64;  // outputs reduced together along a contiguous ke
 // Buffer, so the row statistics run on the vectorised float loops. Null when `slots` rows of n floats do
 // not fit the UB (the caller keeps its per-element loop) or for float rows (read in place).
 template <typename T>
-const float* widen_row(const npu_sim::BlockContext& ctx, int slot, int slots, const T* src, int64_t n) {
+const float* widen_into_ub(const npu_sim::BlockContext& ctx, int slot, int slots, const T* src, int64_t n) {
   if constexpr (!is_reduced_float_v<T>) {
     return nullptr;
   } else {
     if (static_cast<std::size_t>(slots * n) * sizeof(float) > ctx.ub_bytes) return nullptr;
     float* dst = static_cast<float*>(ctx.ub) + slot * n;
-    detail::row_to_float(dst, src, n);
+    detail::widen_row(dst, src, n);
     return dst;
   }
 }
@@ -354,7 +354,7 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
         T* y = static_cast<T*>(d.y) + r * d.N;
         A mean, m2;
         const float* xf = nullptr;  // the row as float: in place, or widened into the UB
-        if constexpr (std::is_same_v<T, float>) xf = x; else xf = widen_row(ctx, 0, 2, x, d.N);
+        if constexpr (std::is_same_v<T, float>) xf = x; else xf = widen_into_ub(ctx, 0, 2, x, d.N);
         if (xf != nullptr) {  // vectorised row statistics
           mean = d.N > 0 ? lane_sum(xf, d.N) / static_cast<A>(d.N) : A(0);
           m2 = lane_sqdev(xf, d.N, static_cast<float>(mean));
@@ -388,7 +388,7 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
           if (xf != nullptr) {  // normalise into the UB in float, copy out rounding once
             float* yf = static_cast<float*>(ctx.ub) + d.N;
             normalise(xf, yf);
-            detail::float_row_to(y, yf, d.N);
+            detail::narrow_row(y, yf, d.N);
           } else {
             normalise(x, y);
           }
@@ -469,8 +469,8 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
           const A sgx = (lane_dot(g, x, d.N) - mean * sg) * rstd;
           const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
           for (int64_t i = 0; i < d.N; ++i) dx[i] = rstd * (g[i] - k1 - (x[i] - mean) * k2);
-        } else if (const float* xf = widen_row(ctx, 0, 3, x, d.N)) {  // 16-bit rows widened into the UB
-          const float* dyf = widen_row(ctx, 1, 3, dy, d.N);
+        } else if (const float* xf = widen_into_ub(ctx, 0, 3, x, d.N)) {  // 16-bit rows widened into the UB
+          const float* dyf = widen_into_ub(ctx, 1, 3, dy, d.N);
           add_params(xf, dyf);
           if (!d.dx) continue;
           float* g = static_cast<float*>(ctx.ub) + 2 * d.N;
@@ -483,7 +483,7 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
           const A sgx = (lane_dot(g, xf, d.N) - mean * sg) * rstd;
           const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
           for (int64_t i = 0; i < d.N; ++i) g[i] = rstd * (g[i] - k1 - (xf[i] - mean) * k2);
-          if constexpr (is_reduced_float_v<T>) detail::float_row_to(dx, g, d.N);  // copy-out, rounding once
+          if constexpr (is_reduced_float_v<T>) detail::narrow_row(dx, g, d.N);  // copy-out, rounding once
         } else {
           add_params(x, dy);
           if (!d.dx) continue;

@@ -114,6 +114,15 @@ constexpr bool is_complex_v = std::is_same_v<T, std::complex<float>> || std::is_
 template <typename T>
 constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;  // fp16, bf16
 
+namespace detail {
+// Contiguous fp16 / bf16 rows to float and back, rounding to nearest even, 16 lanes at a time in registers
+// (defined in kernels/src/dtype_convert.cpp): the copy-in / copy-out of every 16-bit row kernel.
+void widen_row(float* dst, const Half* src, int64_t n);
+void widen_row(float* dst, const BFloat16* src, int64_t n);
+void narrow_row(Half* dst, const float* src, int64_t n);
+void narrow_row(BFloat16* dst, const float* src, int64_t n);
+}  // namespace detail
+
 // Value conversion between element types with PyTorch's rules (complex -> real keeps the real part,
 // anything -> bool is "!= 0").
 template <typename To, typename From>

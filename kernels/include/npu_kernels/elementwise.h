@@ -144,13 +144,6 @@ __attribute__((flatten)) inline void write_run(Out* out, int64_t n, bool stream,
   stream_fence();
 }
 
-// Contiguous fp16 / bf16 rows to float and back, rounding to nearest even, 16 lanes at a time in registers
-// (defined in dtype_convert.cpp): the copy-in / copy-out of the engine's 16-bit runs.
-void widen_row(float* dst, const Half* src, int64_t n);
-void widen_row(float* dst, const BFloat16* src, int64_t n);
-void narrow_row(Half* dst, const float* src, int64_t n);
-void narrow_row(BFloat16* dst, const float* src, int64_t n);
-
 // A contiguous 16-bit run (inputs and output fp16 or bf16 alike), as the Vector unit does it: copy each
 // input's tile in widened to fp32, apply f over fp32 tiles, round the tile out once. GCC vectorises no
 // per-element fp16 conversion (the scalar bit arithmetic of Half cost 2-3x against bf16 here), and in
