@@ -71,15 +71,22 @@ double exp_square(double x) {
 
 }  // namespace
 
+// From 2^27 on, J and Y are Hankel's expansion (bessel_jy_far), whose first omitted term is below 1e-17 there:
+// libstdc++'s own asymptotic form (like ATen's) rounds its phase x - pi/4 to double, an error of ulp(x) / 2 that
+// reaches ~1e-8 of the amplitude at 2^27, ~1e-5 at 2^40 and all of it from ~1e15.
+constexpr double kBesselFar = 134217728.0;
+
 // ATen returns NaN at +-inf for the Bessel functions of the first and second kind; libstdc++ throws
 // std::domain_error for a negative argument, so the symmetry J_n(-x) = (-1)^n J_n(x) is applied here.
 double bessel_j0(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
+  if (std::fabs(x) >= kBesselFar) return bessel_jy_far(0, false, x);
   return guarded([&] { return std::cyl_bessel_j(0.0, std::fabs(x)); });
 }
 
 double bessel_j1(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
+  if (std::fabs(x) >= kBesselFar) return bessel_jy_far(1, false, x);
   const double v = guarded([&] { return std::cyl_bessel_j(1.0, std::fabs(x)); });
   return x < 0 ? -v : v;
 }
@@ -87,13 +94,27 @@ double bessel_j1(double x) {
 double bessel_y0(double x) {
   if (std::isnan(x) || std::isinf(x) || x < 0) return kNaN;
   if (x == 0) return -kInf;
+  if (x >= kBesselFar) return bessel_jy_far(0, true, x);
   return guarded([&] { return std::cyl_neumann(0.0, x); });
 }
 
 double bessel_y1(double x) {
   if (std::isnan(x) || std::isinf(x) || x < 0) return kNaN;
   if (x == 0) return -kInf;
+  if (x >= kBesselFar) return bessel_jy_far(1, true, x);
   return guarded([&] { return std::cyl_neumann(1.0, x); });
+}
+
+// Hankel's expansion to its 1/a term: J = A (cos chi - Q sin chi), Y = A (sin chi + Q cos chi), A = sqrt(2 / (pi
+// a)), chi = a - (2 nu + 1) pi/4, Q = (4 nu^2 - 1) / (8 a); the next terms are O(1/a^2). cos and sin of
+// chi come from libm's exactly reduced cos and sin of a: a - pi/4 in double would round away the phase.
+double bessel_jy_far(int nu, bool second_kind, double x) {
+  if (std::isnan(x) || std::isinf(x) || (second_kind && x < 0)) return kNaN;
+  const double a = std::fabs(x), c = std::cos(a), s = std::sin(a);
+  const double cos_chi = (nu == 0 ? c + s : s - c) / kSqrt2, sin_chi = (nu == 0 ? s - c : -(c + s)) / kSqrt2;
+  const double q = (4.0 * nu * nu - 1) / (8 * a), amplitude = std::sqrt(2 / (kPi * a));
+  const double v = amplitude * (second_kind ? sin_chi + q * cos_chi : cos_chi - q * sin_chi);
+  return nu == 1 && !second_kind && x < 0 ? -v : v;
 }
 
 double modified_bessel_i0(double x) {

@@ -18,6 +18,9 @@ double modified_bessel_k0(double x);
 double modified_bessel_k1(double x);
 double scaled_modified_bessel_k0(double x);  // exp(x) K0(x)
 double scaled_modified_bessel_k1(double x);  // exp(x) K1(x)
+// J_nu or (second_kind) Y_nu, nu = 0 or 1, for large |x| (from 2^27 on in double, 2^40 in float): Hankel's
+// expansion to its 1/x term.
+double bessel_jy_far(int nu, bool second_kind, double x);
 double spherical_bessel_j0(double x);
 double airy_ai(double x);
 double erfcx(double x);     // exp(x^2) erfc(x)

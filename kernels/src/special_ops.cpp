@@ -1,6 +1,10 @@
-// The special-function ops of the pointwise catalogue over the elementwise engine: each element is widened to
-// double, evaluated by special_functions.cpp and rounded once into the output dtype.
+// The special-function ops of the pointwise catalogue over the elementwise engine: float32 / float16 / bfloat16
+// elements of the Bessel functions and ndtri by the vectorised float kernels of special_float.h; the rest, and
+// float64, widened to double, evaluated by special_functions.cpp and rounded once into the output dtype.
+#include <optional>
+
 #include "pointwise_common.h"
+#include "special_float.h"
 #include "special_functions.h"
 
 namespace npu_kernels {
@@ -53,6 +57,37 @@ double (*unary_function(UnaryOp op))(double) {
   }
 }
 
+// J_nu / Y_nu in float: beyond |x| = 2^40 the elements go to the double leading term one at a time.
+template <int Nu, bool SecondKind>
+struct BesselJYFloat {
+  float operator()(float x) const { return bessel_jy_float<Nu, SecondKind>(x); }
+  bool exceptional(float x) const { return bessel_jy_exceptional(x); }
+  float exact(float x) const { return static_cast<float>(bessel_jy_far(Nu, SecondKind, x)); }
+};
+
+// go(functor) for the ops with a float kernel in special_float.h, nullopt for the others.
+template <typename Go>
+std::optional<npu_sim::Status> float_kernel(UnaryOp op, Go&& go) {
+  switch (op) {
+    case UnaryOp::kI0:
+    case UnaryOp::kModifiedBesselI0: return go([](float x) { return bessel_i_float<0, false>(x); });
+    case UnaryOp::kI1:
+    case UnaryOp::kModifiedBesselI1: return go([](float x) { return bessel_i_float<1, false>(x); });
+    case UnaryOp::kI0e: return go([](float x) { return bessel_i_float<0, true>(x); });
+    case UnaryOp::kI1e: return go([](float x) { return bessel_i_float<1, true>(x); });
+    case UnaryOp::kModifiedBesselK0: return go([](float x) { return bessel_k_float<0, false>(x); });
+    case UnaryOp::kModifiedBesselK1: return go([](float x) { return bessel_k_float<1, false>(x); });
+    case UnaryOp::kScaledModifiedBesselK0: return go([](float x) { return bessel_k_float<0, true>(x); });
+    case UnaryOp::kScaledModifiedBesselK1: return go([](float x) { return bessel_k_float<1, true>(x); });
+    case UnaryOp::kBesselJ0: return go(BesselJYFloat<0, false>{});
+    case UnaryOp::kBesselJ1: return go(BesselJYFloat<1, false>{});
+    case UnaryOp::kBesselY0: return go(BesselJYFloat<0, true>{});
+    case UnaryOp::kBesselY1: return go(BesselJYFloat<1, true>{});
+    case UnaryOp::kNdtri: return go([](float p) { return ndtri_float(p); });
+    default: return std::nullopt;
+  }
+}
+
 struct PolynomialOf {
   Polynomial kind;
   bool shifted;
@@ -82,6 +117,9 @@ npu_sim::Status special_unary(npu_sim::Stream s, UnaryOp op, const ElementwiseIt
     using In = decltype(tag);
     using C = compute_t<In>;
     auto go = [&](auto f) { return launch_elementwise<In, In, 1>(s, op_name(op), it, f); };
+    if constexpr (std::is_same_v<C, float>) {
+      if (const std::optional<npu_sim::Status> st = float_kernel(op, go)) return *st;
+    }
     if (op == UnaryOp::kPolygamma) {
       if (p.i < 2) return npu_sim::Status::kInvalidValue;
       const int64_t n = p.i;

@@ -93,22 +93,6 @@ TEST(KernelsComplex, TwoStreamsConcurrently) {
   ASSERT_OK(npu_sim::stream_destroy(s2));
 }
 
-npu_kernels::ElementwiseIter flat_iter(int64_t n, DType in, DType out, void* dst, const void* src, size_t out_size,
-                                       size_t in_size) {
-  npu_kernels::ElementwiseIter it;
-  it.ndim = 1;
-  it.shape[0] = n;
-  it.noutputs = 1;
-  it.ninputs = 1;
-  it.in_dtype = in;
-  it.out_dtype = out;
-  it.data[0] = dst;
-  it.data[1] = const_cast<void*>(src);
-  it.strides[0][0] = static_cast<int64_t>(out_size);
-  it.strides[1][0] = static_cast<int64_t>(in_size);
-  return it;
-}
-
 TEST(KernelsComplex, UnaryOpsAndRealAbs) {
   const auto x = random_z(257, 4);
   DeviceBuf<Z> dx(x), dy{std::vector<Z>(x.size())};

@@ -1,4 +1,5 @@
-// gtests of the torch-free special-function, grid_sample, max_unpool and logcumsumexp kernels: special functions
+// gtests of the torch-free special-function (double and the vectorised float kernels, with the elementwise
+// engine's exceptional elements), grid_sample, max_unpool and logcumsumexp kernels: special functions
 // at known values (mpmath / closed forms), grid_sample's input gradient as the exact adjoint of its forward and its
 // grid gradient against central differences, concurrent streams, and the kernel errors of bad unpool indices.
 #include <gtest/gtest.h>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "../../kernels/src/special_functions.h"
+#include "npu_kernels/elementwise.h"
 #include "npu_kernels/grid_sample.h"
+#include "npu_kernels/pointwise.h"
 #include "npu_kernels/pool.h"
 #include "npu_kernels/reduce.h"
 #include "npu_sim/runtime.h"
@@ -99,6 +102,57 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 
 // <grid_sample(x), g> == <x, grad_input(g)>: the input's gradient is the exact adjoint of the forward, for every
 // mode and padding, 2-D and 3-D, and chunked backward blocks (batch 1: several channel chunks per sample).
+// A functor whose fast form is wrong for negative x names them exceptional: the engine evaluates them first
+// (the output may alias the input) and writes them over each vectorised chunk.
+struct TwiceOrExact {
+  float operator()(float x) const { return 2 * x; }
+  bool exceptional(float x) const { return x < 0; }
+  float exact(float x) const { return x - 1000; }
+};
+
+TEST(ElementwiseEngine, ExceptionalElementsInPlaceAcrossChunksFromTwoStreams) {
+  constexpr int64_t n = 70000;  // above the 64K-element grain: two blocks, each many 1024-element chunks
+  auto run = [](bool in_place, int seed) {
+    std::mt19937 gen(seed);
+    std::vector<float> x(n);
+    for (auto& v : x) v = std::uniform_real_distribution<float>(0, 10)(gen);
+    for (int64_t i : {int64_t{0}, int64_t{1023}, int64_t{1024}, int64_t{2047}, int64_t{65535}, int64_t{65536}, n - 1})
+      x[i] = -static_cast<float>(i) - 1;
+    for (int k = 0; k < 300; ++k) x[gen() % n] = -7.0f;
+    npu_sim::Stream s = nullptr;
+    ASSERT_OK(npu_sim::stream_create(0, &s));
+    DeviceBuf<float> in(x), out(std::vector<float>(n, 0.0f));
+    float* dst = in_place ? in.ptr : out.ptr;
+    const npu_kernels::ElementwiseIter it = flat_iter(n, DType::kFloat32, DType::kFloat32, dst, in.ptr, 4, 4);
+    ASSERT_OK((npu_kernels::launch_elementwise<float, float, 1>(s, "test_exceptional", it, TwiceOrExact{})));
+    ASSERT_OK(npu_sim::stream_synchronize(s));
+    const std::vector<float> y = in_place ? in.read() : out.read();
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] < 0 ? x[i] - 1000 : 2 * x[i]) << i;
+    ASSERT_OK(npu_sim::stream_destroy(s));
+  };
+  std::thread t1([&] { run(true, 1); });
+  std::thread t2([&] { run(false, 2); });
+  t1.join();
+  t2.join();
+}
+
+// The float J / Y kernels: exact up to 2^40 by their double reduction, and beyond by bessel_jy_far.
+TEST(SpecialFunctions, FloatBesselHugeArguments) {
+  const std::vector<float> x = {1.0f, 7.5f, 1e9f, 1.0995116e12f, 1099511627776.0f, 3e15f, 1e20f, -1e30f, 3.4e38f};
+  DeviceBuf<float> in(x), out(std::vector<float>(x.size()));
+  ASSERT_OK(npu_kernels::unary(nullptr, npu_kernels::UnaryOp::kBesselJ1,
+                               flat_iter(static_cast<int64_t>(x.size()), DType::kFloat32, DType::kFloat32, out.ptr,
+                                         in.ptr, 4, 4),
+                               {}));
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  const std::vector<float> y = out.read();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double want = sf::bessel_j1(x[i]);  // Hankel's expansion from 2^27 on
+    const double amplitude = std::min(1.0, std::sqrt(2 / (kPi * std::fabs(x[i]))));
+    EXPECT_NEAR(y[i], want, 2e-6 * (std::fabs(want) + amplitude)) << x[i];
+  }
+}
+
 TEST(GridSample, InputGradientIsTheAdjointOfTheForward) {
   using M = npu_kernels::GridInterpolation;
   using P = npu_kernels::GridPadding;

@@ -256,3 +256,87 @@ def test_orthogonal_polynomials(name, native_only):
     nan_x = torch.full((5,), float("nan"), dtype=F64, device="npu")
     got = f(nan_x, torch.tensor([-1.0, 0.0, 1.0, 2.0, 12.0], dtype=F64, device="npu")).cpu()
     assert got[0] == 0 and got[1] == 1 and got[2:].isnan().all(), got
+
+
+# --- float32 kernels (kernels/src/special_float.h): vectorised polynomials, held to mpmath ---
+
+FLOAT_KERNELS = {
+    "bessel_j0": lambda v: mpmath.besselj(0, v), "bessel_j1": lambda v: mpmath.besselj(1, v),
+    "bessel_y0": lambda v: mpmath.bessely(0, v), "bessel_y1": lambda v: mpmath.bessely(1, v),
+    "modified_bessel_i0": lambda v: mpmath.besseli(0, v), "modified_bessel_i1": lambda v: mpmath.besseli(1, v),
+    "i0e": lambda v: mpmath.besseli(0, v) * mpmath.exp(-abs(v)),
+    "i1e": lambda v: mpmath.besseli(1, v) * mpmath.exp(-abs(v)),
+    "modified_bessel_k0": lambda v: mpmath.besselk(0, v), "modified_bessel_k1": lambda v: mpmath.besselk(1, v),
+    "scaled_modified_bessel_k0": lambda v: mpmath.besselk(0, v) * mpmath.exp(v),
+    "scaled_modified_bessel_k1": lambda v: mpmath.besselk(1, v) * mpmath.exp(v),
+}
+
+
+def float_points(name):
+    """Each piece of the kernel, both sides of every switch (2, 5, 8) and the huge arguments of J and Y, whose
+    phase is reduced in double below 2^40 and by libm's exact reduction above."""
+    gen = torch.Generator().manual_seed(11)
+    edges = torch.tensor([2.0, 5.0, 8.0]).float()
+    pts = [torch.rand(800, generator=gen) * 40, 10 ** (torch.rand(200, generator=gen) * 10 - 8),
+           edges, torch.nextafter(edges, torch.zeros(3)), torch.nextafter(edges, torch.full((3,), 9.0))]
+    if name.startswith("bessel"):
+        pts.append(torch.tensor([1e3, 12345.678, 1e6, 1e9, 1.0995116e12, 2.0 ** 40, 3e15, 1e20, 1e30, 3.4e38]))
+    x = torch.cat(pts).float()
+    if not ("_k" in name or name.startswith("bessel_y")):
+        x = torch.cat([x, -x[::3]])
+    return x
+
+
+@pytest.mark.parametrize("name", list(FLOAT_KERNELS))
+def test_float32_kernels_against_mpmath(name, native_only):
+    f = getattr(torch.special, name)
+    x = float_points(name)
+    got = f(x.to("npu")).cpu().double()
+    want = torch.tensor([float(FLOAT_KERNELS[name](mpmath.mpf(v))) for v in x.double().tolist()], dtype=F64)
+    finite = want.abs() < 3.4e38  # I0 / I1 overflow float32 from ~90 on: inf, as CPU's float32 kernel
+    assert torch.isinf(got[~finite]).all()
+    got, want, xs = got[finite], want[finite], x[finite].double().abs()
+    # J and Y: near a zero the error is absolute, a part of the oscillation's amplitude (|J|, |Y| <= sqrt(2 / (pi
+    # x)) beyond the first zeros); CPU's float32 kernels are ~1e-3 of it off there, these 2e-6
+    amplitude = torch.minimum(torch.ones_like(xs), (2 / (torch.pi * xs)).sqrt()) if name.startswith("bessel") else 0
+    excess = (got - want).abs() - (2e-6 * (want.abs() + amplitude) + 3e-45)  # subnormals: a few of their ulps
+    assert excess.max().item() <= 0, (name, x[finite][excess.argmax()].item(), got[excess.argmax()].item(),
+                                      want[excess.argmax()].item())
+
+
+def test_float32_ndtri_against_mpmath(native_only):
+    gen = torch.Generator().manual_seed(12)
+    p = torch.cat([torch.rand(2000, generator=gen), 10 ** (-torch.rand(500, generator=gen) * 45),
+                   1 - torch.rand(300, generator=gen) * 1e-3, torch.tensor([0.075, 0.925, 0.5, 1e-45])]).float()
+    p = p[(p > 0) & (p < 1)]
+    got = torch.special.ndtri(p.to("npu")).cpu().double()
+    with mpmath.workdps(120):
+        want = torch.tensor([float(-mpmath.sqrt(2) * mpmath.erfinv(1 - 2 * mpmath.mpf(v))) for v in p.double().tolist()],
+                            dtype=F64)
+    nonzero = want != 0
+    assert ((got - want).abs()[nonzero] / want.abs()[nonzero]).max().item() <= 1e-6
+    assert (got[~nonzero] == 0).all()
+
+
+def test_float64_bessel_beyond_2_pow_40_against_mpmath(native_only):
+    # where CPU's (and libstdc++'s) asymptotic forms round the phase x - pi/4 to double
+    x = torch.tensor([2.0 ** 40, 3e15, 1e20, 1e30, 1e300], dtype=F64)
+    for name in ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1"):
+        got = getattr(torch.special, name)(x.to("npu")).cpu()
+        want = torch.tensor([float(FLOAT_KERNELS[name](mpmath.mpf(v))) for v in x.tolist()], dtype=F64)
+        close(got, want, rtol=1e-12, atol=0)
+
+
+def test_exceptional_elements_in_place_strided_and_batched(native_only):
+    """The J / Y float kernels hand |x| >= 2^40 to the double path one element at a time, written over the
+    vectorised chunk: the output aliasing the input (out=x), a strided input and chunk borders must hold."""
+    gen = torch.Generator().manual_seed(13)
+    x = torch.rand(5000, generator=gen) * 50
+    x[[0, 1023, 1024, 2500, 4999]] = torch.tensor([1e20, -3e15, 2.0 ** 41, 1e30, -1e25])
+    want = torch.tensor([float(mpmath.besselj(1, mpmath.mpf(v))) for v in x.double().tolist()], dtype=F64)
+    y = x.to("npu")
+    torch.special.bessel_j1(y, out=y)
+    close(y.double(), want, rtol=2e-6, atol=1e-8)
+    strided = torch.stack([x, x]).t().contiguous().to("npu")[:, 1]  # stride 2
+    close(torch.special.bessel_j1(strided).double(), want, rtol=2e-6, atol=1e-8)
+    close(torch.special.bessel_j1(x.view(50, 100).to("npu")).double().flatten(), want, rtol=2e-6, atol=1e-8)

@@ -184,7 +184,118 @@ __attribute__((flatten)) inline void reduced_float_run(T* out, const T* const* i
   if (stream) stream_fence();
 }
 
+// A unary functor whose vectorised form holds only within a range names the elements outside it:
+// f.exceptional(x) is true for them and f.exact(x) evaluates them one at a time (a call inside the main loop
+// would keep it scalar). Such runs go in chunks: the exceptional elements of a chunk are evaluated first (the
+// output may alias the input), the vectorised loop writes the chunk, and they are written over it.
+template <typename F, typename C, typename = void>
+struct has_exceptions : std::false_type {};
+template <typename F, typename C>
+struct has_exceptions<F, C, std::void_t<decltype(std::declval<const F&>().exceptional(std::declval<C>())),
+                                        decltype(std::declval<const F&>().exact(std::declval<C>()))>>
+    : std::true_type {};
+
+template <typename Out, typename In, typename F, typename Run>
+void run_with_exceptions(char* const* ptrs, const int64_t* inner, int64_t n, const F& f, const Run& run) {
+  using C = compute_t<In>;
+  constexpr int64_t kChunk = 1024;
+  Out exact[kChunk];
+  int32_t where[kChunk];
+  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - c0);
+    char* const p[2] = {ptrs[0] + c0 * inner[0], ptrs[1] + c0 * inner[1]};
+    bool any = false;
+    if (inner[1] == static_cast<int64_t>(sizeof(In))) {
+      const In* a = reinterpret_cast<const In*>(p[1]);
+      for (int64_t i = 0; i < m; ++i) any |= f.exceptional(static_cast<C>(a[i]));
+    } else {
+      for (int64_t i = 0; i < m; ++i) any |= f.exceptional(load<In>(p[1] + i * inner[1]));
+    }
+    int32_t count = 0;
+    for (int64_t i = 0; any && i < m; ++i) {
+      const C x = load<In>(p[1] + i * inner[1]);
+      if (f.exceptional(x)) {
+        exact[count] = static_cast<Out>(f.exact(x));
+        where[count++] = static_cast<int32_t>(i);
+      }
+    }
+    run(p, inner, m);
+    for (int32_t k = 0; k < count; ++k) *reinterpret_cast<Out*>(p[0] + where[k] * inner[0]) = exact[k];
+  }
+}
+
 }  // namespace detail
+
+// One run of elementwise_range: n elements at ptrs[k] + i * inner[k].
+template <typename Out, typename In, int N, typename F>
+inline void elementwise_run(char* const* ptrs, const int64_t* inner, int64_t n, const F& f, bool stream) {
+  using C = compute_t<In>;
+  Out* out = reinterpret_cast<Out*>(ptrs[0]);
+  bool contiguous = inner[0] == static_cast<int64_t>(sizeof(Out));
+  bool scalar_in[N > 0 ? N : 1] = {};
+  for (int k = 0; k < N; ++k) {
+    scalar_in[k] = inner[k + 1] == 0;
+    contiguous = contiguous && (inner[k + 1] == static_cast<int64_t>(sizeof(In)) || scalar_in[k]);
+  }
+  if constexpr (std::is_same_v<Out, In> && is_reduced_float_v<In>) {
+    if (contiguous && n >= 64) {
+      const In* ins[N > 0 ? N : 1];
+      for (int k = 0; k < N; ++k) ins[k] = reinterpret_cast<const In*>(ptrs[k + 1]);
+      return detail::reduced_float_run<In, N>(out, ins, scalar_in, n, stream, f);
+    }
+  }
+  if constexpr (N == 0) {
+    if (contiguous) return detail::write_run(out, n, stream, [=](int64_t) { return static_cast<Out>(f()); });
+    for (int64_t i = 0; i < n; ++i) *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(f());
+  } else if constexpr (N == 1) {
+    const In* a = reinterpret_cast<const In*>(ptrs[1]);
+    if (contiguous && !scalar_in[0]) {
+      return detail::write_run(out, n, stream,
+                               [=](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]))); });
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) =
+          static_cast<Out>(f(detail::load<In>(ptrs[1] + i * inner[1])));
+    }
+  } else if constexpr (N == 2) {
+    const In* a = reinterpret_cast<const In*>(ptrs[1]);
+    const In* b = reinterpret_cast<const In*>(ptrs[2]);
+    if (contiguous && !scalar_in[0] && !scalar_in[1]) {
+      return detail::write_run(out, n, stream, [=](int64_t i) {
+        return static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
+      });
+    }
+    if (contiguous && !scalar_in[0] && scalar_in[1]) {
+      const C bv = static_cast<C>(b[0]);
+      return detail::write_run(out, n, stream,
+                               [=](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]), bv)); });
+    }
+    if (contiguous && scalar_in[0] && !scalar_in[1]) {
+      const C av = static_cast<C>(a[0]);
+      return detail::write_run(out, n, stream,
+                               [=](int64_t i) { return static_cast<Out>(f(av, static_cast<C>(b[i]))); });
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
+          f(detail::load<In>(ptrs[1] + i * inner[1]), detail::load<In>(ptrs[2] + i * inner[2])));
+    }
+  } else {
+    static_assert(N == 3, "the engine handles nullary to ternary functors");
+    if (contiguous && !scalar_in[0] && !scalar_in[1] && !scalar_in[2]) {
+      const In* a = reinterpret_cast<const In*>(ptrs[1]);
+      const In* b = reinterpret_cast<const In*>(ptrs[2]);
+      const In* c = reinterpret_cast<const In*>(ptrs[3]);
+      return detail::write_run(out, n, stream, [=](int64_t i) {
+        return static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
+      });
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
+          f(detail::load<In>(ptrs[1] + i * inner[1]), detail::load<In>(ptrs[2] + i * inner[2]),
+            detail::load<In>(ptrs[3] + i * inner[3])));
+    }
+  }
+}
 
 // out = f(in0, ..., in{N-1}) over [begin, end). Out/In are storage types; f works on compute types.
 // `stream`: contiguous runs write the output with streaming stores (see launch_elementwise).
@@ -192,73 +303,18 @@ template <typename Out, typename In, int N, typename F>
 inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t end, const F& f,
                               bool stream = false) {
   using C = compute_t<In>;
-  detail::for_each_run<N + 1>(it, begin, end, [&](char* const* ptrs, const int64_t* inner, int64_t n) {
-    Out* out = reinterpret_cast<Out*>(ptrs[0]);
-    bool contiguous = inner[0] == static_cast<int64_t>(sizeof(Out));
-    bool scalar_in[N > 0 ? N : 1] = {};
-    for (int k = 0; k < N; ++k) {
-      scalar_in[k] = inner[k + 1] == 0;
-      contiguous = contiguous && (inner[k + 1] == static_cast<int64_t>(sizeof(In)) || scalar_in[k]);
-    }
-    if constexpr (std::is_same_v<Out, In> && is_reduced_float_v<In>) {
-      if (contiguous && n >= 64) {
-        const In* ins[N > 0 ? N : 1];
-        for (int k = 0; k < N; ++k) ins[k] = reinterpret_cast<const In*>(ptrs[k + 1]);
-        return detail::reduced_float_run<In, N>(out, ins, scalar_in, n, stream, f);
-      }
-    }
-    if constexpr (N == 0) {
-      if (contiguous) return detail::write_run(out, n, stream, [=](int64_t) { return static_cast<Out>(f()); });
-      for (int64_t i = 0; i < n; ++i) *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(f());
-    } else if constexpr (N == 1) {
-      const In* a = reinterpret_cast<const In*>(ptrs[1]);
-      if (contiguous && !scalar_in[0]) {
-        return detail::write_run(out, n, stream,
-                                 [=](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]))); });
-      }
-      for (int64_t i = 0; i < n; ++i) {
-        *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) =
-            static_cast<Out>(f(detail::load<In>(ptrs[1] + i * inner[1])));
-      }
-    } else if constexpr (N == 2) {
-      const In* a = reinterpret_cast<const In*>(ptrs[1]);
-      const In* b = reinterpret_cast<const In*>(ptrs[2]);
-      if (contiguous && !scalar_in[0] && !scalar_in[1]) {
-        return detail::write_run(out, n, stream, [=](int64_t i) {
-          return static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i])));
-        });
-      }
-      if (contiguous && !scalar_in[0] && scalar_in[1]) {
-        const C bv = static_cast<C>(b[0]);
-        return detail::write_run(out, n, stream,
-                                 [=](int64_t i) { return static_cast<Out>(f(static_cast<C>(a[i]), bv)); });
-      }
-      if (contiguous && scalar_in[0] && !scalar_in[1]) {
-        const C av = static_cast<C>(a[0]);
-        return detail::write_run(out, n, stream,
-                                 [=](int64_t i) { return static_cast<Out>(f(av, static_cast<C>(b[i]))); });
-      }
-      for (int64_t i = 0; i < n; ++i) {
-        *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
-            f(detail::load<In>(ptrs[1] + i * inner[1]), detail::load<In>(ptrs[2] + i * inner[2])));
-      }
-    } else {
-      static_assert(N == 3, "the engine handles nullary to ternary functors");
-      if (contiguous && !scalar_in[0] && !scalar_in[1] && !scalar_in[2]) {
-        const In* a = reinterpret_cast<const In*>(ptrs[1]);
-        const In* b = reinterpret_cast<const In*>(ptrs[2]);
-        const In* c = reinterpret_cast<const In*>(ptrs[3]);
-        return detail::write_run(out, n, stream, [=](int64_t i) {
-          return static_cast<Out>(f(static_cast<C>(a[i]), static_cast<C>(b[i]), static_cast<C>(c[i])));
-        });
-      }
-      for (int64_t i = 0; i < n; ++i) {
-        *reinterpret_cast<Out*>(ptrs[0] + i * inner[0]) = static_cast<Out>(
-            f(detail::load<In>(ptrs[1] + i * inner[1]), detail::load<In>(ptrs[2] + i * inner[2]),
-              detail::load<In>(ptrs[3] + i * inner[3])));
-      }
-    }
-  });
+  if constexpr (N == 1 && detail::has_exceptions<F, C>::value) {
+    const auto run = [&](char* const* ptrs, const int64_t* inner, int64_t n) {
+      elementwise_run<Out, In, N>(ptrs, inner, n, f, stream);
+    };
+    detail::for_each_run<N + 1>(it, begin, end, [&](char* const* ptrs, const int64_t* inner, int64_t n) {
+      detail::run_with_exceptions<Out, In>(ptrs, inner, n, f, run);
+    });
+  } else {
+    detail::for_each_run<N + 1>(it, begin, end, [&](char* const* ptrs, const int64_t* inner, int64_t n) {
+      elementwise_run<Out, In, N>(ptrs, inner, n, f, stream);
+    });
+  }
 }
 
 }  // namespace npu_kernels
