@@ -1,6 +1,6 @@
 // FFT kernels: a transform as a sequence of one-axis passes, each one launch whose blocks split the lines of
-// the axis and run pocketfft on their share (see npu_kernels/fft.h); long lines take the four-step
-// path of fft_long.cpp instead.
+// the axis and run pocketfft on their share (see npu_kernels/fft.h); contiguous lines at a cache-aliasing pitch
+// go through padded staging rows, long lines take the four-step path of fft_long.cpp.
 #include "npu_kernels/fft.h"
 
 #include <pocketfft_hdronly.h>
@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstring>
+#include <memory>
 
 #include "fft_long.h"
 #include "npu_kernels/launch.h"
@@ -71,6 +73,18 @@ void run_pocketfft(const Pass& p, const std::vector<int64_t>& shape, const char*
   }
 }
 
+// Bytes of one element on each side of a pass.
+std::pair<std::size_t, std::size_t> element_sizes(DType dt, Kind kind) {
+  const std::size_t real_size = dt == DType::kComplex128 ? sizeof(double) : sizeof(float);
+  return {kind == Kind::kR2C ? real_size : 2 * real_size, kind == Kind::kC2R ? real_size : 2 * real_size};
+}
+
+// 5 n log2 n real flops per complex line of n points (2.5 for the real-input / real-output transforms)
+double flops_per_line(Kind kind, int64_t n) {
+  return (kind == Kind::kC2C ? 5.0 : 2.5) * static_cast<double>(n) *
+         std::log2(static_cast<double>(std::max<int64_t>(n, 2)));
+}
+
 const char* pass_name(Kind k) {
   switch (k) {
     case Kind::kR2C: return "fft_r2c";
@@ -93,12 +107,8 @@ Status launch_pass(npu_sim::Stream s, DType dt, const Pass& p) {
   const int64_t per_row = numel(p.shape) / std::max<int64_t>(rows, 1);  // elements of one index of the split dim
   const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(per_row, 1));
   const bool dbl = dt == DType::kComplex128;
-  const std::size_t real_size = dbl ? sizeof(double) : sizeof(float);
-  const std::size_t in_size = p.kind == Kind::kR2C ? real_size : 2 * real_size;
-  const std::size_t out_size = p.kind == Kind::kC2R ? real_size : 2 * real_size;
-  // 5 n log2 n real flops per complex line of n points (2.5 for the real-input / real-output transforms)
-  const double line_flops = (p.kind == Kind::kC2C ? 5.0 : 2.5) * static_cast<double>(n) *
-                            std::log2(static_cast<double>(std::max<int64_t>(n, 2)));
+  const auto [in_size, out_size] = element_sizes(dt, p.kind);
+  const double line_flops = flops_per_line(p.kind, n);
   return parallel_for(s, pass_name(p.kind), rows, grain,
                       [p, split, per_row, n, dbl, in_size, out_size, line_flops](int64_t begin, int64_t end,
                                                                                   const npu_sim::BlockContext& ctx) {
@@ -143,6 +153,118 @@ detail::LongLines long_lines(const Pass& p) {
     }
   }
   return l;
+}
+
+// Contiguous lines spaced by a multiple of 2 KiB: pocketfft gathers 16 (double: 8) lines element by element
+// across the lines, and such lines fall in one or two L1 sets, so every gather misses (1024-point rows of a
+// 1024^2 array took 2.2x its columns). These passes go through staging rows of pitch n + 8 points instead,
+// kStageLines lines at a time: copied in row by row, transformed there, copied out.
+constexpr int64_t kStageLines = 32;
+
+bool staged_applies(const Pass& p, DType dt) {
+  const auto axis = static_cast<std::size_t>(p.axis);
+  const int64_t n = p.shape[axis];
+  if (n < 64 || numel(p.shape) / n < 16) return false;
+  std::size_t next = 0;  // the first other dim with more than one index: long_lines' order of lines
+  while (next < p.shape.size() && (next == axis || p.shape[next] < 2)) ++next;
+  const auto [in_size, out_size] = element_sizes(dt, p.kind);
+  const auto aliased = [&](const std::vector<int64_t>& strides, std::size_t size) {
+    return strides[axis] == 1 && (strides[next] * static_cast<int64_t>(size)) % 2048 == 0;
+  };
+  return aliased(p.in_strides, in_size) || aliased(p.out_strides, out_size);
+}
+
+// g lines of n elements of `Size` bytes between an operand (line k at offsets[k], `stride` apart, in elements)
+// and staging rows `pitch` apart; to_stage: operand -> staging. Contiguous lines go row by row; strided ones
+// element-major, so that lines which are neighbouring columns read (write) one run of g elements per step.
+template <std::size_t Size>
+void copy_lines(const void* operand, const int64_t* offsets, int64_t stride, char* stage, int64_t pitch, int64_t g,
+                int64_t n, bool to_stage) {
+  constexpr auto sz = static_cast<int64_t>(Size);
+  char* base = static_cast<char*>(const_cast<void*>(operand));
+  if (stride == 1) {
+    for (int64_t k = 0; k < g; ++k) {
+      char* line = base + offsets[k] * sz;
+      char* row = stage + k * pitch * sz;
+      std::memcpy(to_stage ? row : line, to_stage ? line : row, static_cast<std::size_t>(n) * Size);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t k = 0; k < g; ++k) {
+      char* elem = base + (offsets[k] + i * stride) * sz;
+      char* cell = stage + (k * pitch + i) * sz;
+      std::memcpy(to_stage ? cell : elem, to_stage ? elem : cell, Size);
+    }
+  }
+}
+
+template <class R, Kind K>
+void run_staged(const detail::LongLines& l, int64_t begin, int64_t end) {
+  using C = std::complex<R>;
+  constexpr std::size_t in_size = K == Kind::kR2C ? sizeof(R) : sizeof(C);
+  constexpr std::size_t out_size = K == Kind::kC2R ? sizeof(R) : sizeof(C);
+  const int64_t half = l.n / 2 + 1;
+  const int64_t n_in = l.kind == Kind::kC2R ? half : l.n, n_out = l.kind == Kind::kR2C ? half : l.n;
+  const int64_t pitch_in = n_in + 8, pitch_out = n_out + 8;
+  thread_local std::vector<C> stage;  // the core thread's UB stand-in, reused across launches
+  const auto points = [](int64_t pitch, std::size_t size) {  // kStageLines rows of `pitch` elements, in C's
+    return static_cast<std::size_t>(kStageLines * pitch) * size / sizeof(C) + 1;
+  };
+  const std::size_t in_points = points(pitch_in, in_size);
+  stage.resize(in_points + points(pitch_out, out_size));
+  char* const sin = reinterpret_cast<char*>(stage.data());
+  char* const sout = reinterpret_cast<char*>(stage.data() + in_points);
+  const R fct = static_cast<R>(l.scale);
+  for (int64_t g0 = begin; g0 < end; g0 += kStageLines) {
+    const int64_t g = std::min(kStageLines, end - g0);
+    copy_lines<in_size>(l.in, l.in_offsets.data() + g0, l.in_stride, sin, pitch_in, g, n_in, true);
+    const pocketfft::shape_t sh{static_cast<std::size_t>(g), static_cast<std::size_t>(l.n)};
+    const pocketfft::stride_t si{static_cast<std::ptrdiff_t>(pitch_in * static_cast<int64_t>(in_size)),
+                                 static_cast<std::ptrdiff_t>(in_size)};
+    const pocketfft::stride_t so{static_cast<std::ptrdiff_t>(pitch_out * static_cast<int64_t>(out_size)),
+                                 static_cast<std::ptrdiff_t>(out_size)};
+    if constexpr (K == Kind::kC2C) {
+      pocketfft::c2c<R>(sh, si, so, {1}, l.forward, reinterpret_cast<const C*>(sin), reinterpret_cast<C*>(sout), fct);
+    } else if constexpr (K == Kind::kR2C) {
+      pocketfft::r2c<R>(sh, si, so, 1, l.forward, reinterpret_cast<const R*>(sin), reinterpret_cast<C*>(sout), fct);
+    } else {
+      pocketfft::c2r<R>(sh, si, so, 1, l.forward, reinterpret_cast<const C*>(sin), reinterpret_cast<R*>(sout), fct);
+    }
+    copy_lines<out_size>(l.out, l.out_offsets.data() + g0, l.out_stride, sout, pitch_out, g, n_out, false);
+  }
+}
+
+Status launch_staged(npu_sim::Stream s, DType dt, detail::LongLines lines) {
+  auto l = std::make_shared<const detail::LongLines>(std::move(lines));
+  const bool dbl = dt == DType::kComplex128;
+  const auto [in_size, out_size] = element_sizes(dt, l->kind);
+  const double line_flops = flops_per_line(l->kind, l->n);
+  Pass shape_only;  // pass_elements reads the kind and the axis length
+  shape_only.kind = l->kind, shape_only.shape = {l->n}, shape_only.axis = 0;
+  const auto count = static_cast<int64_t>(l->in_offsets.size());
+  const int64_t grain = std::max<int64_t>(kStageLines, 32768 / std::max<int64_t>(l->n, 1));
+  return parallel_for(s, pass_name(l->kind), count, grain,
+                      [l, dbl, in_size = in_size, out_size = out_size, line_flops, shape_only](
+                          int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        const auto run = [&](auto real) {
+                          using R = decltype(real);
+                          switch (l->kind) {
+                            case Kind::kR2C: return run_staged<R, Kind::kR2C>(*l, b, e);
+                            case Kind::kC2R: return run_staged<R, Kind::kC2R>(*l, b, e);
+                            default: return run_staged<R, Kind::kC2C>(*l, b, e);
+                          }
+                        };
+                        if (dbl) {
+                          run(double{});
+                        } else {
+                          run(float{});
+                        }
+                        const auto [read, written] = pass_elements(shape_only, e - b);
+                        npu_sim::record_traffic(ctx, static_cast<uint64_t>(read) * in_size,
+                                                static_cast<uint64_t>(written) * out_size, 0,
+                                                static_cast<uint64_t>(line_flops * static_cast<double>(e - b)));
+                      });
 }
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
@@ -225,9 +347,14 @@ Status execute(npu_sim::Stream s, const Transform& t, const void* in, void* out,
   }
   for (const Pass& p : passes) {
     const auto axis = static_cast<std::size_t>(p.axis);
-    const Status st = detail::four_step_applies(t.dtype, p.kind, p.forward, p.shape[axis], p.in_strides[axis])
-                          ? detail::launch_four_step(s, t.dtype, long_lines(p))
-                          : launch_pass(s, t.dtype, p);
+    Status st;
+    if (detail::four_step_applies(t.dtype, p.kind, p.forward, p.shape[axis], p.in_strides[axis])) {
+      st = detail::launch_four_step(s, t.dtype, long_lines(p));
+    } else if (staged_applies(p, t.dtype)) {
+      st = launch_staged(s, t.dtype, long_lines(p));
+    } else {
+      st = launch_pass(s, t.dtype, p);
+    }
     if (st != Status::kSuccess) return st;
   }
   return Status::kSuccess;

@@ -143,6 +143,25 @@ def test_batches_of_long_lines(dtype):
     same(lambda t: torch.fft.ifft(t[:, ::2], dim=0), z, dtype=cplx)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_contiguous_lines_at_an_aliasing_pitch(dtype):
+    # contiguous lines 2 KiB apart or a multiple of it go through padded staging rows (fft.cpp's run_staged): every
+    # kind of pass, a line count that is no multiple of the 32-line groups, batches over two other dims, a strided
+    # other side (columns in, rows out), a sliced input
+    cplx = dtype.to_complex()
+    n = 1024 if dtype == torch.float32 else 512
+    z = rand(77, n, dtype=cplx)
+    same(torch.fft.fft, z, dtype=cplx, scale=n)
+    same(lambda t: torch.fft.ifft(t, norm="ortho"), z, dtype=cplx)
+    same(lambda t: torch.fft.fft(t, dim=0), rand(n, 40, dtype=cplx), dtype=cplx, scale=n)  # contiguous output rows
+    x = rand(3, 21, 2 * n, dtype=dtype)
+    same(torch.fft.rfft, x, dtype=dtype, scale=2 * n)
+    same(lambda t: torch.fft.irfft(t, n=2 * n), torch.fft.rfft(x), dtype=dtype)
+    same(lambda t: torch.fft.rfft(t[:, 1:, :]), x, dtype=dtype, scale=2 * n)
+    same(torch.fft.fft2, rand(2, n, n // 4, dtype=cplx), dtype=cplx, scale=n)
+    same(lambda t: torch.fft.fft(t, dim=1), rand(33, 2 * n, dtype=cplx)[:, :n].t(), dtype=cplx, scale=n)
+
+
 def launched(fn):
     """The FFT kernels fn enqueues, in order (copies left out)."""
     torch.npu.synchronize()
