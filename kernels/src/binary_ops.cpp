@@ -205,16 +205,7 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
           const C pdf = detail::fast_exp(C(-0.5) * x * x) * C(M_2_SQRTPI * M_SQRT1_2 * 0.5);
           return g * (cdf + x * pdf);
         });
-      case BinaryOp::kGeluTanhBackward:
-        return go([](C g, C x) {
-          const C k_beta = C(M_2_SQRTPI * M_SQRT1_2), k_kappa = C(0.044715);
-          const C x_sq = x * x, inner = k_beta * (x + k_kappa * x_sq * x);
-          const C t = detail::fast_tanh(inner);
-          const C left = C(0.5) * x, right = C(1) + t;
-          const C left_derivative = C(0.5) * right;
-          const C right_derivative = left * (C(1) - t * t) * k_beta * (C(1) + C(3) * k_kappa * x_sq);
-          return g * (left_derivative + right_derivative);
-        });
+      case BinaryOp::kGeluTanhBackward: return go([](C g, C x) { return g * detail::gelu_tanh_derivative(x); });
       case BinaryOp::kSiluBackward:
         return go([](C g, C x) {
           const C sg = detail::sigmoid(x);

@@ -181,4 +181,20 @@ NPU_VEC_INLINE float fast_sigmoid(float x) {
 
 inline double fast_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
+// tanh-approximated gelu: 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3). One exp and
+// one divide; tanh's form costs a polynomial branch more and cancels in 1 + tanh(u) for negative u.
+constexpr double kGeluTanhTwoBeta = 2 * 0.79788456080286535588, kGeluTanhKappa = 0.044715;
+template <typename C>
+NPU_VEC_INLINE C gelu_tanh(C x) {
+  return x * fast_sigmoid(C(kGeluTanhTwoBeta) * (x + C(kGeluTanhKappa) * x * x * x));
+}
+
+// d gelu_tanh / dx = s + x s (1 - s) 2u', s = sigmoid(2u), 2u' = 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+template <typename C>
+NPU_VEC_INLINE C gelu_tanh_derivative(C x) {
+  const C x_sq = x * x;
+  const C s = fast_sigmoid(C(kGeluTanhTwoBeta) * (x + C(kGeluTanhKappa) * x_sq * x));
+  return s + x * s * (C(1) - s) * C(kGeluTanhTwoBeta) * (C(1) + C(3 * kGeluTanhKappa) * x_sq);
+}
+
 }  // namespace npu_kernels::detail

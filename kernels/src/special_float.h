@@ -1,5 +1,5 @@
-// Branch-free float32 Bessel functions (J0 J1 Y0 Y1, I0 I1 K0 K1 and the exponentially scaled I and K) and
-// ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
+// Branch-free float32 Bessel functions (J0 J1 Y0 Y1, I0 I1 K0 K1 and the exponentially scaled I and K, the
+// spherical j0) and ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
 // are tools/fit_special_float.py's near-minimax fits against mpmath (special_float_coef.h; ~2-4 ulp each).
 //   I_nu(x), |x| <= 8: the series in t = x^2/4, 1 + t P(t) (I1: times x/2); beyond, exp(x) P(8/x) / sqrt(x).
 //   K_nu(x), x <= 2: the log term of the series, -+log(x/2) I_nu(x) (+ 1/x for K1), and a polynomial rest in t;
@@ -41,30 +41,28 @@ constexpr float kTwoOverPi = 0.636619772367581343f;
 // (z - r) for z = hi + lo (a^2 split by an fma) and r = r[0] + r[1]
 NPU_VEC_INLINE float minus_root(float hi, float lo, const float (&r)[2]) { return (hi - r[0]) + (lo - r[1]); }
 
-// cos and sin of theta = a - (2 nu + 1) pi/4 + phase, a >= 5 exact below 2^40: a - n pi/2 in double by two fmas
-// (pi/2 split in two doubles), the phase and -(2 nu + 1) pi/4 added, reduced once more, then float polynomials on
-// [-pi/4, pi/4] and the quadrant's swap and signs.
+// cos and sin of a + offset - quarter_turns pi/2, |a| < 2^40, |offset| <= pi/2: a - n pi/2 in double by two fmas
+// (pi/2 split in two doubles), the offset added, reduced once more, then float polynomials on [-pi/4, pi/4] and
+// the quadrant's swap and signs.
 struct CosSin {
   float c, s;
 };
-template <int Nu>
-NPU_VEC_INLINE CosSin phase_cos_sin(float a, float phase) {
+NPU_VEC_INLINE CosSin cos_sin(float a, double offset, int32_t quarter_turns) {
   constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
   constexpr double kTwoOverPiD = 0.63661977236758134308, kPio2Hi = 1.5707963267948966,
-                   kPio2Lo = 6.123233995736766e-17, kPio4 = 0.78539816339744830962;
+                   kPio2Lo = 6.123233995736766e-17;
   const double ad = a;
   const double t1 = ad * kTwoOverPiD + kShift;
   const double n1 = t1 - kShift;
   double r = std::fma(-n1, kPio2Hi, ad);
-  r = std::fma(-n1, kPio2Lo, r);
-  r += static_cast<double>(phase) - kPio4;  // J1 / Y1's extra -pi/2 is a quarter turn: one quadrant less
+  r = std::fma(-n1, kPio2Lo, r) + offset;
   const double t2 = r * kTwoOverPiD + kShift;
   const double n2 = t2 - kShift;
   r = std::fma(-n2, kPio2Hi, r);
   int64_t b1, b2;
   std::memcpy(&b1, &t1, 8);
   std::memcpy(&b2, &t2, 8);
-  const int32_t q = static_cast<int32_t>(b1) + static_cast<int32_t>(b2) - Nu;  // the low bits are n1 + n2
+  const int32_t q = static_cast<int32_t>(b1) + static_cast<int32_t>(b2) - quarter_turns;  // low bits: n1 + n2
   const float x = static_cast<float>(r), z = x * x;
   const float sr = x + x * z * poly(kSin, kSinScale, z);
   const float cr = 1.0f - 0.5f * z + z * z * poly(kCos, kCosScale, z);
@@ -130,7 +128,8 @@ NPU_VEC_INLINE float bessel_jy_float(float x) {
   const float u = 25.0f / z;
   const float m = (Nu == 0 ? poly(kMod0, kMod0Scale, u) : poly(kMod1, kMod1Scale, u)) * std::sqrt(kTwoOverPi / a);
   const float phase = (Nu == 0 ? poly(kPhase0, kPhase0Scale, u) : poly(kPhase1, kPhase1Scale, u)) / a;
-  const CosSin cs = phase_cos_sin<Nu>(a, phase);
+  // theta = a - (2 nu + 1) pi/4 + phase: J1 / Y1's extra -pi/2 is one quarter turn
+  const CosSin cs = cos_sin(a, static_cast<double>(phase) - 0.78539816339744830962, Nu);
   float v = a <= 5.0f ? near : m * (SecondKind ? cs.s : cs.c);
   v = a == kInf ? kNaN : v;  // NaN stays NaN through the arithmetic
   if constexpr (SecondKind) {
@@ -145,6 +144,15 @@ NPU_VEC_INLINE float bessel_jy_float(float x) {
 inline bool bessel_jy_exceptional(float x) {
   const float a = std::fabs(x);
   return a >= 1099511627776.0f && a < special_float::kInf;  // 2^40
+}
+
+// sin(x) / x: 1 + x^2 S(x^2) (sin's own polynomial) below |x| = 1/2, 0 at infinity, for |x| < 2^40
+// (bessel_jy_exceptional's range).
+NPU_VEC_INLINE float spherical_bessel_j0_float(float x) {
+  using namespace special_float;
+  const float z = x * x;
+  const float v = std::fabs(x) < 0.5f ? 1.0f + z * poly(kSin, kSinScale, z) : cos_sin(x, 0.0, 0).s / x;
+  return std::fabs(x) == kInf ? 0.0f : v;
 }
 
 // ndtri(p), the inverse of the standard normal CDF: -inf at 0, inf at 1, NaN outside [0, 1].

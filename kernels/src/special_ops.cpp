@@ -65,6 +65,12 @@ struct BesselJYFloat {
   float exact(float x) const { return static_cast<float>(bessel_jy_far(Nu, SecondKind, x)); }
 };
 
+struct SphericalBesselJ0Float {
+  float operator()(float x) const { return spherical_bessel_j0_float(x); }
+  bool exceptional(float x) const { return bessel_jy_exceptional(x); }
+  float exact(float x) const { return static_cast<float>(std::sin(static_cast<double>(x)) / x); }
+};
+
 // go(functor) for the ops with a float kernel in special_float.h, nullopt for the others.
 template <typename Go>
 std::optional<npu_sim::Status> float_kernel(UnaryOp op, Go&& go) {
@@ -83,6 +89,7 @@ std::optional<npu_sim::Status> float_kernel(UnaryOp op, Go&& go) {
     case UnaryOp::kBesselJ1: return go(BesselJYFloat<1, false>{});
     case UnaryOp::kBesselY0: return go(BesselJYFloat<0, true>{});
     case UnaryOp::kBesselY1: return go(BesselJYFloat<1, true>{});
+    case UnaryOp::kSphericalBesselJ0: return go(SphericalBesselJ0Float{});
     case UnaryOp::kNdtri: return go([](float p) { return ndtri_float(p); });
     default: return std::nullopt;
   }

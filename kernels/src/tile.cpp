@@ -140,11 +140,7 @@ void vec_unary(VecOp op, float* dst, const float* a, int64_t n) {
       for (int64_t i = 0; i < n; ++i) dst[i] = npu_kernels::detail::gelu_erf(a[i]);
       break;
     case VecOp::kGeluTanh:  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-      for (int64_t i = 0; i < n; ++i) {
-        const float x = a[i];
-        const float inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-        dst[i] = 0.5f * x * (1.0f + npu_kernels::detail::fast_tanh(inner));
-      }
+      for (int64_t i = 0; i < n; ++i) dst[i] = npu_kernels::detail::gelu_tanh(a[i]);
       break;
     default:
       break;

@@ -142,11 +142,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       case UnaryOp::kErf: return go([](C x) { return detail::fast_erf(x); });
       case UnaryOp::kErfc: return go([](C x) { return std::erfc(x); });
       case UnaryOp::kGelu: return go([](C x) { return detail::gelu_erf(x); });
-      case UnaryOp::kGeluTanh:
-        return go([](C x) {
-          const C k = C(M_2_SQRTPI * M_SQRT1_2);  // sqrt(2/pi)
-          return C(0.5) * x * (C(1) + detail::fast_tanh(k * (x + C(0.044715) * x * x * x)));
-        });
+      case UnaryOp::kGeluTanh: return go([](C x) { return detail::gelu_tanh(x); });
       case UnaryOp::kSilu: return go([](C x) { return x * detail::sigmoid(x); });
       case UnaryOp::kMish: return go([](C x) { return x * detail::fast_tanh(detail::softplus_exact(x)); });
       case UnaryOp::kSoftplus: return go([=](C x) { return detail::softplus(x, a, b); });
