@@ -57,7 +57,7 @@ double (*unary_function(UnaryOp op))(double) {
   }
 }
 
-// J_nu / Y_nu in float: beyond |x| = 2^40 the elements go to the double leading term one at a time.
+// J_nu / Y_nu and sin(x) / x in float: from |x| = 2^40 on, the elements go to the double path one at a time.
 template <int Nu, bool SecondKind>
 struct BesselJYFloat {
   float operator()(float x) const { return bessel_jy_float<Nu, SecondKind>(x); }
@@ -65,7 +65,7 @@ struct BesselJYFloat {
   float exact(float x) const { return static_cast<float>(bessel_jy_far(Nu, SecondKind, x)); }
 };
 
-struct SphericalBesselJ0Float {
+struct SphericalBesselJ0Float {  // the same range as J / Y (special_float.h's cos_sin)
   float operator()(float x) const { return spherical_bessel_j0_float(x); }
   bool exceptional(float x) const { return bessel_jy_exceptional(x); }
   float exact(float x) const { return static_cast<float>(std::sin(static_cast<double>(x)) / x); }
