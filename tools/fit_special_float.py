@@ -1,5 +1,6 @@
 """Fits the float polynomials of kernels/src/special_float.h (the vectorised float32 Bessel functions J0 J1 Y0 Y1
-I0 I1 K0 K1 and their scaled forms, and ndtri) against mpmath, and reports each piece's error.
+I0 I1 K0 K1 and their scaled forms, asin for the Chebyshev polynomials, and ndtri) against mpmath, and reports
+each piece's error.
 
 Each piece is g(v) ~ P(w) with w = v * A + B mapping the piece's range of v onto [-1, 1] (A and B rounded to float,
 w computed as the kernel does), fitted by iteratively reweighted least squares (Lawson) on Chebyshev nodes, which
@@ -150,6 +151,9 @@ def main():
           mpmath.mpf(-1) / 6, target=2e-7)
     piece("Cos", 0, q, lambda s: (mpmath.cos(mpmath.sqrt(s)) - 1 + s / 2) / s ** 2 if s else mpmath.mpf(1) / 24,
           target=2e-6)
+    # asin(s) = s + s^3 A(s^2) on [0, 1/2] (acos of the Chebyshev polynomials' trigonometric forms)
+    piece("Asin", 0, 0.25, lambda v: (mpmath.asin(mpmath.sqrt(v)) - mpmath.sqrt(v)) / v ** 1.5 if v else
+          mpmath.mpf(1) / 6)
     # ndtri: q C(q^2) for |p - 1/2| <= 0.425, T(s) = -ndtri(p), s = sqrt(-log p), for the tails
     piece("NdtriCentral", 0, 0.425 ** 2, lambda r: ndtri(0.5 + mpmath.sqrt(r)) / mpmath.sqrt(r) if r else
           mpmath.sqrt(2 * PI))

@@ -1,5 +1,5 @@
 // Branch-free float32 Bessel functions (J0 J1 Y0 Y1, I0 I1 K0 K1 and the exponentially scaled I and K, the
-// spherical j0) and ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
+// spherical j0), the Chebyshev polynomials T U V W and ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
 // are tools/fit_special_float.py's near-minimax fits against mpmath (special_float_coef.h; ~2-4 ulp each).
 //   I_nu(x), |x| <= 8: the series in t = x^2/4, 1 + t P(t) (I1: times x/2); beyond, exp(x) P(8/x) / sqrt(x).
 //   K_nu(x), x <= 2: the log term of the series, -+log(x/2) I_nu(x) (+ 1/x for K1), and a polynomial rest in t;
@@ -47,14 +47,13 @@ NPU_VEC_INLINE float minus_root(float hi, float lo, const float (&r)[2]) { retur
 struct CosSin {
   float c, s;
 };
-NPU_VEC_INLINE CosSin cos_sin(float a, double offset, int32_t quarter_turns) {
+NPU_VEC_INLINE CosSin cos_sin(double a, double offset, int32_t quarter_turns) {
   constexpr double kShift = 6755399441055744.0;  // 1.5 * 2^52: adding it rounds to an integer
   constexpr double kTwoOverPiD = 0.63661977236758134308, kPio2Hi = 1.5707963267948966,
                    kPio2Lo = 6.123233995736766e-17;
-  const double ad = a;
-  const double t1 = ad * kTwoOverPiD + kShift;
+  const double t1 = a * kTwoOverPiD + kShift;
   const double n1 = t1 - kShift;
-  double r = std::fma(-n1, kPio2Hi, ad);
+  double r = std::fma(-n1, kPio2Hi, a);
   r = std::fma(-n1, kPio2Lo, r) + offset;
   const double t2 = r * kTwoOverPiD + kShift;
   const double n2 = t2 - kShift;
@@ -153,6 +152,65 @@ NPU_VEC_INLINE float spherical_bessel_j0_float(float x) {
   const float z = x * x;
   const float v = std::fabs(x) < 0.5f ? 1.0f + z * poly(kSin, kSinScale, z) : cos_sin(x, 0.0, 0).s / x;
   return std::fabs(x) == kInf ? 0.0f : v;
+}
+
+// acos(x) for |x| <= 1, in double from float pieces: pi/2 - asin(x) below |x| = 1/2, 2 asin(sqrt((1 - |x|) / 2))
+// above (pi minus it for x < 0; 1 - |x| is exact there), asin(s) = s + s^3 P(s^2).
+NPU_VEC_INLINE double acos_float(float x) {
+  using namespace special_float;
+  constexpr double kPi = 3.14159265358979323846;
+  const float ax = std::fabs(x);
+  const float s = ax < 0.5f ? x : std::sqrt(0.5f * (1.0f - ax));
+  const float s2 = s * s;
+  const double asin_s = static_cast<double>(s + s * s2 * poly(kAsin, kAsinScale, s2));
+  const double large = x < 0.0f ? kPi - 2 * asin_s : 2 * asin_s;
+  return ax < 0.5f ? kPi / 2 - asin_s : large;
+}
+
+// The Chebyshev polynomials T, U, V, W of degree n (a float, truncated as ATen does) at x, as ATen evaluates them
+// in float: the recurrence up to degree kMax (6 for T, 8 for the others), the trigonometric forms above it for
+// |x| < 1 (cos(n t), sin((n + 1) t) / sin t, cos((n + 1/2) t) / cos(t/2), sin((n + 1/2) t) / sin(t/2), t = acos x,
+// the angle reduced in double). The recurrence runs kMax steps in every lane, each kept while below the lane's
+// degree. chebyshev_exceptional names the rest (|x| >= 1 or NaN above kMax, degrees from 2^24): they take the
+// double path.
+enum class ChebyshevKind { kT, kU, kV, kW };
+template <ChebyshevKind K>
+constexpr int kChebyshevRecurrenceMax = K == ChebyshevKind::kT ? 6 : 8;
+
+template <ChebyshevKind K>
+NPU_VEC_INLINE float chebyshev_float(float x, float n) {
+  constexpr int kMax = kChebyshevRecurrenceMax<K>;
+  const float degree = std::trunc(n);  // NaN and n <= -1 give 0 below; -1 < n < 0 is degree 0
+  float p = 1.0f;  // degrees 0 and 1: 1, then x, 2x, 2x - 1, 2x + 1
+  float q = K == ChebyshevKind::kT   ? x
+            : K == ChebyshevKind::kU ? 2.0f * x
+            : K == ChebyshevKind::kV ? 2.0f * x - 1.0f
+                                     : 2.0f * x + 1.0f;
+  for (int k = 2; k <= kMax; ++k) {
+    const float r = 2.0f * x * q - p;
+    const bool step = static_cast<float>(k) <= degree;
+    p = step ? q : p;
+    q = step ? r : q;
+  }
+  const double t = acos_float(x), nd = static_cast<double>(degree);
+  float trig;
+  if constexpr (K == ChebyshevKind::kT) {
+    trig = special_float::cos_sin(nd * t, 0.0, 0).c;
+  } else if constexpr (K == ChebyshevKind::kU) {
+    trig = special_float::cos_sin((nd + 1) * t, 0.0, 0).s / std::sqrt((1.0f - x) * (1.0f + x));
+  } else if constexpr (K == ChebyshevKind::kV) {
+    trig = special_float::cos_sin((nd + 0.5) * t, 0.0, 0).c / std::sqrt(0.5f * (1.0f + x));
+  } else {
+    trig = special_float::cos_sin((nd + 0.5) * t, 0.0, 0).s / std::sqrt(0.5f * (1.0f - x));
+  }
+  float v = degree > static_cast<float>(kMax) ? trig : q;
+  v = degree == 0.0f ? 1.0f : v;
+  return n <= -1.0f || n != n ? 0.0f : v;
+}
+
+template <ChebyshevKind K>
+NPU_VEC_INLINE bool chebyshev_exceptional(float x, float n) {
+  return (n >= static_cast<float>(kChebyshevRecurrenceMax<K> + 1) && !(std::fabs(x) < 1.0f)) || n >= 16777216.0f;
 }
 
 // ndtri(p), the inverse of the standard normal CDF: -inf at 0, inf at 1, NaN outside [0, 1].

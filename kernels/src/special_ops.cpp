@@ -1,6 +1,7 @@
 // The special-function ops of the pointwise catalogue over the elementwise engine: float32 / float16 / bfloat16
-// elements of the Bessel functions and ndtri by the vectorised float kernels of special_float.h; the rest, and
-// float64, widened to double, evaluated by special_functions.cpp and rounded once into the output dtype.
+// elements of the Bessel functions, the Chebyshev polynomials and ndtri by the vectorised float kernels of
+// special_float.h; the rest, and float64, widened to double, evaluated by special_functions.cpp and rounded once
+// into the output dtype.
 #include <optional>
 
 #include "pointwise_common.h"
@@ -95,6 +96,34 @@ std::optional<npu_sim::Status> float_kernel(UnaryOp op, Go&& go) {
   }
 }
 
+// The Chebyshev families in float (shifted: of 2x - 1); the exceptional elements take the double recurrence.
+template <ChebyshevKind K, bool Shifted>
+struct ChebyshevFloat {
+  static float arg(float x) { return Shifted ? x + x - 1.0f : x; }
+  float operator()(float x, float n) const { return chebyshev_float<K>(arg(x), n); }
+  bool exceptional(float x, float n) const { return chebyshev_exceptional<K>(arg(x), n); }
+  float exact(float x, float n) const {
+    constexpr Polynomial kKind[] = {Polynomial::kChebyshevT, Polynomial::kChebyshevU, Polynomial::kChebyshevV,
+                                    Polynomial::kChebyshevW};
+    return static_cast<float>(orthogonal_polynomial(kKind[static_cast<int>(K)], x, n, Shifted));
+  }
+};
+
+template <typename Go>
+std::optional<npu_sim::Status> float_kernel(BinaryOp op, Go&& go) {
+  switch (op) {
+    case BinaryOp::kChebyshevT: return go(ChebyshevFloat<ChebyshevKind::kT, false>{});
+    case BinaryOp::kChebyshevU: return go(ChebyshevFloat<ChebyshevKind::kU, false>{});
+    case BinaryOp::kChebyshevV: return go(ChebyshevFloat<ChebyshevKind::kV, false>{});
+    case BinaryOp::kChebyshevW: return go(ChebyshevFloat<ChebyshevKind::kW, false>{});
+    case BinaryOp::kShiftedChebyshevT: return go(ChebyshevFloat<ChebyshevKind::kT, true>{});
+    case BinaryOp::kShiftedChebyshevU: return go(ChebyshevFloat<ChebyshevKind::kU, true>{});
+    case BinaryOp::kShiftedChebyshevV: return go(ChebyshevFloat<ChebyshevKind::kV, true>{});
+    case BinaryOp::kShiftedChebyshevW: return go(ChebyshevFloat<ChebyshevKind::kW, true>{});
+    default: return std::nullopt;
+  }
+}
+
 struct PolynomialOf {
   Polynomial kind;
   bool shifted;
@@ -143,6 +172,9 @@ npu_sim::Status special_binary(npu_sim::Stream s, BinaryOp op, const Elementwise
     using In = decltype(tag);
     using C = compute_t<In>;
     auto go = [&](auto f) { return launch_elementwise<In, In, 2>(s, op_name(op), it, f); };
+    if constexpr (std::is_same_v<C, float>) {
+      if (const std::optional<npu_sim::Status> st = float_kernel(op, go)) return *st;
+    }
     auto of = [](double (*fn)(double, double)) {
       return [fn](C x, C y) { return static_cast<C>(fn(static_cast<double>(x), static_cast<double>(y))); };
     };

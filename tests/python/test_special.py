@@ -342,3 +342,31 @@ def test_exceptional_elements_in_place_strided_and_batched(native_only):
     strided = torch.stack([x, x]).t().contiguous().to("npu")[:, 1]  # stride 2
     close(torch.special.bessel_j1(strided).double(), want, rtol=2e-6, atol=1e-8)
     close(torch.special.bessel_j1(x.view(50, 100).to("npu")).double().flatten(), want, rtol=2e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                                  "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t"])
+def test_float32_chebyshev_against_float64(name, native_only):
+    # the float kernel: the recurrence up to degree 6 (T) / 8, the trigonometric forms above it with the angle
+    # reduced in double; |x| >= 1 (and NaN) above that, and degrees from 2^24, are the engine's exceptional
+    # elements, evaluated by the double recurrence one at a time, also with the output aliasing x
+    f = getattr(torch.special, name)
+    gen = torch.Generator().manual_seed(21)
+    x = torch.rand(3000, dtype=F64, generator=gen) * 2.2 - 1.1
+    if name.startswith("shifted"):
+        x = (x + 1) / 2
+    n = torch.tensor([0, 1, 2, 5, 6, 7, 8, 9, 12, 40, 200], dtype=F64)[torch.randint(0, 11, (3000,), generator=gen)]
+    n[::97] = 2.0 ** 25
+    n[::89] = float("nan")
+    x32, n32 = x.float(), n.float()
+    got = f(x32.to("npu"), n32.to("npu")).cpu().double()
+    want = f(x32.double(), n32.double())  # CPU, float64
+    huge = n >= 2 ** 24  # the double recurrence, rounded to float
+    scale = (n.nan_to_num(0).clamp(max=200) + 1) ** 2
+    ok = (got - want).abs() <= 3e-7 * scale * want.abs().clamp(min=1) + 1e-6
+    ok |= (got.isnan() & want.isnan()) | (got.isinf() & (got == want))
+    ok |= huge & ((got - want.float().double()).abs() <= 1e-6 * want.abs().clamp(min=1))
+    assert ok.all(), (x32[~ok][:5], n32[~ok][:5], got[~ok][:5], want[~ok][:5])
+    y = x32.to("npu")
+    f(y, n32.to("npu"), out=y)
+    torch.testing.assert_close(y.cpu(), got.float(), rtol=0, atol=0, equal_nan=True)

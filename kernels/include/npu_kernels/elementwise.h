@@ -184,38 +184,62 @@ __attribute__((flatten)) inline void reduced_float_run(T* out, const T* const* i
   if (stream) stream_fence();
 }
 
-// A unary functor whose vectorised form holds only within a range names the elements outside it:
-// f.exceptional(x) is true for them and f.exact(x) evaluates them one at a time (a call inside the main loop
-// would keep it scalar). Such runs go in chunks: the exceptional elements of a chunk are evaluated first (the
-// output may alias the input), the vectorised loop writes the chunk, and they are written over it.
-template <typename F, typename C, typename = void>
+// A unary or binary functor whose vectorised form holds only within a range may name the elements outside it:
+// f.exceptional(x...) is true for them and f.exact(x...) evaluates them one at a time (a call inside the main
+// loop would keep it scalar). Such runs go in chunks: the exceptional elements of a chunk are evaluated first
+// (the output may alias an input), the vectorised loop writes the chunk, and they are written over it.
+template <typename F, typename C, int N, typename = void>
 struct has_exceptions : std::false_type {};
 template <typename F, typename C>
-struct has_exceptions<F, C, std::void_t<decltype(std::declval<const F&>().exceptional(std::declval<C>())),
-                                        decltype(std::declval<const F&>().exact(std::declval<C>()))>>
+struct has_exceptions<F, C, 1, std::void_t<decltype(std::declval<const F&>().exceptional(std::declval<C>())),
+                                           decltype(std::declval<const F&>().exact(std::declval<C>()))>>
     : std::true_type {};
+template <typename F, typename C>
+struct has_exceptions<
+    F, C, 2,
+    std::void_t<decltype(std::declval<const F&>().exceptional(std::declval<C>(), std::declval<C>())),
+                decltype(std::declval<const F&>().exact(std::declval<C>(), std::declval<C>()))>> : std::true_type {};
 
-template <typename Out, typename In, typename F, typename Run>
+// g(inputs of element i)
+template <typename In, int N, typename G>
+inline auto with_inputs(char* const* p, const int64_t* inner, int64_t i, const G& g) {
+  if constexpr (N == 1) {
+    return g(load<In>(p[1] + i * inner[1]));
+  } else {
+    return g(load<In>(p[1] + i * inner[1]), load<In>(p[2] + i * inner[2]));
+  }
+}
+
+template <typename Out, typename In, int N, typename F, typename Run>
 void run_with_exceptions(char* const* ptrs, const int64_t* inner, int64_t n, const F& f, const Run& run) {
-  using C = compute_t<In>;
   constexpr int64_t kChunk = 1024;
   Out exact[kChunk];
   int32_t where[kChunk];
+  const auto exceptional = [&f](auto... x) { return f.exceptional(x...); };
+  bool contiguous = true;
+  for (int k = 1; k <= N; ++k) contiguous = contiguous && inner[k] == static_cast<int64_t>(sizeof(In));
   for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
     const int64_t m = std::min(kChunk, n - c0);
-    char* const p[2] = {ptrs[0] + c0 * inner[0], ptrs[1] + c0 * inner[1]};
+    char* p[N + 1];
+    for (int k = 0; k <= N; ++k) p[k] = ptrs[k] + c0 * inner[k];
     bool any = false;
-    if (inner[1] == static_cast<int64_t>(sizeof(In))) {
+    if (contiguous) {  // one vectorised pass: the common chunk has none
       const In* a = reinterpret_cast<const In*>(p[1]);
-      for (int64_t i = 0; i < m; ++i) any |= f.exceptional(static_cast<C>(a[i]));
+      const In* b = reinterpret_cast<const In*>(p[N]);
+      for (int64_t i = 0; i < m; ++i) {
+        if constexpr (N == 1) {
+          any |= f.exceptional(static_cast<compute_t<In>>(a[i]));
+        } else {
+          any |= f.exceptional(static_cast<compute_t<In>>(a[i]), static_cast<compute_t<In>>(b[i]));
+        }
+      }
     } else {
-      for (int64_t i = 0; i < m; ++i) any |= f.exceptional(load<In>(p[1] + i * inner[1]));
+      for (int64_t i = 0; i < m; ++i) any |= with_inputs<In, N>(p, inner, i, exceptional);
     }
     int32_t count = 0;
     for (int64_t i = 0; any && i < m; ++i) {
-      const C x = load<In>(p[1] + i * inner[1]);
-      if (f.exceptional(x)) {
-        exact[count] = static_cast<Out>(f.exact(x));
+      if (with_inputs<In, N>(p, inner, i, exceptional)) {
+        exact[count] = static_cast<Out>(with_inputs<In, N>(p, inner, i, [&f](auto... x) { return f.exact(x...); }));
         where[count++] = static_cast<int32_t>(i);
       }
     }
@@ -303,12 +327,12 @@ template <typename Out, typename In, int N, typename F>
 inline void elementwise_range(const ElementwiseIter& it, int64_t begin, int64_t end, const F& f,
                               bool stream = false) {
   using C = compute_t<In>;
-  if constexpr (N == 1 && detail::has_exceptions<F, C>::value) {
+  if constexpr (detail::has_exceptions<F, C, N>::value) {
     const auto run = [&](char* const* ptrs, const int64_t* inner, int64_t n) {
       elementwise_run<Out, In, N>(ptrs, inner, n, f, stream);
     };
     detail::for_each_run<N + 1>(it, begin, end, [&](char* const* ptrs, const int64_t* inner, int64_t n) {
-      detail::run_with_exceptions<Out, In>(ptrs, inner, n, f, run);
+      detail::run_with_exceptions<Out, In, N>(ptrs, inner, n, f, run);
     });
   } else {
     detail::for_each_run<N + 1>(it, begin, end, [&](char* const* ptrs, const int64_t* inner, int64_t n) {
