@@ -1,6 +1,6 @@
 """Fits the float polynomials of kernels/src/special_float.h (the vectorised float32 Bessel functions J0 J1 Y0 Y1
-I0 I1 K0 K1 and their scaled forms, asin for the Chebyshev polynomials, and ndtri) against mpmath, and reports
-each piece's error.
+I0 I1 K0 K1 and their scaled forms, asin for the Chebyshev polynomials, erfinv and ndtri) against mpmath, and
+reports each piece's error.
 
 Each piece is g(v) ~ P(w) with w = v * A + B mapping the piece's range of v onto [-1, 1] (A and B rounded to float,
 w computed as the kernel does), fitted by iteratively reweighted least squares (Lawson) on Chebyshev nodes, which
@@ -154,6 +154,15 @@ def main():
     # asin(s) = s + s^3 A(s^2) on [0, 1/2] (acos of the Chebyshev polynomials' trigonometric forms)
     piece("Asin", 0, 0.25, lambda v: (mpmath.asin(mpmath.sqrt(v)) - mpmath.sqrt(v)) / v ** 1.5 if v else
           mpmath.mpf(1) / 6)
+    # erfinv(x) = x P(w), w = -log((1 - x)(1 + x)): one piece in w up to 5, one in sqrt(w) beyond (to float's
+    # largest x below 1)
+    def erfinv_over_x(w):
+        with mpmath.workdps(80):
+            x = mpmath.sqrt(-mpmath.expm1(-w))
+            return mpmath.erfinv(x) / x if w else mpmath.sqrt(PI) / 2
+
+    piece("ErfinvCentral", 0, 5, erfinv_over_x)
+    piece("ErfinvTail", math.sqrt(5), 4.0, lambda s: erfinv_over_x(s * s))
     # ndtri: q C(q^2) for |p - 1/2| <= 0.425, T(s) = -ndtri(p), s = sqrt(-log p), for the tails
     piece("NdtriCentral", 0, 0.425 ** 2, lambda r: ndtri(0.5 + mpmath.sqrt(r)) / mpmath.sqrt(r) if r else
           mpmath.sqrt(2 * PI))

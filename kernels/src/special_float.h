@@ -1,5 +1,5 @@
 // Branch-free float32 Bessel functions (J0 J1 Y0 Y1, I0 I1 K0 K1 and the exponentially scaled I and K, the
-// spherical j0), the Chebyshev polynomials T U V W and ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
+// spherical j0), the Chebyshev polynomials T U V W, erfinv and ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
 // are tools/fit_special_float.py's near-minimax fits against mpmath (special_float_coef.h; ~2-4 ulp each).
 //   I_nu(x), |x| <= 8: the series in t = x^2/4, 1 + t P(t) (I1: times x/2); beyond, exp(x) P(8/x) / sqrt(x).
 //   K_nu(x), x <= 2: the log term of the series, -+log(x/2) I_nu(x) (+ 1/x for K1), and a polynomial rest in t;
@@ -211,6 +211,17 @@ NPU_VEC_INLINE float chebyshev_float(float x, float n) {
 template <ChebyshevKind K>
 NPU_VEC_INLINE bool chebyshev_exceptional(float x, float n) {
   return (n >= static_cast<float>(kChebyshevRecurrenceMax<K> + 1) && !(std::fabs(x) < 1.0f)) || n >= 16777216.0f;
+}
+
+// erf^-1(x) = x P(w), w = -log((1 - x)(1 + x)): a polynomial in w below 5, in sqrt(w) above; +-1 -> +-inf,
+// outside [-1, 1] -> NaN, the sign of 0 kept.
+NPU_VEC_INLINE float erfinv_float(float x) {
+  using namespace special_float;
+  const float w = -fast_log((1.0f - x) * (1.0f + x));
+  const float p = w < 5.0f ? poly(kErfinvCentral, kErfinvCentralScale, w)
+                           : poly(kErfinvTail, kErfinvTailScale, std::sqrt(w));
+  const float v = std::fabs(x) == 1.0f ? std::copysign(kInf, x) : x * p;
+  return std::fabs(x) <= 1.0f ? v : kNaN;  // NaN too
 }
 
 // ndtri(p), the inverse of the standard normal CDF: -inf at 0, inf at 1, NaN outside [0, 1].

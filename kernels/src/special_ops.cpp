@@ -1,5 +1,5 @@
 // The special-function ops of the pointwise catalogue over the elementwise engine: float32 / float16 / bfloat16
-// elements of the Bessel functions, the Chebyshev polynomials and ndtri by the vectorised float kernels of
+// elements of the Bessel functions, the Chebyshev polynomials, entr and ndtri by the vectorised float kernels of
 // special_float.h; the rest, and float64, widened to double, evaluated by special_functions.cpp and rounded once
 // into the output dtype.
 #include <optional>
@@ -92,6 +92,8 @@ std::optional<npu_sim::Status> float_kernel(UnaryOp op, Go&& go) {
     case UnaryOp::kBesselY1: return go(BesselJYFloat<1, true>{});
     case UnaryOp::kSphericalBesselJ0: return go(SphericalBesselJ0Float{});
     case UnaryOp::kNdtri: return go([](float p) { return ndtri_float(p); });
+    case UnaryOp::kEntr:  // -x log x; 0 at 0, -inf below, NaN stays NaN
+      return go([](float x) { return x > 0.0f ? -x * fast_log(x) : (x == 0.0f ? 0.0f : (x < 0.0f ? -HUGE_VALF : x)); });
     default: return std::nullopt;
   }
 }

@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "pointwise_common.h"
+#include "special_float.h"
 #include "special_math.h"
 
 namespace npu_kernels {
@@ -181,7 +182,9 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
         });
       case UnaryOp::kDigamma: return go([](C x) { return static_cast<C>(detail::digamma(static_cast<double>(x))); });
       case UnaryOp::kTrigamma: return go([](C x) { return static_cast<C>(detail::trigamma(static_cast<double>(x))); });
-      case UnaryOp::kErfinv: return go([](C x) { return static_cast<C>(detail::erfinv(static_cast<double>(x))); });
+      case UnaryOp::kErfinv:
+        if constexpr (std::is_same_v<C, float>) return go([](float x) { return detail::erfinv_float(x); });
+        return go([](C x) { return static_cast<C>(detail::erfinv(static_cast<double>(x))); });
       case UnaryOp::kFrexpMantissa:
         return go([](C x) {
           int e = 0;

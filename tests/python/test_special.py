@@ -320,6 +320,27 @@ def test_float32_ndtri_against_mpmath(native_only):
     assert (got[~nonzero] == 0).all()
 
 
+def test_float32_erfinv_and_entr_against_mpmath(native_only):
+    # erfinv: x P(w), w = -log((1 - x)(1 + x)), pieces in w and sqrt(w); entr: -x fast_log(x)
+    gen = torch.Generator().manual_seed(14)
+    x = torch.cat([torch.rand(2000, generator=gen) * 2 - 1, 1 - 10 ** (-torch.rand(400, generator=gen) * 7.2),
+                   -(1 - 10 ** (-torch.rand(100, generator=gen) * 7.2)), 10 ** (-torch.rand(200, generator=gen) * 37),
+                   torch.tensor([0.5, -0.5, 0.9966, 0.99999994])]).float()
+    x = x[x.abs() < 1]
+    got = torch.erfinv(x.to("npu")).cpu().double()
+    with mpmath.workdps(60):
+        want = torch.tensor([float(mpmath.erfinv(mpmath.mpf(v))) for v in x.double().tolist()], dtype=F64)
+    assert ((got - want).abs() <= 1e-6 * want.abs()).all()
+    edges = torch.tensor([1.0, -1.0, 1.5, -2.0, float("nan"), 0.0, -0.0])
+    got = torch.erfinv(edges.to("npu")).cpu()
+    torch.testing.assert_close(got, torch.erfinv(edges), rtol=0, atol=0, equal_nan=True)
+    assert got[-1].signbit() and not got[-2].signbit()
+    p = torch.cat([torch.rand(1000, generator=gen) * 50, 10 ** (-torch.rand(200, generator=gen) * 38)]).float()
+    got = torch.special.entr(p.to("npu")).cpu().double()
+    want = torch.tensor([float(-mpmath.mpf(v) * mpmath.log(mpmath.mpf(v))) for v in p.double().tolist()], dtype=F64)
+    assert ((got - want).abs() <= 1e-6 * want.abs() + 1e-44).all()
+
+
 def test_float64_bessel_beyond_2_pow_40_against_mpmath(native_only):
     # where CPU's (and libstdc++'s) asymptotic forms round the phase x - pi/4 to double
     x = torch.tensor([2.0 ** 40, 3e15, 1e20, 1e30, 1e300], dtype=F64)
