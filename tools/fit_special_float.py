@@ -1,6 +1,6 @@
 """Fits the float polynomials of kernels/src/special_float.h (the vectorised float32 Bessel functions J0 J1 Y0 Y1
-I0 I1 K0 K1 and their scaled forms, asin for the Chebyshev polynomials, erfinv and ndtri) against mpmath, and
-reports each piece's error.
+I0 I1 K0 K1 and their scaled forms, asin for the Chebyshev polynomials, erfinv, lgamma and ndtri) against mpmath,
+and reports each piece's error.
 
 Each piece is g(v) ~ P(w) with w = v * A + B mapping the piece's range of v onto [-1, 1] (A and B rounded to float,
 w computed as the kernel does), fitted by iteratively reweighted least squares (Lawson) on Chebyshev nodes, which
@@ -163,6 +163,14 @@ def main():
 
     piece("ErfinvCentral", 0, 5, erfinv_over_x)
     piece("ErfinvTail", math.sqrt(5), 4.0, lambda s: erfinv_over_x(s * s))
+    # lgamma: (x - 1)(x - 2) P(x) on [0.5, 3] (its zeros at 1 and 2 factored out), P(x) on [3, 8], and beyond
+    # Stirling's (x - 1/2) log x - x + log(2 pi) / 2 + P(64 / x^2) / x
+    piece("LgammaNear", 0.5, 3, lambda x: mpmath.loggamma(x) / ((x - 1) * (x - 2)) if x not in (1, 2) else
+          (mpmath.euler if x == 1 else 1 - mpmath.euler))
+    piece("LgammaMid", 3, 8, mpmath.loggamma)
+    piece("LgammaStirling", 0, 1, lambda u: (lambda x: (mpmath.loggamma(x) - (x - 0.5) * mpmath.log(x) + x -
+                                                        mpmath.log(2 * PI) / 2) * x)(8 / mpmath.sqrt(u))
+          if u else mpmath.mpf(1) / 12)
     # ndtri: q C(q^2) for |p - 1/2| <= 0.425, T(s) = -ndtri(p), s = sqrt(-log p), for the tails
     piece("NdtriCentral", 0, 0.425 ** 2, lambda r: ndtri(0.5 + mpmath.sqrt(r)) / mpmath.sqrt(r) if r else
           mpmath.sqrt(2 * PI))

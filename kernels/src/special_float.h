@@ -1,5 +1,5 @@
 // Branch-free float32 Bessel functions (J0 J1 Y0 Y1, I0 I1 K0 K1 and the exponentially scaled I and K, the
-// spherical j0), the Chebyshev polynomials T U V W, erfinv and ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
+// spherical j0), the Chebyshev polynomials T U V W, erfinv, lgamma and ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
 // are tools/fit_special_float.py's near-minimax fits against mpmath (special_float_coef.h; ~2-4 ulp each).
 //   I_nu(x), |x| <= 8: the series in t = x^2/4, 1 + t P(t) (I1: times x/2); beyond, exp(x) P(8/x) / sqrt(x).
 //   K_nu(x), x <= 2: the log term of the series, -+log(x/2) I_nu(x) (+ 1/x for K1), and a polynomial rest in t;
@@ -222,6 +222,24 @@ NPU_VEC_INLINE float erfinv_float(float x) {
                            : poly(kErfinvTail, kErfinvTailScale, std::sqrt(w));
   const float v = std::fabs(x) == 1.0f ? std::copysign(kInf, x) : x * p;
   return std::fabs(x) <= 1.0f ? v : kNaN;  // NaN too
+}
+
+// lgamma(x): for z >= 1/2, (z - 1)(z - 2) P(z) up to 3 (its zeros factored out), P(z) up to 8, Stirling's
+// (z - 1/2) log z - z + log(2 pi)/2 + P(64/z^2)/z beyond; below 1/2 the reflection log(pi / |sin(pi x)|) -
+// lgamma(1 - x), sin(pi x) reduced in double (near lgamma's negative zeros the difference keeps an absolute error
+// of ~1e-7). inf at the poles (0 and the negative integers, every float from -2^23 down) and at +-inf, as ATen.
+NPU_VEC_INLINE float lgamma_float(float x) {
+  using namespace special_float;
+  const float z = x < 0.5f ? 1.0f - x : x;
+  const float near = (z - 1.0f) * (z - 2.0f) * poly(kLgammaNear, kLgammaNearScale, z);
+  const float mid = poly(kLgammaMid, kLgammaMidScale, z);
+  const float far = (z - 0.5f) * fast_log(z) - z + 0.918938533204672742f +
+                    poly(kLgammaStirling, kLgammaStirlingScale, 64.0f / (z * z)) / z;
+  const float lz = z <= 3.0f ? near : (z <= 8.0f ? mid : far);
+  const float sin_pi_x = std::fabs(cos_sin(static_cast<double>(x) * 3.14159265358979323846, 0.0, 0).s);
+  const float reflected = 1.14472988584940017f - fast_log(sin_pi_x) - lz;  // log(pi) - log|sin(pi x)| - lgamma(1 - x)
+  const float v = x < 0.5f ? reflected : lz;
+  return std::fabs(x) == kInf || (x <= 0.0f && x == std::trunc(x)) ? kInf : v;
 }
 
 // ndtri(p), the inverse of the standard normal CDF: -inf at 0, inf at 1, NaN outside [0, 1].

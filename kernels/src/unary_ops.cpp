@@ -168,7 +168,9 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
         const C inv = static_cast<C>(std::pow(10.0, static_cast<double>(-p.i)));
         return go([=](C x) { return std::nearbyint(x / inv) * inv; });
       }
-      case UnaryOp::kLgamma: return go([](C x) { return std::lgamma(x); });
+      case UnaryOp::kLgamma:
+        if constexpr (std::is_same_v<C, float>) return go([](float x) { return detail::lgamma_float(x); });
+        return go([](C x) { return std::lgamma(x); });
       case UnaryOp::kSinc:
         return go([](C x) {
           if (x == C(0)) return C(1);

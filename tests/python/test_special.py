@@ -3,6 +3,8 @@ ours): digamma, polygamma, erfinv, the Bessel and Airy functions, erfcx / log_nd
 Hurwitz zeta, the incomplete gamma functions and the orthogonal polynomials. Values incl. poles, domain edges,
 infinities and NaN, gradients, integer inputs, out= and in-place variants, the float16/bfloat16 refusals of
 the ops CPU and CUDA run in float32/float64 only, and no CPU fallback anywhere."""
+import math
+
 import mpmath
 
 import pytest
@@ -339,6 +341,31 @@ def test_float32_erfinv_and_entr_against_mpmath(native_only):
     got = torch.special.entr(p.to("npu")).cpu().double()
     want = torch.tensor([float(-mpmath.mpf(v) * mpmath.log(mpmath.mpf(v))) for v in p.double().tolist()], dtype=F64)
     assert ((got - want).abs() <= 1e-6 * want.abs() + 1e-44).all()
+
+
+def test_float32_lgamma_against_mpmath(native_only):
+    # (x-1)(x-2) P(x) to 3, P(x) to 8, Stirling beyond, the reflection below 1/2 (absolute error there: the
+    # difference of its two terms); inf at 0, the negative integers, +-inf and once the value overflows
+    gen = torch.Generator().manual_seed(15)
+    x = torch.cat([torch.rand(1500, generator=gen) * 40, 10 ** (torch.rand(200, generator=gen) * 76 - 38),
+                   torch.rand(1000, generator=gen) * -12, -10 ** (torch.rand(200, generator=gen) * 7),
+                   torch.tensor([0.5, 1.0, 2.0, 3.0, 8.0, 1.5, 4e36, 5e36, 0.0, -0.0, -1.0, -7.0, -2.5, -8388607.5,
+                                 float("inf"), -float("inf"), float("nan")])]).float()
+
+    def ref(v):
+        if v != v:
+            return v
+        if math.isinf(v) or (v <= 0 and v == int(v)):
+            return math.inf
+        r = float(mpmath.loggamma(mpmath.mpf(v)).real)
+        return r if abs(r) < 3.4e38 else math.inf
+
+    got = torch.lgamma(x.to("npu")).cpu().double()
+    want = torch.tensor([ref(v) for v in x.double().tolist()], dtype=F64)
+    torch.testing.assert_close(got[~want.isfinite()], want[~want.isfinite()], equal_nan=True)
+    got, want, xf = got[want.isfinite()], want[want.isfinite()], x[want.isfinite()].double()
+    tol = torch.where(xf < 0.5, 2e-6 * want.abs() + 3e-6, 1e-6 * want.abs() + 1e-7)
+    assert ((got - want).abs() <= tol).all(), xf[(got - want).abs() > tol][:5]
 
 
 def test_float64_bessel_beyond_2_pow_40_against_mpmath(native_only):
