@@ -63,7 +63,8 @@ def piece(name, lo, hi, g, relative=True, target=None, max_degree=20, nodes=800)
             break
     err, degree, coef = best
     kind = "rel" if relative else "abs"
-    print(f"// {name}: v in [{lo:g}, {hi:g}], w = v * {float(a)!r}f + {float(b)!r}f, degree {degree}, {kind} error {err:.2e}")
+    print(f"// {name}: v in [{lo:g}, {hi:g}], w = v * {float(a)!r}f + {float(b)!r}f, degree {degree}, "
+          f"{kind} error {err:.2e}")
     print(f"constexpr float k{name}[] = {{" + ", ".join(f"{c:.9e}f" for c in coef) + "};")
     print(f"constexpr float k{name}Scale[] = {{{float(a)!r}f, {float(b)!r}f}};")
 

@@ -233,6 +233,7 @@ void run_staged(const detail::LongLines& l, int64_t begin, int64_t end) {
     }
     copy_lines<out_size>(l.out, l.out_offsets.data() + g0, l.out_stride, sout, pitch_out, g, n_out, false);
   }
+  if (stage.size() * sizeof(C) > (std::size_t{8} << 20)) std::vector<C>().swap(stage);  // long lines: given back
 }
 
 Status launch_staged(npu_sim::Stream s, DType dt, detail::LongLines lines) {

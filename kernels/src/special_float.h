@@ -1,6 +1,7 @@
-// Branch-free float32 Bessel functions (J0 J1 Y0 Y1, I0 I1 K0 K1 and the exponentially scaled I and K, the
-// spherical j0), the Chebyshev polynomials T U V W, erfinv, lgamma and ndtri that the compiler vectorises: every piece is evaluated and the lane's piece selected. The polynomials
-// are tools/fit_special_float.py's near-minimax fits against mpmath (special_float_coef.h; ~2-4 ulp each).
+// Branch-free float32 special functions that the compiler vectorises: Bessel J0 J1 Y0 Y1, I0 I1 K0 K1 and the
+// exponentially scaled I and K, the spherical j0, the Chebyshev polynomials T U V W, erfinv, lgamma and ndtri.
+// Every piece is evaluated and the lane's piece selected. The polynomials are tools/fit_special_float.py's
+// near-minimax fits against mpmath (special_float_coef.h; ~2-4 ulp each). The forms (the others at their function):
 //   I_nu(x), |x| <= 8: the series in t = x^2/4, 1 + t P(t) (I1: times x/2); beyond, exp(x) P(8/x) / sqrt(x).
 //   K_nu(x), x <= 2: the log term of the series, -+log(x/2) I_nu(x) (+ 1/x for K1), and a polynomial rest in t;
 //     2 < x <= 8: exp(-x) P(x) / sqrt(x); beyond, exp(-x) P(8/x) / sqrt(x).
@@ -249,7 +250,8 @@ NPU_VEC_INLINE float ndtri_float(float p) {
   const float central = q * poly(kNdtriCentral, kNdtriCentralScale, q * q);
   const float tail_p = p < 0.5f ? p : 1.0f - p;  // 1 - p is exact for p >= 1/2
   const float s = std::sqrt(-fast_log(tail_p));
-  const float t = s <= kNdtriTailSplit ? poly(kNdtriTail1, kNdtriTail1Scale, s) : poly(kNdtriTail2, kNdtriTail2Scale, s);
+  const float t =
+      s <= kNdtriTailSplit ? poly(kNdtriTail1, kNdtriTail1Scale, s) : poly(kNdtriTail2, kNdtriTail2Scale, s);
   float v = std::fabs(q) <= 0.425f ? central : (p < 0.5f ? -t : t);
   v = p == 0.0f ? -kInf : v;
   v = p == 1.0f ? kInf : v;
