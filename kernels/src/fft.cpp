@@ -37,10 +37,11 @@ int64_t numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// The elements a pass reads and writes (the half-length side of R2C / C2R counted as such).
-std::pair<int64_t, int64_t> pass_elements(const Pass& p, int64_t lines) {
-  const int64_t n = p.shape[static_cast<std::size_t>(p.axis)], half = n / 2 + 1;
-  switch (p.kind) {
+// The elements a pass over `lines` lines of n points reads and writes (the half-length side of R2C / C2R counted
+// as such).
+std::pair<int64_t, int64_t> pass_elements(Kind kind, int64_t n, int64_t lines) {
+  const int64_t half = n / 2 + 1;
+  switch (kind) {
     case Kind::kR2C: return {lines * n, lines * half};
     case Kind::kC2R: return {lines * half, lines * n};
     default: return {lines * n, lines * n};
@@ -50,13 +51,12 @@ std::pair<int64_t, int64_t> pass_elements(const Pass& p, int64_t lines) {
 template <class R>
 void run_pocketfft(const Pass& p, const std::vector<int64_t>& shape, const char* in, char* out) {
   using C = std::complex<R>;
-  const std::size_t in_size = p.kind == Kind::kR2C ? sizeof(R) : sizeof(C);
-  const std::size_t out_size = p.kind == Kind::kC2R ? sizeof(R) : sizeof(C);
+  const int64_t in_size = detail::in_size<R>(p.kind), out_size = detail::out_size<R>(p.kind);
   pocketfft::shape_t sh(shape.begin(), shape.end());
   pocketfft::stride_t si(shape.size()), so(shape.size());
   for (std::size_t d = 0; d < shape.size(); ++d) {
-    si[d] = static_cast<std::ptrdiff_t>(p.in_strides[d] * static_cast<int64_t>(in_size));
-    so[d] = static_cast<std::ptrdiff_t>(p.out_strides[d] * static_cast<int64_t>(out_size));
+    si[d] = static_cast<std::ptrdiff_t>(p.in_strides[d] * in_size);
+    so[d] = static_cast<std::ptrdiff_t>(p.out_strides[d] * out_size);
   }
   const auto axis = static_cast<std::size_t>(p.axis);
   const R fct = static_cast<R>(p.scale);
@@ -75,8 +75,9 @@ void run_pocketfft(const Pass& p, const std::vector<int64_t>& shape, const char*
 
 // Bytes of one element on each side of a pass.
 std::pair<std::size_t, std::size_t> element_sizes(DType dt, Kind kind) {
-  const std::size_t real_size = dt == DType::kComplex128 ? sizeof(double) : sizeof(float);
-  return {kind == Kind::kR2C ? real_size : 2 * real_size, kind == Kind::kC2R ? real_size : 2 * real_size};
+  const bool dbl = dt == DType::kComplex128;
+  return {static_cast<std::size_t>(dbl ? detail::in_size<double>(kind) : detail::in_size<float>(kind)),
+          static_cast<std::size_t>(dbl ? detail::out_size<double>(kind) : detail::out_size<float>(kind))};
 }
 
 // 5 n log2 n real flops per complex line of n points (2.5 for the real-input / real-output transforms)
@@ -127,7 +128,7 @@ Status launch_pass(npu_sim::Stream s, DType dt, const Pass& p) {
                           run_pocketfft<float>(p, shape, in, out);
                         }
                         const int64_t lines = (end - begin) * per_row / std::max<int64_t>(n, 1);
-                        const auto [read, written] = pass_elements(p, lines);
+                        const auto [read, written] = pass_elements(p.kind, n, lines);
                         npu_sim::record_traffic(ctx, static_cast<uint64_t>(read) * in_size,
                                                 static_cast<uint64_t>(written) * out_size, 0,
                                                 static_cast<uint64_t>(line_flops * static_cast<double>(lines)));
@@ -202,8 +203,8 @@ void copy_lines(const void* operand, const int64_t* offsets, int64_t stride, cha
 template <class R, Kind K>
 void run_staged(const detail::LongLines& l, int64_t begin, int64_t end) {
   using C = std::complex<R>;
-  constexpr std::size_t in_size = K == Kind::kR2C ? sizeof(R) : sizeof(C);
-  constexpr std::size_t out_size = K == Kind::kC2R ? sizeof(R) : sizeof(C);
+  constexpr auto in_size = static_cast<std::size_t>(detail::in_size<R>(K));
+  constexpr auto out_size = static_cast<std::size_t>(detail::out_size<R>(K));
   const int64_t half = l.n / 2 + 1;
   const int64_t n_in = l.kind == Kind::kC2R ? half : l.n, n_out = l.kind == Kind::kR2C ? half : l.n;
   const int64_t pitch_in = n_in + 8, pitch_out = n_out + 8;
@@ -233,7 +234,7 @@ void run_staged(const detail::LongLines& l, int64_t begin, int64_t end) {
     }
     copy_lines<out_size>(l.out, l.out_offsets.data() + g0, l.out_stride, sout, pitch_out, g, n_out, false);
   }
-  if (stage.size() * sizeof(C) > (std::size_t{8} << 20)) std::vector<C>().swap(stage);  // long lines: given back
+  if (stage.size() * sizeof(C) > detail::kKeptThreadBufferBytes) std::vector<C>().swap(stage);
 }
 
 Status launch_staged(npu_sim::Stream s, DType dt, detail::LongLines lines) {
@@ -241,12 +242,10 @@ Status launch_staged(npu_sim::Stream s, DType dt, detail::LongLines lines) {
   const bool dbl = dt == DType::kComplex128;
   const auto [in_size, out_size] = element_sizes(dt, l->kind);
   const double line_flops = flops_per_line(l->kind, l->n);
-  Pass shape_only;  // pass_elements reads the kind and the axis length
-  shape_only.kind = l->kind, shape_only.shape = {l->n}, shape_only.axis = 0;
   const auto count = static_cast<int64_t>(l->in_offsets.size());
   const int64_t grain = std::max<int64_t>(kStageLines, 32768 / std::max<int64_t>(l->n, 1));
   return parallel_for(s, pass_name(l->kind), count, grain,
-                      [l, dbl, in_size = in_size, out_size = out_size, line_flops, shape_only](
+                      [l, dbl, in_size = in_size, out_size = out_size, line_flops](
                           int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
                         const auto run = [&](auto real) {
                           using R = decltype(real);
@@ -261,7 +260,7 @@ Status launch_staged(npu_sim::Stream s, DType dt, detail::LongLines lines) {
                         } else {
                           run(float{});
                         }
-                        const auto [read, written] = pass_elements(shape_only, e - b);
+                        const auto [read, written] = pass_elements(l->kind, l->n, e - b);
                         npu_sim::record_traffic(ctx, static_cast<uint64_t>(read) * in_size,
                                                 static_cast<uint64_t>(written) * out_size, 0,
                                                 static_cast<uint64_t>(line_flops * static_cast<double>(e - b)));

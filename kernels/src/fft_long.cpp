@@ -207,12 +207,6 @@ void one_line(const LongLines& l, const Plan<R>& p, const void* in, void* out, C
   }
 }
 
-// Element sizes of each side.
-template <class R>
-int64_t in_size(Kind k) { return static_cast<int64_t>(k == Kind::kR2C ? sizeof(R) : 2 * sizeof(R)); }
-template <class R>
-int64_t out_size(Kind k) { return static_cast<int64_t>(k == Kind::kC2R ? sizeof(R) : 2 * sizeof(R)); }
-
 // Several lines: one launch, each block whole lines with its own thread's buffers.
 template <class R, class C = std::complex<R>>
 Status launch_batched(npu_sim::Stream s, std::shared_ptr<const LongLines> l, const Plan<R>& p) {
@@ -221,13 +215,12 @@ Status launch_batched(npu_sim::Stream s, std::shared_ptr<const LongLines> l, con
   return parallel_for(s, name, count, 1, [l, p](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
     thread_local std::vector<C> buffers;  // the core thread's UB stand-in: 2 M points, reused across launches
     buffers.resize(static_cast<std::size_t>(2 * p.M));
-    constexpr std::size_t kKeptBytes = std::size_t{8} << 20;  // larger ones are given back after the block
     for (int64_t i = b; i < e; ++i) {
       const char* in = static_cast<const char*>(l->in) + l->in_offsets[i] * in_size<R>(l->kind);
       char* out = static_cast<char*>(l->out) + l->out_offsets[i] * out_size<R>(l->kind);
       one_line(*l, p, in, out, buffers.data(), buffers.data() + p.M);
     }
-    if (buffers.size() * sizeof(C) > kKeptBytes) std::vector<C>().swap(buffers);
+    if (buffers.size() * sizeof(C) > kKeptThreadBufferBytes) std::vector<C>().swap(buffers);
     const auto lines = static_cast<uint64_t>(e - b);
     const uint64_t bytes = lines * static_cast<uint64_t>(p.M) * sizeof(C);
     npu_sim::record_traffic(ctx, bytes, bytes, 0, lines * (step_flops(p.M, p.M) + 10 * static_cast<uint64_t>(p.M)));

@@ -4,12 +4,22 @@
 // steps of one line split over the AI cores (pocketfft alone runs a line on one core, out of cache).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "npu_kernels/fft.h"
 
 namespace npu_kernels::fft::detail {
+
+// Bytes of one element on each side of a pass over real type R: R2C reads reals, C2R writes them.
+template <class R>
+constexpr int64_t in_size(Kind k) { return static_cast<int64_t>(k == Kind::kR2C ? sizeof(R) : 2 * sizeof(R)); }
+template <class R>
+constexpr int64_t out_size(Kind k) { return static_cast<int64_t>(k == Kind::kC2R ? sizeof(R) : 2 * sizeof(R)); }
+
+// A core thread's FFT buffers (its UB stand-in) are kept across launches up to this size and given back above.
+constexpr std::size_t kKeptThreadBufferBytes = std::size_t{8} << 20;
 
 // The lines of one pass along its axis: n points each (the real length for R2C / C2R), the axis strides in
 // elements of each side's own type, and every line's first element (also in elements).
