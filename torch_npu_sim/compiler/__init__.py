@@ -75,9 +75,10 @@ def register() -> None:
     """Registers the device interface, the "npu" backend name and Inductor's npu backend."""
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
 
-    from . import device_interface
+    from . import device_interface, native_ops
 
     device_interface.register()
+    native_ops.keep_native_in_decompositions()
     if "npu" not in _BACKENDS or _BACKENDS["npu"] is None:
         register_backend(compiler_fn=npu_backend, name="npu")
     _inductor_backend()

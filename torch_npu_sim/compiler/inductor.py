@@ -8,7 +8,7 @@ from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
 from torch._inductor.utils import sympy_product
 from torch._inductor.virtualized import V
 
-from . import inductor_patches
+from . import inductor_patches, native_ops
 from .kernels import MARKER
 
 _PYBINDING = "async_compile.cpp_pybinding("
@@ -104,3 +104,4 @@ INDUCTOR_HOOKS = {"Scheduling": NpuCppScheduling, "PythonWrapperCodegen": NpuWra
                   "CppWrapperCodegen": NpuCppWrapperCodegen, "WrapperFxCodegen": WrapperFxCodegen}
 register_device_op_overrides("npu", NpuDeviceOpOverrides())
 inductor_patches.apply()
+native_ops.register_fallback_lowerings()
