@@ -43,6 +43,8 @@ def cases(device, dtype):
     x, gamma = r(8192, 1024), r(1024)
     out.append(("RMSNorm 8192x1024", lambda: ops.npu_rms_norm(x, gamma)[0], lambda: rms_norm_ref(x, gamma),
                 [x, gamma]))
+    out.append(("F.rms_norm 8192x1024 (aten::_fused_rms_norm)", lambda: F.rms_norm(x, (1024,), gamma, 1e-6),
+                lambda: rms_norm_ref(x, gamma), [x, gamma]))
     x2 = r(8192, 1024)
     out.append(("add-RMSNorm 8192x1024", lambda: ops.npu_add_rms_norm(x, x2, gamma)[0],
                 lambda: rms_norm_ref(x + x2, gamma), None))

@@ -1,10 +1,14 @@
-// Registration of the nn kernels for npu: softmax / log_softmax (+ backward), native_layer_norm
-// (+ backward), nll_loss (+ backward). Shapes and checks come from ATen's meta functions (or
-// _check_layer_norm_inputs); the math is in kernels/src/nn.cpp.
+// Registration of the nn kernels for npu: softmax / log_softmax (+ backward), native_layer_norm (+ backward),
+// _fused_rms_norm (+ backward; F.rms_norm), nll_loss (+ backward). Shapes and checks come from ATen's meta
+// functions (or _check_layer_norm_inputs / _check_rms_norm_inputs); the math is in kernels/src/nn.cpp and
+// (RMSNorm) kernels/src/fused_nn.cpp.
 #include <ATen/ExpandUtils.h>
+#include <ATen/OpMathType.h>
+#include <ATen/TensorOperators.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/native/layer_norm.h>
 #include <ATen/ops/var_mean.h>
+#include <ATen/ops/_fused_rms_norm_compositeimplicitautograd_dispatch.h>
 #include <ATen/ops/_log_softmax_backward_data_meta.h>
 #include <ATen/ops/_log_softmax_meta.h>
 #include <ATen/ops/_softmax_backward_data_meta.h>
@@ -14,12 +18,14 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <limits>
 #include <tuple>
 
 #include "aten/npu_tensor.h"
 #include "aten/reduce_adapter.h"
 #include "core/npu_error.h"
 #include "core/npu_stream.h"
+#include "npu_kernels/fused_nn.h"
 #include "npu_kernels/nn.h"
 #include "npu_native_functions.h"
 
@@ -320,6 +326,102 @@ std::tuple<T, T, T> NF::native_layer_norm_backward(const T& grad_out, const T& i
   if (dw.defined() && dw.scalar_type() != w0.scalar_type()) dw = dw.to(w0.scalar_type());
   if (db.defined() && db.scalar_type() != b0.scalar_type()) db = db.to(b0.scalar_type());
   return {dx, dw, db};
+}
+
+// F.rms_norm / nn.RMSNorm: aten::rms_norm calls _fused_rms_norm, whose composite is six launches (pow, mean, add,
+// rsqrt, mul, mul); here it is the fused RMSNorm kernel of npu_rms_norm. The kernel serves float32 / float16 /
+// bfloat16 with the weight in the input's dtype; other cases (float64; a weight of another dtype, which aten
+// multiplies in float32) run aten's composite, whose ops are npu kernels too. rstd is float32 (float64 for
+// double), kept-dim shaped, as aten returns it; the backward (derivatives.yaml) reads it back.
+namespace {
+bool rms_norm_native(const T& x, const std::optional<T>& weight) {
+  const auto st = x.scalar_type();
+  return (st == at::kFloat || st == at::kHalf || st == at::kBFloat16) &&
+         (!weight.has_value() || !weight->defined() || weight->scalar_type() == st);
+}
+
+// The weight as the kernel's gamma: the weight itself, or ones for none (normalized_shape's numel).
+T rms_gamma(const std::optional<T>& weight, const T& x, c10::IntArrayRef normalized_shape) {
+  if (weight.has_value() && weight->defined()) return weight->contiguous();
+  return at::ones(normalized_shape, x.options());
+}
+}  // namespace
+
+std::tuple<T, T> NF::_fused_rms_norm(const T& input, c10::IntArrayRef normalized_shape, const std::optional<T>& weight,
+                                     std::optional<double> eps) {
+  constexpr const char* op = "_fused_rms_norm";
+  check_npu(input, op);
+  if (weight.has_value() && weight->defined()) check_device_arg(op, "weight", *weight, input.device());
+  at::native::_check_rms_norm_inputs_symint(input, c10::fromIntArrayRefSlow(normalized_shape),
+                                            weight.has_value() ? *weight : T());
+  if (!rms_norm_native(input, weight)) return at::compositeimplicitautograd::_fused_rms_norm(input, normalized_shape, weight, eps);
+  c10::DeviceGuard guard(input.device());
+  const T x = input.contiguous(), g = rms_gamma(weight, x, normalized_shape);
+  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  T y = at::empty_like(x), rstd = at::empty(stat_shape(x, axis), x.options().dtype(at::kFloat));
+  npu_kernels::RmsNormArgs a;
+  a.dtype = kernel_dtype(x.scalar_type(), op);
+  a.n = g.numel();
+  a.rows = a.n == 0 ? 0 : x.numel() / a.n;
+  a.eps = eps.has_value() ? *eps : std::numeric_limits<float>::epsilon();  // aten's default for float compute
+  a.x = x.const_data_ptr();
+  a.gamma = g.const_data_ptr();
+  a.y = y.data_ptr();
+  a.rstd = rstd.data_ptr<float>();
+  NPU_CHECK(npu_kernels::rms_norm(current_native_stream(input.device().index()), a));
+  return {y, rstd};
+}
+
+std::tuple<T, T> NF::_fused_rms_norm_backward(const T& grad_out, const T& input, c10::IntArrayRef normalized_shape,
+                                              const T& rstd, const std::optional<T>& weight,
+                                              std::array<bool, 2> output_mask) {
+  constexpr const char* op = "_fused_rms_norm_backward";
+  check_npu(input, op);
+  check_device_arg(op, "grad_out", grad_out, input.device());
+  check_device_arg(op, "rstd", rstd, input.device());
+  const bool has_weight = weight.has_value() && weight->defined();
+  if (has_weight) check_device_arg(op, "weight", *weight, input.device());
+  at::native::_check_rms_norm_inputs_symint(input, c10::fromIntArrayRefSlow(normalized_shape),
+                                            has_weight ? *weight : T());
+  TORCH_CHECK(grad_out.sizes() == input.sizes(), op, ": argument 'grad_out' of shape ", grad_out.sizes(),
+              " must match input ", input.sizes());
+  const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
+  TORCH_CHECK(rstd.numel() == c10::multiply_integers(input.sizes().slice(0, axis)), op,
+              ": argument 'rstd' must have one value per normalized row, got ", rstd.numel());
+  c10::DeviceGuard guard(input.device());
+  const bool want_dx = output_mask[0], want_dw = output_mask[1] && has_weight;
+  if (!rms_norm_native(input, weight)) {
+    // aten's decomposition of the backward, in the compute dtype (float64, or float32 for a mixed weight)
+    const auto ct = at::toOpMathType(input.scalar_type());
+    std::vector<int64_t> inner, outer;
+    for (int64_t d = 0; d < input.dim(); ++d) (d < axis ? outer : inner).push_back(d);
+    const T x = input.to(ct), dy = grad_out.to(ct), r = rstd.to(ct).view(stat_shape(input, axis));
+    const T x_hat = x * r, g = has_weight ? dy * weight->to(ct) : dy;
+    T dx, dw;
+    if (want_dx) {
+      const int64_t n = c10::multiply_integers(normalized_shape);
+      dx = ((g - x_hat / static_cast<double>(n) * (x_hat * g).sum(inner, true)) * r).to(input.scalar_type());
+    }
+    if (want_dw) dw = (outer.empty() ? dy * x_hat : (dy * x_hat).sum(outer)).to(input.scalar_type());
+    return {dx, dw};
+  }
+  const T x = input.contiguous(), g = rms_gamma(weight, x, normalized_shape);
+  const T dy = grad_out.scalar_type() == x.scalar_type() ? grad_out.contiguous() : grad_out.to(x.scalar_type()).contiguous();
+  const T r = rstd.to(at::kFloat).contiguous();
+  T dx = want_dx ? at::empty_like(x) : T(), dw = want_dw ? at::empty_like(g) : T();
+  npu_kernels::RmsNormGradArgs a;
+  a.dtype = kernel_dtype(x.scalar_type(), op);
+  a.n = g.numel();
+  a.rows = a.n == 0 ? 0 : x.numel() / a.n;
+  a.dy = dy.const_data_ptr();
+  a.x = x.const_data_ptr();
+  a.rstd = r.const_data_ptr<float>();
+  a.gamma = g.const_data_ptr();
+  a.dx = want_dx ? dx.data_ptr() : nullptr;
+  a.dgamma = want_dw ? dw.data_ptr() : nullptr;
+  if (want_dw && a.rows == 0) dw.zero_();
+  NPU_CHECK(npu_kernels::rms_norm_backward(current_native_stream(input.device().index()), a));
+  return {dx, dw};
 }
 
 std::tuple<T, T> NF::nll_loss_forward(const T& self, const T& target, const std::optional<T>& weight, int64_t reduction,

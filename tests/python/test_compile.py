@@ -274,6 +274,30 @@ def test_ops_with_faster_native_kernels_stay_native_forward_and_backward():
             torch.testing.assert_close(a.grad.cpu(), r.grad, atol=1e-4, rtol=1e-4)
 
 
+def test_rms_norm_stays_native_and_compiles_with_dynamic_shapes():
+    m = torch.nn.RMSNorm(64).npu()
+    w = m.weight.detach()
+    by_shape = lambda x: F.rms_norm(x, (x.shape[-1],), w)  # noqa: E731  (normalized_shape symbolic if dynamic)
+    # (function, dynamic, whether the npu kernels serve it): aten's rms_norm hands a symbolic normalized_shape to
+    # _fused_rms_norm as a garbage int (asIntArrayRefUnchecked), so that graph takes the decomposition
+    for f, dynamic, native in ((m, False, True), (m, True, True), (by_shape, True, False)):
+        fn = torch.compile(f, dynamic=dynamic)
+        for rows in (8, 24):  # the second size recompiles (dynamic=False) or reuses the symbolic graph
+            x = torch.randn(rows, 64)
+            xn = x.npu().requires_grad_()
+            with torch_npu_sim.record_launches() as rec:
+                out = fn(xn)
+                out.backward(torch.ones_like(out))
+                torch.npu.synchronize()
+            names = {r["kernel"] for r in rec.records}
+            assert ({"rms_norm", "rms_norm_backward"} <= names) == native, (f, dynamic, names)
+            xr = x.clone().requires_grad_()
+            ref = F.rms_norm(xr, (64,), w.cpu())
+            ref.backward(torch.ones_like(ref))
+            torch.testing.assert_close(out.cpu(), ref, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(xn.grad.cpu(), xr.grad, atol=1e-5, rtol=1e-5)
+
+
 def test_cpu_graphs_still_decompose_the_native_ops():
     from torch._inductor.utils import run_and_get_code
     fn = torch.compile(lambda x: torch.softmax(F.gelu(x), -1))

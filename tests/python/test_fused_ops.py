@@ -135,6 +135,82 @@ def test_rms_norm(dtype, shape, gdims, native_only):
     torch.testing.assert_close(rstd.cpu(), rms_norm_ref(x, gamma, 1e-3)[1], rtol=1e-5, atol=1e-5)
 
 
+# --- F.rms_norm / nn.RMSNorm: aten's _fused_rms_norm on the same kernel -------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,normalized,weighted,eps", [((4, 7, 33), (33,), True, None), ((5, 4097), (4097,), True, 1e-3),
+                                                           ((2, 3, 8, 16), (8, 16), False, None), ((3, 1), (1,), True, None)])
+def test_f_rms_norm_is_one_kernel_forward_and_backward(dtype, shape, normalized, weighted, eps, native_only):
+    torch.manual_seed(0)
+    x = torch.randn(shape).to(dtype)
+    w = torch.randn(normalized).to(dtype) if weighted else None
+    ref = [t.clone().requires_grad_() for t in (x, w) if t is not None]
+    dev = [t.to("npu").requires_grad_() for t in (x, w) if t is not None]
+    y_ref = F.rms_norm(ref[0], normalized, ref[1] if weighted else None, eps)
+    with torch_npu_sim.record_launches() as rec:
+        y = F.rms_norm(dev[0], normalized, dev[1] if weighted else None, eps)
+        torch.npu.synchronize()
+    # one RMSNorm launch (and the ones it scales by when there is no weight) instead of pow, mean, add, rsqrt, mul, mul
+    assert [r["kernel"] for r in rec.records] == ["rms_norm"] if weighted else ["fill", "rms_norm"]
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else TOL[dtype]
+    torch.testing.assert_close(y.cpu(), y_ref, **tol)
+    g = torch.randn(shape).to(dtype)
+    y_ref.backward(g)
+    with torch_npu_sim.record_launches() as rec:
+        y.backward(g.to("npu"))
+        torch.npu.synchronize()
+    assert "rms_norm_backward" in [r["kernel"] for r in rec.records]
+    for d, r in zip(dev, ref):
+        torch.testing.assert_close(d.grad.cpu(), r.grad, **(dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else tol))
+
+
+def test_f_rms_norm_default_eps_is_float32_epsilon_for_16_bit_inputs():
+    # eps=None: torch.finfo(float32).eps, the compute dtype's, also for bfloat16 (whose own eps is 2^-7):
+    # with mean(x^2) ~ 1e-8 the two differ by a factor of ~10 in rstd
+    x = (torch.randn(4, 64) * 1e-4).bfloat16()
+    y, rstd = torch.ops.aten._fused_rms_norm(x.to("npu"), [64], None, None)
+    y_ref, rstd_ref = torch.ops.aten._fused_rms_norm(x, [64], None, None)
+    assert rstd.dtype == torch.float32 and rstd.shape == (4, 1)
+    torch.testing.assert_close(rstd.cpu(), rstd_ref, rtol=1e-5, atol=0)
+    torch.testing.assert_close(y.cpu(), y_ref, rtol=1e-2, atol=1e-2)
+
+
+def test_f_rms_norm_float64_and_a_weight_of_another_dtype_use_the_composite():
+    x = torch.randn(3, 5, 6, dtype=torch.float64, device="npu", requires_grad=True)
+    w = torch.randn(5, 6, dtype=torch.float64, device="npu", requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w: F.rms_norm(x, (5, 6), w), (x, w))
+    assert torch.autograd.gradcheck(lambda x: F.rms_norm(x, (6,)), (x,))
+    # F.rms_norm does not take the fused op for mixed dtypes; called directly, aten multiplies by the float32
+    # weight in float32
+    xb, wf = torch.randn(4, 32).bfloat16(), torch.randn(32)
+    ref = [xb.clone().requires_grad_(), wf.clone().requires_grad_()]
+    dev = [t.to("npu").requires_grad_() for t in (xb, wf)]
+    y_ref = torch.ops.aten._fused_rms_norm(ref[0], [32], ref[1], None)[0]
+    y = torch.ops.aten._fused_rms_norm(dev[0], [32], dev[1], None)[0]
+    torch.testing.assert_close(y.cpu(), y_ref)
+    g = torch.randn(4, 32).bfloat16()
+    y_ref.backward(g)
+    y.backward(g.to("npu"))
+    for d, r in zip(dev, ref):
+        assert d.grad.dtype == r.grad.dtype
+        torch.testing.assert_close(d.grad.cpu(), r.grad, rtol=2e-2, atol=2e-2)
+
+
+def test_f_rms_norm_bad_input_raises_cpus_errors():
+    x = torch.randn(4, 8, device="npu")
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape as normalized_shape"):
+        F.rms_norm(x, (8,), torch.randn(4, device="npu"))
+    with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[6\], expected input with shape \[\*6\]"):
+        F.rms_norm(x, (6,))
+    with pytest.raises(RuntimeError, match=r"same device.*argument weight in method _fused_rms_norm"):
+        F.rms_norm(x, (8,), torch.randn(8))
+    rstd = torch.ops.aten._fused_rms_norm(x, [8], None, None)[1]
+    with pytest.raises(RuntimeError, match="_fused_rms_norm_backward: argument 'grad_out' of shape"):
+        torch.ops.aten._fused_rms_norm_backward(torch.randn(4, 9, device="npu"), x, [8], rstd, None, [True, False])
+    with pytest.raises(RuntimeError, match="_fused_rms_norm_backward: argument 'rstd' must have one value per"):
+        torch.ops.aten._fused_rms_norm_backward(torch.randn(4, 8, device="npu"), x, [8], rstd[:2], None, [True, False])
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_add_rms_norm_returns_the_sum_and_backpropagates_through_both_outputs(dtype, native_only):
     x1, x2, gamma = torch.randn(6, 130).to(dtype), torch.randn(6, 130).to(dtype), torch.randn(130).to(dtype)

@@ -1,6 +1,6 @@
 """The ops npu graphs keep as calls of the device's own kernels where Inductor would decompose them.
 
-Inductor decomposes gelu, softmax, log_softmax and layer_norm (and their backward ops) and embedding's backward
+Inductor decomposes gelu, softmax, log_softmax, layer_norm and rms_norm (and their backward ops) and embedding's backward
 into loops it generates. Its C++ code for them runs 1.5-3.5x slower on this device than the native kernels, which
 use the vectorised functions of kernels/src/fast_math.h where Inductor calls Sleef's, and split rows over the AI
 cores (docs/benchmarks.md, "torch.compile: native ops"). For these ops an npu graph calls the op itself, which
@@ -8,6 +8,8 @@ dispatches to the npu kernel, with Inductor's own mechanism for devices whose ke
 (xpu's embedding_dense_backward, mtia's native_layer_norm): the decomposition answers NotImplemented for npu
 tensors, and a fallback lowering emits the call. Graphs on other devices are unchanged.
 """
+import re
+
 import torch
 
 aten = torch.ops.aten
@@ -22,6 +24,8 @@ NATIVE_OPS = {
     aten._log_softmax_backward_data.default: "log_softmax_backward",
     aten.native_layer_norm.default: "layer_norm",
     aten.native_layer_norm_backward.default: "layer_norm_backward",
+    aten._fused_rms_norm.default: "rms_norm (F.rms_norm, nn.RMSNorm)",
+    aten._fused_rms_norm_backward.default: "rms_norm_backward",
     aten.embedding_dense_backward.default: "embedding_dense_backward (the decomposition is a serial index_put)",
 }
 
@@ -34,9 +38,21 @@ def _on_npu(args) -> bool:
     return False
 
 
-def _unless_npu(decomposition):
+def _int_list_positions(op) -> list:
+    """Positions of the op's `int[]` arguments (not `SymInt[]`): a call cannot carry a symbolic size there."""
+    return [i for i, a in enumerate(op._schema.arguments)
+            if re.search(rf"\bint\[\d*\] {a.name}\b", str(op._schema))]
+
+
+def _unless_npu(op, decomposition):
+    int_lists = _int_list_positions(op)
+
     def decompose(*args, **kwargs):
-        if _on_npu(args):
+        # With dynamic shapes a size in an int[] argument is symbolic, and aten's rms_norm hands _fused_rms_norm
+        # its normalized_shape through asIntArrayRefUnchecked: a symbolic size arrives as a garbage (negative)
+        # int. Such a call cannot be emitted; the decomposition reads only the list's length, so it is used.
+        symbolic = any(not isinstance(v, int) or v < 0 for i in int_lists if i < len(args) for v in args[i])
+        if _on_npu(args) and not symbolic:
             return NotImplemented  # the tracer keeps the op
         return decomposition(*args, **kwargs)
     decompose.npu_native = True
@@ -53,7 +69,7 @@ def keep_native_in_decompositions() -> None:
         for op in NATIVE_OPS:
             fn = table.get(op)
             if fn is not None and not getattr(fn, "npu_native", False):
-                table[op] = _unless_npu(fn)
+                table[op] = _unless_npu(op, fn)
 
 
 def register_fallback_lowerings() -> None:
