@@ -1,9 +1,9 @@
 """The ops npu graphs keep as calls of the device's own kernels where Inductor would decompose them.
 
-Inductor decomposes gelu, softmax, log_softmax, layer_norm and rms_norm (and their backward ops) and embedding's backward
-into loops it generates. Its C++ code for them runs 1.5-3.5x slower on this device than the native kernels, which
-use the vectorised functions of kernels/src/fast_math.h where Inductor calls Sleef's, and split rows over the AI
-cores (docs/benchmarks.md, "torch.compile: native ops"). For these ops an npu graph calls the op itself, which
+Inductor decomposes gelu, softmax, log_softmax, layer_norm and rms_norm (and their backward ops) and embedding's
+backward into loops it generates. Its C++ code for them runs 1.5-3.5x slower on this device than the native
+kernels, which use the vectorised functions of kernels/src/fast_math.h where Inductor calls Sleef's, and split
+rows over the AI cores (docs/benchmarks.md, session 13). For these ops an npu graph calls the op itself, which
 dispatches to the npu kernel, with Inductor's own mechanism for devices whose kernels beat the decomposition
 (xpu's embedding_dense_backward, mtia's native_layer_norm): the decomposition answers NotImplemented for npu
 tensors, and a fallback lowering emits the call. Graphs on other devices are unchanged.
