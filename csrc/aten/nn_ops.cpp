@@ -1,12 +1,13 @@
 // Registration of the nn kernels for npu: softmax / log_softmax (+ backward), native_layer_norm (+ backward),
-// _fused_rms_norm (+ backward; F.rms_norm), nll_loss (+ backward). Shapes and checks come from ATen's meta
-// functions (or _check_layer_norm_inputs / _check_rms_norm_inputs); the math is in kernels/src/nn.cpp and
-// (RMSNorm) kernels/src/fused_nn.cpp.
+// _fused_rms_norm (+ backward; F.rms_norm), _weight_norm_interface (+ backward), group norm, batch norm, the
+// losses. Shapes and checks come from ATen's meta functions (or _check_layer_norm_inputs /
+// _check_rms_norm_inputs); the math is in kernels/src/nn.cpp and (RMSNorm) kernels/src/fused_nn.cpp.
 #include <ATen/ExpandUtils.h>
 #include <ATen/OpMathType.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/native/layer_norm.h>
+#include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/var_mean.h>
 #include <ATen/ops/_fused_rms_norm_compositeimplicitautograd_dispatch.h>
 #include <ATen/ops/_log_softmax_backward_data_meta.h>
@@ -664,6 +665,67 @@ std::tuple<T, T, T> NF::native_batch_norm_backward(const T& grad_out, const T& i
     const std::optional<T>& save_mean, const std::optional<T>& save_var, bool update, double eps,
     std::array<bool, 3> mask, const T& /*reserve*/) {
   return NF::native_batch_norm_backward(g, x, w, rm, rv, save_mean, save_var, update, eps, mask);
+}
+
+// nn.utils.weight_norm: w = v * g / ||v||, the norm over every dim but `dim` (the first or the last: ATen's fused
+// kernels take only those, and torch._weight_norm composes the others itself). The norms are returned in the
+// accumulation type (float32 for 16-bit v), as CPU and CUDA return them. Composed of npu kernels: the op ran on
+// the CPU fallback before (a device-to-host round trip per call, and an error under strict mode).
+namespace {
+// v's shape with 1 in every dim but `dim` (the shape of g and of the norms), after checking `dim`.
+std::vector<int64_t> weight_norm_shape(const char* op, const T& v, int64_t dim, std::vector<int64_t>* reduced) {
+  TORCH_CHECK(v.dim() > 0 && (dim == 0 || dim == v.dim() - 1), op,
+              ": fused kernels can only be applied for first or last dim, got dim ", dim, " of a ", v.dim(),
+              "-d tensor");
+  std::vector<int64_t> keep(v.dim(), 1);
+  keep[dim] = v.size(dim);
+  for (int64_t d = 0; d < v.dim(); ++d) {
+    if (d != dim) reduced->push_back(d);
+  }
+  return keep;
+}
+}  // namespace
+
+std::tuple<T, T> NF::_weight_norm_interface(const T& v, const T& g, int64_t dim) {
+  constexpr const char* op = "_weight_norm_interface";
+  check_npu(v, op);
+  check_device_arg(op, "g", g, v.device());
+  std::vector<int64_t> reduced;
+  const std::vector<int64_t> keep = weight_norm_shape(op, v, dim, &reduced);
+  TORCH_CHECK(g.numel() == v.size(dim), op, ": argument 'g' must have ", v.size(dim), " elements (v's size in dim ",
+              dim, "), got shape ", g.sizes());
+  c10::DeviceGuard guard(v.device());
+  const auto acc = at::toOpMathType(v.scalar_type());
+  // a 1-d v: no dim is reduced, each element is its own norm (an empty dim list would reduce them all)
+  const T norms = reduced.empty() ? v.to(acc).abs() : at::linalg_vector_norm(v, 2, reduced, /*keepdim=*/true, acc);
+  const T w = v.to(acc).mul(g.to(acc).reshape(keep).div(norms)).to(v.scalar_type());
+  return {w, norms.reshape(g.sizes())};
+}
+
+std::tuple<T, T> NF::_weight_norm_interface_backward(const T& grad_w, const T& saved_v, const T& saved_g,
+                                                     const T& saved_norms, int64_t dim) {
+  constexpr const char* op = "_weight_norm_interface_backward";
+  check_npu(saved_v, op);
+  check_device_arg(op, "grad_w", grad_w, saved_v.device());
+  check_device_arg(op, "saved_g", saved_g, saved_v.device());
+  check_device_arg(op, "saved_norms", saved_norms, saved_v.device());
+  std::vector<int64_t> reduced;
+  const std::vector<int64_t> keep = weight_norm_shape(op, saved_v, dim, &reduced);
+  TORCH_CHECK(grad_w.sizes() == saved_v.sizes(), op, ": argument 'grad_w' of shape ", grad_w.sizes(),
+              " must match saved_v ", saved_v.sizes());
+  TORCH_CHECK(saved_g.numel() == keep[dim] && saved_norms.numel() == keep[dim], op,
+              ": arguments 'saved_g' and 'saved_norms' must have ", keep[dim], " elements, got shapes ",
+              saved_g.sizes(), " and ", saved_norms.sizes());
+  c10::DeviceGuard guard(saved_v.device());
+  const auto acc = at::toOpMathType(saved_v.scalar_type());
+  const T gw = grad_w.to(acc), v = saved_v.to(acc);
+  const T g = saved_g.to(acc).reshape(keep), n = saved_norms.to(acc).reshape(keep);
+  T grad_g = gw.mul(v);  // d/dg: sum(grad_w * v) / ||v||
+  if (!reduced.empty()) grad_g = grad_g.sum(reduced, /*keepdim=*/true);
+  grad_g.div_(n);
+  // d/dv: (g / ||v||) (grad_w - v grad_g / ||v||)
+  const T grad_v = gw.sub(v.mul(grad_g.div(n))).mul_(g.div(n));
+  return {grad_v.to(saved_v.scalar_type()), grad_g.reshape(saved_g.sizes()).to(saved_g.scalar_type())};
 }
 
 // native_group_norm with CUDA's checks (X contiguous, X.numel() == N * C * HxW, C divisible by group, per-channel

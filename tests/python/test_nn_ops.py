@@ -352,3 +352,62 @@ def test_softmax_backward_16bit_rows_convert_in_registers(dtype, log):
         cpu = fn(g, y, 1, dtype)  # CPU's own 16-bit kernel is held to the same bound
         assert ((cpu[:5].double() - want[:5]).abs() <= bound).all(), n
     no_fallback("softmax")
+
+
+# --- nn.utils.weight_norm: _weight_norm_interface (+ backward) on npu kernels, no CPU round trip -------------
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("shape,dim", [((6, 4, 5), 0), ((3, 4, 7), 2), ((8,), 0), ((5, 9), 1)])
+def test_weight_norm_interface_matches_cpu(dtype, shape, dim, native_only):
+    v = rand(*shape, dtype=dtype, seed=1)
+    g_shape = [1] * len(shape)
+    g_shape[dim] = shape[dim]
+    g = rand(*g_shape, dtype=dtype, seed=2)
+    w_ref, n_ref = torch._weight_norm_interface(v, g, dim)
+    w, n = torch._weight_norm_interface(v.npu(), g.npu(), dim)
+    assert (w.dtype, n.dtype, n.shape) == (w_ref.dtype, n_ref.dtype, n_ref.shape)  # norms in float32 for 16-bit v
+    torch.testing.assert_close(w.cpu(), w_ref, **tol(dtype))
+    torch.testing.assert_close(n.cpu(), n_ref, **tol(dtype))
+    gw = rand(*shape, dtype=dtype, seed=3)
+    gv_ref, gg_ref = torch.ops.aten._weight_norm_interface_backward(gw, v, g, n_ref, dim)
+    gv, gg = torch.ops.aten._weight_norm_interface_backward(gw.npu(), v.npu(), g.npu(), n, dim)
+    assert (gv.dtype, gg.dtype, gg.shape) == (gv_ref.dtype, gg_ref.dtype, gg_ref.shape)
+    torch.testing.assert_close(gv.cpu(), gv_ref, **tol(dtype))
+    torch.testing.assert_close(gg.cpu(), gg_ref, **tol(dtype))
+
+
+def test_weight_norm_conv1d_trains_like_cpu_and_gradchecks(native_only):
+    # the audio models' form (wav2vec2's positional conv, HiFi-GAN): a weight-normed Conv1d, forward and backward
+    torch.manual_seed(0)
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3, padding=1))
+    conv_n = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3, padding=1)).npu()
+    conv_n.load_state_dict({k: v.npu() for k, v in conv.state_dict().items()})
+    x = rand(2, 4, 10, seed=4)
+    xn = x.npu()
+    with torch_npu_sim.record_launches() as rec:
+        out = conv_n(xn)
+        out.square().sum().backward()
+        torch.npu.synchronize()
+    assert not [r for r in rec.records if r["kernel"].startswith("memcpy")]  # no host round trip
+    ref = conv(x)
+    ref.square().sum().backward()
+    torch.testing.assert_close(out.cpu(), ref, rtol=1e-5, atol=1e-5)
+    for (name, p), p_n in zip(conv.named_parameters(), conv_n.parameters()):
+        torch.testing.assert_close(p_n.grad.cpu(), p.grad, rtol=1e-4, atol=1e-5, msg=name)
+    v = rand(5, 3, 4, dtype=torch.float64, seed=5).npu().requires_grad_()
+    g = rand(5, 1, 1, dtype=torch.float64, seed=6).npu().requires_grad_()
+    assert torch.autograd.gradcheck(lambda v, g: torch._weight_norm_interface(v, g, 0)[0], (v, g))
+
+
+def test_weight_norm_interface_bad_input_names_the_argument():
+    v, g = torch.randn(3, 4, 5, device="npu"), torch.randn(1, 4, 1, device="npu")
+    with pytest.raises(RuntimeError, match="_weight_norm_interface: fused kernels can only be applied for first or "
+                                           "last dim, got dim 1"):
+        torch._weight_norm_interface(v, g, 1)
+    with pytest.raises(RuntimeError, match="_weight_norm_interface: argument 'g' must have 3 elements"):
+        torch._weight_norm_interface(v, g, 0)
+    with pytest.raises(RuntimeError, match=r"same device.*_weight_norm_interface|_weight_norm_interface.*'g'"):
+        torch._weight_norm_interface(v, torch.randn(3, 1, 1), 0)
+    n = torch.randn(3, 1, 1, device="npu")
+    with pytest.raises(RuntimeError, match="_weight_norm_interface_backward: argument 'grad_w' of shape"):
+        torch.ops.aten._weight_norm_interface_backward(torch.randn(3, 4, device="npu"), v, n, n, 0)
