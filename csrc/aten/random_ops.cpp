@@ -2,7 +2,8 @@
 // reserves a (seed, offset) pair under the generator's mutex and the Philox kernels in
 // kernels/src/random.cpp expand it. uniform_, normal_ (real and complex; + Tensor mean/std variants), bernoulli_ (float
 // and tensor p), bernoulli, random_ (all three forms), exponential_, multinomial, randperm,
-// native_dropout and its backward.
+// native_dropout and its backward, and the rejection samplers poisson, _standard_gamma and _sample_dirichlet
+// (torch.distributions' Poisson, Gamma, Beta and Dirichlet).
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Tensor.h>
@@ -253,6 +254,50 @@ at::Tensor& NF::multinomial_out(const at::Tensor& self, int64_t n_sample, bool r
                                        replacement, state));
   });
   return out;
+}
+
+namespace {
+// The dtypes CPU samples `op` in (its kernels' error otherwise: CPU has no 16-bit gamma or Dirichlet).
+void check_sample_dtype(const at::Tensor& t, const char* op, bool with_16_bit) {
+  const auto st = t.scalar_type();
+  TORCH_CHECK(st == at::kFloat || st == at::kDouble || (with_16_bit && (st == at::kHalf || st == at::kBFloat16)),
+              op, ": expected a floating point tensor", with_16_bit ? "" : " of float32 or float64", ", got ", st);
+}
+
+// out = a draw per element of `in` by a rejection sampler; out's dtype `dtype`.
+template <typename Kernel>
+at::Tensor sample_like(const at::Tensor& in, at::ScalarType dtype, const std::optional<at::Generator>& gen,
+                       const char* op, Kernel kernel) {
+  c10::DeviceGuard guard(in.device());
+  at::Tensor out = at::empty(in.sizes(), in.options().dtype(dtype));
+  if (out.numel() == 0) return out;
+  const auto state = next_state(gen, in.device());
+  NPU_CHECK(kernel(stream_of(in), tensor_desc(out, op), tensor_desc(in, op), state));
+  return out;
+}
+}  // namespace
+
+at::Tensor NF::poisson(const at::Tensor& self, std::optional<at::Generator> gen) {
+  check_sample_dtype(self, "poisson", /*with_16_bit=*/true);
+  return sample_like(self, self.scalar_type(), gen, "poisson", npu_kernels::poisson);
+}
+
+at::Tensor NF::_standard_gamma(const at::Tensor& self, std::optional<at::Generator> gen) {
+  check_sample_dtype(self, "_standard_gamma", /*with_16_bit=*/false);
+  return sample_like(self, self.scalar_type(), gen, "_standard_gamma", npu_kernels::standard_gamma);
+}
+
+// CPU's _s_dirichlet: gamma draws in double (no underflow), normalised along the last dim, then clamped to
+// [the dtype's smallest normal, the float below 1].
+at::Tensor NF::_sample_dirichlet(const at::Tensor& self, std::optional<at::Generator> gen) {
+  check_sample_dtype(self, "_sample_dirichlet", /*with_16_bit=*/false);
+  const at::Tensor g = sample_like(self, at::kDouble, gen, "_sample_dirichlet", npu_kernels::standard_gamma);
+  if (g.numel() == 0) return g.to(self.scalar_type());
+  const at::Tensor r = g.div(g.sum(-1, /*keepdim=*/true)).to(self.scalar_type());
+  if (self.scalar_type() == at::kFloat) {
+    return r.clamp_(std::numeric_limits<float>::min(), std::nextafter(1.0f, 0.0f));
+  }
+  return r.clamp_(std::numeric_limits<double>::min(), std::nextafter(1.0, 0.0));
 }
 
 at::Tensor& NF::randperm_out(int64_t n, std::optional<at::Generator> gen, at::Tensor& out) {

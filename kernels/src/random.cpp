@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -106,6 +107,123 @@ void normal_range(const TensorDesc& out, const RandomArgs& a, PhiloxState s, int
       put(i++, z1);
     }
   }
+}
+
+// The k-th Philox draw of element i's own sequence (rejection samplers): counter (i | k << 48, offset). Elements
+// stay below 2^48; a loop past 2^16 draws (never met: acceptance is >= 0.7 per round) would reuse its sequence.
+class ElementStream {
+ public:
+  ElementStream(const PhiloxState& s, uint64_t i) : s_(s), i_(i) {}
+  double uniform() {  // [0, 1), 53 bits
+    if (pos_ == 2) refill();
+    const double u = u01(w_[2 * pos_], w_[2 * pos_ + 1]);
+    ++pos_;
+    return u;
+  }
+  double normal() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double r = std::sqrt(-2.0 * std::log(1.0 - uniform())), th = kTwoPi * uniform();
+    spare_ = r * std::sin(th);
+    has_spare_ = true;
+    return r * std::cos(th);
+  }
+
+ private:
+  void refill() {
+    const uint64_t c = i_ | static_cast<uint64_t>(k_++ & 0xffff) << 48;
+    w_ = philox4x32_10({static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), static_cast<uint32_t>(s_.offset),
+                        static_cast<uint32_t>(s_.offset >> 32)},
+                       {static_cast<uint32_t>(s_.seed), static_cast<uint32_t>(s_.seed >> 32)});
+    pos_ = 0;
+  }
+  PhiloxState s_;
+  uint64_t i_;
+  uint32_t k_ = 0;
+  int pos_ = 2;
+  std::array<uint32_t, 4> w_{};
+  bool has_spare_ = false;
+  double spare_ = 0.0;
+};
+
+// ATen's sample_gamma (Marsaglia and Tsang 2000, doi:10.1145/358407.358414), in double.
+double sample_gamma(double alpha, ElementStream& r) {
+  if (std::isnan(alpha)) return alpha;  // (the loop below would never accept)
+  double scale = 1.0;
+  if (alpha < 1.0) {  // boost alpha for a higher acceptance probability
+    if (alpha == 0.0) return 0.0;
+    scale *= std::pow(1.0 - r.uniform(), 1.0 / alpha);
+    alpha += 1.0;
+  }
+  const double d = alpha - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x, y;
+    do {
+      x = r.normal();
+      y = 1.0 + c * x;
+    } while (y <= 0);
+    const double v = y * y * y, u = 1.0 - r.uniform(), xx = x * x;
+    if (u < 1.0 - 0.0331 * xx * xx) return scale * d * v;
+    if (std::log(u) < 0.5 * xx + d * (1.0 - v + std::log(v))) return scale * d * v;
+  }
+}
+
+// ATen's sample_poisson: the multiplication method below 10, transformed rejection (Hoermann 1993) from 10.
+double sample_poisson(double lambda, ElementStream& r) {
+  if (lambda >= 10) {
+    const double slam = std::sqrt(lambda), loglam = std::log(lambda);
+    const double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+    const double invalpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+    for (;;) {
+      const double U = r.uniform() - 0.5, V = r.uniform(), us = 0.5 - std::fabs(U);
+      const double k = std::floor((2 * a / us + b) * U + lambda + 0.43);
+      if (us >= 0.07 && V <= vr) return k;
+      if (k < 0 || (us < 0.013 && V > us)) continue;
+      if (std::log(V) + std::log(invalpha) - std::log(a / (us * us) + b) <= -lambda + k * loglam - std::lgamma(k + 1))
+        return k;
+    }
+  }
+  if (lambda == 0) return 0;
+  const double enlam = std::exp(-lambda);
+  double x = 0, prod = 1.0;
+  for (;;) {
+    prod *= r.uniform();
+    if (prod > enlam) {
+      x += 1;
+    } else {
+      return x;
+    }
+  }
+}
+
+// out[i] = sample(in[i], element i's stream) over a launch; `what` names the kernel.
+template <typename Sample>
+npu_sim::Status sample_each(npu_sim::Stream stream, const char* what, const TensorDesc& out, const TensorDesc& in,
+                            PhiloxState s, Sample sample) {
+  return parallel_for(stream, what, out.numel(), kGrain, [out, in, s, sample, what](int64_t b, int64_t e,
+                                                                           const npu_sim::BlockContext& ctx) {
+    detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(in.dtype)),
+                       (e - b) * static_cast<int64_t>(dtype_size(out.dtype)), (e - b) * 4 * kDrawOps);
+    dispatch_dtype(out.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      dispatch_dtype(in.dtype, [&](auto itag) {
+        using I = decltype(itag);
+        if constexpr (is_complex_v<T> || is_complex_v<I>) {
+          throw npu_sim::KernelError(std::string(what) + ": complex tensors are not supported");
+        } else {
+          T* o = static_cast<T*>(out.data);
+          const I* x = static_cast<const I*>(in.data);
+          StridedWalker wo(out, b), wi(in, b);
+          for (int64_t i = b; i < e; ++i, wo.next(), wi.next()) {
+            ElementStream r(s, static_cast<uint64_t>(i));
+            o[wo.offset()] = convert<T>(sample(convert<double>(x[wi.offset()]), r, T{}));
+          }
+        }
+      });
+    });
+  });
 }
 
 }  // namespace
@@ -405,6 +523,33 @@ npu_sim::Status triangle_indices(npu_sim::Stream stream, const TensorDesc& out, 
     });
     // writes only: a (row, column) pair per index; 1 op per pair
     detail::record_vec(ctx, 0, 2 * pairs * static_cast<int64_t>(dtype_size(out.dtype)), pairs);
+  });
+}
+
+npu_sim::Status standard_gamma(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& alpha, PhiloxState s) {
+  return sample_each(stream, "standard_gamma", out, alpha, s, [](double a, ElementStream& r, auto tag) {
+    using T = decltype(tag);
+    // CPU raises results below the smallest normal of the dtype to it (a 0 would break Dirichlet's normalisation)
+    double tiny = 0;
+    if constexpr (std::is_same_v<T, double>) {
+      tiny = std::numeric_limits<double>::min();
+    } else if constexpr (std::is_same_v<T, Half>) {
+      tiny = 0x1p-14;
+    } else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, BFloat16>) {
+      tiny = std::numeric_limits<float>::min();
+    }
+    const double g = sample_gamma(a, r);
+    return std::isnan(g) ? g : std::max(tiny, g);
+  });
+}
+
+npu_sim::Status poisson(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& rate, PhiloxState s) {
+  return sample_each(stream, "poisson", out, rate, s, [](double lambda, ElementStream& r, auto) {
+    if (!(lambda >= 0)) {
+      throw npu_sim::KernelError("poisson: invalid Poisson rate, expected rate to be non-negative, got " +
+                                 std::to_string(lambda));
+    }
+    return sample_poisson(lambda, r);
   });
 }
 

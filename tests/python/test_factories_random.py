@@ -305,3 +305,87 @@ def test_log_normal_geometric_cauchy():
     assert abs(ca.median() - 2.0) < 0.02
     assert abs(((ca - 2.0).abs() < 0.5).double().mean() - 0.5) < 0.01  # half the mass within one scale
     assert_native("aten::log_normal_", "aten::geometric_", "aten::cauchy_")
+
+
+# --- the rejection samplers: poisson, _standard_gamma, _sample_dirichlet (torch.distributions) ----------------
+
+def within(samples, mean, var, excess_kurtosis=0.0, sigmas=6.0):
+    """The sample mean and variance within `sigmas` standard errors of `mean` and `var` (the variance's standard
+    error grows with the distribution's excess kurtosis)."""
+    x = samples.double()
+    n = x.numel()
+    assert abs(x.mean().item() - mean) <= sigmas * math.sqrt(var / n) + 1e-12, (x.mean().item(), mean)
+    var_se = var * math.sqrt((excess_kurtosis + 2) / n)
+    assert abs(x.var().item() - var) <= sigmas * var_se + 1e-12, (x.var().item(), var)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_poisson_samples_natively_with_poisson_moments(dtype, native_only):
+    torch.manual_seed(0)
+    n = 200_000
+    # both of ATen's methods: multiplication below rate 10, transformed rejection from 10
+    for lam in (0.3, 4.0, 9.99, 10.0, 55.0, 1e4):
+        if dtype == torch.float16 and lam > 1e3:
+            continue
+        x = torch.poisson(torch.full((n,), lam, dtype=dtype, device="npu")).cpu()
+        assert x.dtype == dtype and bool((x == x.round()).all()) and bool((x >= 0).all())
+        if dtype == torch.bfloat16 and lam >= 55:
+            continue  # counts above 256 are rounded to bfloat16's 8 bits
+        within(x, lam, lam, 1 / lam)
+    zero = torch.poisson(torch.zeros(1000, dtype=dtype, device="npu")).cpu()
+    assert bool((zero == 0).all())
+    # an expanded (stride 0) rate still draws each element from its own sequence
+    x = torch.poisson(torch.tensor([3.0], dtype=dtype, device="npu").expand(1000)).cpu()
+    assert len(torch.unique(x)) > 3
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gamma_beta_dirichlet_sample_natively_with_their_moments(dtype, native_only):
+    torch.manual_seed(1)
+    n = 200_000
+    for a in (0.01, 0.5, 1.0, 2.5, 30.0):  # alpha < 1 takes ATen's boost
+        x = torch._standard_gamma(torch.full((n,), a, dtype=dtype, device="npu")).cpu()
+        assert x.dtype == dtype and bool((x >= torch.finfo(dtype).tiny).all())
+        within(x, a, a, 6 / a)
+    rate = torch.tensor(2.0, dtype=dtype, device="npu")
+    g = torch.distributions.Gamma(torch.full((n,), 3.0, dtype=dtype, device="npu"), rate).sample().cpu()
+    within(g, 1.5, 0.75, 2.0)
+    b = torch.distributions.Beta(torch.tensor(2.0, dtype=dtype, device="npu"),
+                                 torch.tensor(5.0, dtype=dtype, device="npu")).sample((n,)).cpu()
+    within(b, 2 / 7, 2 * 5 / (7 ** 2 * 8))
+    conc = torch.tensor([0.5, 1.0, 3.0], dtype=dtype)
+    d = torch.distributions.Dirichlet(conc.npu()).sample((n,)).cpu()
+    assert d.dtype == dtype and d.shape == (n, 3)
+    torch.testing.assert_close(d.sum(-1), torch.ones(n, dtype=dtype), rtol=0, atol=4 * torch.finfo(dtype).eps)
+    assert bool((d > 0).all()) and bool((d < 1).all())
+    a0 = conc.sum().item()
+    for i, a in enumerate(conc.tolist()):
+        within(d[:, i], a / a0, a * (a0 - a) / (a0 ** 2 * (a0 + 1)))
+
+
+def test_samplers_reproduce_with_a_generator_and_never_repeat_a_launch():
+    rate = torch.full((64,), 7.0, device="npu")
+    alpha = torch.full((64,), 0.7, device="npu")
+    runs = []
+    for _ in range(2):
+        gen = torch.Generator("npu").manual_seed(5)
+        runs.append([torch.poisson(rate, gen).cpu(), torch._standard_gamma(alpha, gen).cpu(),
+                     torch._sample_dirichlet(alpha.view(8, 8), gen).cpu()])
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)
+    assert not torch.equal(runs[0][1], torch._standard_gamma(alpha).cpu())  # the next launch: new counters
+
+
+def test_sampler_errors_as_cpu():
+    with pytest.raises(RuntimeError, match=r"_standard_gamma: expected a floating point tensor of float32 or "
+                                           r"float64, got Half"):
+        torch._standard_gamma(torch.ones(3, dtype=torch.float16, device="npu"))
+    with pytest.raises(RuntimeError, match="poisson: expected a floating point tensor, got Long"):
+        torch.poisson(torch.ones(3, dtype=torch.long, device="npu"))
+    assert torch.isnan(torch._standard_gamma(torch.tensor([float("nan"), 1.0], device="npu"))[0].cpu())
+    # a negative rate: the kernel's error, sticky on the device (CPU raises it at the call)
+    torch.poisson(torch.tensor([1.0, -1.0], device="npu"))
+    with pytest.raises(RuntimeError, match=r"kernel 'poisson' failed: poisson: invalid Poisson rate, expected rate "
+                                           r"to be non-negative, got -1"):
+        torch.npu.synchronize()
+    acknowledge_device_error()

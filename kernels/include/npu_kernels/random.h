@@ -75,6 +75,15 @@ npu_sim::Status dropout_backward(npu_sim::Stream stream, const TensorDesc& out, 
 // (rows x n, contiguous), with or without replacement.
 npu_sim::Status multinomial(npu_sim::Stream stream, const TensorDesc& probs, int64_t* out, int64_t n,
                             bool replacement, PhiloxState s);
+// Rejection samplers (ATen's algorithms, so the distributions match CPU's): element i of `out` draws from its own
+// Philox sequence, counter (i | k << 48, offset) for its k-th draw, as many as its loop needs. `in` has out's
+// sizes (its dtype may differ); both real floating.
+//   standard_gamma: Gamma(alpha = in, 1) by Marsaglia and Tsang, boosted below alpha = 1; 0 for alpha = 0 and
+//     NaN for NaN; results below the dtype's smallest normal are raised to it (as CPU).
+//   poisson: Poisson(rate = in): the multiplication method below 10, Hoermann's transformed rejection from 10;
+//     a negative or NaN rate raises KernelError("poisson: invalid Poisson rate ...").
+npu_sim::Status standard_gamma(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& alpha, PhiloxState s);
+npu_sim::Status poisson(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& rate, PhiloxState s);
 // A uniformly random permutation of [0, n) (Fisher-Yates in one block) into out (n elements, any dtype).
 npu_sim::Status randperm(npu_sim::Stream stream, const TensorDesc& out, PhiloxState s);
 
