@@ -1,9 +1,10 @@
 // gtests of the indexing/RNG kernels (torch-free): Philox-4x32-10 against the Random123 known-answer
-// vectors and its counter layout; the along-dim gather/scatter kernel against loops, including the
+// vectors and its counter layout; the rejection samplers (replay, two streams, moments); the along-dim gather/scatter kernel against loops, including the
 // device-side bounds check surfacing as kKernelError at the sync.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -67,6 +68,43 @@ TEST(Random, UniformFillIsReproducibleAndInRange) {
     sum += v;
   }
   EXPECT_NEAR(sum / n, 0.0, 0.02);
+}
+
+// The rejection samplers draw a variable number of words per element from the element's own sequence: the same
+// (seed, offset) replays them whatever the grid, two streams sampling at once do not disturb each other, and
+// the moments are Gamma's / Poisson's.
+TEST(Random, RejectionSamplersReplayAcrossStreamsWithTheirMoments) {
+  const int64_t n = 200000;
+  DeviceBuf<double> alpha{std::vector<double>(n, 2.5)}, rate{std::vector<double>(n, 12.0)};
+  DeviceBuf<double> g1{std::vector<double>(n)}, g2{std::vector<double>(n)}, p1{std::vector<double>(n)},
+      p2{std::vector<double>(n)};
+  npu_sim::Stream s1 = nullptr, s2 = nullptr;
+  ASSERT_OK(npu_sim::stream_create(0, &s1));
+  ASSERT_OK(npu_sim::stream_create(0, &s2));
+  auto d = [&](double* p) { return desc(p, DType::kFloat64, {n}, {1}); };
+  ASSERT_OK(npu_kernels::standard_gamma(s1, d(g1.ptr), d(alpha.ptr), {3, 16}));
+  ASSERT_OK(npu_kernels::poisson(s2, d(p1.ptr), d(rate.ptr), {3, 20}));
+  ASSERT_OK(npu_kernels::standard_gamma(s2, d(g2.ptr), d(alpha.ptr), {3, 16}));
+  ASSERT_OK(npu_kernels::poisson(s1, d(p2.ptr), d(rate.ptr), {3, 20}));
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  EXPECT_EQ(g1.read(), g2.read());
+  EXPECT_EQ(p1.read(), p2.read());
+  auto moments = [](const std::vector<double>& v) {
+    double m = 0, q = 0;
+    for (double x : v) m += x;
+    m /= static_cast<double>(v.size());
+    for (double x : v) q += (x - m) * (x - m);
+    return std::pair<double, double>{m, q / static_cast<double>(v.size() - 1)};
+  };
+  const auto [gm, gv] = moments(g1.read());
+  EXPECT_NEAR(gm, 2.5, 6 * std::sqrt(2.5 / n));
+  EXPECT_NEAR(gv, 2.5, 0.05 * 2.5);
+  const auto [pm, pv] = moments(p1.read());
+  EXPECT_NEAR(pm, 12.0, 6 * std::sqrt(12.0 / n));
+  EXPECT_NEAR(pv, 12.0, 0.05 * 12.0);
+  for (double x : p1.read()) ASSERT_EQ(x, std::floor(x));
+  ASSERT_OK(npu_sim::stream_destroy(s1));
+  ASSERT_OK(npu_sim::stream_destroy(s2));
 }
 
 TEST(IndexAlongDim, GatherAndScatterAddMatchLoops) {

@@ -2,7 +2,8 @@
 // plus the deterministic range factories (arange, linspace/logspace, eye, tril/triu_indices).
 //
 // Counter layout: element i of a launch draws philox(counter = (i, offset), key = seed), i.e. 4 fresh
-// 32-bit words per element (normal_: elements 2m and 2m+1 share draw m, the two Box-Muller outputs);
+// 32-bit words per element (normal_: elements 2m and 2m+1 share draw m, the two Box-Muller outputs; the
+// rejection samplers: counter (i | k << 48, offset) for element i's k-th draw);
 // a launch reserves its `offset` from the device generator
 // (philox_engine_inputs), so two launches never share a counter and a (seed, offset) pair replays
 // exactly, whatever the grid.
