@@ -355,7 +355,9 @@ std::tuple<T, T> NF::_fused_rms_norm(const T& input, c10::IntArrayRef normalized
   if (weight.has_value() && weight->defined()) check_device_arg(op, "weight", *weight, input.device());
   at::native::_check_rms_norm_inputs_symint(input, c10::fromIntArrayRefSlow(normalized_shape),
                                             weight.has_value() ? *weight : T());
-  if (!rms_norm_native(input, weight)) return at::compositeimplicitautograd::_fused_rms_norm(input, normalized_shape, weight, eps);
+  if (!rms_norm_native(input, weight)) {
+    return at::compositeimplicitautograd::_fused_rms_norm(input, normalized_shape, weight, eps);
+  }
   c10::DeviceGuard guard(input.device());
   const T x = input.contiguous(), g = rms_gamma(weight, x, normalized_shape);
   const int64_t axis = input.dim() - static_cast<int64_t>(normalized_shape.size());
@@ -407,7 +409,7 @@ std::tuple<T, T> NF::_fused_rms_norm_backward(const T& grad_out, const T& input,
     return {dx, dw};
   }
   const T x = input.contiguous(), g = rms_gamma(weight, x, normalized_shape);
-  const T dy = grad_out.scalar_type() == x.scalar_type() ? grad_out.contiguous() : grad_out.to(x.scalar_type()).contiguous();
+  const T dy = grad_out.to(x.scalar_type()).contiguous();
   const T r = rstd.to(at::kFloat).contiguous();
   T dx = want_dx ? at::empty_like(x) : T(), dw = want_dw ? at::empty_like(g) : T();
   npu_kernels::RmsNormGradArgs a;

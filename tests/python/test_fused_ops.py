@@ -138,8 +138,10 @@ def test_rms_norm(dtype, shape, gdims, native_only):
 # --- F.rms_norm / nn.RMSNorm: aten's _fused_rms_norm on the same kernel -------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape,normalized,weighted,eps", [((4, 7, 33), (33,), True, None), ((5, 4097), (4097,), True, 1e-3),
-                                                           ((2, 3, 8, 16), (8, 16), False, None), ((3, 1), (1,), True, None)])
+@pytest.mark.parametrize("shape,normalized,weighted,eps", [((4, 7, 33), (33,), True, None),
+                                                           ((5, 4097), (4097,), True, 1e-3),
+                                                           ((2, 3, 8, 16), (8, 16), False, None),
+                                                           ((3, 1), (1,), True, None)])
 def test_f_rms_norm_is_one_kernel_forward_and_backward(dtype, shape, normalized, weighted, eps, native_only):
     torch.manual_seed(0)
     x = torch.randn(shape).to(dtype)
@@ -161,7 +163,8 @@ def test_f_rms_norm_is_one_kernel_forward_and_backward(dtype, shape, normalized,
         torch.npu.synchronize()
     assert "rms_norm_backward" in [r["kernel"] for r in rec.records]
     for d, r in zip(dev, ref):
-        torch.testing.assert_close(d.grad.cpu(), r.grad, **(dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else tol))
+        grad_tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else tol
+        torch.testing.assert_close(d.grad.cpu(), r.grad, **grad_tol)
 
 
 def test_f_rms_norm_default_eps_is_float32_epsilon_for_16_bit_inputs():
