@@ -11,6 +11,7 @@
 
 #include "npu_kernels/dtype.h"
 #include "npu_kernels/launch.h"
+#include "special_math.h"
 #include "traffic.h"
 
 namespace npu_kernels {
@@ -181,8 +182,8 @@ double sample_poisson(double lambda, ElementStream& r) {
       const double k = std::floor((2 * a / us + b) * U + lambda + 0.43);
       if (us >= 0.07 && V <= vr) return k;
       if (k < 0 || (us < 0.013 && V > us)) continue;
-      if (std::log(V) + std::log(invalpha) - std::log(a / (us * us) + b) <= -lambda + k * loglam - std::lgamma(k + 1))
-        return k;
+      const double log_pk = -lambda + k * loglam - detail::lgamma_nosign(k + 1);
+      if (std::log(V) + std::log(invalpha) - std::log(a / (us * us) + b) <= log_pk) return k;
     }
   }
   if (lambda == 0) return 0;

@@ -307,13 +307,13 @@ double polygamma(int64_t n, double x) {
   if (n == 0) return digamma(x);
   if (n == 1) return trigamma(x);
   const double sign = n % 2 ? 1.0 : -1.0;
-  return sign * std::exp(std::lgamma(n + 1.0)) * hurwitz_zeta(n + 1.0, x);
+  return sign * std::exp(lgamma_nosign(n + 1.0)) * hurwitz_zeta(n + 1.0, x);
 }
 
 namespace {
 
 // x^a e^-x / Gamma(a), in logs.
-double gamma_prefactor(double a, double x) { return std::exp(a * std::log(x) - x - std::lgamma(a)); }
+double gamma_prefactor(double a, double x) { return std::exp(a * std::log(x) - x - lgamma_nosign(a)); }
 
 // P(a, x) by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1) ... (a + n)); for x < a + 1.
 double igamma_series(double a, double x) {

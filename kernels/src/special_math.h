@@ -2,10 +2,23 @@
 // after a recurrence for the gamma family, a closed-form start refined by Newton steps for erfinv.
 #pragma once
 
+#include <math.h>  // lgamma_r, lgammaf_r
+
 #include <cmath>
 #include <limits>
 
 namespace npu_kernels::detail {
+
+// log|Gamma(x)| without libm's global signgam, which std::lgamma writes: a data race between AI-core threads
+// (ThreadSanitizer found it in two concurrent Poisson launches).
+inline double lgamma_nosign(double x) {
+  int sign;
+  return ::lgamma_r(x, &sign);
+}
+inline float lgamma_nosign(float x) {
+  int sign;
+  return ::lgammaf_r(x, &sign);
+}
 
 // psi(x): poles at 0 and the negative integers (psi(+-0) = -+inf, as in ATen), reflection for x < 0,
 // the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic (Bernoulli) series.

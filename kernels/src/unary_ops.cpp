@@ -170,7 +170,7 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       }
       case UnaryOp::kLgamma:
         if constexpr (std::is_same_v<C, float>) return go([](float x) { return detail::lgamma_float(x); });
-        return go([](C x) { return std::lgamma(x); });
+        return go([](C x) { return detail::lgamma_nosign(x); });
       case UnaryOp::kSinc:
         return go([](C x) {
           if (x == C(0)) return C(1);
