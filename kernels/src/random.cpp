@@ -134,10 +134,7 @@ class ElementStream {
 
  private:
   void refill() {
-    const uint64_t c = i_ | static_cast<uint64_t>(k_++ & 0xffff) << 48;
-    w_ = philox4x32_10({static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32), static_cast<uint32_t>(s_.offset),
-                        static_cast<uint32_t>(s_.offset >> 32)},
-                       {static_cast<uint32_t>(s_.seed), static_cast<uint32_t>(s_.seed >> 32)});
+    w_ = philox_draw(s_, i_ | static_cast<uint64_t>(k_++ & 0xffff) << 48);
     pos_ = 0;
   }
   PhiloxState s_;
