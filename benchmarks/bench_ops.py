@@ -2,7 +2,8 @@
 bilinear and bicubic, 3-D trilinear; forward and forward + backward), torch.special (Bessel J0 / I0e / K1, erfcx,
 ndtri, igamma, zeta, a Chebyshev polynomial), logcumsumexp, renorm, max_unpool2d and embedding_bag (sum, weighted,
 max; mean forward + backward), float32; npu_quant_matmul (int8) against CPU's torch._int_mm and scale; cdist, histc, ctc_loss,
-bicubic / trilinear interpolation; complex64 mm (a conj operand), exp, sum and var. Prints ms per call and
+bicubic / trilinear interpolation; antialiased image resizing (uint8 and float32, torchvision's Resize); complex64
+mm (a conj operand), exp, sum and var. Prints ms per call and
 npu/cpu (lower is better). Usage: python benchmarks/bench_ops.py [--quick]"""
 import argparse
 import datetime
@@ -122,6 +123,29 @@ def new_op_cases(quick):
              fwd_bwd(lambda t: F.interpolate(t, scale_factor=2, mode="trilinear")), (x3,))]
 
 
+def resize_cases(quick):
+    """torchvision's Resize: a batch of 480x640 images to 224x224 with antialiasing (uint8 in PIL's integers, and
+    float32), uint8 bilinear without it, and the float32 antialiased resize fwd+bwd."""
+    n = 2 if quick else 8
+    img = torch.randint(0, 256, (n, 3, 480, 640), dtype=torch.uint8)
+    imgf = img.float() / 255
+    feat = torch.randn(n, 16, 128, 128)
+
+    def resize(mode, antialias=True, size=(224, 224)):
+        return lambda t: F.interpolate(t, size=size, mode=mode, antialias=antialias)
+
+    def fwd_bwd(t):
+        t = t.detach().requires_grad_()
+        F.interpolate(t, size=(48, 48), mode="bilinear", antialias=True).sum().backward()
+
+    return [("resize aa bilinear uint8", f"{n}x3x480x640", resize("bilinear"), (img,)),
+            ("resize aa bicubic uint8", f"{n}x3x480x640", resize("bicubic"), (img,)),
+            ("resize bilinear uint8 (no aa)", f"{n}x3x480x640", resize("bilinear", False, (240, 320)), (img,)),
+            ("resize aa bilinear float32", f"{n}x3x480x640", resize("bilinear"), (imgf,)),
+            ("resize aa bicubic float32", f"{n}x3x480x640", resize("bicubic"), (imgf,)),
+            ("resize aa bilinear fwd+bwd", f"{n}x16x128x128", fwd_bwd, (feat,))]
+
+
 def complex_cases(quick):
     """complex64: the GEMM (OpenBLAS cgemm, a conj operand as autograd passes it), a transcendental, a reduction."""
     n = 256 if quick else 1024
@@ -143,7 +167,7 @@ def main():
     print(f"{'op':36s} {'shape':>14s} {'cpu ms':>8s} {'npu ms':>8s} {'npu/cpu':>8s}")
     cases = (grid_cases(args.quick) + special_cases(args.quick) + other_cases(args.quick) +
              embedding_bag_cases(args.quick) + quant_cases(args.quick) + new_op_cases(args.quick) +
-             complex_cases(args.quick))
+             resize_cases(args.quick) + complex_cases(args.quick))
     for name, shape, fn, args_cpu, *cpu_fn in cases:
         if args.only and not any(w in name for w in args.only.split(",")):
             continue

@@ -1,9 +1,15 @@
-// Registration of interpolation (upsample nearest / nearest-exact / linear / bilinear / bicubic / trilinear) and
-// reflect / replicate padding, 1-D to 3-D, forward and backward. ATen's structured metas (or its padding checks)
+// Registration of interpolation (upsample nearest / nearest-exact / linear / bilinear / bicubic / trilinear, and
+// the antialiased bilinear / bicubic / Lanczos) and reflect / replicate padding, 1-D to 3-D, forward and backward. ATen's structured metas (or its padding checks)
 // give shapes and errors; every op runs the one separable kernel in kernels/src/resample.cpp.
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Padding.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_upsample_bicubic2d_aa_backward_meta.h>
+#include <ATen/ops/_upsample_bicubic2d_aa_meta.h>
+#include <ATen/ops/_upsample_bilinear2d_aa_backward_meta.h>
+#include <ATen/ops/_upsample_bilinear2d_aa_meta.h>
+#include <ATen/ops/_upsample_lanczos2d_aa_backward_meta.h>
+#include <ATen/ops/_upsample_lanczos2d_aa_meta.h>
 #include <ATen/ops/_upsample_nearest_exact1d_backward_meta.h>
 #include <ATen/ops/_upsample_nearest_exact1d_meta.h>
 #include <ATen/ops/_upsample_nearest_exact2d_backward_meta.h>
@@ -108,12 +114,13 @@ void launch(const Spec& s, bool backward, const T& src, const T& dst, const char
               " and ", dst.device());
   TORCH_CHECK(src.scalar_type() == dst.scalar_type(), op, ": expected grad_output and output of the same dtype, got ",
               src.scalar_type(), " and ", dst.scalar_type());
-  // CPU's dtype sets: interpolation takes floating types (nearest also uint8), padding any type but bool.
+  // CPU's dtype sets: interpolation takes floating types, and uint8 but for (tri)linear in 1-D and 3-D; padding
+  // any type but bool. (CPU lacks the antialiased modes in 16 bits; they run here, as on CUDA.)
   const at::ScalarType type = src.scalar_type();
+  const bool linear_1d_3d = s.mode == ResampleMode::kLinear && s.spatial != 2;
   const bool supported = s.mode == ResampleMode::kReflect || s.mode == ResampleMode::kReplicate
                              ? type != at::kBool
-                             : at::isFloatingType(type) || (s.mode != ResampleMode::kLinear &&
-                                                            s.mode != ResampleMode::kCubic && type == at::kByte);
+                             : at::isFloatingType(type) || (type == at::kByte && !linear_1d_3d);
   TORCH_CHECK_NOT_IMPLEMENTED(supported, "\"", op, "\" not implemented for '", c10::toString(type), "'");
   if (dst.numel() == 0) return;
   c10::DeviceGuard guard(src.device());
@@ -133,8 +140,13 @@ void launch(const Spec& s, bool backward, const T& src, const T& dst, const char
   T out = direct ? dst : at::empty(dst.sizes(), dst.options().memory_format(at::MemoryFormat::Contiguous));
   const ResampleArgs a = backward ? make_args(s, out, in, op) : make_args(s, in, out, op);
   const auto stream = current_native_stream(src.device().index());
-  const npu_sim::Status status = backward ? npu_kernels::resample_backward(stream, a, in.const_data_ptr(), out.data_ptr())
-                                          : npu_kernels::resample(stream, a, in.const_data_ptr(), out.data_ptr());
+  const std::size_t scratch_bytes = backward ? 0 : npu_kernels::resample_scratch_bytes(a);
+  const T scratch = scratch_bytes > 0 ? at::empty({static_cast<int64_t>(scratch_bytes)}, in.options().dtype(at::kByte))
+                                      : T();
+  const npu_sim::Status status =
+      backward ? npu_kernels::resample_backward(stream, a, in.const_data_ptr(), out.data_ptr())
+               : npu_kernels::resample(stream, a, in.const_data_ptr(), out.data_ptr(),
+                                       scratch.defined() ? scratch.data_ptr() : nullptr);
   if (status == npu_sim::Status::kInvalidValue) {
     throw_no_kernel_for_dtype(c10::str(op, ": no npu kernel for dtype ", src.scalar_type()));
   }
@@ -357,6 +369,85 @@ T& NF::upsample_bicubic2d_backward_out(const T& g, IntArrayRef size, IntArrayRef
   return structured_out<at::meta::structured_upsample_bicubic2d_backward>(
       backward_kernel(interp(ResampleMode::kCubic, 2, sh, sw, align), g, "upsample_bicubic2d_backward"), out, g, size,
       in_size, align, sh, sw);
+}
+
+// The antialiased modes (PIL's filters, 2-D).
+T NF::_upsample_bilinear2d_aa(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_bilinear2d_aa>(
+      forward_kernel(interp(ResampleMode::kLinearAA, 2, sh, sw, align), self, "_upsample_bilinear2d_aa"), self, size,
+      align, sh, sw);
+}
+
+T& NF::_upsample_bilinear2d_aa_out(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_bilinear2d_aa>(
+      forward_kernel(interp(ResampleMode::kLinearAA, 2, sh, sw, align), self, "_upsample_bilinear2d_aa"), out, self,
+      size, align, sh, sw);
+}
+
+T NF::_upsample_bilinear2d_aa_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh,
+                                       OptD sw) {
+  return structured_functional<at::meta::structured__upsample_bilinear2d_aa_backward>(
+      backward_kernel(interp(ResampleMode::kLinearAA, 2, sh, sw, align), g, "_upsample_bilinear2d_aa_backward"), g,
+      size, in_size, align, sh, sw);
+}
+
+T& NF::_upsample_bilinear2d_aa_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh,
+                                            OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_bilinear2d_aa_backward>(
+      backward_kernel(interp(ResampleMode::kLinearAA, 2, sh, sw, align), g, "_upsample_bilinear2d_aa_backward"), out,
+      g, size, in_size, align, sh, sw);
+}
+
+T NF::_upsample_bicubic2d_aa(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_bicubic2d_aa>(
+      forward_kernel(interp(ResampleMode::kCubicAA, 2, sh, sw, align), self, "_upsample_bicubic2d_aa"), self, size,
+      align, sh, sw);
+}
+
+T& NF::_upsample_bicubic2d_aa_out(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_bicubic2d_aa>(
+      forward_kernel(interp(ResampleMode::kCubicAA, 2, sh, sw, align), self, "_upsample_bicubic2d_aa"), out, self,
+      size, align, sh, sw);
+}
+
+T NF::_upsample_bicubic2d_aa_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh,
+                                      OptD sw) {
+  return structured_functional<at::meta::structured__upsample_bicubic2d_aa_backward>(
+      backward_kernel(interp(ResampleMode::kCubicAA, 2, sh, sw, align), g, "_upsample_bicubic2d_aa_backward"), g, size,
+      in_size, align, sh, sw);
+}
+
+T& NF::_upsample_bicubic2d_aa_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh,
+                                           OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_bicubic2d_aa_backward>(
+      backward_kernel(interp(ResampleMode::kCubicAA, 2, sh, sw, align), g, "_upsample_bicubic2d_aa_backward"), out, g,
+      size, in_size, align, sh, sw);
+}
+
+T NF::_upsample_lanczos2d_aa(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_lanczos2d_aa>(
+      forward_kernel(interp(ResampleMode::kLanczosAA, 2, sh, sw, align), self, "_upsample_lanczos2d_aa"), self, size,
+      align, sh, sw);
+}
+
+T& NF::_upsample_lanczos2d_aa_out(const T& self, IntArrayRef size, bool align, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_lanczos2d_aa>(
+      forward_kernel(interp(ResampleMode::kLanczosAA, 2, sh, sw, align), self, "_upsample_lanczos2d_aa"), out, self,
+      size, align, sh, sw);
+}
+
+T NF::_upsample_lanczos2d_aa_backward(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh,
+                                      OptD sw) {
+  return structured_functional<at::meta::structured__upsample_lanczos2d_aa_backward>(
+      backward_kernel(interp(ResampleMode::kLanczosAA, 2, sh, sw, align), g, "_upsample_lanczos2d_aa_backward"), g,
+      size, in_size, align, sh, sw);
+}
+
+T& NF::_upsample_lanczos2d_aa_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, bool align, OptD sh,
+                                           OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_lanczos2d_aa_backward>(
+      backward_kernel(interp(ResampleMode::kLanczosAA, 2, sh, sw, align), g, "_upsample_lanczos2d_aa_backward"), out,
+      g, size, in_size, align, sh, sw);
 }
 
 T NF::upsample_trilinear3d(const T& self, IntArrayRef size, bool align, OptD sd, OptD sh, OptD sw) {

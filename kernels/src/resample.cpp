@@ -1,5 +1,6 @@
 // Separable resampling kernels (see npu_kernels/resample.h): per-axis K-tap tables built on the host at launch,
 // then row-parallel gathers / interpolations (forward) and plane-parallel scatters into a float buffer (backward).
+// The window modes (antialiased, uint8 bilinear / bicubic) go to resample_aa.cpp.
 #include "npu_kernels/resample.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/launch.h"
+#include "resample_aa.h"
 #include "traffic.h"
 
 namespace npu_kernels {
@@ -83,6 +85,7 @@ Taps<A> make_taps(ResampleMode mode, const ResampleAxis& ax) {
         if (i > last) i = 2 * last - i;
         break;
       case ResampleMode::kReplicate: i = std::clamp<int64_t>(o - ax.pad_before, 0, last); break;
+      default: break;  // the window modes: resample_aa.cpp
       case ResampleMode::kLinear: {
         idx[0] = idx[1] = o;
         wgt[0] = A(1);
@@ -208,15 +211,28 @@ npu_sim::Status interpolate(npu_sim::Stream s, const ResampleArgs& a, const void
 }  // namespace
 
 const char* resample_name(ResampleMode mode, bool backward) {
-  static const char* const fwd[] = {"upsample_nearest", "upsample_nearest_exact", "upsample_linear", "reflection_pad",
-                                    "replication_pad", "upsample_bicubic"};
-  static const char* const bwd[] = {"upsample_nearest_backward", "upsample_nearest_exact_backward",
-                                    "upsample_linear_backward", "reflection_pad_backward", "replication_pad_backward",
-                                    "upsample_bicubic_backward"};
+  static const char* const fwd[] = {"upsample_nearest",   "upsample_nearest_exact", "upsample_linear",
+                                    "reflection_pad",     "replication_pad",        "upsample_bicubic",
+                                    "upsample_bilinear_aa", "upsample_bicubic_aa",  "upsample_lanczos_aa"};
+  static const char* const bwd[] = {"upsample_nearest_backward",     "upsample_nearest_exact_backward",
+                                    "upsample_linear_backward",      "reflection_pad_backward",
+                                    "replication_pad_backward",      "upsample_bicubic_backward",
+                                    "upsample_bilinear_aa_backward", "upsample_bicubic_aa_backward",
+                                    "upsample_lanczos_aa_backward"};
   return (backward ? bwd : fwd)[static_cast<int>(mode)];
 }
 
-npu_sim::Status resample(npu_sim::Stream s, const ResampleArgs& a, const void* in, void* out) {
+bool is_window_mode(ResampleMode mode, DType dtype) {
+  return mode == ResampleMode::kLinearAA || mode == ResampleMode::kCubicAA || mode == ResampleMode::kLanczosAA ||
+         (dtype == DType::kUInt8 && (mode == ResampleMode::kLinear || mode == ResampleMode::kCubic));
+}
+
+std::size_t resample_scratch_bytes(const ResampleArgs& a) {
+  return is_window_mode(a.mode, a.dtype) ? detail::window_scratch_bytes(a) : 0;
+}
+
+npu_sim::Status resample(npu_sim::Stream s, const ResampleArgs& a, const void* in, void* out, void* scratch) {
+  if (is_window_mode(a.mode, a.dtype)) return detail::window_resample(s, a, in, out, scratch);
   if (a.mode == ResampleMode::kLinear) {
     return dispatch_fp(a.dtype, [&](auto tag) { return interpolate<decltype(tag), 2>(s, a, in, out); });
   }
@@ -234,6 +250,7 @@ npu_sim::Status resample(npu_sim::Stream s, const ResampleArgs& a, const void* i
 }
 
 npu_sim::Status resample_backward(npu_sim::Stream s, const ResampleArgs& a, const void* grad_out, void* grad_in) {
+  if (is_window_mode(a.mode, a.dtype)) return detail::window_resample_backward(s, a, grad_out, grad_in);
   if (taps_of(a.mode) == 1 && (a.d.in != 1 || a.d.out != 1)) return npu_sim::Status::kInvalidValue;
   return dispatch_fp(a.dtype, [&](auto tag) {
     using T = decltype(tag);

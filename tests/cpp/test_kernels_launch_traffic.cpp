@@ -316,6 +316,23 @@ TEST(KernelsLaunchTraffic, UpsampleBilinear) {
   expect_record(only(recs, "upsample_linear"), 736, 64);
 }
 
+// Antialiased bilinear, one 1 x 4 row to 1 x 2 (scale 2: the triangle widened to support 2, windows of up to 5).
+// Output 0 (centre 1) reads inputs 0..2, output 1 (centre 3) inputs 1..3: 6 taps, each an element and a float
+// weight (6 x 8 = 48 B), plus each window's int64 start and size (2 x 16 = 32 B): 80 B read; 2 x 4 = 8 B
+// written; 2 Vector ops per tap. The h axis is unchanged, so its pass is skipped (ATen's order).
+TEST(KernelsLaunchTraffic, UpsampleBilinearAntialiased) {
+  DeviceBuf<float> x(std::vector<float>{1, 2, 3, 4}), y{std::vector<float>(2)};
+  ResampleArgs a;
+  a.mode = ResampleMode::kLinearAA;
+  a.planes = 1;
+  a.w.in = 4;
+  a.w.out = 2;
+  const auto recs = records_of([&] { ASSERT_OK(resample(nullptr, a, x.ptr, y.ptr)); });
+  ASSERT_EQ(recs.size(), 1u);
+  expect_record(only(recs, "upsample_bilinear_aa"), 80, 8);
+  EXPECT_EQ(recs[0].vector_flops, 12u);
+}
+
 // gather along dim 1 of a 3 x 4 source with a 3 x 2 index: per element its int64 index and one source
 // element read (6 x 12 = 72 B), one element written (6 x 4 = 24 B).
 TEST(KernelsLaunchTraffic, GatherAlongDim) {

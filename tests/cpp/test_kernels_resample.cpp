@@ -1,6 +1,7 @@
 // gtests of the separable resampling kernel (torch-free): nearest and padding gathers against hand-made
-// expectations, trilinear exact on linear functions, bicubic interpolating, and every backward mode (2-D and 3-D) as the
-// exact adjoint of its forward (<A x, g> == <x, A^T g>).
+// expectations, trilinear exact on linear functions, bicubic interpolating, every backward mode (2-D and 3-D, and the
+// antialiased window modes) as the exact adjoint of its forward (<A x, g> == <x, A^T g>), antialiased filters and the
+// uint8 fixed-point path keeping constants, and the window engine's scratch contract.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -115,6 +116,75 @@ TEST(Resample, TrilinearIsExactOnLinearFunctionsAndBicubicInterpolates) {
     for (int ow = 0; ow < 9; ow += 2) EXPECT_NEAR(r[oh * 9 + ow], img[oh / 2 * 5 + ow / 2], 1e-12) << oh << "," << ow;
   c.h.align_corners = c.w.align_corners = false;  // any source positions, border clamping included
   for (double v : run(c, std::vector<double>(15, 2.5))) EXPECT_NEAR(v, 2.5, 1e-12);
+}
+
+std::vector<double> run_window(const ResampleArgs& a, const std::vector<double>& x) {
+  DeviceBuf<double> in(x), out(std::vector<double>(a.planes * a.h.out * a.w.out));
+  DeviceBuf<double> scratch(std::vector<double>(npu_kernels::resample_scratch_bytes(a) / sizeof(double) + 1));
+  EXPECT_EQ(npu_kernels::resample(nullptr, a, in.ptr, out.ptr, scratch.ptr), npu_sim::Status::kSuccess);
+  EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess);
+  return out.read();
+}
+
+// Downsampling (windows widened by the scale), upsampling, and one axis unchanged (its pass skipped).
+const int64_t kWindowShapes[][4] = {{11, 13, 4, 5}, {3, 4, 7, 10}, {6, 13, 6, 4}, {9, 2, 3, 2}};
+
+TEST(Resample, AntialiasedBackwardIsTheAdjointOfTheTwoPasses) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (ResampleMode mode : {ResampleMode::kLinearAA, ResampleMode::kCubicAA, ResampleMode::kLanczosAA}) {
+    for (const auto& sh : kWindowShapes) {
+      ResampleArgs a = args(mode, 2, sh[0], sh[1], sh[2], sh[3]);
+      std::vector<double> x(a.planes * a.h.in * a.w.in), g(a.planes * a.h.out * a.w.out);
+      for (auto& v : x) v = u(rng);
+      for (auto& v : g) v = u(rng);
+      const auto y = run_window(a, x), gx = run_backward(a, g);
+      double lhs = 0, rhs = 0;
+      for (size_t i = 0; i < y.size(); ++i) lhs += y[i] * g[i];
+      for (size_t i = 0; i < x.size(); ++i) rhs += x[i] * gx[i];
+      EXPECT_NEAR(lhs, rhs, 1e-12) << npu_kernels::resample_name(mode, false) << " " << sh[0] << "x" << sh[1];
+    }
+  }
+}
+
+// Each window's weights sum to 1, so a constant image stays constant; in uint8 too, where the int16 weights'
+// rounding error (at most half a unit each, with 14+ fractional bits) stays below half a pixel level.
+TEST(Resample, WindowModesKeepConstants) {
+  for (ResampleMode mode : {ResampleMode::kLinearAA, ResampleMode::kCubicAA, ResampleMode::kLanczosAA,
+                            ResampleMode::kLinear, ResampleMode::kCubic}) {
+    for (const auto& sh : kWindowShapes) {
+      ResampleArgs a = args(mode, 3, sh[0], sh[1], sh[2], sh[3]);
+      if (mode == ResampleMode::kLinearAA || mode == ResampleMode::kCubicAA || mode == ResampleMode::kLanczosAA) {
+        for (double v : run_window(a, std::vector<double>(a.planes * a.h.in * a.w.in, -1.25))) EXPECT_NEAR(v, -1.25, 1e-12);
+      }
+      a.dtype = DType::kUInt8;
+      ASSERT_TRUE(npu_kernels::is_window_mode(a.mode, a.dtype));
+      DeviceBuf<uint8_t> in(std::vector<uint8_t>(a.planes * a.h.in * a.w.in, 201));
+      DeviceBuf<uint8_t> out(std::vector<uint8_t>(a.planes * a.h.out * a.w.out));
+      DeviceBuf<uint8_t> scratch(std::vector<uint8_t>(npu_kernels::resample_scratch_bytes(a) + 1));
+      ASSERT_EQ(npu_kernels::resample(nullptr, a, in.ptr, out.ptr, scratch.ptr), npu_sim::Status::kSuccess);
+      ASSERT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess);
+      for (uint8_t v : out.read()) EXPECT_EQ(v, 201) << npu_kernels::resample_name(mode, false);
+    }
+  }
+}
+
+// Both axes changing need the scratch for the w pass (planes x in_h x out_w elements): without it the launch is
+// refused, never run into a null buffer. One axis needs none. 3-D and integer backward are not served.
+TEST(Resample, WindowModesScratchContract) {
+  ResampleArgs a = args(ResampleMode::kCubicAA, 2, 6, 8, 3, 5);
+  EXPECT_EQ(npu_kernels::resample_scratch_bytes(a), 2u * 6 * 5 * sizeof(double));
+  DeviceBuf<double> in(std::vector<double>(2 * 6 * 8, 1.0)), out(std::vector<double>(2 * 3 * 5));
+  EXPECT_EQ(npu_kernels::resample(nullptr, a, in.ptr, out.ptr), npu_sim::Status::kInvalidValue);
+  a.h.out = 6;
+  EXPECT_EQ(npu_kernels::resample_scratch_bytes(a), 0u);
+  EXPECT_EQ(npu_kernels::resample_scratch_bytes(args(ResampleMode::kLinear, 2, 6, 8, 3, 5)), 0u);  // tap engine
+  ResampleArgs v = args(ResampleMode::kLinearAA, 1, 2, 2, 3, 3);
+  v.d.in = 2;
+  EXPECT_EQ(npu_kernels::resample(nullptr, v, in.ptr, out.ptr), npu_sim::Status::kInvalidValue);
+  ResampleArgs u = args(ResampleMode::kLinear, 1, 2, 2, 3, 3);
+  u.dtype = DType::kUInt8;
+  EXPECT_EQ(npu_kernels::resample_backward(nullptr, u, in.ptr, out.ptr), npu_sim::Status::kInvalidValue);
 }
 
 TEST(Resample, LinearRejectsIntegerDtypes) {

@@ -1,6 +1,7 @@
-"""F.interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear; sizes, scale factors, align_corners) and
-F.pad (reflect, replicate; 1-D and 2-D) on npu against CPU PyTorch: values and gradients in four float
-dtypes, integer gathers, bad inputs raising CPU's error type, and no op falling back to the CPU."""
+"""F.interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, and antialiased bilinear / bicubic /
+lanczos; sizes, scale factors, align_corners) and F.pad (reflect, replicate; 1-D and 2-D) on npu against CPU PyTorch:
+values and gradients in four float dtypes, integer gathers, uint8 image resizing bit-exact, bad inputs raising CPU's
+error type, and no op falling back to the CPU."""
 import pytest
 import torch
 import torch.nn.functional as F
@@ -125,6 +126,84 @@ def test_interpolate_channels_last_and_strided_input():
 def test_interpolate_nearest_uint8(mode):
     x = torch.randint(0, 255, (1, 3, 4, 5), dtype=torch.uint8)
     same(F.interpolate(x.to("npu"), size=(7, 3), mode=mode), F.interpolate(x, size=(7, 3), mode=mode))
+
+
+AA_MODES = ["bilinear", "bicubic", "lanczos"]
+# Downsampling (the filter widened by the scale), upsampling, one axis only (the other pass skipped), a scale
+# factor, extreme aspect ratios, align_corners.
+INTERP_AA = [dict(size=(9, 7)), dict(size=(20, 31)), dict(size=(16, 5)), dict(size=(4, 23)), dict(scale_factor=0.37),
+             dict(scale_factor=(2.2, 0.3)), dict(size=(1, 1)), dict(size=(9, 7), align_corners=True)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mode, kw", [(m, kw) for m in AA_MODES for kw in INTERP_AA
+                                      if not (m == "lanczos" and "align_corners" in kw)])  # lanczos refuses it
+def test_interpolate_antialias(dtype, mode, kw):
+    fwd_bwd(lambda t: F.interpolate(t, mode=mode, antialias=True, **kw), rand(2, 3, 16, 23, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("mode", AA_MODES)
+def test_interpolate_antialias_16bit_as_cuda(dtype, mode):
+    # CPU refuses 16-bit antialiasing; CUDA computes it in float32 and rounds once: the reference is CPU's float32
+    # result on the same (rounded) input and gradient.
+    x, g = rand(2, 3, 16, 23, dtype=dtype), rand(2, 3, 9, 30, dtype=dtype, seed=3)
+    xn = x.to("npu").requires_grad_()
+    y = F.interpolate(xn, size=(9, 30), mode=mode, antialias=True)
+    y.backward(g.to("npu"))
+    xr = x.float().requires_grad_()
+    ref = F.interpolate(xr, size=(9, 30), mode=mode, antialias=True)
+    ref.backward(g.float())
+    assert y.dtype == xn.grad.dtype == dtype
+    same(y.detach(), ref.detach().to(dtype))
+    same(xn.grad, xr.grad.to(dtype))
+
+
+@pytest.mark.parametrize("mode, antialias", [("bilinear", True), ("bilinear", False), ("bicubic", True),
+                                             ("bicubic", False), ("lanczos", True)])  # lanczos needs antialias
+@pytest.mark.parametrize("channels", [3, 5])
+def test_interpolate_uint8_images_bit_exact(mode, antialias, channels):
+    # torchvision's uint8 Resize: CPU sums int16 fixed-point weights in int32 (its AVX2 kernel for up to 4
+    # channels, the generic one beyond); npu runs the same integers, so every pixel is equal.
+    x = torch.randint(0, 256, (2, channels, 45, 61), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    xl = x.contiguous(memory_format=torch.channels_last)
+    for kw in [dict(size=(20, 33)), dict(size=(90, 17)), dict(size=(45, 100)), dict(scale_factor=0.41),
+               dict(size=(12, 64), align_corners=True)]:
+        if mode == "lanczos" and "align_corners" in kw:
+            continue
+        for src in (x, xl):
+            same(F.interpolate(src.to("npu"), mode=mode, antialias=antialias, **kw),
+                 F.interpolate(src, mode=mode, antialias=antialias, **kw))
+
+
+def test_interpolate_antialias_bad_inputs():
+    x = rand(1, 2, 6, 8)
+    raises_like_cpu(lambda t: F.interpolate(t.int(), size=(3, 3), mode="bilinear", antialias=True), x,
+                    "not implemented for 'Int'")
+    raises_like_cpu(lambda t: F.interpolate(t, size=(3, 3), mode="lanczos", antialias=True, align_corners=True), x,
+                    "align_corners")
+    raises_like_cpu(lambda t: torch.ops.aten._upsample_bicubic2d_aa(t, [0, 3], False, None, None), x,
+                    "should be greater than 0")
+    raises_like_cpu(lambda t: torch.ops.aten._upsample_bilinear2d_aa(t[0], [3, 3], False, None, None), x,
+                    "expected input_size equals to 4")
+    # uint8 linear in 1-D and 3-D has no CPU kernel either
+    raises_like_cpu(lambda t: F.interpolate((t[0] * 10).to(torch.uint8), size=5, mode="linear"), x, "Byte")
+    g = rand(1, 2, 3, 3).to("npu")
+    with pytest.raises(RuntimeError, match="grad_output"):
+        torch.ops.aten._upsample_lanczos2d_aa_backward(g, [4, 4], [1, 2, 6, 8], False, None, None)
+
+
+def test_upsample_aa_out_variants():
+    x = rand(1, 2, 13, 9)
+    for op in (torch.ops.aten._upsample_bilinear2d_aa, torch.ops.aten._upsample_bicubic2d_aa,
+               torch.ops.aten._upsample_lanczos2d_aa):
+        out = torch.empty(5, 2, 4, 1, device="npu").permute(3, 1, 2, 0)  # non-contiguous: written through a copy
+        op.out(x.to("npu"), [4, 5], False, None, None, out=out)
+        same(out, op(x, [4, 5], False, None, None))
+    g, gi = rand(1, 2, 4, 5), torch.empty(0, device="npu")
+    torch.ops.aten._upsample_bicubic2d_aa_backward.grad_input(g.to("npu"), [4, 5], [1, 2, 13, 9], False, None, None,
+                                                               grad_input=gi)
+    same(gi, torch.ops.aten._upsample_bicubic2d_aa_backward(g, [4, 5], [1, 2, 13, 9], False, None, None))
 
 
 def test_upsample_out_variants():
