@@ -57,7 +57,6 @@ GAUGE_OPS = {"linalg.eigh": eigenvector_phase_fixed}
 # Why an aten op still runs on the CPU fallback: (substring of the aten op's name, reason). The first match wins;
 # an op matching none is reported as "no npu kernel yet".
 FALLBACK_REASONS = (
-    ("_histogramdd", "histogramdd: no npu kernel yet (histc and histogram are native)"),
 )
 
 

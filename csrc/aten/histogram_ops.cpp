@@ -1,12 +1,13 @@
-// Registration of histc and histogram (bin count and bin edges, out= forms): CPU's argument checks, messages and
-// outer-edge rules (ATen/native/Histogram.cpp) on floating inputs, the bin edges from the native linspace, then
-// kernels/src/histogram.cpp; histc on integers keeps CUDA's integer bins (a composition of native ops; CPU refuses).
+// Registration of histc, histogram (bin count and bin edges, out= forms) and histogramdd: CPU's argument checks,
+// messages and outer-edge rules (ATen/native/Histogram.cpp) on floating inputs, the bin edges from the native
+// linspace, then kernels/src/histogram.cpp; histc on integers keeps CUDA's integer bins (a composition of native ops; CPU refuses).
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/aminmax.h>
 #include <ATen/ops/bincount.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linspace.h>
+#include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -78,47 +79,82 @@ void prepare_out(const Tensor& self, int64_t bin_ct, const Tensor& hist, const T
   at::native::resize_output(hist, {bin_ct});
 }
 
-// CPU's histogramdd_check_inputs for the (numel, 1) view of self: the edges' dtype and shape, the weight's dtype and
-// element count (histogram reshapes a weight to 1-D, so any shape with self's element count passes, as on CPU).
-void check_inputs(const Tensor& self, const Tensor& bins, const OptTensor& weight) {
-  TORCH_CHECK(self.dtype() == bins.dtype(), "torch.histogramdd: input tensor and bins tensors should have the same ",
-              "dtype, but got input with dtype ", self.dtype(), " and bins for dimension ", 0, " with dtype ",
-              bins.dtype());
-  TORCH_CHECK(bins.dim() == 1, "torch.histogramdd: bins tensor should have one dimension, but got ", bins.dim(),
-              " dimensions in the bins tensor for dimension ", 0);
-  TORCH_CHECK(bins.numel() > 0, "torch.histogramdd: bins tensor should have at least 1 element, but got ",
-              bins.numel(), " elements in the bins tensor for dimension ", 0);
+// CPU's histogramdd_check_inputs: per coordinate of self (..., N), its edges' dtype, rank and size; the weight's dtype
+// and shape (self's without the last dimension).
+void check_inputs_dd(const Tensor& self, at::TensorList bins, const OptTensor& weight) {
+  TORCH_CHECK(self.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions, but got ",
+              self.dim());
+  const int64_t n = self.size(-1);
+  TORCH_CHECK(static_cast<int64_t>(bins.size()) == n, "torch.histogramdd: expected ", n, " sequences of bin edges for a ",
+              n, "-dimensional histogram but got ", bins.size());
+  for (int64_t d = 0; d < n; ++d) {
+    TORCH_CHECK(self.dtype() == bins[d].dtype(), "torch.histogramdd: input tensor and bins tensors should have the ",
+                "same dtype, but got input with dtype ", self.dtype(), " and bins for dimension ", d, " with dtype ",
+                bins[d].dtype());
+    TORCH_CHECK(bins[d].dim() == 1, "torch.histogramdd: bins tensor should have one dimension, but got ",
+                bins[d].dim(), " dimensions in the bins tensor for dimension ", d);
+    TORCH_CHECK(bins[d].numel() > 0, "torch.histogramdd: bins tensor should have at least 1 element, but got ",
+                bins[d].numel(), " elements in the bins tensor for dimension ", d);
+  }
   if (weight.has_value()) {
     TORCH_CHECK(self.dtype() == weight->dtype(), "torch.histogramdd: if weight tensor is provided, input tensor and ",
                 "weight tensor should have the same dtype, but got input(", self.dtype(), "), and weight(",
                 weight->dtype(), ")");
-    TORCH_CHECK(weight->numel() == self.numel(), "torch.histogramdd: if weight tensor is provided it should have the ",
-                "same shape as the input tensor excluding its innermost dimension, but got input with shape ",
-                at::IntArrayRef{self.numel(), 1}, " and weight with shape ", at::IntArrayRef{weight->numel()});
+    const int64_t one = 1;
+    const at::IntArrayRef got = weight->dim() == 0 ? at::IntArrayRef(one) : weight->sizes();  // a scalar: [1]
+    TORCH_CHECK(self.sizes().slice(0, self.dim() - 1) == got, "torch.histogramdd: if weight tensor is provided it should have the same shape as the ",
+                "input tensor excluding its innermost dimension, but got input with shape ", self.sizes(),
+                " and weight with shape ", weight->sizes());
   }
 }
 
-// The kernel into hist (resized, self's dtype), from edges (bins + 1 values on the device); density as CPU: divided
-// by the total, then by each bin's width (hist.sum() stays on the device: no sync).
-void run_histogram(const Tensor& self, const OptTensor& weight, bool density, const Tensor& edges, const Tensor& hist,
-                   npu_kernels::BinSearch search) {
-  check_kernel_dtype(self);
-  const Tensor x = self.contiguous(), e = edges.contiguous();
+// The 1-D forms check self as (numel, 1) points and a weight of any shape with self's element count (CPU reshapes
+// both).
+void check_inputs_1d(const Tensor& self, const Tensor& bins, const OptTensor& weight) {
+  check_inputs_dd(self.reshape({-1, 1}), bins, weight.has_value() ? OptTensor(weight->reshape({-1})) : std::nullopt);
+}
+
+// The kernel into hist (resized to the bin counts, self's dtype) from points (M, N) and each coordinate's edges
+// (bins + 1 values on the device); density as CPU: divided by the total, then by each bin's width along each
+// coordinate (hist.sum() stays on the device: no sync).
+void run_histogram(const Tensor& points, const OptTensor& weight, bool density, const std::vector<Tensor>& edges,
+                   const Tensor& hist, npu_kernels::BinSearch search) {
+  check_kernel_dtype(points);
+  const Tensor x = points.contiguous();
   const Tensor w = weight.has_value() ? weight->contiguous() : Tensor();
-  npu_kernels::HistogramArgs a;
-  a.dtype = kernel_dtype(self.scalar_type(), "histogram");
-  a.numel = x.numel();
-  a.bins = hist.numel();
+  npu_kernels::HistogramDDArgs a;
+  a.dtype = kernel_dtype(points.scalar_type(), "histogram");
+  a.numel = x.size(0);
   a.search = search;
-  const Tensor scratch = at::empty({npu_kernels::histogram_partials(a), a.bins}, self.options().dtype(at::kDouble));
+  std::vector<Tensor> e;
+  std::vector<const void*> e_ptr;
+  for (const Tensor& t : edges) {
+    e.push_back(t.contiguous());
+    e_ptr.push_back(e.back().const_data_ptr());
+    a.dim_bins.push_back(t.numel() - 1);
+  }
+  const Tensor scratch = at::empty({npu_kernels::histogramdd_partials(a), a.total_bins()},
+                                   points.options().dtype(at::kDouble));
   into_contiguous(hist, [&](const Tensor& dst) {
-    NPU_CHECK(npu_kernels::histogram(stream_of(self), a, x.const_data_ptr(), w.defined() ? w.const_data_ptr() : nullptr,
-                                     e.const_data_ptr(), scratch.data_ptr<double>(), dst.data_ptr()));
+    NPU_CHECK(npu_kernels::histogramdd(stream_of(points), a, x.const_data_ptr(),
+                                       w.defined() ? w.const_data_ptr() : nullptr, e_ptr, scratch.data_ptr<double>(),
+                                       dst.data_ptr()));
   });
   if (density) {
     hist.div_(hist.sum());
-    hist.div_(edges.diff());
+    for (size_t d = 0; d < edges.size(); ++d) {
+      std::vector<int64_t> shape(static_cast<size_t>(hist.dim()), 1);
+      shape[d] = edges[d].numel() - 1;
+      hist.div_(edges[d].diff().reshape(shape));
+    }
   }
+}
+
+// The 1-D forms: self as (numel, 1) points, a weight of any shape with self's element count (CPU reshapes it).
+void run_histogram_1d(const Tensor& self, const OptTensor& weight, bool density, const Tensor& edges,
+                      const Tensor& hist, npu_kernels::BinSearch search) {
+  const OptTensor w = weight.has_value() ? OptTensor(weight->reshape({-1})) : std::nullopt;
+  run_histogram(self.reshape({-1, 1}), w, density, std::vector<Tensor>{edges}, hist, search);
 }
 
 // CPU's bins_edges_correction of an empty histc range: one step of the dtype or 1, whichever is wider (16-bit: 1).
@@ -153,36 +189,75 @@ Tensor& histc_float_out(const Tensor& self, int64_t bins, const c10::Scalar& min
               ", ", hi, "] is not finite");
   TORCH_CHECK(lo < hi, "torch.histc: max must be larger than min");
   at::linspace_out(edges, lo, hi, bins + 1);
-  run_histogram(self, std::nullopt, false, edges, hist, npu_kernels::BinSearch::kLinear);
+  run_histogram_1d(self, std::nullopt, false, edges, hist, npu_kernels::BinSearch::kLinear);
   return hist;
 }
 
-// CPU's select_outer_bin_edges for one dimension: range, else the data's min and max (float32 / float64 only, as
-// CPU's dispatch), else [0, 1]; finite, ordered, an empty range widened by 0.5 each side.
-std::pair<double, double> outer_edges(const Tensor& self, std::optional<at::ArrayRef<double>> range) {
-  double lo = 0., hi = 1.;
+// CPU's select_outer_bin_edges for points (M, N): per coordinate, range's pair, else the data's min and max
+// (float32 / float64 only, as CPU's dispatch; one sync), else [0, 1]; finite, ordered, an empty range widened by
+// 0.5 each side.
+std::vector<std::pair<double, double>> outer_edges(const Tensor& points, std::optional<at::ArrayRef<double>> range) {
+  const int64_t n = points.size(-1);
+  std::vector<std::pair<double, double>> out(static_cast<size_t>(n), {0., 1.});
   if (range.has_value()) {
-    TORCH_CHECK(range->size() == 2, "torch.histogramdd: for a ", 1, "-dimensional histogram range should have ", 2,
-                " elements, but got ", range->size());
-    lo = (*range)[0];
-    hi = (*range)[1];
-  } else if (self.numel() > 0) {
-    const at::ScalarType st = self.scalar_type();
+    TORCH_CHECK(static_cast<int64_t>(range->size()) == 2 * n, "torch.histogramdd: for a ", n, "-dimensional histogram",
+                " range should have ", 2 * n, " elements, but got ", range->size());
+    for (int64_t d = 0; d < n; ++d) out[d] = {(*range)[2 * d], (*range)[2 * d + 1]};
+  } else if (points.numel() > 0) {
+    const at::ScalarType st = points.scalar_type();
     TORCH_CHECK_NOT_IMPLEMENTED(st == at::kFloat || st == at::kDouble, "\"histogramdd\" not implemented for '",
                                 c10::toString(st), "'");
-    const auto [mn, mx] = at::aminmax(self);
-    lo = mn.item<double>();
-    hi = mx.item<double>();
+    const auto [mn, mx] = at::aminmax(points, 0);
+    const Tensor both = at::stack({mn, mx}).to(at::kDouble).cpu();
+    const double* v = both.const_data_ptr<double>();
+    for (int64_t d = 0; d < n; ++d) out[d] = {v[d], v[n + d]};
   }
-  TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogramdd: dimension ", 0, "'s range [", lo, ", ", hi,
-              "] is not finite");
-  TORCH_CHECK(lo <= hi, "torch.histogramdd: min should not exceed max, but got min ", lo, " max ", hi,
-              " for dimension ", 0);
-  if (lo == hi) {
-    lo -= 0.5;
-    hi += 0.5;
+  for (int64_t d = 0; d < n; ++d) {
+    auto& [lo, hi] = out[d];
+    TORCH_CHECK(std::isfinite(lo) && std::isfinite(hi), "torch.histogramdd: dimension ", d, "'s range [", lo, ", ", hi,
+                "] is not finite");
+    TORCH_CHECK(lo <= hi, "torch.histogramdd: min should not exceed max, but got min ", lo, " max ", hi,
+                " for dimension ", d);
+    if (lo == hi) {
+      lo -= 0.5;
+      hi += 0.5;
+    }
   }
-  return {lo, hi};
+  return out;
+}
+
+// CPU's histogramdd_bin_edges: self as (M, N) points, N linspaced edge tensors.
+std::vector<Tensor> bin_edges_dd(const Tensor& self, at::IntArrayRef bin_ct, std::optional<at::ArrayRef<double>> range) {
+  TORCH_CHECK(self.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions");
+  const int64_t n = self.size(-1);
+  const auto outer = outer_edges(self.reshape({-1, n}), range);
+  TORCH_CHECK(static_cast<int64_t>(bin_ct.size()) == n,
+              "histogramdd: The size of bins must be equal to the innermost dimension of the input.");
+  std::vector<Tensor> edges;
+  for (int64_t d = 0; d < n; ++d) {
+    edges.push_back(at::empty({0}, self.options(), at::MemoryFormat::Contiguous));
+    at::linspace_out(edges.back(), outer[d].first, outer[d].second, bin_ct[d] + 1);
+  }
+  return edges;
+}
+
+// CPU's histogramdd_out: the checks, hist of the bin counts' shape, then the kernel.
+Tensor histogramdd_from_edges(const Tensor& self, at::TensorList bins, const OptTensor& weight, bool density,
+                              npu_kernels::BinSearch search, const char* op) {
+  check_devices(op, {{"self", &self}, {"weight", weight ? &*weight : nullptr}});
+  for (const Tensor& b : bins) check_device_arg(op, "bins", b, self.device());
+  c10::DeviceGuard guard(self.device());
+  check_inputs_dd(self, bins, weight);
+  const int64_t n = self.size(-1);
+  std::vector<int64_t> bin_ct;
+  for (int64_t d = 0; d < n; ++d) {
+    bin_ct.push_back(bins[d].numel() - 1);
+    TORCH_CHECK(bin_ct.back() > 0, "torch.histogram(): bins must be > 0, but got ", bin_ct.back(), " for dimension ", d);
+  }
+  Tensor hist = at::empty(bin_ct, self.options(), at::MemoryFormat::Contiguous);
+  const OptTensor w = weight.has_value() ? OptTensor(weight->reshape({-1})) : std::nullopt;
+  run_histogram(self.reshape({-1, n}), w, density, bins.vec(), hist, search);
+  return hist;
 }
 
 }  // namespace
@@ -210,10 +285,10 @@ std::tuple<Tensor&, Tensor&> NF::histogram_out(const Tensor& self, const Tensor&
   check_devices("histogram.bins_tensor_out", {{"self", &self}, {"bins", &bins}, {"hist", &hist},
                                               {"bin_edges", &bin_edges}, {"weight", weight ? &*weight : nullptr}});
   c10::DeviceGuard guard(self.device());
-  check_inputs(self, bins, weight);
+  check_inputs_1d(self, bins, weight);
   prepare_out(self, bins.numel() - 1, hist, bin_edges);
   bin_edges.copy_(bins);
-  run_histogram(self, weight, density, bin_edges, hist, npu_kernels::BinSearch::kBinarySearch);
+  run_histogram_1d(self, weight, density, bin_edges, hist, npu_kernels::BinSearch::kBinarySearch);
   return {hist, bin_edges};
 }
 
@@ -232,10 +307,10 @@ std::tuple<Tensor&, Tensor&> NF::histogram_out(const Tensor& self, int64_t bins,
                                          {"weight", weight ? &*weight : nullptr}});
   c10::DeviceGuard guard(self.device());
   prepare_out(self, bins, hist, bin_edges);
-  const auto [lo, hi] = outer_edges(self, range);
+  const auto [lo, hi] = outer_edges(self.reshape({-1, 1}), range)[0];
   at::linspace_out(bin_edges, lo, hi, bins + 1);
-  check_inputs(self, bin_edges, weight);
-  run_histogram(self, weight, density, bin_edges, hist, npu_kernels::BinSearch::kLinearLocalSearch);
+  check_inputs_1d(self, bin_edges, weight);
+  run_histogram_1d(self, weight, density, bin_edges, hist, npu_kernels::BinSearch::kLinearLocalSearch);
   return {hist, bin_edges};
 }
 
@@ -245,6 +320,27 @@ std::tuple<Tensor, Tensor> NF::histogram(const Tensor& self, int64_t bins, std::
   Tensor bin_edges = at::empty({0}, self.options());
   NF::histogram_out(self, bins, range, weight, density, hist, bin_edges);
   return {hist, bin_edges};
+}
+
+std::vector<Tensor> NF::_histogramdd_bin_edges(const Tensor& self, at::IntArrayRef bins,
+                                               std::optional<at::ArrayRef<double>> range, const OptTensor& weight,
+                                               bool density) {
+  c10::DeviceGuard guard(self.device());
+  return bin_edges_dd(self, bins, range);
+}
+
+Tensor NF::_histogramdd_from_bin_cts(const Tensor& self, at::IntArrayRef bins,
+                                     std::optional<at::ArrayRef<double>> range, const OptTensor& weight, bool density) {
+  c10::DeviceGuard guard(self.device());
+  const std::vector<Tensor> edges = bin_edges_dd(self, bins, range);
+  return histogramdd_from_edges(self, edges, weight, density, npu_kernels::BinSearch::kLinearLocalSearch,
+                                "_histogramdd_from_bin_cts");
+}
+
+Tensor NF::_histogramdd_from_bin_tensors(const Tensor& self, at::TensorList bins, const OptTensor& weight,
+                                        bool density) {
+  return histogramdd_from_edges(self, bins, weight, density, npu_kernels::BinSearch::kBinarySearch,
+                                "_histogramdd_from_bin_tensors");
 }
 
 }  // namespace torch_npu_sim

@@ -1,10 +1,13 @@
-// Histogram kernels (see npu_kernels/histogram.h): per-block partial histograms in float64 scratch rows, merged in
-// block order by a second launch. Bin selection repeats CPU's arithmetic in the input dtype (a 16-bit type rounds
+// Histogram kernels (see npu_kernels/histogram.h), 1-D as the one-coordinate case of histogramdd: per-block partial
+// histograms in float64 scratch rows, merged in block order by a second launch. Bin selection repeats CPU's arithmetic in the input dtype (a 16-bit type rounds
 // after each operation, as c10::Half / c10::BFloat16 do).
 #include "npu_kernels/histogram.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
+#include <numeric>
 #include <type_traits>
 
 #include "npu_kernels/float_dispatch.h"
@@ -66,46 +69,89 @@ int64_t select_bin(BinSearch search, const T* edges, int64_t bins, T left, T rig
   return std::clamp<int64_t>(pos, 0, bins - 1);  // never out of the histogram (CPU's arithmetic stays inside)
 }
 
-}  // namespace
-
-int64_t histogram_partials(const HistogramArgs& a) {
-  const int64_t by_size = std::max<int64_t>(1, (a.numel + kGrain - 1) / kGrain);
-  const int64_t by_scratch = std::max<int64_t>(1, kScratchBudget / std::max<int64_t>(1, a.bins));
+int64_t partials(int64_t numel, int64_t bins) {
+  const int64_t by_size = std::max<int64_t>(1, (numel + kGrain - 1) / kGrain);
+  const int64_t by_scratch = std::max<int64_t>(1, kScratchBudget / std::max<int64_t>(1, bins));
   return std::min({by_size, by_scratch, kMaxPartials});
 }
 
+}  // namespace
+
+int64_t HistogramDDArgs::total_bins() const {
+  return std::accumulate(dim_bins.begin(), dim_bins.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+int64_t histogram_partials(const HistogramArgs& a) { return partials(a.numel, a.bins); }
+int64_t histogramdd_partials(const HistogramDDArgs& a) { return partials(a.numel, a.total_bins()); }
+
 Status histogram(npu_sim::Stream stream, const HistogramArgs& a, const void* input, const void* weight,
                  const void* edges, double* scratch, void* hist) {
-  if (a.bins < 1 || a.numel < 0 || !edges || !scratch || !hist || (a.numel > 0 && !input)) {
+  HistogramDDArgs dd;
+  dd.dtype = a.dtype;
+  dd.numel = a.numel;
+  dd.dim_bins = {a.bins};
+  dd.search = a.search;
+  return histogramdd(stream, dd, input, weight, {edges}, scratch, hist);
+}
+
+Status histogramdd(npu_sim::Stream stream, const HistogramDDArgs& a, const void* input, const void* weight,
+                   const std::vector<const void*>& edges, double* scratch, void* hist) {
+  const int64_t dims = static_cast<int64_t>(a.dim_bins.size());
+  if (dims < 1 || edges.size() != a.dim_bins.size() || a.numel < 0 || !scratch || !hist || (a.numel > 0 && !input)) {
     return Status::kInvalidValue;
   }
-  const int64_t parts = histogram_partials(a);
+  for (int64_t d = 0; d < dims; ++d) {
+    if (a.dim_bins[d] < 1 || !edges[d]) return Status::kInvalidValue;
+  }
+  const int64_t parts = histogramdd_partials(a), bins = a.total_bins();
+  // Per coordinate: its bin count, its edges and its stride in the row-major histogram (shared by the blocks).
+  struct Axes {
+    std::vector<int64_t> bins, stride;
+    std::vector<const void*> edges;
+  };
+  auto axes = std::make_shared<Axes>();
+  axes->bins = a.dim_bins;
+  axes->edges = edges;
+  axes->stride.assign(static_cast<size_t>(dims), 1);
+  for (int64_t d = dims - 2; d >= 0; --d) axes->stride[d] = axes->stride[d + 1] * a.dim_bins[d + 1];
   return dispatch_fp(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    const int64_t es = static_cast<int64_t>(sizeof(T)), n = a.numel, bins = a.bins;
+    const int64_t es = static_cast<int64_t>(sizeof(T)), n = a.numel;
+    const BinSearch search = a.search;
     Status s = npu_sim::launch_kernel(stream, "histogram_count", static_cast<uint32_t>(parts),
                                       [=](const npu_sim::BlockContext& ctx) {
       const int64_t blk = ctx.block_idx, i0 = n * blk / parts, i1 = n * (blk + 1) / parts;
       const T* x = static_cast<const T*>(input);
       const T* w = static_cast<const T*>(weight);
-      const T* e = static_cast<const T*>(edges);
       double* row = scratch + blk * bins;
       std::fill(row, row + bins, 0.0);
-      const T left = e[0], right = e[bins];
-      for (int64_t i = i0; i < i1; ++i) {
-        const T v = x[i];
-        // skips NaN too: both comparisons are false for it
-        if (!(static_cast<step_t<T>>(v) >= static_cast<step_t<T>>(left) &&
-              static_cast<step_t<T>>(v) <= static_cast<step_t<T>>(right))) {
-          continue;
-        }
-        row[select_bin(a.search, e, bins, left, right, v)] += w ? static_cast<double>(static_cast<step_t<T>>(w[i])) : 1.0;
+      // The outer edges, read on the device at run time (an earlier launch may have written them).
+      std::vector<T> left(static_cast<size_t>(dims)), right(static_cast<size_t>(dims));
+      for (int64_t d = 0; d < dims; ++d) {
+        left[d] = static_cast<const T*>(axes->edges[d])[0];
+        right[d] = static_cast<const T*>(axes->edges[d])[axes->bins[d]];
       }
-      // Launch records: the block's input (and weight) slice and the edges it needs read, its scratch row written;
-      // per element 2 compares and ~4 ops of bin selection (a search ~log2(bins) compares), one add.
-      const int64_t cnt = i1 - i0, search = a.search == BinSearch::kLinear ? 4 : 8;
-      const int64_t edge_reads = a.search == BinSearch::kLinear ? 2 : bins + 1;
-      detail::record_vec(ctx, (cnt * (w ? 2 : 1) + edge_reads) * es, bins * 8, cnt * (3 + search));
+      for (int64_t i = i0; i < i1; ++i) {
+        int64_t at = 0;
+        bool inside = true;
+        for (int64_t d = 0; d < dims && inside; ++d) {
+          const T v = x[i * dims + d];
+          // NaN is outside too: both comparisons are false for it
+          inside = static_cast<step_t<T>>(v) >= static_cast<step_t<T>>(left[d]) &&
+                   static_cast<step_t<T>>(v) <= static_cast<step_t<T>>(right[d]);
+          if (inside) {
+            const T* e = static_cast<const T*>(axes->edges[d]);
+            at += select_bin(search, e, axes->bins[d], left[d], right[d], v) * axes->stride[d];
+          }
+        }
+        if (inside) row[at] += w ? static_cast<double>(static_cast<step_t<T>>(w[i])) : 1.0;
+      }
+      // Launch records: the block's points (and weights) and the edges it needs read, its scratch row written; per
+      // coordinate 2 compares and ~4 ops of bin selection (a search ~log2(bins) compares), per point one add.
+      const int64_t cnt = i1 - i0, per = search == BinSearch::kLinear ? 4 : 8;
+      int64_t edge_reads = 0;
+      for (int64_t d = 0; d < dims; ++d) edge_reads += search == BinSearch::kLinear ? 2 : axes->bins[d] + 1;
+      detail::record_vec(ctx, (cnt * (dims + (w ? 1 : 0)) + edge_reads) * es, bins * 8, cnt * (dims * (2 + per) + 1));
     });
     if (s != Status::kSuccess) return s;
     return parallel_for(stream, "histogram_merge", bins, std::max<int64_t>(1, 4096 / parts),

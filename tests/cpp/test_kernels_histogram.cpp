@@ -1,7 +1,9 @@
 // gtests of the torch-free histogram kernel: the three bin selections against host loops, the closed last bin, NaN /
-// inf / out-of-range elements skipped, weights, many blocks merged deterministically, float16, bad arguments.
+// inf / out-of-range elements skipped, weights, many blocks merged deterministically, float16, histogramdd's points
+// (every coordinate binned on its own edges, a point outside in one coordinate skipped), bad arguments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -120,6 +122,53 @@ TEST(Histogram, Float32AndFloat16CountExactly) {
   EXPECT_EQ(total16, 9000.0);  // every element counted once (counts rounded to float16 once: all below 2048 here)
 }
 
+// Three coordinates with 3, 4 and 2 bins (two searches, uneven edges on one): the row-major 24-bin histogram of the
+// per-coordinate definition, a point counted only when all three coordinates fall inside.
+TEST(Histogram, PointsFallInTheBinsOfAllTheirCoordinates) {
+  const std::vector<std::vector<double>> edges = {linspace(-1.0, 2.0, 4), {-2.0, -0.5, 0.0, 0.1, 3.0}, linspace(0, 1, 3)};
+  const std::vector<int64_t> strides = {8, 2, 1};
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<double> u(-2.5, 3.5);
+  const int64_t n = 30000;
+  std::vector<double> x(static_cast<size_t>(n * 3)), w(static_cast<size_t>(n));
+  for (auto& v : x) v = u(rng);
+  for (auto& v : w) v = u(rng);
+  x[1] = kNaN;
+  x[3] = 2.0;  // a right edge
+  std::vector<double> want(24, 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t at = 0;
+    bool inside = true;
+    for (int d = 0; d < 3 && inside; ++d) {
+      const auto h = host_histogram({x[i * 3 + d]}, edges[d], nullptr);
+      const auto bin = std::find(h.begin(), h.end(), 1.0);
+      inside = bin != h.end();
+      if (inside) at += (bin - h.begin()) * strides[d];
+    }
+    if (inside) want[at] += w[i];
+  }
+  for (BinSearch search : {BinSearch::kLinearLocalSearch, BinSearch::kBinarySearch}) {
+    npu_kernels::HistogramDDArgs a;
+    a.dtype = DType::kFloat64;
+    a.numel = n;
+    a.dim_bins = {3, 4, 2};
+    a.search = search;
+    EXPECT_EQ(a.total_bins(), 24);
+    DeviceBuf<double> dx(x), dw(w), e0(edges[0]), e1(edges[1]), e2(edges[2]), dh{std::vector<double>(24, -1.0)};
+    DeviceBuf<double> scratch{std::vector<double>(static_cast<size_t>(npu_kernels::histogramdd_partials(a) * 24))};
+    ASSERT_OK(npu_kernels::histogramdd(nullptr, a, dx.ptr, dw.ptr, {e0.ptr, e1.ptr, e2.ptr}, scratch.ptr, dh.ptr));
+    ASSERT_OK(npu_sim::device_synchronize(0));
+    const auto got = dh.read();
+    // the linear search's bin arithmetic is exact on these edges except coordinate 1's uneven ones
+    if (search == BinSearch::kBinarySearch) {
+      for (size_t b = 0; b < 24; ++b) EXPECT_NEAR(got[b], want[b], 1e-9) << "bin " << b;
+    }
+    double total = 0, want_total = 0;
+    for (size_t b = 0; b < 24; ++b) total += got[b], want_total += want[b];
+    EXPECT_NEAR(total, want_total, 1e-8);  // the same points counted, whatever the search
+  }
+}
+
 TEST(Histogram, BadArgumentsAreRefused) {
   DeviceBuf<double> buf{std::vector<double>(8, 0.0)};
   HistogramArgs a;
@@ -134,6 +183,19 @@ TEST(Histogram, BadArgumentsAreRefused) {
             npu_sim::Status::kInvalidValue);
   a.dtype = DType::kFloat64;
   EXPECT_EQ(npu_kernels::histogram(nullptr, a, nullptr, nullptr, buf.ptr, buf.ptr, buf.ptr),
+            npu_sim::Status::kInvalidValue);
+  npu_kernels::HistogramDDArgs dd;
+  dd.dtype = DType::kFloat64;
+  dd.numel = 2;
+  EXPECT_EQ(npu_kernels::histogramdd(nullptr, dd, buf.ptr, nullptr, {}, buf.ptr, buf.ptr),
+            npu_sim::Status::kInvalidValue);  // no coordinates
+  dd.dim_bins = {2, 2};
+  EXPECT_EQ(npu_kernels::histogramdd(nullptr, dd, buf.ptr, nullptr, {buf.ptr}, buf.ptr, buf.ptr),
+            npu_sim::Status::kInvalidValue);  // edges for one coordinate of two
+  EXPECT_EQ(npu_kernels::histogramdd(nullptr, dd, buf.ptr, nullptr, {buf.ptr, nullptr}, buf.ptr, buf.ptr),
+            npu_sim::Status::kInvalidValue);
+  dd.dim_bins = {2, 0};
+  EXPECT_EQ(npu_kernels::histogramdd(nullptr, dd, buf.ptr, nullptr, {buf.ptr, buf.ptr}, buf.ptr, buf.ptr),
             npu_sim::Status::kInvalidValue);
   ASSERT_OK(npu_sim::device_synchronize(0));
 }

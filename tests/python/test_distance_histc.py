@@ -294,6 +294,78 @@ def test_histogram_out_and_empty_input_match_cpu(native_only):
         torch.testing.assert_close(got.bin_edges.cpu(), want.bin_edges)
 
 
+def points(dtype, n=2000, dims=3, seed=2, nan=False):
+    """n points of `dims` normal coordinates, a few on bin edges; with nan, one NaN coordinate (that point is
+    skipped; bins from the data's range refuse it)."""
+    x = torch.randn(n, dims, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(dtype)
+    x[:3] = torch.tensor([[0.0] * dims, [1.0] * dims, [-1.0] * dims], dtype=dtype)
+    if nan:
+        x[3, -1] = float("nan")
+    return x
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("density", [False, True])
+def test_histogramdd_matches_cpu(dtype, weighted, density, native_only):
+    x = points(dtype, nan=True).reshape(40, 50, 3)  # leading dimensions are flattened into points
+    w = torch.rand(40, 50, generator=torch.Generator().manual_seed(1), dtype=torch.float64).to(dtype)
+    kw = dict(weight=w if weighted else None, density=density)
+    npu_kw = dict(kw, weight=w.npu() if weighted else None)
+    tol = dict(rtol=0, atol=0) if not (weighted or density) else TOL[dtype]
+    xf = torch.where(x.isnan(), 0.0, x)
+    edges = [torch.tensor([-2.0, -0.5, 0.0, 1.0, 3.0], dtype=dtype), torch.linspace(-1, 1, 4, dtype=dtype),
+             torch.tensor([0.0, 0.25], dtype=dtype)]
+    cases = [(xf, [4, 3, 5], {}), (xf, 6, {}), (x, [2, 3, 4], dict(range=[-1.0, 1.0, -2.0, 2.0, 0.0, 0.0])),
+             (x, edges, {})]
+    for pts, bins, extra in cases:
+        want = torch.histogramdd(pts, bins, **extra, **kw)
+        nbins = [b.npu() for b in bins] if isinstance(bins, list) and isinstance(bins[0], torch.Tensor) else bins
+        got = torch.histogramdd(pts.npu(), nbins, **extra, **npu_kw)
+        assert got.hist.shape == want.hist.shape and got.hist.is_npu
+        torch.testing.assert_close(got.hist.cpu(), want.hist, **tol)
+        assert len(got.bin_edges) == len(want.bin_edges)
+        for g, e in zip(got.bin_edges, want.bin_edges):
+            torch.testing.assert_close(g.cpu(), e, rtol=0, atol=0)
+
+
+def test_histogramdd_one_and_many_dims_empty_and_16_bit_match_cpu(native_only):
+    x = points(torch.float32, n=500, dims=1)
+    for pts, bins, extra in [(x, [7], {}), (points(torch.float32, n=300, dims=5), 2, {}),
+                             (torch.empty(0, 2), [3, 2], {}),
+                             (points(torch.float16, n=200, dims=2), [4, 4], dict(range=[-2.0, 2.0, -2.0, 2.0]))]:
+        want = torch.histogramdd(pts, bins, **extra)
+        got = torch.histogramdd(pts.npu(), bins, **extra)
+        torch.testing.assert_close(got.hist.cpu(), want.hist, rtol=0, atol=0)
+        for g, e in zip(got.bin_edges, want.bin_edges):
+            torch.testing.assert_close(g.cpu(), e, rtol=0, atol=0)
+
+
+X2 = torch.randn(10, 2, generator=torch.Generator().manual_seed(3))
+HISTDD_BAD_CALLS = {
+    "1-D input": (lambda a: torch.histogramdd(a, [3]), X2[:, 0]),
+    "bin counts size": (lambda a: torch.histogramdd(a, [3, 3, 3]), X2),
+    "bins 0": (lambda a: torch.histogramdd(a, [3, 0]), X2),
+    "range size": (lambda a: torch.histogramdd(a, [3, 3], range=[0.0, 1.0]), X2),
+    "range min > max": (lambda a: torch.histogramdd(a, [3, 3], range=[0.0, 1.0, 2.0, 1.0]), X2),
+    "infinite range": (lambda a: torch.histogramdd(a, [3, 3], range=[0.0, float("inf"), 0.0, 1.0]), X2),
+    "nan data range": (lambda a: torch.histogramdd(a, [3, 3]), torch.tensor([[1.0, float("nan")], [0.0, 0.0]])),
+    "float16 without range": (lambda a: torch.histogramdd(a, [3, 3]), X2.half()),
+    "edges count": (lambda a, b: torch.histogramdd(a, [b]), X2, torch.tensor([0.0, 1.0])),
+    "edges dtype": (lambda a, b: torch.histogramdd(a, [b, b]), X2, torch.tensor([0.0, 1.0]).double()),
+    "edges 2-D": (lambda a, b: torch.histogramdd(a, [b, b]), X2, torch.ones(2, 2)),
+    "one edge": (lambda a, b: torch.histogramdd(a, [b, b]), X2, torch.tensor([1.0])),
+    "weight shape": (lambda a, w: torch.histogramdd(a, [2, 2], weight=w), X2, torch.ones(20)),
+    "weight dtype": (lambda a, w: torch.histogramdd(a, [2, 2], weight=w), X2, torch.ones(10).double()),
+}
+
+
+@pytest.mark.parametrize("name", list(HISTDD_BAD_CALLS))
+def test_histogramdd_bad_arguments_raise_cpus_errors(name, native_only):
+    fn, *args = HISTDD_BAD_CALLS[name]
+    same_error(fn, *args)
+
+
 def test_integer_histc_keeps_cudas_bins(native_only):
     x = torch.tensor([0, 1, 2, 9, 9, 5, 7, 8, 10, -1])
     assert torch.histc(x.npu(), bins=4, min=0, max=9).cpu().tolist() == [3, 0, 1, 4]

@@ -28,10 +28,13 @@ def test_functional_inplace_out_and_lists_match_cpu():
     lst = torch._foreach_lgamma([na, nb])
     assert all(t.is_npu for t in lst)
     assert torch.allclose(lst[1].cpu(), torch.lgamma(b))
-    hist, edges = torch.histogramdd(na[:, :2], bins=[3, 3])  # several outputs (histogramdd has no npu kernel)
-    ref_h, ref_e = torch.histogramdd(a[:, :2], bins=[3, 3])
-    assert hist.is_npu and all(e.is_npu for e in edges)
-    assert torch.equal(hist.cpu(), ref_h) and all(torch.equal(e.cpu(), r) for e, r in zip(edges, ref_e))
+    # several outputs (QAT's learnable fake-quantize backward has no npu kernel)
+    fq_bwd = torch.ops.aten._fake_quantize_learnable_per_tensor_affine_backward
+    scale, zero = torch.tensor([0.1]), torch.tensor([0.0])
+    got = fq_bwd(nb, na, scale.npu(), zero.npu(), 0, 255, 1.0)
+    ref = fq_bwd(b, a, scale, zero, 0, 255, 1.0)
+    assert len(got) == 3 and all(t.is_npu for t in got)
+    assert all(torch.equal(t.cpu(), r) for t, r in zip(got, ref))
     assert (torch.renorm(nz, 2, 0, 1.0) * torch.tensor(2.0)).is_npu  # CPU zero-dim tensors are scalars
 
 
@@ -86,7 +89,7 @@ def test_fallback_disabled_is_an_error_naming_the_op(fresh_python):
         x = torch.ones(3, device="npu")
         y = x.to(torch.float64)          # native ops keep working
         try:
-            torch.histogramdd(x.reshape(3, 1), bins=[2])  # no npu kernel at all
+            torch._fake_quantize_learnable_per_tensor_affine(x, x[:1], x[:1] * 0, 0, 255)  # no npu kernel at all
         except NotImplementedError as e:
             print("NotImplementedError:", str(e).splitlines()[0])
         try:
@@ -95,7 +98,7 @@ def test_fallback_disabled_is_an_error_naming_the_op(fresh_python):
             print("NotImplementedError:", str(e).splitlines()[0])
     """, env={"TORCH_NPU_FALLBACK_CPU_DISABLE": "1"})
     assert r.returncode == 0, r.stderr
-    assert "NotImplementedError: The operator 'aten::_histogramdd" in r.stdout
+    assert "NotImplementedError: The operator 'aten::_fake_quantize_learnable_per_tensor_affine'" in r.stdout
     assert "NotImplementedError: The operator 'aten::_logcumsumexp' is not currently implemented" in r.stdout
     assert "TORCH_NPU_FALLBACK_CPU_DISABLE=1" in r.stdout
 

@@ -1,8 +1,9 @@
-// One-dimensional histograms of floating inputs (torch-free): CPU's bin selection for torch.histc and
-// torch.histogram (ATen/native/cpu/HistogramKernel.cpp), accumulated deterministically (no float atomics).
+// Histograms of floating inputs (torch-free): CPU's bin selection for torch.histc, torch.histogram and
+// torch.histogramdd (ATen/native/cpu/HistogramKernel.cpp), accumulated deterministically (no float atomics).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "npu_kernels/dtype.h"
 #include "npu_sim/runtime.h"
@@ -22,6 +23,16 @@ struct HistogramArgs {
   BinSearch search = BinSearch::kLinear;
 };
 
+// histogramdd: numel points of dim_bins.size() coordinates each (input row-major, numel x dims), coordinate d binned
+// among its own edges (dim_bins[d] + 1 increasing values); the histogram is the product of dim_bins, row-major.
+struct HistogramDDArgs {
+  DType dtype = DType::kFloat32;
+  int64_t numel = 0;              // points (and weights)
+  std::vector<int64_t> dim_bins;  // per coordinate, >= 1
+  BinSearch search = BinSearch::kLinear;
+  int64_t total_bins() const;
+};
+
 // Rows of bins float64 partial sums the caller provides as scratch to histogram() (a function of numel and bins
 // only, so a result never depends on the machine's core count).
 int64_t histogram_partials(const HistogramArgs& a);
@@ -33,5 +44,12 @@ int64_t histogram_partials(const HistogramArgs& a);
 // bins < 1, a negative numel or null pointers.
 npu_sim::Status histogram(npu_sim::Stream stream, const HistogramArgs& a, const void* input, const void* weight,
                           const void* edges, double* scratch, void* hist);
+
+// The same for points: a point counts (into the bin its coordinates select) when every coordinate lies within its
+// outer edges. edges[d] holds coordinate d's edges; scratch has histogramdd_partials(a) rows of a.total_bins().
+// kInvalidValue as above, or for no coordinates or a null edges entry.
+int64_t histogramdd_partials(const HistogramDDArgs& a);
+npu_sim::Status histogramdd(npu_sim::Stream stream, const HistogramDDArgs& a, const void* input, const void* weight,
+                            const std::vector<const void*>& edges, double* scratch, void* hist);
 
 }  // namespace npu_kernels
