@@ -3,14 +3,19 @@
 // a repeats tensor (cumsum + searchsorted), conj_physical (a copy, the imaginary parts negated in place),
 // unfold_backward (index_add of the windows), hash_tensor (bitwise_xor halvings), renorm (vector norm + where + mul), embedding_renorm_ (unique +
 // index_select + norm + index_copy_), and the dispatch stubs of libtorch's complex / polar / angle (parts written
-// through view_as_real). No math of their own.
+// through view_as_real), Python's shift operators (bitwise shifts), remainder and bucketize with a Scalar first
+// operand. No math of their own.
 #include <ATen/core/Tensor.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/TensorUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/bitwise_left_shift.h>
+#include <ATen/ops/bitwise_right_shift.h>
 #include <ATen/ops/bitwise_xor.h>
+#include <ATen/ops/bucketize.h>
+#include <ATen/ops/remainder.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/native/UnaryOps.h>
@@ -313,6 +318,26 @@ at::Tensor NF::hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool kee
     n = half;
   }
   return x.reshape(out_sizes).view(at::kUInt64);
+}
+
+// Python's shift operators: CPU's __lshift__ / __rshift__ run the same stubs as bitwise_left/right_shift (a Scalar
+// wrapped as a 0-dim tensor), so they are those ops.
+at::Tensor NF::__lshift__(const at::Tensor& self, const at::Scalar& other) { return at::bitwise_left_shift(self, other); }
+at::Tensor NF::__lshift__(const at::Tensor& self, const at::Tensor& other) { return at::bitwise_left_shift(self, other); }
+at::Tensor& NF::__ilshift__(at::Tensor& self, const at::Scalar& other) { return self.bitwise_left_shift_(other); }
+at::Tensor& NF::__ilshift__(at::Tensor& self, const at::Tensor& other) { return self.bitwise_left_shift_(other); }
+at::Tensor NF::__rshift__(const at::Tensor& self, const at::Scalar& other) { return at::bitwise_right_shift(self, other); }
+at::Tensor NF::__rshift__(const at::Tensor& self, const at::Tensor& other) { return at::bitwise_right_shift(self, other); }
+at::Tensor& NF::__irshift__(at::Tensor& self, const at::Scalar& other) { return self.bitwise_right_shift_(other); }
+at::Tensor& NF::__irshift__(at::Tensor& self, const at::Tensor& other) { return self.bitwise_right_shift_(other); }
+
+// A Scalar first operand, as CPU: the Scalar wrapped as a 0-dim tensor (type promotion of a wrapped number).
+at::Tensor NF::remainder(const at::Scalar& self, const at::Tensor& other) {
+  return at::remainder(at::native::wrapped_scalar_tensor(self), other);
+}
+
+at::Tensor NF::bucketize(const at::Scalar& self, const at::Tensor& boundaries, bool out_int32, bool right) {
+  return at::bucketize(at::scalar_tensor(self, boundaries.options().dtype(self.type())), boundaries, out_int32, right);
 }
 
 }  // namespace torch_npu_sim

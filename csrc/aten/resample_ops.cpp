@@ -14,14 +14,19 @@
 #include <ATen/ops/_upsample_nearest_exact1d_meta.h>
 #include <ATen/ops/_upsample_nearest_exact2d_backward_meta.h>
 #include <ATen/ops/_upsample_nearest_exact2d_meta.h>
+#include <ATen/ops/_upsample_nearest_exact3d_backward_meta.h>
+#include <ATen/ops/_upsample_nearest_exact3d_meta.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/reflection_pad1d_backward_meta.h>
 #include <ATen/ops/view_as_complex.h>
 #include <ATen/ops/view_as_real.h>
 #include <ATen/ops/reflection_pad1d_meta.h>
+#include <ATen/ops/reflection_pad3d_backward_meta.h>
+#include <ATen/ops/reflection_pad3d_meta.h>
 #include <ATen/ops/replication_pad1d_backward_meta.h>
 #include <ATen/ops/replication_pad1d_meta.h>
 #include <ATen/ops/replication_pad2d_meta.h>
+#include <ATen/ops/replication_pad3d_meta.h>
 #include <ATen/ops/upsample_bicubic2d_backward_meta.h>
 #include <ATen/ops/upsample_bicubic2d_meta.h>
 #include <ATen/ops/upsample_bilinear2d_backward_meta.h>
@@ -32,6 +37,8 @@
 #include <ATen/ops/upsample_nearest1d_meta.h>
 #include <ATen/ops/upsample_nearest2d_backward_meta.h>
 #include <ATen/ops/upsample_nearest2d_meta.h>
+#include <ATen/ops/upsample_nearest3d_backward_meta.h>
+#include <ATen/ops/upsample_nearest3d_meta.h>
 #include <ATen/ops/upsample_trilinear3d_backward_meta.h>
 #include <ATen/ops/upsample_trilinear3d_meta.h>
 #include <c10/core/DeviceGuard.h>
@@ -63,7 +70,7 @@ struct Spec {
   int spatial;  // 1, 2 or 3
   double scale_d = 0, scale_h = 0, scale_w = 0;
   bool align_corners = false;
-  int64_t pad_w = 0, pad_h = 0;  // left, top
+  int64_t pad_w = 0, pad_h = 0, pad_d = 0;  // left, top, front
 };
 
 Spec interp(ResampleMode mode, int spatial, OptD sh, OptD sw, bool align = false, OptD sd = {}) {
@@ -78,7 +85,8 @@ Spec interp(ResampleMode mode, int spatial, OptD sh, OptD sw, bool align = false
 Spec pad(ResampleMode mode, int spatial, IntArrayRef padding) {
   Spec s{mode, spatial};
   s.pad_w = padding[0];
-  if (spatial == 2) s.pad_h = padding[2];
+  if (spatial >= 2) s.pad_h = padding[2];
+  if (spatial == 3) s.pad_d = padding[4];
   return s;
 }
 
@@ -103,7 +111,7 @@ ResampleArgs make_args(const Spec& s, const T& in, const T& out, const char* op)
   a.planes = in_d * in_h * in_w > 0 ? in.numel() / (in_d * in_h * in_w) : 0;
   a.w = axis(in_w, out_w, s.scale_w, s, s.pad_w);
   a.h = axis(in_h, out_h, s.scale_h, s, s.pad_h);
-  a.d = axis(in_d, out_d, s.scale_d, s, 0);
+  a.d = axis(in_d, out_d, s.scale_d, s, s.pad_d);
   return a;
 }
 
@@ -162,41 +170,42 @@ auto backward_kernel(Spec s, const T& grad_output, const char* op) {
   return [s, &grad_output, op](auto& meta) { launch(s, true, grad_output, meta.maybe_get_output(0), op); };
 }
 
-// reflection_pad2d and replication_pad2d's backward have no structured meta: CPU's checks, written out.
-std::vector<int64_t> pad2d_output_size(const T& input, IntArrayRef padding, bool reflect, const char* op) {
-  at::native::padding::check_valid_input<2>(input, padding);
-  const int64_t dim_w = input.dim() - 1, dim_h = input.dim() - 2;
-  const int64_t in_h = input.size(dim_h), in_w = input.size(dim_w);
-  const int64_t l = padding[0], r = padding[1], t = padding[2], b = padding[3];
-  if (reflect) {
-    TORCH_CHECK(l < in_w && r < in_w, "Argument #4: Padding size should be less than the corresponding input dimension, "
-                "but got: padding (", l, ", ", r, ") at dimension ", dim_w, " of input ", input.sizes());
-    TORCH_CHECK(t < in_h && b < in_h, "Argument #6: Padding size should be less than the corresponding input dimension, "
-                "but got: padding (", t, ", ", b, ") at dimension ", dim_h, " of input ", input.sizes());
-  }
-  const int64_t out_h = in_h + t + b, out_w = in_w + l + r;
-  TORCH_CHECK(out_w >= 1 && out_h >= 1, op, ": input (H: ", in_h, ", W: ", in_w, ") is too small. Calculated output H: ",
-              out_h, " W: ", out_w);
+// reflection_pad2d and replication_pad{2,3}d's backward have no structured meta: CPU's checks, written out for
+// `spatial` = 2 or 3 padded dimensions (padding: left, right, top, bottom[, front, back]).
+std::vector<int64_t> pad_output_size(const T& input, IntArrayRef padding, int spatial, bool reflect, const char* op) {
+  if (spatial == 2) at::native::padding::check_valid_input<2>(input, padding);
+  else at::native::padding::check_valid_input<3>(input, padding);
   std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end());
-  sizes[dim_h] = out_h;
-  sizes[dim_w] = out_w;
+  static const char* const names[] = {"W", "H", "D"};
+  for (int k = 0; k < spatial; ++k) {  // k = 0: the last dimension (w)
+    const int64_t dim = input.dim() - 1 - k, in = input.size(dim);
+    const int64_t before = padding[2 * k], after = padding[2 * k + 1];
+    if (reflect) {
+      TORCH_CHECK(before < in && after < in, "Argument #", 4 + 2 * k, ": Padding size should be less than the ",
+                  "corresponding input dimension, but got: padding (", before, ", ", after, ") at dimension ", dim,
+                  " of input ", input.sizes());
+    }
+    sizes[dim] = in + before + after;
+    TORCH_CHECK(sizes[dim] >= 1, op, ": input (", names[k], ": ", in, ") is too small. Calculated output ", names[k],
+                ": ", sizes[dim]);
+  }
   return sizes;
 }
 
 T& pad2d_out(ResampleMode mode, const T& self, IntArrayRef padding, T& out, const char* op) {
-  const auto sizes = pad2d_output_size(self, padding, mode == ResampleMode::kReflect, op);
+  const auto sizes = pad_output_size(self, padding, 2, mode == ResampleMode::kReflect, op);
   at::native::resize_output(out, sizes);
   launch(pad(mode, 2, padding), false, self, out, op);
   return out;
 }
 
-T& pad2d_backward_out(ResampleMode mode, const T& grad, const T& self, IntArrayRef padding, T& grad_input,
-                      const char* op) {
-  const auto sizes = pad2d_output_size(self, padding, mode == ResampleMode::kReflect, op);
+T& pad_backward_out(ResampleMode mode, int spatial, const T& grad, const T& self, IntArrayRef padding, T& grad_input,
+                    const char* op) {
+  const auto sizes = pad_output_size(self, padding, spatial, mode == ResampleMode::kReflect, op);
   TORCH_CHECK(grad.sizes() == IntArrayRef(sizes), op, ": grad_output has shape ", grad.sizes(), ", expected ",
               IntArrayRef(sizes));
   at::native::resize_output(grad_input, self.sizes());
-  launch(pad(mode, 2, padding), true, grad, grad_input, op);
+  launch(pad(mode, spatial, padding), true, grad, grad_input, op);
   return grad_input;
 }
 
@@ -295,6 +304,52 @@ T& NF::_upsample_nearest_exact2d_backward_out(const T& g, IntArrayRef size, IntA
   return structured_out<at::meta::structured__upsample_nearest_exact2d_backward>(
       backward_kernel(interp(ResampleMode::kNearestExact, 2, sh, sw), g, "_upsample_nearest_exact2d_backward"), out, g,
       size, in_size, sh, sw);
+}
+
+T NF::upsample_nearest3d(const T& self, IntArrayRef size, OptD sd, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_nearest3d>(
+      forward_kernel(interp(ResampleMode::kNearest, 3, sh, sw, false, sd), self, "upsample_nearest3d"), self, size, sd, sh, sw);
+}
+
+T& NF::upsample_nearest3d_out(const T& self, IntArrayRef size, OptD sd, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_nearest3d>(
+      forward_kernel(interp(ResampleMode::kNearest, 3, sh, sw, false, sd), self, "upsample_nearest3d"), out, self, size, sd, sh,
+      sw);
+}
+
+T NF::upsample_nearest3d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured_upsample_nearest3d_backward>(
+      backward_kernel(interp(ResampleMode::kNearest, 3, sh, sw, false, sd), g, "upsample_nearest3d_backward"), g, size, in_size,
+      sd, sh, sw);
+}
+
+T& NF::upsample_nearest3d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured_upsample_nearest3d_backward>(
+      backward_kernel(interp(ResampleMode::kNearest, 3, sh, sw, false, sd), g, "upsample_nearest3d_backward"), out, g, size,
+      in_size, sd, sh, sw);
+}
+
+T NF::_upsample_nearest_exact3d(const T& self, IntArrayRef size, OptD sd, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_nearest_exact3d>(
+      forward_kernel(interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd), self, "_upsample_nearest_exact3d"), self, size, sd, sh, sw);
+}
+
+T& NF::_upsample_nearest_exact3d_out(const T& self, IntArrayRef size, OptD sd, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_nearest_exact3d>(
+      forward_kernel(interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd), self, "_upsample_nearest_exact3d"), out, self, size, sd, sh,
+      sw);
+}
+
+T NF::_upsample_nearest_exact3d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw) {
+  return structured_functional<at::meta::structured__upsample_nearest_exact3d_backward>(
+      backward_kernel(interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd), g, "_upsample_nearest_exact3d_backward"), g, size, in_size,
+      sd, sh, sw);
+}
+
+T& NF::_upsample_nearest_exact3d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw, T& out) {
+  return structured_out<at::meta::structured__upsample_nearest_exact3d_backward>(
+      backward_kernel(interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd), g, "_upsample_nearest_exact3d_backward"), out, g, size,
+      in_size, sd, sh, sw);
 }
 
 T NF::upsample_linear1d(const T& self, IntArrayRef size, bool align, OptD sw) {
@@ -527,6 +582,46 @@ T& NF::replication_pad2d_out(const T& self, IntArrayRef p, T& out) {
       forward_kernel(pad(ResampleMode::kReplicate, 2, p), self, "replication_pad2d"), out, self, p);
 }
 
+// 3-D padding: structured metas but for replication_pad3d's backward
+T NF::reflection_pad3d(const T& self, IntArrayRef p) {
+  return structured_functional<at::meta::structured_reflection_pad3d>(
+      forward_kernel(pad(ResampleMode::kReflect, 3, p), self, "reflection_pad3d"), self, p);
+}
+
+T& NF::reflection_pad3d_out(const T& self, IntArrayRef p, T& out) {
+  return structured_out<at::meta::structured_reflection_pad3d>(
+      forward_kernel(pad(ResampleMode::kReflect, 3, p), self, "reflection_pad3d"), out, self, p);
+}
+
+T NF::reflection_pad3d_backward(const T& g, const T& self, IntArrayRef p) {
+  return structured_functional<at::meta::structured_reflection_pad3d_backward>(
+      backward_kernel(pad(ResampleMode::kReflect, 3, p), g, "reflection_pad3d_backward"), g, self, p);
+}
+
+T& NF::reflection_pad3d_backward_out(const T& g, const T& self, IntArrayRef p, T& out) {
+  return structured_out<at::meta::structured_reflection_pad3d_backward>(
+      backward_kernel(pad(ResampleMode::kReflect, 3, p), g, "reflection_pad3d_backward"), out, g, self, p);
+}
+
+T NF::replication_pad3d(const T& self, IntArrayRef p) {
+  return structured_functional<at::meta::structured_replication_pad3d>(
+      forward_kernel(pad(ResampleMode::kReplicate, 3, p), self, "replication_pad3d"), self, p);
+}
+
+T& NF::replication_pad3d_out(const T& self, IntArrayRef p, T& out) {
+  return structured_out<at::meta::structured_replication_pad3d>(
+      forward_kernel(pad(ResampleMode::kReplicate, 3, p), self, "replication_pad3d"), out, self, p);
+}
+
+T NF::replication_pad3d_backward(const T& g, const T& self, IntArrayRef p) {
+  T out = at::empty({0}, self.options());
+  return pad_backward_out(ResampleMode::kReplicate, 3, g, self, p, out, "replication_pad3d_backward");
+}
+
+T& NF::replication_pad3d_backward_out(const T& g, const T& self, IntArrayRef p, T& out) {
+  return pad_backward_out(ResampleMode::kReplicate, 3, g, self, p, out, "replication_pad3d_backward");
+}
+
 // 2-D padding without metas
 T NF::reflection_pad2d(const T& self, IntArrayRef p) {
   T out = at::empty({0}, self.options());
@@ -539,20 +634,20 @@ T& NF::reflection_pad2d_out(const T& self, IntArrayRef p, T& out) {
 
 T NF::reflection_pad2d_backward(const T& g, const T& self, IntArrayRef p) {
   T out = at::empty({0}, self.options());
-  return pad2d_backward_out(ResampleMode::kReflect, g, self, p, out, "reflection_pad2d_backward");
+  return pad_backward_out(ResampleMode::kReflect, 2, g, self, p, out, "reflection_pad2d_backward");
 }
 
 T& NF::reflection_pad2d_backward_out(const T& g, const T& self, IntArrayRef p, T& out) {
-  return pad2d_backward_out(ResampleMode::kReflect, g, self, p, out, "reflection_pad2d_backward");
+  return pad_backward_out(ResampleMode::kReflect, 2, g, self, p, out, "reflection_pad2d_backward");
 }
 
 T NF::replication_pad2d_backward(const T& g, const T& self, IntArrayRef p) {
   T out = at::empty({0}, self.options());
-  return pad2d_backward_out(ResampleMode::kReplicate, g, self, p, out, "replication_pad2d_backward");
+  return pad_backward_out(ResampleMode::kReplicate, 2, g, self, p, out, "replication_pad2d_backward");
 }
 
 T& NF::replication_pad2d_backward_out(const T& g, const T& self, IntArrayRef p, T& out) {
-  return pad2d_backward_out(ResampleMode::kReplicate, g, self, p, out, "replication_pad2d_backward");
+  return pad_backward_out(ResampleMode::kReplicate, 2, g, self, p, out, "replication_pad2d_backward");
 }
 
 }  // namespace torch_npu_sim

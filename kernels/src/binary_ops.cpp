@@ -1,6 +1,7 @@
-// Binary pointwise kernels: arithmetic (with Python's division/modulo semantics), comparisons, logical
-// and bitwise ops, and the activation backward helpers (grad_output, saved tensor).
+// Binary pointwise kernels: arithmetic (with Python's division/modulo semantics), comparisons, logical,
+// bitwise and shift ops, gcd / lcm, and the activation backward helpers (grad_output, saved tensor).
 #include <cmath>
+#include <cstdlib>
 
 #include "pointwise_common.h"
 
@@ -10,7 +11,7 @@ const char* op_name(BinaryOp op) {
   static const char* const names[] = {
       "add", "sub", "mul", "div", "div_trunc", "div_floor", "remainder", "fmod", "pow", "atan2", "maximum",
       "minimum", "fmax", "fmin", "hypot", "copysign", "xlogy", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-      "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift",
+      "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "lshift", "rshift", "gcd", "lcm",
       "threshold_backward", "sigmoid_backward", "tanh_backward", "gelu_backward", "gelu_tanh_backward",
       "silu_backward", "leaky_relu_backward", "elu_backward", "hardswish_backward", "hardsigmoid_backward",
       "softplus_backward", "hardtanh_backward", "mish_backward", "log_sigmoid_backward", "threshold", "lerp", "heaviside",
@@ -38,6 +39,25 @@ C int_pow(C base, C exp) {
     base = static_cast<C>(base * base);
   }
   return result;
+}
+
+// ATen's calc_gcd / lcm arithmetic: std::abs (promoting the narrow types to int), then Euclid.
+template <typename C>
+C int_abs(C x) {
+  if constexpr (std::is_signed_v<C>) return static_cast<C>(std::abs(x));
+  else return x;
+}
+
+template <typename C>
+C int_gcd(C a, C b) {
+  a = int_abs(a);
+  b = int_abs(b);
+  while (a != 0) {
+    const C c = a;
+    a = static_cast<C>(b % a);
+    b = c;
+  }
+  return b;
 }
 
 // c10's nextafter for Half / BFloat16: NaN if either is NaN, `to` if equal, the smallest subnormal with to's
@@ -181,6 +201,16 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
           const C bits = static_cast<C>(sizeof(C) * 8);
           if (y < 0 || y >= bits) return static_cast<C>(std::is_signed_v<C> && x < 0 ? -1 : 0);
           return static_cast<C>(x >> y);
+        });
+      } else return npu_sim::Status::kInvalidValue;
+    case BinaryOp::kGcd:
+      if constexpr (std::is_integral_v<C> && !kBool) return go([](C x, C y) { return int_gcd(x, y); });
+      else return npu_sim::Status::kInvalidValue;
+    case BinaryOp::kLcm:
+      if constexpr (std::is_integral_v<C> && !kBool) {
+        return go([](C x, C y) {
+          const C g = int_gcd(x, y);
+          return g == 0 ? C(0) : int_abs(static_cast<C>(x / g * y));
         });
       } else return npu_sim::Status::kInvalidValue;
     default: break;

@@ -122,7 +122,7 @@ struct Plan {
 template <typename A>
 std::shared_ptr<const Plan<A>> make_plan(const ResampleArgs& a) {
   auto p = std::make_shared<Plan<A>>();
-  p->three_d = a.d.in != 1 || a.d.out != 1;
+  p->three_d = a.d.in != 1 || a.d.out != 1 || a.d.pad_before != 0;
   p->d = make_taps<A>(p->three_d ? a.mode : ResampleMode::kNearest, a.d);  // below 3-D: one tap, weight 1
   p->h = make_taps<A>(a.mode, a.h);
   p->w = make_taps<A>(a.mode, a.w);
@@ -135,19 +135,19 @@ npu_sim::Status gather(npu_sim::Stream s, const ResampleArgs& a, const void* in,
   auto plan = make_plan<float>(a);
   const E* x = static_cast<const E*>(in);
   E* y = static_cast<E*>(out);
-  const int64_t rows = a.planes * a.h.out;
+  const int64_t rows = a.planes * a.d.out * a.h.out;
   return parallel_for(s, resample_name(a.mode, false), rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(a.w.out, 1)),
                       [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
-                        // Launch records, per output row: its int64 row tap, then per element the int64
-                        // column tap (the table is re-read each row) and the element; the row written.
-                        // 1 Vector op (the move) per element.
+                        // Launch records, per output row: its int64 row tap (and depth tap in 3-D), then per
+                        // element the int64 column tap (the table is re-read each row) and the element; the row
+                        // written. 1 Vector op (the move) per element.
                         const int64_t n = (e - b) * a.w.out;
-                        detail::record_vec(ctx, (e - b) * 8 + n * (8 + static_cast<int64_t>(sizeof(E))),
+                        detail::record_vec(ctx, (e - b) * (plan->three_d ? 16 : 8) + n * (8 + static_cast<int64_t>(sizeof(E))),
                                            n * static_cast<int64_t>(sizeof(E)), n);
                         const int64_t* iw = plan->w.idx.data();
                         for (int64_t r = b; r < e; ++r) {
-                          const int64_t p = r / a.h.out, oh = r % a.h.out;
-                          const E* src = x + (p * a.h.in + plan->h.idx[oh]) * a.w.in;
+                          const int64_t oh = r % a.h.out, od = r / a.h.out % a.d.out, p = r / a.h.out / a.d.out;
+                          const E* src = x + ((p * a.d.in + plan->d.idx[od]) * a.h.in + plan->h.idx[oh]) * a.w.in;
                           E* dst = y + r * a.w.out;
                           for (int64_t ow = 0; ow < a.w.out; ++ow) dst[ow] = src[iw[ow]];
                         }
@@ -239,7 +239,6 @@ npu_sim::Status resample(npu_sim::Stream s, const ResampleArgs& a, const void* i
   if (a.mode == ResampleMode::kCubic) {
     return dispatch_fp(a.dtype, [&](auto tag) { return interpolate<decltype(tag), 4>(s, a, in, out); });
   }
-  if (a.d.in != 1 || a.d.out != 1) return npu_sim::Status::kInvalidValue;  // 3-D gathers: not served
   switch (dtype_size(a.dtype)) {
     case 1: return gather<uint8_t>(s, a, in, out);
     case 2: return gather<uint16_t>(s, a, in, out);
@@ -251,7 +250,6 @@ npu_sim::Status resample(npu_sim::Stream s, const ResampleArgs& a, const void* i
 
 npu_sim::Status resample_backward(npu_sim::Stream s, const ResampleArgs& a, const void* grad_out, void* grad_in) {
   if (is_window_mode(a.mode, a.dtype)) return detail::window_resample_backward(s, a, grad_out, grad_in);
-  if (taps_of(a.mode) == 1 && (a.d.in != 1 || a.d.out != 1)) return npu_sim::Status::kInvalidValue;
   return dispatch_fp(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     using A = acc_t<T>;

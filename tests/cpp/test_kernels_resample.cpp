@@ -55,6 +55,20 @@ TEST(Resample, NearestDoublesAndReflectPadMirrors) {
   EXPECT_EQ(run(r, x), (std::vector<double>{1, 1, 1, 2, 3, 3, 3}));
 }
 
+// 3-D gathers: nearest doubles every axis; replicate padding of depth 1 before and 2 after (and a crop of w) repeats
+// the border planes.
+TEST(Resample, ThreeDimensionalGathers) {
+  ResampleArgs a = args(ResampleMode::kNearest, 1, 1, 2, 2, 4);
+  a.d.in = 2, a.d.out = 4;
+  const auto y = run(a, {1, 2, 3, 4});  // (d, h=1, w) = [[1, 2]], [[3, 4]]
+  EXPECT_EQ(y, (std::vector<double>{1, 1, 2, 2, 1, 1, 2, 2, 1, 1, 2, 2, 1, 1, 2, 2,
+                                    3, 3, 4, 4, 3, 3, 4, 4, 3, 3, 4, 4, 3, 3, 4, 4}));
+  ResampleArgs r = args(ResampleMode::kReplicate, 1, 1, 2, 1, 1);
+  r.d.in = 2, r.d.out = 5, r.d.pad_before = 1;
+  r.w.pad_before = -1;  // keep the second column only
+  EXPECT_EQ(run(r, {1, 2, 3, 4}), (std::vector<double>{2, 2, 4, 4, 4}));
+}
+
 TEST(Resample, LinearAlignCornersHitsEndpoints) {
   ResampleArgs a = args(ResampleMode::kLinear, 1, 1, 2, 1, 5);
   a.w.align_corners = true;
@@ -67,10 +81,12 @@ TEST(Resample, BackwardIsTheAdjointOfForward) {
   std::uniform_real_distribution<double> u(-1, 1);
   for (ResampleMode mode : {ResampleMode::kNearest, ResampleMode::kNearestExact, ResampleMode::kLinear,
                             ResampleMode::kReflect, ResampleMode::kReplicate, ResampleMode::kCubic}) {
-    for (bool align : {false, true}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool align = variant % 2 == 1, three_d = variant >= 2 || mode == ResampleMode::kLinear;
+      if (three_d && mode == ResampleMode::kCubic) continue;  // bicubic is 2-D only
       ResampleArgs a = args(mode, 3, 4, 5, 7, 9);
       a.w.align_corners = a.h.align_corners = a.d.align_corners = align;
-      if (mode == ResampleMode::kLinear) a.d.in = 3, a.d.out = 5;  // trilinear
+      if (three_d) a.d.in = 3, a.d.out = 5, a.d.pad_before = 1;  // trilinear, 3-D nearest and padding
       if (mode == ResampleMode::kReflect || mode == ResampleMode::kReplicate) {
         a.h.pad_before = 2;
         a.w.pad_before = 3;
@@ -83,7 +99,7 @@ TEST(Resample, BackwardIsTheAdjointOfForward) {
       double lhs = 0, rhs = 0;
       for (size_t i = 0; i < y.size(); ++i) lhs += y[i] * g[i];
       for (size_t i = 0; i < x.size(); ++i) rhs += x[i] * gx[i];
-      EXPECT_NEAR(lhs, rhs, 1e-12) << npu_kernels::resample_name(mode, false) << " align=" << align;
+      EXPECT_NEAR(lhs, rhs, 1e-12) << npu_kernels::resample_name(mode, false) << " variant " << variant;
     }
   }
 }

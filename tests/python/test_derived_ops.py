@@ -90,3 +90,100 @@ def test_bad_inputs():
     raises_like_cpu(torch.repeat_interleave, torch.tensor([1, -2]), match="can not be negative")
     raises_like_cpu(torch.isin, torch.ones(2, dtype=torch.cfloat), torch.ones(2, dtype=torch.cfloat),
                     match="Unsupported input type")
+
+
+INTS = [torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8]
+
+
+def ints(dtype, n=200, lo=-100, hi=100, seed=0):
+    x = torch.randint(lo, hi, (n,), generator=torch.Generator().manual_seed(seed))
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_gcd_lcm(dtype):
+    a, b = ints(dtype), ints(dtype, seed=1)
+    a[:3], b[:3] = 0, torch.tensor([0, 5, 0])  # gcd(0, 0) = 0, lcm with a zero is 0
+    same(torch.gcd(a.to("npu"), b.to("npu")), torch.gcd(a, b))
+    small_a, small_b = a.clamp(-11, 11) if dtype != torch.uint8 else a % 12, b % 12  # lcm within the dtype
+    same(torch.lcm(small_a.to("npu"), small_b.to("npu")), torch.lcm(small_a, small_b))
+    x = a.to("npu")
+    x.gcd_(b[:1].to("npu"))  # in place, broadcast
+    same(x, torch.gcd(a, b[:1]))
+    out = torch.empty(0, dtype=dtype, device="npu")
+    torch.lcm(small_a.to("npu"), small_b.to("npu"), out=out)
+    same(out, torch.lcm(small_a, small_b))
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_shifts_with_out_of_range_counts(dtype):
+    # counts below 0 or at least the bit width give 0 (left) or the sign fill (right), as on CPU
+    a, s = ints(dtype), ints(dtype, lo=-3, hi=70, seed=2)
+    an, sn = a.to("npu"), s.to("npu")
+    for op in (torch.bitwise_left_shift, torch.bitwise_right_shift):
+        same(op(an, sn), op(a, s))
+    same(an << sn, a << s)
+    same(an >> sn, a >> s)
+    same(an << 3, a << 3)
+    same(an >> 2, a >> 2)
+    same(5 << sn.clamp(0, 4), 5 << s.clamp(0, 4))  # __rlshift__
+    x = an.clone()
+    x <<= 1
+    x >>= sn[:1]
+    same(x, (a << 1) >> s[:1])
+
+
+def test_shift_and_gcd_refuse_what_cpu_refuses():
+    # CPU: '"lshift_cpu" not implemented for 'Float''; npu names the op and the dtype, with CPU's error type
+    f, b = torch.tensor([1.5]), torch.tensor([True])
+    for fn, x, op in [(lambda t: t << 2, f, "shift"), (lambda t: torch.bitwise_right_shift(t, t), f, "shift"),
+                      (lambda t: torch.gcd(t, t), f, "gcd"), (lambda t: torch.gcd(t, t), b, "gcd"),
+                      (lambda t: torch.lcm(t, t), f, "lcm")]:
+        with pytest.raises(Exception) as cpu_err:
+            fn(x)
+        with pytest.raises(type(cpu_err.value), match=f"{op}.*{'Float' if x.is_floating_point() else 'Bool'}"):
+            fn(x.to("npu"))
+
+
+def test_scalar_first_remainder_and_bucketize():
+    b = ints(torch.int64, seed=3)
+    b[b == 0] = 7
+    same(torch.remainder(5, b.to("npu")), torch.remainder(5, b))
+    y = torch.randn(20, generator=torch.Generator().manual_seed(4))
+    same(torch.remainder(-2.5, y.to("npu")), torch.remainder(-2.5, y))
+    bounds = torch.tensor([1, 3, 5, 9])
+    for v in (0, 3, 4, 10):
+        for right in (False, True):
+            same(torch.bucketize(v, bounds.to("npu"), right=right), torch.bucketize(v, bounds, right=right))
+    same(torch.bucketize(2.5, bounds.double().to("npu"), out_int32=True), torch.bucketize(2.5, bounds.double(),
+                                                                                          out_int32=True))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unique_dim(dtype, dim):
+    x = torch.randint(0, 3, (3, 20, 2), generator=torch.Generator().manual_seed(5)).to(dtype)
+    xn = x.to("npu")
+    for inverse in (False, True):
+        for counts in (False, True):
+            got = torch.unique(xn, dim=dim, return_inverse=inverse, return_counts=counts)
+            want = torch.unique(x, dim=dim, return_inverse=inverse, return_counts=counts)
+            for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+                same(g, w)
+    v, inv = torch.unique(xn, dim=dim, return_inverse=True)
+    same(v.index_select(dim, inv), x)  # the inverse rebuilds the input
+
+
+def test_unique_dim_empty_and_bad_dims():
+    x = torch.empty(0, 3)
+    for g, w in zip(torch.unique(x.to("npu"), dim=0, return_inverse=True, return_counts=True),
+                    torch.unique(x, dim=0, return_inverse=True, return_counts=True)):
+        same(g, w)
+    for fn, t in [(lambda t: torch.unique(t, dim=1), torch.empty(0, 3)),
+                  (lambda t: torch.unique(t, dim=0), torch.empty(0, 0)),
+                  (lambda t: torch.unique(t, dim=2), torch.ones(2, 2))]:
+        with pytest.raises(Exception) as cpu_err:
+            fn(t)
+        with pytest.raises(type(cpu_err.value), match=str(cpu_err.value).splitlines()[0][:40].replace("(", ".")
+                           .replace(")", ".").replace("[", ".").replace("]", ".")):
+            fn(t.to("npu"))

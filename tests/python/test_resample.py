@@ -1,5 +1,6 @@
-"""F.interpolate (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, and antialiased bilinear / bicubic /
-lanczos; sizes, scale factors, align_corners) and F.pad (reflect, replicate; 1-D and 2-D) on npu against CPU PyTorch:
+"""F.interpolate (nearest, nearest-exact (1-D to 3-D), linear, bilinear, bicubic, trilinear, and antialiased bilinear /
+bicubic / lanczos; sizes, scale factors, align_corners) and F.pad (reflect, replicate; 1-D to 3-D) on npu against CPU
+PyTorch:
 values and gradients in four float dtypes, integer gathers, uint8 image resizing bit-exact, bad inputs raising CPU's
 error type, and no op falling back to the CPU."""
 import pytest
@@ -204,6 +205,60 @@ def test_upsample_aa_out_variants():
     torch.ops.aten._upsample_bicubic2d_aa_backward.grad_input(g.to("npu"), [4, 5], [1, 2, 13, 9], False, None, None,
                                                                grad_input=gi)
     same(gi, torch.ops.aten._upsample_bicubic2d_aa_backward(g, [4, 5], [1, 2, 13, 9], False, None, None))
+
+
+INTERP_3D = [dict(size=(3, 7, 4)), dict(scale_factor=2.0), dict(scale_factor=(1.5, 0.5, 2.2)), dict(size=(4, 5, 6))]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("kw", INTERP_3D)
+def test_interpolate_nearest_3d(dtype, mode, kw):
+    fwd_bwd(lambda t: F.interpolate(t, mode=mode, **kw), rand(2, 3, 4, 5, 6, dtype=dtype))
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_interpolate_nearest_3d_uint8_and_out(mode):
+    x = torch.randint(0, 255, (1, 2, 3, 4, 5), dtype=torch.uint8)
+    same(F.interpolate(x.to("npu"), size=(5, 3, 8), mode=mode), F.interpolate(x, size=(5, 3, 8), mode=mode))
+    op = torch._C._nn.upsample_nearest3d if mode == "nearest" else torch._C._nn._upsample_nearest_exact3d
+    out = torch.empty(0, dtype=torch.uint8, device="npu")
+    op(x.to("npu"), [2, 6, 3], None, None, None, out=out)
+    same(out, op(x, [2, 6, 3], None, None, None))
+
+
+PAD_3D = [(1, 2, 2, 1, 3, 1), (0, 0, 0, 0, 1, 2), (2, 0, 1, 1, 0, 0), (1, -1, 0, 2, -1, 1)]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("pad", PAD_3D)
+@pytest.mark.parametrize("batched", [True, False])
+def test_pad_3d(dtype, mode, pad, batched):
+    x = rand(2, 3, 4, 5, 6, dtype=dtype)
+    fwd_bwd(lambda t: F.pad(t, pad, mode=mode), x if batched else x[0])
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.uint8, torch.int16])
+def test_pad_3d_integer_dtypes_and_out(mode, dtype):
+    x = torch.randint(0, 100, (2, 3, 4, 5, 3)).to(dtype)
+    same(F.pad(x.to("npu"), (1, 2, 0, 1, 2, 0), mode=mode), F.pad(x, (1, 2, 0, 1, 2, 0), mode=mode))
+    op = torch._C._nn.reflection_pad3d if mode == "reflect" else torch._C._nn.replication_pad3d
+    out = torch.empty(0, dtype=dtype, device="npu")
+    op(x.to("npu"), [1, 1, 1, 1, 1, 1], out=out)
+    same(out, op(x, [1, 1, 1, 1, 1, 1]))
+
+
+def test_pad_3d_bad_inputs():
+    x = rand(1, 2, 3, 4, 5)
+    raises_like_cpu(lambda t: F.pad(t, (1, 1, 1, 1, 3, 3), mode="reflect"), x, "Padding size should be less than")
+    raises_like_cpu(lambda t: F.pad(t, (-3, -3, 0, 0, 0, 0), mode="replicate"), x, "negative dimension")
+    g = rand(1, 2, 3, 4, 5).to("npu")  # the unpadded shape: wrong for padding 1 on every side
+    with pytest.raises(RuntimeError, match="grad_output"):
+        torch.ops.aten.replication_pad3d_backward(g, x.to("npu"), [1, 1, 1, 1, 1, 1])
+    with pytest.raises(RuntimeError):
+        torch.ops.aten.reflection_pad3d_backward(g, x.to("npu"), [1, 1, 1, 1, 1, 1])
 
 
 def test_upsample_out_variants():

@@ -33,6 +33,7 @@ enum class BinaryOp {
   kAdd, kSub, kMul, kDiv, kDivTrunc, kDivFloor, kRemainder, kFmod, kPow, kAtan2, kMaximum, kMinimum, kFmax,
   kFmin, kHypot, kCopysign, kXlogy, kEq, kNe, kLt, kLe, kGt, kGe, kLogicalAnd, kLogicalOr, kLogicalXor,
   kBitwiseAnd, kBitwiseOr, kBitwiseXor, kLshift, kRshift,
+  kGcd, kLcm,  // integers only (ATen's calc_gcd: Euclid on absolute values; lcm = |a / gcd * b|, 0 when gcd is)
   // backward helpers, operands in the order ATen's meta functions build them: (grad_output, saved
   // tensor), except threshold_backward and leaky_relu_backward which are (saved tensor, grad_output)
   kThresholdBackward, kSigmoidBackward, kTanhBackward, kGeluBackward, kGeluTanhBackward, kSiluBackward,

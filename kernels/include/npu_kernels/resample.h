@@ -32,14 +32,14 @@ struct ResampleArgs {
   DType dtype = DType::kFloat32;
   ResampleMode mode = ResampleMode::kNearest;
   int64_t planes = 0;  // N * C; planes are contiguous (d, h, w) volumes
-  ResampleAxis d, h, w;  // d: in = out = 1 below 3-D (linear only in 3-D)
+  ResampleAxis d, h, w;  // d: in = out = 1 below 3-D (not cubic or the window modes)
 };
 
 const char* resample_name(ResampleMode mode, bool backward);
 
 // out[p, od, oh, ow] from in[p, ...]. Nearest and padding modes copy elements of any dtype up to 8 bytes (2-D);
 // linear and cubic need a floating dtype (fp16/bf16 computed in float), PyTorch's tap positions and weights
-// (cubic: A = -0.75, taps clamped to the border). kInvalidValue for an unsupported dtype or a 3-D gather.
+// (cubic: A = -0.75, taps clamped to the border). kInvalidValue for an unsupported dtype.
 // Antialiased modes take floating dtypes and uint8; uint8 bilinear / bicubic (with or without antialiasing) run
 // CPU PyTorch's integer arithmetic (int16 weights, int32 sums, rounded and clamped), so they match it exactly.
 // The window modes write an intermediate (the w pass) when both axes change size: `scratch`, of at least
