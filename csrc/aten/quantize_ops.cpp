@@ -298,4 +298,57 @@ Tensor NF::npu_quant_matmul(const Tensor& x1, const Tensor& x2, const Tensor& sc
   return out;
 }
 
+// torch._int_mm: the int8 GEMM's int32 accumulators (int8 or uint8 self, int8 mat2), with CPU's checks (its wording,
+// "int_mm_out_cpu").
+Tensor& NF::_int_mm_out(const Tensor& self, const Tensor& mat2, Tensor& result) {
+  constexpr const char* op = "int_mm_out_cpu";
+  check_devices("_int_mm", {{"self", &self}, {"mat2", &mat2}, {"out", &result}});
+  TORCH_CHECK(self.dim() == 2, op, ": Expected self to be of dimension 2 but got ", self.dim());
+  TORCH_CHECK(mat2.dim() == 2, op, ": Expected mat2 to be of dimension 2 but got ", mat2.dim());
+  TORCH_CHECK(self.size(1) == mat2.size(0), op, ": self.size(1) needs to match mat2.size(0) but got ", self.size(1),
+              " and ", mat2.size(0));
+  TORCH_CHECK(self.dtype() == at::kChar || self.dtype() == at::kByte, op,
+              ": Expected self dtype to be int8 or uint8 but got ", self.dtype());
+  TORCH_CHECK(mat2.dtype() == at::kChar, op, ": Expected mat2 dtype to be of type int8 but got ", mat2.dtype());
+  TORCH_CHECK(result.dtype() == at::kInt, op, ": Expected result dtype to be of type kInt but got ", result.dtype());
+  TORCH_CHECK(result.size(0) == self.size(0), op, ": Expected result.size(0) to be ", self.size(0), " but got ",
+              result.size(0));
+  TORCH_CHECK(result.size(1) == mat2.size(1), op, ": Expected result.size(1) to be ", mat2.size(1), " but got ",
+              result.size(1));
+  TORCH_CHECK(result.dim() == 2, op, ": Expected result to be of dimension 2 but got ", result.dim());
+  TORCH_CHECK(result.is_contiguous(), op, ": Expected result to be contiguous.");
+  if (result.numel() == 0 || self.size(1) == 0) return result.zero_();
+  c10::DeviceGuard guard(self.device());
+  if (self.dtype() == at::kByte) {
+    // u8 x s8 (x86's quantized GEMM): x = (x - 128) + 128, so x @ w = (x - 128) @ w + 128 * (column sums of w),
+    // all in wrapping int32 as CPU accumulates
+    const Tensor shifted = self.to(at::kShort).sub_(128).to(at::kChar);
+    NF::_int_mm_out(shifted, mat2, result);
+    return result.add_(mat2.sum(0, /*keepdim=*/true, at::kInt).mul_(128));
+  }
+  auto unit = [](const Tensor& x) { return x.stride(0) == 1 || x.stride(1) == 1 ? x : x.contiguous(); };
+  const Tensor a1 = unit(self), a2 = unit(mat2);
+  npu_kernels::QuantMatmulArgs a;
+  a.m = self.size(0);
+  a.n = mat2.size(1);
+  a.k = self.size(1);
+  a.x1 = static_cast<const int8_t*>(a1.const_data_ptr());
+  a.x1_row_stride = a1.stride(0);
+  a.x1_col_stride = a1.stride(1);
+  a.x2 = static_cast<const int8_t*>(a2.const_data_ptr());
+  a.x2_row_stride = a2.stride(0);
+  a.x2_col_stride = a2.stride(1);
+  a.out = result.data_ptr();
+  a.out_dtype = npu_kernels::DType::kInt32;
+  a.name = "int_mm";
+  NPU_CHECK(npu_kernels::quant_matmul(stream_of(result), a));
+  return result;
+}
+
+Tensor NF::_int_mm(const Tensor& self, const Tensor& mat2) {
+  Tensor result = at::empty({self.dim() == 2 ? self.size(0) : 0, mat2.dim() == 2 ? mat2.size(1) : 0},
+                            self.options().dtype(at::kInt));
+  return NF::_int_mm_out(self, mat2, result);
+}
+
 }  // namespace torch_npu_sim

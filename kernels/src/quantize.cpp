@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gemm_tiling.h"
@@ -67,6 +68,10 @@ Out finish(float v) {
 template <typename Out>
 void epilogue(const QuantMatmulArgs& a, int64_t b, int64_t i0, int64_t rows, const int32_t* acc, Out* out) {
   const int64_t n = a.n;
+  if constexpr (std::is_same_v<Out, int32_t>) {  // the accumulators themselves
+    std::copy(acc, acc + rows * n, out + (b * a.m + i0) * n);
+    return;
+  }
   const bool int_bias = a.bias && a.bias_dtype == DType::kInt32;
   const char* bias = static_cast<const char*>(a.bias) + b * a.bias_batch_stride * dtype_size(a.bias_dtype);
   auto float_bias = [&](int64_t j) -> float {
@@ -99,15 +104,30 @@ void epilogue(const QuantMatmulArgs& a, int64_t b, int64_t i0, int64_t rows, con
   }
 }
 
+constexpr int64_t kExactK = 1024;
+
 // acc (rows x n) = x1[b][i0 : i0 + rows] @ x2[b] exactly in int32.
 void int8_rows(const QuantMatmulArgs& a, int64_t b, int64_t i0, int64_t rows, int32_t* acc, bool onednn) {
   const int8_t* x1 = a.x1 + b * a.x1_batch_stride + i0 * a.x1_row_stride;
   const int8_t* x2 = a.x2 + b * a.x2_batch_stride;
   if (onednn) {
-    // the adapter gives each operand a unit stride in one of its dims: row-major, or the transpose of one
+    // the adapter gives each operand a unit stride in one of its dims: row-major, or the transpose of one.
+    // oneDNN's int8 kernel stores its int32 sums through float32, exact only up to 2^24 in magnitude: at most
+    // kExactK products of two int8 per call (1024 * 128 * 128 = 2^24), the calls' sums added here in int32.
     const bool ta = a.x1_col_stride != 1, tb = a.x2_col_stride != 1;
-    detail::dnnl_gemm_s8(ta, tb, rows, a.n, a.k, x1, ta ? a.x1_col_stride : a.x1_row_stride, x2,
-                         tb ? a.x2_col_stride : a.x2_row_stride, acc, a.n);
+    const int64_t lda = ta ? a.x1_col_stride : a.x1_row_stride, ldb = tb ? a.x2_col_stride : a.x2_row_stride;
+    std::vector<int32_t> part(a.k > kExactK ? static_cast<size_t>(rows * a.n) : 0);
+    for (int64_t p0 = 0; p0 < a.k; p0 += kExactK) {
+      const int64_t kc = std::min(kExactK, a.k - p0);
+      int32_t* dst = p0 == 0 ? acc : part.data();
+      detail::dnnl_gemm_s8(ta, tb, rows, a.n, kc, x1 + p0 * a.x1_col_stride, lda, x2 + p0 * a.x2_row_stride, ldb, dst,
+                           a.n);
+      if (p0 > 0) {  // two's-complement wrap, as an int32 accumulator
+        for (int64_t i = 0; i < rows * a.n; ++i) {
+          acc[i] = static_cast<int32_t>(static_cast<uint32_t>(acc[i]) + static_cast<uint32_t>(part[i]));
+        }
+      }
+    }
     return;
   }
   std::fill(acc, acc + rows * a.n, 0);
@@ -117,7 +137,9 @@ void int8_rows(const QuantMatmulArgs& a, int64_t b, int64_t i0, int64_t rows, in
       const int32_t v = x1[i * a.x1_row_stride + p * a.x1_col_stride];
       if (v == 0) continue;
       const int8_t* br = x2 + p * a.x2_row_stride;
-      for (int64_t j = 0; j < a.n; ++j) c[j] += v * static_cast<int32_t>(br[j * a.x2_col_stride]);
+      for (int64_t j = 0; j < a.n; ++j) {  // wrapping int32 sums (the products fit in 15 bits)
+        c[j] = static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(v * br[j * a.x2_col_stride]));
+      }
     }
   }
 }
@@ -167,6 +189,7 @@ Status dequantize(npu_sim::Stream stream, const void* codes, float* out, int64_t
 }
 
 Status quant_matmul(npu_sim::Stream stream, const QuantMatmulArgs& a) {
+  if (a.out_dtype != DType::kInt32 && a.scale == nullptr) return Status::kInvalidValue;
   const bool onednn = use_onednn(a);
   // One row tile per core thread, 64 to 1024 rows: oneDNN reorders x2 into its VNNI layout on every call, so
   // fewer, taller tiles pay that less (64-row tiles cost 23% more at 1024 x 4096 x 4096); the cap bounds each
@@ -175,7 +198,7 @@ Status quant_matmul(npu_sim::Stream stream, const QuantMatmulArgs& a) {
   const int64_t tiles = (a.m + rows_per_tile - 1) / rows_per_tile;
   auto run = [&](auto tag) {
     using Out = decltype(tag);
-    return parallel_for(stream, "npu_quant_matmul", a.batch * tiles, 1,
+    return parallel_for(stream, a.name, a.batch * tiles, 1,
                         [a, onednn, tiles, rows_per_tile](int64_t t0, int64_t t1, const npu_sim::BlockContext& ctx) {
       std::vector<int32_t> acc(static_cast<size_t>(rows_per_tile * a.n));
       for (int64_t t = t0; t < t1; ++t) {
@@ -186,7 +209,8 @@ Status quant_matmul(npu_sim::Stream stream, const QuantMatmulArgs& a) {
         // written; 2 Cube ops per int8 MAC, ~4 Vector ops per output element for the epilogue.
         npu_sim::record_traffic(ctx, static_cast<std::uint64_t>(rows * a.k + a.k * a.n + a.n * 8),
                                 static_cast<std::uint64_t>(rows * a.n * static_cast<int64_t>(sizeof(Out))),
-                                static_cast<std::uint64_t>(2 * rows * a.n * a.k), static_cast<std::uint64_t>(4 * rows * a.n));
+                                static_cast<std::uint64_t>(2 * rows * a.n * a.k),
+                                static_cast<std::uint64_t>(std::is_same_v<Out, int32_t> ? 0 : 4 * rows * a.n));
       }
     });
   };
@@ -195,6 +219,7 @@ Status quant_matmul(npu_sim::Stream stream, const QuantMatmulArgs& a) {
     case DType::kFloat16: return run(Half{});
     case DType::kBFloat16: return run(BFloat16{});
     case DType::kFloat32: return run(float{});
+    case DType::kInt32: return run(int32_t{});
     default: return Status::kInvalidValue;
   }
 }

@@ -1,7 +1,8 @@
 // gtests of the torch-free embedding_bag and quantization kernels: embedding_bag's forward against a host loop in
 // every mode, its table gradient as the exact adjoint of the forward, bad offsets and indices as kernel errors;
 // quantize / dequantize's rounding and saturation; the int8 GEMM against a host int32 loop (oneDNN and the portable
-// loop agree); two streams at once.
+// loop agree), its raw int32 output exact past 2^24 and wrapping past 2^31; two streams at once; fake quantization's
+// values and masks per tensor (device qparams, the enable flag) and per channel.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "npu_kernels/embedding_bag.h"
+#include "npu_kernels/fake_quantize.h"
 #include "npu_kernels/quantize.h"
 #include "npu_sim/runtime.h"
 #include "test_kernels_util.h"
@@ -259,6 +261,64 @@ TEST(QuantMatmul, Int8GemmIsExactInInt32) {
   ASSERT_OK(npu_kernels::quant_matmul(nullptr, q));
   ASSERT_OK(npu_sim::device_synchronize(0));
   EXPECT_EQ(out.read(), want);
+}
+
+// The int32 output (torch._int_mm) is the accumulator: exact beyond float32's 2^24 (oneDNN's kernel stores its
+// sums through float32, so k is split) and wrapping past 2^31 as an int32 adder does.
+TEST(QuantMatmul, Int32OutputIsExactAndWraps) {
+  for (int64_t k : {1000, 70000, 140000}) {
+    const int64_t m = 2, n = 3;
+    std::vector<int8_t> x1(static_cast<size_t>(m * k), 127), x2(static_cast<size_t>(k * n), 127);
+    for (int64_t p = 0; p < k / 3; ++p) x1[p] = -128;  // row 0: a third negative
+    DeviceBuf<int8_t> a(x1), b(x2);
+    DeviceBuf<int32_t> out{std::vector<int32_t>(static_cast<size_t>(m * n))};
+    npu_kernels::QuantMatmulArgs q;
+    q.m = m, q.n = n, q.k = k, q.x1 = a.ptr, q.x1_row_stride = k, q.x2 = b.ptr, q.x2_row_stride = n;
+    q.out = out.ptr, q.out_dtype = DType::kInt32, q.name = "int_mm";
+    ASSERT_OK(npu_kernels::quant_matmul(nullptr, q));
+    ASSERT_OK(npu_sim::device_synchronize(0));
+    const int64_t neg = k / 3;
+    const auto wrap = [](int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); };
+    const int32_t row0 = wrap((neg * -128 + (k - neg) * 127) * 127), row1 = wrap(k * 127 * 127);
+    EXPECT_EQ(out.read(), (std::vector<int32_t>{row0, row0, row0, row1, row1, row1})) << "k = " << k;
+  }
+}
+
+// Per tensor: scale 0.5, zero point 2, codes in [0, 7]. 1.25 / 0.5 = 2.5 rounds to 2 (half to even): code 4, back to
+// 1.0; -3 gives code -4, clamped to 0 (-1.0, masked out); 100 clamps to 7 (2.5, masked out). Disabled, the input
+// passes with a full mask. Per channel with an int32 zero point, channel 1 at scale 0.25 and zero point -1.
+TEST(FakeQuantize, ValuesAndMasksPerTensorAndPerChannel) {
+  DeviceBuf<float> x{std::vector<float>{1.25f, -3.0f, 100.0f, 0.0f}}, y{std::vector<float>(4)};
+  DeviceBuf<uint8_t> mask_buf{std::vector<uint8_t>(4, 7)};  // bool storage
+  bool* mask = reinterpret_cast<bool*>(mask_buf.ptr);
+  npu_kernels::FakeQuantArgs a;
+  a.n = 4, a.quant_min = 0, a.quant_max = 7, a.scale = 0.5f, a.zero_point = 2;
+  ASSERT_OK(npu_kernels::fake_quantize(nullptr, a, x.ptr, y.ptr, mask));
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  EXPECT_EQ(y.read(), (std::vector<float>{1.0f, -1.0f, 2.5f, 0.0f}));
+  EXPECT_EQ(mask_buf.read(), (std::vector<uint8_t>{1, 0, 0, 1}));
+  DeviceBuf<float> s{std::vector<float>{0.5f}};
+  DeviceBuf<int64_t> z{std::vector<int64_t>{2}}, off{std::vector<int64_t>{0}};
+  a.scale = 99.0f;  // ignored: the device qparams win
+  a.scale_ptr = s.ptr, a.zero_point_ptr = z.ptr, a.enabled_ptr = off.ptr;
+  ASSERT_OK(npu_kernels::fake_quantize(nullptr, a, x.ptr, y.ptr, mask));
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  EXPECT_EQ(y.read(), (std::vector<float>{1.25f, -3.0f, 100.0f, 0.0f}));
+  EXPECT_EQ(mask_buf.read(), (std::vector<uint8_t>(4, 1)));
+  DeviceBuf<float> scales{std::vector<float>{0.5f, 0.25f}};
+  DeviceBuf<int32_t> zps{std::vector<int32_t>{2, -1}};
+  npu_kernels::FakeQuantArgs c;
+  c.n = 4, c.quant_min = -8, c.quant_max = 7, c.scales = scales.ptr, c.zero_points = zps.ptr, c.channels = 2, c.inner = 1;
+  ASSERT_OK(npu_kernels::fake_quantize(nullptr, c, x.ptr, y.ptr, mask));
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  // channel 0: 1.25 -> code 4 -> 1.0; channel 1: -3 / 0.25 - 1 = -13 -> -8 -> -1.75 (out); channel 0: 100 -> 202
+  // -> 7 -> 2.5 (out); channel 1: 0 -> -1 -> 0.0
+  EXPECT_EQ(y.read(), (std::vector<float>{1.0f, -1.75f, 2.5f, 0.0f}));
+  EXPECT_EQ(mask_buf.read(), (std::vector<uint8_t>{1, 0, 0, 1}));
+  c.zp_dtype = DType::kInt64;  // not a zero point type
+  EXPECT_EQ(npu_kernels::fake_quantize(nullptr, c, x.ptr, y.ptr, mask), npu_sim::Status::kInvalidValue);
+  a.dtype = DType::kInt32;
+  EXPECT_EQ(npu_kernels::fake_quantize(nullptr, a, x.ptr, y.ptr, mask), npu_sim::Status::kInvalidValue);
 }
 
 TEST(QuantMatmul, ConcurrentStreamsAgree) {

@@ -1,7 +1,10 @@
 """Affine quantization on npu against CPU: quantize_per_tensor / per_channel into npu quantized tensors (qint8, quint8,
 qint32), their codes (int_repr) bit for bit, dequantize, the scale / zero point accessors, copies both ways, views
-and clones; CPU's errors; and torch_npu.npu_quant_matmul (int8 GEMM accumulating in int32, then the dequantizing
-epilogue) against an exact integer reference, batched and broadcast, with every scale / offset / bias form."""
+and clones; CPU's errors; torch_npu.npu_quant_matmul (int8 GEMM accumulating in int32, then the dequantizing
+epilogue) against an exact integer reference, batched and broadcast, with every scale / offset / bias form;
+torch._int_mm; and quantization-aware training's fake quantization (per tensor / per channel, masks, gradients, the
+FakeQuantize module) bit for bit."""
+import re
 import warnings
 
 import pytest
@@ -257,3 +260,143 @@ def test_int8_gemm_library_and_the_portable_loop_agree(fresh_python):
     assert own.stdout.strip() == "own"
     # this machine's CPU has VNNI (AVX512-VNNI / AMX-INT8): oneDNN's JIT int8 kernel serves the GEMM
     assert onednn.stdout.strip().startswith("onednn"), onednn.stdout
+
+
+# ---- torch._int_mm and quantization-aware training's fake quantization ----------------------------------------------
+
+
+@pytest.mark.parametrize("m,k,n", [(37, 70, 45), (1, 8, 1), (64, 256, 96)])
+@pytest.mark.parametrize("self_dtype", [torch.int8, torch.uint8])
+def test_int_mm_is_cpus_exact_int32_product(m, k, n, self_dtype, native_only):
+    g = torch.Generator().manual_seed(m)
+    lo = -128 if self_dtype == torch.int8 else 0
+    a = torch.randint(lo, lo + 256, (m, k), dtype=self_dtype, generator=g)
+    b = torch.randint(-128, 128, (k, n), dtype=torch.int8, generator=g)
+    want = torch._int_mm(a, b)
+    assert torch.equal(want, a.int() @ b.int())
+    got = torch._int_mm(a.npu(), b.npu())
+    assert got.dtype == torch.int32 and torch.equal(got.cpu(), want)
+    # transposed operands (one unit stride each) and out=
+    at, bt = a.t().contiguous().t().npu(), b.t().contiguous().t().npu()
+    out = torch.empty(m, n, dtype=torch.int32, device="npu")
+    torch._int_mm(at, bt, out=out)
+    assert torch.equal(out.cpu(), want)
+
+
+def test_int_mm_is_exact_beyond_float_precision_and_wraps_in_int32(native_only):
+    # oneDNN's int8 kernel stores its sums through float32 (exact to 2^24); the sums here pass 2^24 (k = 70000)
+    # and 2^31 (k = 140000, wrapping as CPU's int32 accumulator)
+    for k in (1025, 70000, 140000):
+        a, b = torch.full((2, k), 127, dtype=torch.int8), torch.full((k, 3), 127, dtype=torch.int8)
+        a[0, :k // 3] = -128
+        assert torch.equal(torch._int_mm(a.npu(), b.npu()).cpu(), torch._int_mm(a, b)), k
+    z = torch._int_mm(torch.empty(4, 0, dtype=torch.int8).npu(), torch.empty(0, 5, dtype=torch.int8).npu())
+    assert z.shape == (4, 5) and not z.cpu().any()  # an empty k: zeros
+
+
+def test_int_mm_bad_arguments_raise_cpus_errors():
+    a, b = torch.ones(4, 8, dtype=torch.int8), torch.ones(8, 3, dtype=torch.int8)
+    for fn in [lambda x, y: torch._int_mm(x.float(), y), lambda x, y: torch._int_mm(x, y[:3]),
+               lambda x, y: torch._int_mm(x[0], y), lambda x, y: torch._int_mm(x, y.to(torch.uint8)),
+               lambda x, y: torch._int_mm(x, y, out=torch.empty(4, 3, device=x.device))]:
+        with pytest.raises(RuntimeError) as cpu_err:
+            fn(a, b)
+        with pytest.raises(RuntimeError, match=re.escape(str(cpu_err.value).split(" but ")[0])):
+            fn(a.npu(), b.npu())
+
+
+FQ_FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def fq_values(dtype, shape=(4, 6, 5), seed=0):
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(seed)) * 3
+    x.view(-1)[:4] = torch.tensor([0.25, 0.35, 1e4, -1e4])  # ties and values outside the grid (mask False)
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", FQ_FLOATS)
+def test_fake_quantize_per_tensor_matches_cpu_bit_for_bit(dtype, native_only):
+    x = fq_values(dtype)
+    for scale, zp, qmin, qmax in [(0.1, 3, 0, 127), (0.05, 0, -128, 127), (0.37, 100, 0, 255)]:
+        want = torch.fake_quantize_per_tensor_affine(x, scale, zp, qmin, qmax)
+        assert torch.equal(torch.fake_quantize_per_tensor_affine(x.npu(), scale, zp, qmin, qmax).cpu(), want)
+        s, z = torch.tensor([scale]), torch.tensor([zp], dtype=torch.int32)  # FakeQuantize's tensor qparams
+        want = torch.fake_quantize_per_tensor_affine(x, s, z, qmin, qmax)
+        assert torch.equal(torch.fake_quantize_per_tensor_affine(x.npu(), s.npu(), z.npu(), qmin, qmax).cpu(), want)
+        for enabled in (0, 1):  # the aten op with its mask, the enable flag read on the device
+            op = torch.ops.aten._fake_quantize_per_tensor_affine_cachemask_tensor_qparams
+            on = torch.tensor([enabled])
+            got, want = op(x.npu(), s.npu(), z.npu(), on.npu(), qmin, qmax), op(x, s, z, on, qmin, qmax)
+            assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
+
+
+@pytest.mark.parametrize("dtype", FQ_FLOATS)
+@pytest.mark.parametrize("zp_dtype", [torch.int32, torch.float32, torch.float16])
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_fake_quantize_per_channel_matches_cpu_bit_for_bit(dtype, zp_dtype, axis, native_only):
+    x = fq_values(dtype)
+    c = x.shape[axis]
+    g = torch.Generator().manual_seed(axis)
+    scale = torch.rand(c, generator=g) * 0.2 + 0.01
+    zp = torch.randint(-3, 4, (c,), generator=g).to(zp_dtype) if zp_dtype == torch.int32 else \
+        (torch.randn(c, generator=g) * 2).to(zp_dtype)
+    want = torch.ops.aten.fake_quantize_per_channel_affine_cachemask(x, scale, zp, axis, -128, 127)
+    got = torch.ops.aten.fake_quantize_per_channel_affine_cachemask(x.npu(), scale.npu(), zp.npu(), axis, -128, 127)
+    assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
+
+
+def test_fake_quantize_per_channel_bfloat16_scale_as_cuda(native_only):
+    # CPU asserts internally on a bfloat16 scale; CUDA reads it as float: the float scale's result on CPU
+    x, scale, zp = fq_values(torch.float32), (torch.rand(6) * 0.2 + 0.01).bfloat16(), torch.zeros(6, dtype=torch.int32)
+    want = torch.fake_quantize_per_channel_affine(x, scale.float(), zp, 1, -128, 127)
+    assert torch.equal(torch.fake_quantize_per_channel_affine(x.npu(), scale.npu(), zp.npu(), 1, -128, 127).cpu(), want)
+
+
+def test_fake_quantize_gradients_and_channels_last_match_cpu(native_only):
+    x = fq_values(torch.float32, shape=(2, 3, 4, 5)).contiguous(memory_format=torch.channels_last)
+    xc, xn = x.clone().requires_grad_(), x.npu().requires_grad_()
+    g = torch.randn(x.shape, generator=torch.Generator().manual_seed(7))
+    scale, zp = torch.rand(3) * 0.1 + 0.01, torch.zeros(3, dtype=torch.int32)
+    yc = torch.fake_quantize_per_channel_affine(xc, scale, zp, 1, -128, 127)
+    yn = torch.fake_quantize_per_channel_affine(xn, scale.npu(), zp.npu(), 1, -128, 127)
+    assert yn.is_contiguous(memory_format=torch.channels_last)  # CPU's MemoryFormat::Preserve
+    assert torch.equal(yn.detach().cpu(), yc.detach())
+    yc.backward(g)
+    yn.backward(g.npu())
+    assert torch.equal(xn.grad.cpu(), xc.grad)  # grad * mask: zero where the value left the grid
+
+
+def test_qat_fake_quantize_modules_match_cpu(native_only):
+    import torch.ao.quantization as tq
+    fq_c = [tq.FakeQuantize(), tq.FakeQuantize(observer=tq.MovingAveragePerChannelMinMaxObserver,
+                                               qscheme=torch.per_channel_symmetric, dtype=torch.qint8,
+                                               quant_min=-128, quant_max=127, ch_axis=0)]
+    fq_n = [tq.FakeQuantize().npu(), tq.FakeQuantize(observer=tq.MovingAveragePerChannelMinMaxObserver,
+                                                     qscheme=torch.per_channel_symmetric, dtype=torch.qint8,
+                                                     quant_min=-128, quant_max=127, ch_axis=0).npu()]
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(32, 16, generator=g), torch.randn(8, 16, generator=g)  # activations, a weight
+    for step in range(3):  # the observers move their ranges; the fake-quantized tensors follow bit for bit
+        a_c, w_c = fq_c[0](x + step), fq_c[1](w)
+        a_n, w_n = fq_n[0](x.npu() + step), fq_n[1](w.npu())
+        assert torch.equal(a_n.cpu(), a_c) and torch.equal(w_n.cpu(), w_c)
+    assert torch.equal(fq_n[0].scale.cpu(), fq_c[0].scale) and torch.equal(fq_n[1].scale.cpu(), fq_c[1].scale)
+
+
+def test_fake_quantize_bad_arguments_raise_cpus_errors():
+    x, s, zi = torch.randn(3, 4), torch.rand(4) + 0.1, torch.zeros(4, dtype=torch.int32)
+    calls = [lambda t: torch.fake_quantize_per_tensor_affine(t, 0.1, 0, 10, 5),
+             lambda t: torch.fake_quantize_per_tensor_affine(t, 0.1, 300, 0, 255),
+             lambda t: torch.fake_quantize_per_tensor_affine(t.long(), 0.1, 0, 0, 255),
+             lambda t: torch.fake_quantize_per_channel_affine(t, s.to(t.device).double(), zi.to(t.device), 1, 0, 255),
+             lambda t: torch.fake_quantize_per_channel_affine(t, s.to(t.device), zi.to(t.device).long(), 1, 0, 255),
+             lambda t: torch.fake_quantize_per_channel_affine(t, s[:3].to(t.device), zi[:3].to(t.device), 1, 0, 255),
+             lambda t: torch.fake_quantize_per_channel_affine(t, s.to(t.device), zi.to(t.device) + 300, 1, 0, 255),
+             lambda t: torch.fake_quantize_per_tensor_affine(t, torch.ones(2).to(t.device),
+                                                             torch.zeros(2, dtype=torch.int32).to(t.device), 0, 255)]
+    for fn in calls:
+        with pytest.raises(Exception) as cpu_err:
+            fn(x)
+        with pytest.raises(type(cpu_err.value)) as npu_err:
+            fn(x.npu())
+        assert str(npu_err.value).splitlines()[0].split("'")[0] == str(cpu_err.value).splitlines()[0].split("'")[0]

@@ -35,7 +35,8 @@ npu_sim::Status dequantize(npu_sim::Stream stream, const void* codes, float* out
 // (i, j), in float32: with an int32 bias, (acc + bias[j]) * scale[j] * pertoken_scale[i] + offset[j]; with a
 // floating bias, acc * scale[j] * pertoken_scale[i] + bias[j] (+ offset[j]). scale / offset have 1 or n entries
 // (1 broadcasts), pertoken_scale m (or null), bias n per batch (bias_batch_stride, 0 shares one). The result is
-// rounded half to even and saturated for an int8 output, or converted once to float16 / bfloat16 / float32.
+// rounded half to even and saturated for an int8 output, or converted once to float16 / bfloat16 / float32. An int32
+// output is the accumulator itself (torch._int_mm): no epilogue, scale / offset / pertoken_scale / bias unused.
 struct QuantMatmulArgs {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   const int8_t* x1 = nullptr;
@@ -52,6 +53,7 @@ struct QuantMatmulArgs {
   int64_t bias_batch_stride = 0;
   void* out = nullptr;  // batch x m x n, contiguous
   DType out_dtype = DType::kInt8;
+  const char* name = "npu_quant_matmul";  // the launch's name (a string literal)
 };
 npu_sim::Status quant_matmul(npu_sim::Stream stream, const QuantMatmulArgs& a);
 
