@@ -1,13 +1,27 @@
 // Registration of quantization-aware training's fake quantization (per tensor with scalar or tensor qparams, per
 // channel with an integer or floating zero point), returning (output, mask) as CPU does; their backward is
-// ATen's composite (grad * mask). CPU's checks and messages; kernels/src/fake_quantize.cpp.
+// ATen's composite (grad * mask). CPU's checks and messages; kernels/src/fake_quantize.cpp. And QAT's default
+// observer, _fused_moving_avg_obs_fq_helper: running min / max on npu ops, qparams by ATen's own
+// ChooseQuantizationParams on the host (CPU syncs there too), then the fake quantization.
+#ifndef AT_PER_OPERATOR_HEADERS
+#define AT_PER_OPERATOR_HEADERS  // QuantUtils.h then includes the few op headers it needs, not all of ATen's
+#endif
 #include <ATen/core/Tensor.h>
+#include <ATen/native/quantized/cpu/QuantUtils.h>
+#include <ATen/ops/aminmax.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/max.h>
 #include <ATen/ops/min.h>
 #include <c10/core/DeviceGuard.h>
 
+#include <limits>
+#include <numeric>
 #include <tuple>
+#include <vector>
 
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
@@ -121,6 +135,74 @@ std::tuple<Tensor, Tensor> NF::fake_quantize_per_channel_affine_cachemask(const 
   a.inner = 1;
   for (int64_t d = axis + 1; d < self.dim(); ++d) a.inner *= self.size(d);
   return run(self, a, "fake_quantize_channel_cachemask_cpu_type_handling");
+}
+
+// torch.fused_moving_avg_obs_fake_quant (FusedMovingAvgObsFakeQuantize, QAT's default): CPU's steps and syncs.
+std::tuple<Tensor, Tensor> NF::_fused_moving_avg_obs_fq_helper(
+    const Tensor& self, const Tensor& observer_on, const Tensor& fake_quant_on, Tensor& running_min,
+    Tensor& running_max, Tensor& scale, Tensor& zero_point, double averaging_const, int64_t quant_min,
+    int64_t quant_max, int64_t ch_axis, bool per_row_fake_quant, bool symmetric_quant) {
+  check_devices("_fused_moving_avg_obs_fq_helper", {{"self", &self}, {"running_min", &running_min},
+                                                    {"running_max", &running_max}, {"scale", &scale},
+                                                    {"zero_point", &zero_point}});
+  c10::DeviceGuard guard(self.device());
+  const bool observe = observer_on.item().toInt() != 0;
+  Tensor x = self;
+  if (per_row_fake_quant) {
+    if (self.dim() != 2) {  // the channel axis first, the rest flattened
+      std::vector<int64_t> order(static_cast<size_t>(self.dim()));
+      std::iota(order.begin(), order.end(), 0);
+      std::swap(order[0], order[ch_axis]);
+      x = self.permute(order).flatten(1);
+    }
+    if (running_min.numel() == 0) {
+      const int64_t size = self.size(ch_axis);
+      const float inf = std::numeric_limits<float>::infinity();
+      running_min.resize_({size}).fill_(inf);
+      running_max.resize_({size}).fill_(-inf);
+      scale.resize_({size});
+      zero_point.resize_({size});
+    }
+  }
+  if (observe) {
+    // the moving-average min / max observer, in float as CPU (its averaging constant taken as float)
+    Tensor mn, mx;
+    if (per_row_fake_quant) {
+      TORCH_CHECK(ch_axis == 0,
+                  "Per-channel FakeQuant in fused_moving_avg_obs_fake_quant is only supported on axis == 0");
+      std::tie(mn, mx) = at::aminmax(x, 1);
+    } else {
+      std::tie(mn, mx) = at::aminmax(x);
+    }
+    const double c = static_cast<float>(averaging_const);
+    running_min.copy_(at::where(running_min.isinf(), mn, running_min + (mn - running_min) * c));
+    running_max.copy_(at::where(running_max.isinf(), mx, running_max + (mx - running_max) * c));
+  }
+  if (fake_quant_on.item().toInt() == 0) {
+    return {self.clone(), at::ones_like(self, self.options().dtype(at::kBool), at::MemoryFormat::Preserve)};
+  }
+  const Tensor lo = running_min.reshape({-1}).to(at::kCPU, at::kFloat);
+  const Tensor hi = running_max.reshape({-1}).to(at::kCPU, at::kFloat);
+  const int64_t n = per_row_fake_quant ? lo.numel() : 1;
+  TORCH_CHECK(per_row_fake_quant || lo.numel() == 1, "a Tensor with ", lo.numel(),
+              " elements cannot be converted to Scalar");
+  std::vector<double> scales(static_cast<size_t>(n));
+  std::vector<int32_t> zps(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const auto qp = quant_utils::ChooseQuantizationParams(lo.const_data_ptr<float>()[i], hi.const_data_ptr<float>()[i],
+                                                          static_cast<int32_t>(quant_min),
+                                                          static_cast<int32_t>(quant_max), symmetric_quant, false);
+    scales[i] = qp.scale;
+    zps[i] = qp.zero_point;
+  }
+  // scale[i] = ..., zero_point[i] = ...: element 0 only per tensor, converted to the tensors' dtypes
+  scale.reshape({-1}).narrow(0, 0, n).copy_(at::tensor(scales).to(scale.scalar_type()));
+  zero_point.reshape({-1}).narrow(0, 0, n).copy_(at::tensor(zps).to(zero_point.scalar_type()));
+  if (per_row_fake_quant) {
+    return NF::fake_quantize_per_channel_affine_cachemask(self, scale, zero_point, ch_axis, quant_min, quant_max);
+  }
+  return NF::_fake_quantize_per_tensor_affine_cachemask_tensor_qparams(
+      self, scale, zero_point, at::ones({1}, self.options().dtype(at::kLong)), quant_min, quant_max);
 }
 
 }  // namespace torch_npu_sim

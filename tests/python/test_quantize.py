@@ -400,3 +400,57 @@ def test_fake_quantize_bad_arguments_raise_cpus_errors():
         with pytest.raises(type(cpu_err.value)) as npu_err:
             fn(x.npu())
         assert str(npu_err.value).splitlines()[0].split("'")[0] == str(cpu_err.value).splitlines()[0].split("'")[0]
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_fused_moving_average_observer_fake_quantize_matches_cpu(per_channel, native_only):
+    # QAT's default fake quantizer (FusedMovingAvgObsFakeQuantize): the running range, the qparams and the
+    # fake-quantized tensor bit for bit over steps, with the observer and then the fake quantization switched off
+    import torch.ao.quantization as tq
+    if per_channel:
+        make = lambda: tq.FusedMovingAvgObsFakeQuantize(  # noqa: E731
+            observer=tq.MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127, dtype=torch.qint8,
+            qscheme=torch.per_channel_symmetric, ch_axis=0)
+        shape = (6, 3, 2, 2)  # a conv weight: channels first, the rest flattened per channel
+    else:
+        make = lambda: tq.FusedMovingAvgObsFakeQuantize()  # noqa: E731
+        shape = (16, 10)
+    fq_c, fq_n = make(), make().npu()
+    g = torch.Generator().manual_seed(3)
+    for step in range(5):
+        if step == 3:
+            fq_c.disable_observer(), fq_n.disable_observer()
+        if step == 4:
+            fq_c.disable_fake_quant(), fq_n.disable_fake_quant()
+        x = torch.randn(shape, generator=g) * (1 + step)
+        want, got = fq_c(x), fq_n(x.npu())
+        assert torch.equal(got.cpu(), want), step
+        for name in ("scale", "zero_point"):
+            assert torch.equal(getattr(fq_n, name).cpu(), getattr(fq_c, name)), (step, name)
+        obs_c, obs_n = fq_c.activation_post_process, fq_n.activation_post_process
+        assert torch.equal(obs_n.min_val.cpu(), obs_c.min_val) and torch.equal(obs_n.max_val.cpu(), obs_c.max_val)
+
+
+def test_qat_training_with_the_default_qconfig_stays_on_npu(native_only):
+    import torch.ao.quantization as tq
+    torch.manual_seed(0)
+
+    def model():
+        m = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+        m.qconfig = tq.get_default_qat_qconfig("x86")
+        return tq.prepare_qat(m.train())
+
+    m_c = model()
+    m_n = model()
+    m_n.load_state_dict(m_c.state_dict())
+    m_n = m_n.npu()
+    opt_c, opt_n = torch.optim.SGD(m_c.parameters(), lr=0.05), torch.optim.SGD(m_n.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(1)
+    for _ in range(4):
+        x, y = torch.randn(32, 12, generator=g), torch.randn(32, 4, generator=g)
+        for m, opt, xx, yy in ((m_c, opt_c, x, y), (m_n, opt_n, x.npu(), y.npu())):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(m(xx), yy).backward()
+            opt.step()
+    for (name, p_c), p_n in zip(m_c.state_dict().items(), m_n.state_dict().values()):
+        torch.testing.assert_close(p_n.cpu(), p_c, rtol=1e-4, atol=1e-4, msg=name)
