@@ -7,7 +7,7 @@ under a fixed random output gradient. Forward and backward are each recorded as:
   mismatch  - a sample produced different values, shapes or dtypes
   error     - a sample raised on npu (but not on CPU)
 (backward also: n/a - no differentiable sample, or a random op).
-Usage: python tools/opinfo_conformance.py [--dtype float32|float16|bfloat16|complex64] [--ops name,name]
+Usage: python tools/opinfo_conformance.py [--dtype float32|float16|bfloat16|complex64|int64] [--ops name,name]
        [--max-samples N] [--no-backward] [--summary FILE]
 The full runs' summaries are committed as docs/opinfo_summary.md (float32) and docs/opinfo_summary_<dtype>.md.
 16-bit results are compared with CPU's 16-bit results at 16-bit tolerances: CPU computes some ops in float32
@@ -63,7 +63,7 @@ FALLBACK_REASONS = (
 # Why a mismatch is CPU's defect rather than ours: (OpInfo name, reason), shown in the mismatch tables.
 _GRID_16BIT = ("16-bit backward: CPU accumulates the gradients in the 16-bit dtype, npu in float32 (CUDA's opmath); "
                "against CPU's float32 gradients npu is the closer one (a bfloat16 grid gradient: CPU 16.8 off, npu 0.24)")
-_SORT_16BIT = "16-bit: without stable=True, equal values may come in another order (both valid)"
+_SORT_16BIT = "16-bit and integer ties: without stable=True, equal values may come in another order (both valid)"
 MISMATCH_REASONS = {
     "grid_sampler_2d": _GRID_16BIT, "grid_sampler_3d": _GRID_16BIT, "nn.functional.grid_sample": _GRID_16BIT,
     "nn.functional.normalize": "bfloat16 backward, p = 0.5 over a size-1 dim: the float32 gradient is ~2e-6 and both "
@@ -74,9 +74,27 @@ MISMATCH_REASONS = {
                   "tolerance on the small entries; 16-bit: CPU computes in the 16-bit dtype and overflows (its "
                   "bfloat16 exp of a 3 x 3 matrix of norm 0.3 is -1.3e30), npu computes in float32. "
                   "tests/python/test_remaining_ops.py checks npu against CPU relative to the largest entry",
+    "kthvalue": "int64 ties: the k-th value is right; among equal values any index is valid (CPU's quickselect and "
+                "CUDA's sort pick different ones)",
     "renorm": "complex, p = inf: CPU's gradient is NaN (its |x| never equals the norm it computed, so norm_backward "
               "divides 0 by 0); npu's norm is the max of the same |x|, and its gradient is the formula's",
 }
+
+
+# Why an op raises on npu where CPU computes: (part of the error, reason). CUDA's semantics where CPU's differ.
+_CUDA_FLOAT_ONLY = "CUDA takes floating types only here too (CPU also computes integers)"
+ERROR_REASONS = (
+    ("Cube unit has no kernel for dtype Long", "CUDA has no integer GEMM or convolution either (\"addmm_cuda\" not "
+                                               "implemented for 'Long'); CPU computes them"),
+    ('"masked_scale" not implemented', _CUDA_FLOAT_ONLY),
+    ("avg_pool", _CUDA_FLOAT_ONLY),
+    ("driver` other than `gels`", "CUDA's message and rule: lstsq on CUDA has only the gels driver"),
+    ("Sparse", "sparse layouts have no npu kernels (sparse tensors stay on the CPU)"),
+)
+
+
+def error_reason(detail):
+    return next((r for key, r in ERROR_REASONS if key in detail), "")
 
 
 def fallback_reason(detail):
@@ -124,7 +142,7 @@ def to_npu(x):
 DTYPE = torch.float32
 # (forward, backward) atol = rtol per dtype: a few units in the last place of the dtype, the backward's looser
 TOLERANCE = {torch.float32: (1e-4, 1e-3), torch.complex64: (1e-4, 1e-3), torch.float16: (1e-2, 2e-2),
-             torch.bfloat16: (3e-2, 8e-2)}
+             torch.bfloat16: (3e-2, 8e-2), torch.int64: (0, 0)}
 
 
 def compare(got, ref, shape_only):
@@ -136,7 +154,9 @@ def compare(got, ref, shape_only):
         if got.shape != ref.shape or got.dtype != ref.dtype:
             raise AssertionError(f"shape/dtype {tuple(got.shape)}/{got.dtype} != {tuple(ref.shape)}/{ref.dtype}")
         if not shape_only:
-            tol = TOLERANCE[DTYPE][0]
+            # integer results exactly; floating results of integer inputs (cos of an int64) at float32's tolerance
+            exact = not (DTYPE.is_floating_point or DTYPE.is_complex)
+            tol = TOLERANCE[torch.float32 if exact and (ref.is_floating_point() or ref.is_complex()) else DTYPE][0]
             torch.testing.assert_close(got.cpu(), ref, atol=tol, rtol=tol, equal_nan=True, check_device=False)
     elif isinstance(ref, (list, tuple)):
         if len(got) != len(ref):
@@ -168,7 +188,8 @@ def leaves_of(sample):
 
 def run_backward(op, max_samples):
     """Gradients on npu vs CPU for up to max_samples differentiable samples."""
-    if not op.supports_autograd or op.name in RANDOM_OPS or op.name in DROPOUT_OPS:
+    if not op.supports_autograd or op.name in RANDOM_OPS or op.name in DROPOUT_OPS or not DTYPE.is_floating_point and \
+            not DTYPE.is_complex:  # integer inputs have no gradients
         return "n/a", ""
     try:
         samples = list(op.sample_inputs("cpu", DTYPE, requires_grad=True))[:max_samples]
@@ -280,7 +301,7 @@ def run_op(op, max_samples):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "complex64"])
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16", "complex64", "int64"])
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
     parser.add_argument("--max-samples", type=int, default=4)
     parser.add_argument("--summary", default="", help="write a Markdown summary to this file")
@@ -327,13 +348,12 @@ def main(argv=None):
                   f"native = {bc['native']}/{btotal} = {100 * bc['native'] / max(btotal, 1):.1f}%", ""]
     for title, table in (("", results), ("backward ", backward)):
         for status in ("mismatch", "error", "fallback"):
-            why = status != "error"
-            lines += [f"## {title}{status}", "", "| op | detail |" + (" why |" if why else ""),
-                      "|---|---|" + ("---|" if why else "")]
+            lines += [f"## {title}{status}", "", "| op | detail | why |", "|---|---|---|"]
             for name, (s, detail) in sorted(table.items()):
                 if s == status:
-                    reason = fallback_reason(detail) if status == "fallback" else MISMATCH_REASONS.get(name, "")
-                    lines.append(f"| {name} | {detail.replace('|', '/')} |" + (f" {reason} |" if why else ""))
+                    reason = {"fallback": fallback_reason, "error": error_reason}.get(
+                        status, lambda _: MISMATCH_REASONS.get(name, ""))(detail)
+                    lines.append(f"| {name} | {detail.replace('|', '/')} | {reason} |")
             lines.append("")
     text = "\n".join(lines)
     if args.summary:

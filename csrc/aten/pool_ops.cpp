@@ -55,9 +55,20 @@ std::vector<int64_t> pooled_sizes(const Tensor& input, const npu_kernels::PoolAr
   return sizes;
 }
 
-// check_input_size: avg_pool3d's extra check (ATen's) that the input is at least one window large.
+// The kernels' dtypes: floating, and integers as well for max pooling's forward (a comparison; CPU and CUDA take
+// them). Integer average pooling is refused as CUDA refuses it (CPU computes it).
+npu_kernels::DType pool_dtype(const Tensor& input, const char* op, bool integers = false) {
+  const at::ScalarType st = input.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(st) || (integers && at::isIntegralType(st, /*includeBool=*/false)),
+                              "\"", op, "\" not implemented for '", c10::toString(st), "'");
+  return kernel_dtype(st, op);
+}
+
+// check_input_size: avg_pool3d's extra check (ATen's) that the input is at least one window large. integers: the
+// op is max pooling's forward.
 Geometry geometry(const Tensor& input, int rank, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
-                  IntArrayRef dilation, bool ceil_mode, const char* op, bool check_input_size = false) {
+                  IntArrayRef dilation, bool ceil_mode, const char* op, bool check_input_size = false,
+                  bool integers = false) {
   TORCH_CHECK(is_npu(input), op, ": expected an npu tensor, got one on ", input.device());
   if (rank == 2) {
     TORCH_CHECK(input.dim() == 3 || input.dim() == 4, op, ": expected 3D or 4D (batch mode) tensor for input, got ",
@@ -71,7 +82,7 @@ Geometry geometry(const Tensor& input, int rank, IntArrayRef kernel_size, IntArr
   const auto d = window_arg(dilation, {1}, rank, 1, op, "dilation");
   Geometry g;
   auto& a = g.args;
-  a.dtype = kernel_dtype(input.scalar_type(), op);
+  a.dtype = pool_dtype(input, op, integers);
   a.three_d = rank == 3;
   a.planes = input.dim() == rank + 2 ? input.size(0) * input.size(1) : input.size(0);
   a.in_d = rank == 3 ? input.size(-3) : 1;
@@ -123,7 +134,7 @@ npu_kernels::PoolArgs adaptive_args(const Tensor& input, int rank, IntArrayRef o
                 "sizes ", input.sizes(), " with dimension ", d, " being empty");
   }
   npu_kernels::PoolArgs a;
-  a.dtype = kernel_dtype(input.scalar_type(), op);
+  a.dtype = pool_dtype(input, op);
   a.three_d = rank == 3;
   a.planes = input.dim() == rank + 2 ? input.size(0) * input.size(1) : input.size(0);
   a.in_d = rank == 3 ? input.size(-3) : 1;
@@ -158,7 +169,7 @@ npu_kernels::FractionalPoolArgs fractional_args(const Tensor& input, int rank, I
                                                 const char* op) {
   TORCH_CHECK(is_npu(input), op, ": expected an npu tensor, got one on ", input.device());
   npu_kernels::FractionalPoolArgs a;
-  a.dtype = kernel_dtype(input.scalar_type(), op);
+  a.dtype = pool_dtype(input, op);
   a.three_d = rank == 3;
   a.planes = input.dim() == rank + 2 ? input.size(0) * input.size(1) : input.size(0);
   const IntArrayRef in = last_dims(input, rank), o = out.slice(out.size() - rank);
@@ -342,7 +353,8 @@ std::tuple<Tensor, Tensor> max_pool_with_indices(const Tensor& input, int rank, 
                                                  IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
                                                  bool ceil_mode, const char* op) {
   c10::DeviceGuard guard(input.device());
-  const Geometry g = geometry(input, rank, kernel_size, stride, padding, dilation, ceil_mode, op);
+  const Geometry g = geometry(input, rank, kernel_size, stride, padding, dilation, ceil_mode, op, false,
+                              /*integers=*/true);
   const Tensor x = input.contiguous();
   Tensor out = at::empty(g.out_sizes, input.options());
   Tensor indices = at::empty(g.out_sizes, input.options().dtype(at::kLong));

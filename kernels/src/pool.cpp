@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <string>
 
 #include "npu_kernels/launch.h"
@@ -98,9 +99,9 @@ npu_sim::Status per_plane(npu_sim::Stream s, const char* name, const Pool2dArgs&
 }  // namespace
 
 npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out, int64_t* indices) {
-  return dispatch_fp(a.dtype, [&](auto tag) {
+  return dispatch_fp_int(a.dtype, [&](auto tag) {
     using T = decltype(tag);
-    using A = acc_t<T>;
+    using A = std::conditional_t<std::is_integral_v<T>, T, acc_t<T>>;  // integers compare as themselves
     const T* x = static_cast<const T*>(in);
     T* y = static_cast<T*>(out);
     // Launch records, per plane: every in-bounds tap of every window read once (a window stopped early by
@@ -126,7 +127,7 @@ npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
               count[ax] = a.adaptive ? w.end - w.begin : xa.k;
               step[ax] = a.adaptive ? 1 : xa.dl;
             }
-            A best = -std::numeric_limits<A>::infinity();
+            A best = std::numeric_limits<A>::lowest();  // replaced by the first tap (arg < 0)
             int64_t arg = -1;
             for (int64_t kd = 0; kd < count[0]; ++kd) {
               const int64_t d = first[0] + kd * step[0];
@@ -139,11 +140,15 @@ npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* i
                   if (w < 0 || w >= a.in_w) continue;
                   const int64_t at = (d * a.in_h + h) * a.in_w + w;
                   const A v = static_cast<A>(plane[at]);
-                  if (arg < 0 || v > best || std::isnan(v)) {  // NaN wins, as in ATen
+                  const bool nan = [&] {
+                    if constexpr (std::is_integral_v<A>) return false;
+                    else return std::isnan(v);
+                  }();
+                  if (arg < 0 || v > best || nan) {  // NaN wins, as in ATen
                     best = v;
                     arg = at;
                     // max_pool ends the row at a NaN; ATen's adaptive kernel keeps scanning (the last one wins)
-                    if (std::isnan(v) && !a.adaptive) break;
+                    if (nan && !a.adaptive) break;
                   }
                 }
               }

@@ -61,6 +61,28 @@ def test_pooling_errors_match_cpu():
         assert str(cpu_err.value).split(":")[-1].strip()[:20] in str(npu_err.value)
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8])
+def test_max_pool_integers_match_cpu(dtype, native_only):
+    # a comparison: CPU and CUDA take integer inputs (label maps, masks); ties keep the first index as CPU
+    x = torch.randint(0, 9, (2, 3, 9, 8), generator=torch.Generator().manual_seed(1)).to(dtype)
+    for fn in (lambda t: F.max_pool2d(t, 3, 2, 1, return_indices=True),
+               lambda t: F.max_pool2d(t, (2, 3), (1, 2), dilation=2, ceil_mode=True, return_indices=True),
+               lambda t: F.max_pool3d(t[None], (2, 2, 2), return_indices=True),
+               lambda t: F.max_pool1d(t[0], 3, return_indices=True)):
+        (v, i), (vn, i_n) = fn(x), fn(x.npu())
+        assert torch.equal(vn.cpu(), v) and torch.equal(i_n.cpu(), i)
+
+
+def test_integer_average_pooling_is_refused_naming_op_and_dtype():
+    # CUDA refuses it (CPU computes it): a NotImplementedError naming the op and the dtype, not a bare device error
+    x = torch.ones(1, 2, 4, 4, dtype=torch.int64, device="npu")
+    for fn, op in ((lambda t: F.avg_pool2d(t, 2), "avg_pool2d"), (lambda t: F.avg_pool3d(t[None], 2), "avg_pool3d"),
+                   (lambda t: F.adaptive_avg_pool2d(t, 2), "adaptive_avg_pool2d"),
+                   (lambda t: F.adaptive_max_pool2d(t, 2), "adaptive_max_pool2d")):
+        with pytest.raises(NotImplementedError, match=f"{op}.*Long"):
+            fn(x)
+
+
 def test_adaptive_max_pool_indices_and_out():
     torch_npu_sim.reset_fallback_ops()
     x = torch.randn(2, 3, 7, 9)

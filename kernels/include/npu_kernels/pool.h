@@ -27,6 +27,7 @@ struct Pool2dArgs {
 };
 
 // out[p, (od,) oh, ow] = max over the window; indices = argmax as (d * in_h +) h * in_w + w (PyTorch's layout).
+// Any floating or integer dtype (a comparison); the other pooling kernels take floating dtypes.
 npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out, int64_t* indices);
 // grad_in (zeroed here) += grad_out at the recorded indices.
 npu_sim::Status max_pool2d_backward(npu_sim::Stream s, const Pool2dArgs& a, const void* grad_out,
