@@ -116,8 +116,10 @@ void bias_grad_into(const at::Tensor& grad_bias, const at::Tensor& gy) {
   NPU_CHECK(npu_kernels::conv2d_backward_bias(stream_of(gy), a, grad_bias.data_ptr(), grad_bias.stride(0)));
 }
 
-// 3-D convolution that the kernels' oneDNN path does not serve (float64, float16, ...)
-// runs on the CPU like any fallback op (warned and recorded).
+bool is_16bit(const at::Tensor& t) { return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16; }
+
+// 3-D convolution that the kernels' oneDNN path does not serve in float32 either (float64; no oneDNN) runs on the
+// CPU like any fallback op (warned and recorded).
 at::Tensor convolution_3d_on_cpu(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
                                  bool transposed, at::IntArrayRef output_padding, int64_t groups) {
@@ -217,9 +219,16 @@ at::Tensor NF::convolution_overrideable(const at::Tensor& input_, const at::Tens
   if (input_.dim() == 5) {
     TORCH_CHECK(weight_.dim() == 5, "convolution: expected weight to be 5-D, got ", weight_.sizes());
     c10::DeviceGuard guard(input_.device());
-    at::Tensor out = convolution_3d(input_, weight_, bias, make_params3d(stride, padding, dilation, output_padding, groups),
-                                    transposed);
+    const Params3d p = make_params3d(stride, padding, dilation, output_padding, groups);
+    at::Tensor out = convolution_3d(input_, weight_, bias, p, transposed);
     if (out.defined()) return out;
+    if (is_16bit(input_)) {
+      // oneDNN has no 16-bit kernel for this pass on this CPU: float32 operands, rounded once at the end (the
+      // Cube's fp32 accumulation; no CPU round trip)
+      out = convolution_3d(input_.to(at::kFloat), weight_.to(at::kFloat), bias.defined() ? bias.to(at::kFloat) : bias,
+                           p, transposed);
+      if (out.defined()) return out.to(input_.scalar_type());
+    }
     return convolution_3d_on_cpu(input_, weight_, bias, stride, padding, dilation, transposed, output_padding, groups);
   }
   TORCH_CHECK(input_.dim() == 3 || input_.dim() == 4, "convolution on npu supports 1-D, 2-D and 3-D convolution (3-D, 4-D or "
@@ -285,6 +294,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::convolution_backward_override
       if (gw.numel() > 0 && gy.numel() == 0) gw.zero_();
       else if (gw.numel() > 0) ok = launched(npu_kernels::conv3d_backward_weight(
           stream_of(gw), transposed ? geometry3d(gy, gw, x, p) : geometry3d(x, gw, gy, p)));
+    }
+    if (!ok && is_16bit(input_)) {  // as the forward: the passes in float32, each gradient rounded once
+      auto [fx, fw, fb] = NF::convolution_backward_overrideable(gy.to(at::kFloat), x.to(at::kFloat), w.to(at::kFloat),
+                                                                stride, padding, dilation, transposed, output_padding,
+                                                                groups, mask);
+      auto back = [&](const at::Tensor& t) { return t.defined() ? t.to(input_.scalar_type()) : t; };
+      return {back(fx), back(fw), back(fb)};
     }
     if (!ok) {
       return convolution_backward_3d_on_cpu(grad_output_, input_, weight_, stride, padding, dilation, transposed,

@@ -1,5 +1,5 @@
 // Range factories for npu: arange (arange.start_out), linspace.out, logspace.out, eye.out / eye.m_out,
-// tril_indices / triu_indices (sizes from ATen's get_tril_size).
+// tril_indices / triu_indices (sizes from ATen's get_tril_size); _efficientzerotensor as materialised zeros.
 // Sizes and argument checks follow ATen (at::native::compute_arange_size); values come from
 // kernels/src/random.cpp (arange, linspace, eye). full/zeros/ones are empty + fill_ (core_ops.cpp).
 #include <ATen/Dispatch.h>
@@ -8,6 +8,7 @@
 #include <ATen/native/RangeUtils.h>
 #include <ATen/native/TensorFactories.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -148,6 +149,14 @@ at::Tensor NF::triu_indices(int64_t row, int64_t col, int64_t offset, std::optio
                             std::optional<at::Layout> layout, std::optional<at::Device> device,
                             std::optional<bool> pin_memory) {
   return triangle_indices(row, col, offset, dtype, layout, device, pin_memory, true);
+}
+
+// Autograd's zero gradients (sgn of a real tensor, ...). CPU and CUDA return a storage-less ZeroTensor; npu
+// materialises the zeros: the same values, a tensor's memory instead of none.
+at::Tensor NF::_efficientzerotensor(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+                                    std::optional<at::Layout> layout, std::optional<at::Device> device,
+                                    std::optional<bool> pin_memory) {
+  return at::zeros(size, at::TensorOptions().dtype(dtype).layout(layout).device(device).pinned_memory(pin_memory));
 }
 
 }  // namespace torch_npu_sim

@@ -69,6 +69,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_unique2(const at::Tensor& se
   return {values, inverse, counts};
 }
 
+// The legacy torch._unique (index_fill's backward calls it): _unique2 without the counts.
+std::tuple<at::Tensor, at::Tensor> NF::_unique(const at::Tensor& self, bool sorted, bool return_inverse) {
+  auto [values, inverse, counts] = NF::_unique2(self, sorted, return_inverse, false);
+  return {values, inverse};
+}
+
 at::Tensor NF::bincount(const at::Tensor& self, const std::optional<at::Tensor>& weights_opt, int64_t minlength) {
   TORCH_CHECK(self.dim() == 1 && !at::isFloatingType(self.scalar_type()) && self.scalar_type() != at::kBool,
               "bincount only supports 1-d non-negative integral inputs.");

@@ -187,3 +187,32 @@ def test_unique_dim_empty_and_bad_dims():
         with pytest.raises(type(cpu_err.value), match=str(cpu_err.value).splitlines()[0][:40].replace("(", ".")
                            .replace(")", ".").replace("[", ".").replace("]", ".")):
             fn(t.to("npu"))
+
+
+def test_legacy_unique_and_index_fill_backward():
+    x = torch.tensor([3, 1, 3, 7, 1, 0])
+    for inverse in (False, True):
+        for g, w in zip(torch._unique(x.to("npu"), return_inverse=inverse), torch._unique(x, return_inverse=inverse)):
+            same(g, w)
+    # index_fill's backward for a tensor value sums the gradient over the unique filled indices (torch._unique)
+    idx, t = torch.tensor([0, 2, 2]), torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
+    for dev in ("cpu", "npu"):
+        value = torch.tensor(2.0, device=dev, requires_grad=True)
+        tt = t.detach().to(dev).clone().requires_grad_()
+        tt.index_fill(1, idx.to(dev), value).sum().backward()
+        if dev == "cpu":
+            want = (tt.grad, value.grad)
+        else:
+            same(tt.grad, want[0])
+            same(value.grad, want[1])
+
+
+def test_sgn_backward_zeros_without_zerotensors():
+    # autograd's zero gradient of sgn is an _efficientzerotensor: npu materialises the zeros
+    x = torch.randn(5, generator=torch.Generator().manual_seed(2))
+    xn = x.to("npu").requires_grad_()
+    (torch.sgn(xn) * 3 + xn).sum().backward()
+    same(xn.grad, torch.ones(5))
+    z = torch.ops.aten._efficientzerotensor([2, 3], dtype=torch.float16, device="npu")
+    assert z.is_npu and z.dtype == torch.float16
+    same(z, torch.zeros(2, 3, dtype=torch.float16))
