@@ -253,7 +253,8 @@ def cuda_reference(op, s, ref):
 
 # Ops whose 16-bit kernels compute in float32 and round once, as CUDA's do (opmath), where CPU's compute in the
 # 16-bit type: their 16-bit reference is CPU's float32 result rounded once.
-OPMATH_16BIT = {"grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_sample", "nn.functional.conv_transpose2d"}
+OPMATH_16BIT = {"grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_sample", "nn.functional.conv_transpose2d",
+                "nn.functional.conv_transpose3d"}
 
 
 def widened(x):
