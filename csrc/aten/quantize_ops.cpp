@@ -122,6 +122,22 @@ void check_per_channel(const Tensor& self, const Tensor& scales, const Tensor& z
   for (int64_t i = 0; i < zp.numel(); ++i) check_zero_point(fn, qtype, zp.const_data_ptr<int64_t>()[i]);
 }
 
+// The int8 GEMM's operands from (batch, rows, cols) views, each with a unit stride in one of its last two dims.
+void set_operands(npu_kernels::QuantMatmulArgs& a, const Tensor& x1, const Tensor& x2) {
+  a.batch = x1.size(0);
+  a.m = x1.size(1);
+  a.k = x1.size(2);
+  a.n = x2.size(2);
+  a.x1 = static_cast<const int8_t*>(x1.const_data_ptr());
+  a.x1_batch_stride = x1.stride(0);
+  a.x1_row_stride = x1.stride(1);
+  a.x1_col_stride = x1.stride(2);
+  a.x2 = static_cast<const int8_t*>(x2.const_data_ptr());
+  a.x2_batch_stride = x2.stride(0);
+  a.x2_row_stride = x2.stride(1);
+  a.x2_col_stride = x2.stride(2);
+}
+
 }  // namespace
 
 Tensor NF::quantize_per_tensor(const Tensor& self, double scale, int64_t zero_point, at::ScalarType dtype) {
@@ -274,19 +290,7 @@ Tensor NF::npu_quant_matmul(const Tensor& x1, const Tensor& x2, const Tensor& sc
     if (e.stride(-1) != 1 && e.stride(-2) != 1) e = e.contiguous();
     return e.reshape({-1, x.size(-2), x.size(-1)});  // a view when the batch dims fold (expanded: stride 0)
   };
-  const Tensor a1 = operand(x1), a2 = operand(x2);
-  a.batch = batch;
-  a.m = m;
-  a.n = n;
-  a.k = k;
-  a.x1 = static_cast<const int8_t*>(a1.const_data_ptr());
-  a.x1_batch_stride = a1.stride(0);
-  a.x1_row_stride = a1.stride(1);
-  a.x1_col_stride = a1.stride(2);
-  a.x2 = static_cast<const int8_t*>(a2.const_data_ptr());
-  a.x2_batch_stride = a2.stride(0);
-  a.x2_row_stride = a2.stride(1);
-  a.x2_col_stride = a2.stride(2);
+  set_operands(a, operand(x1), operand(x2));
   a.scale = scale_f.const_data_ptr<float>();
   a.scale_len = scale_f.numel();
   a.offset = offset_f.defined() ? offset_f.const_data_ptr<float>() : nullptr;
@@ -326,18 +330,9 @@ Tensor& NF::_int_mm_out(const Tensor& self, const Tensor& mat2, Tensor& result) 
     NF::_int_mm_out(shifted, mat2, result);
     return result.add_(mat2.sum(0, /*keepdim=*/true, at::kInt).mul_(128));
   }
-  auto unit = [](const Tensor& x) { return x.stride(0) == 1 || x.stride(1) == 1 ? x : x.contiguous(); };
-  const Tensor a1 = unit(self), a2 = unit(mat2);
+  auto unit = [](const Tensor& x) { return (x.stride(0) == 1 || x.stride(1) == 1 ? x : x.contiguous()).unsqueeze(0); };
   npu_kernels::QuantMatmulArgs a;
-  a.m = self.size(0);
-  a.n = mat2.size(1);
-  a.k = self.size(1);
-  a.x1 = static_cast<const int8_t*>(a1.const_data_ptr());
-  a.x1_row_stride = a1.stride(0);
-  a.x1_col_stride = a1.stride(1);
-  a.x2 = static_cast<const int8_t*>(a2.const_data_ptr());
-  a.x2_row_stride = a2.stride(0);
-  a.x2_col_stride = a2.stride(1);
+  set_operands(a, unit(self), unit(mat2));
   a.out = result.data_ptr();
   a.out_dtype = npu_kernels::DType::kInt32;
   a.name = "int_mm";

@@ -1,6 +1,7 @@
 // The window engine of the resampling kernels (see npu_kernels/resample.h): per output position a run of input
 // positions and its weights, built on the host at launch the way ATen's CPU kernels build them; forward as two
-// separable passes (along w, into `scratch` when h changes too, then along h), backward as the adjoint summed
+// separable passes (along w, into `scratch` when h changes too, then along h; 16-bit types keep that intermediate
+// in float), backward as the adjoint summed
 // per plane in ATen's order. It serves the antialiased filters (every floating dtype and uint8) and uint8
 // bilinear / bicubic without antialiasing; uint8 runs in ATen's integers (int16 weights, int32 sums).
 #include "resample_aa.h"
@@ -218,9 +219,10 @@ TablePtr<T> make_table(ResampleMode m, const ResampleAxis& ax) {
 // ATen's order.
 constexpr int64_t kRowGroup = 16;
 
-template <typename T>
+// O: the output's type, T's own or (16-bit, both axes changing) float for the pass along h to read.
+template <typename T, typename O = T>
 npu_sim::Status pass_w(npu_sim::Stream s, const char* name, TablePtr<T> tab, int64_t rows, int64_t in_w, const T* src,
-                       T* dst) {
+                       O* dst) {
   using A = Arith<T>;
   using Acc = typename A::Acc;
   // Output positions summed at once: float adds wait on the previous one (4 cycles), so four independent sums
@@ -232,8 +234,8 @@ npu_sim::Status pass_w(npu_sim::Stream s, const char* name, TablePtr<T> tab, int
                         const auto& t = *tab;
                         // Launch records, per row: each window's elements and weights, its start and size
                         // (int64 each); the row written. 2 Vector ops (multiply, add) per tap.
-                        constexpr int64_t ts = sizeof(T), ws = sizeof(typename A::W);
-                        detail::record_vec(ctx, (e - b) * (t.taps * (ts + ws) + out_w * 16), (e - b) * out_w * ts,
+                        constexpr int64_t ts = sizeof(T), os = sizeof(O), ws = sizeof(typename A::W);
+                        detail::record_vec(ctx, (e - b) * (t.taps * (ts + ws) + out_w * 16), (e - b) * out_w * os,
                                            (e - b) * t.taps * 2);
                         std::vector<Acc> cols(static_cast<size_t>(in_w * kRowGroup), Acc(0));
                         for (int64_t r0 = b; r0 < e; r0 += kRowGroup) {
@@ -281,7 +283,11 @@ npu_sim::Status pass_w(npu_sim::Stream s, const char* name, TablePtr<T> tab, int
                                 const Acc* c = col[q] + j * kRowGroup;
                                 for (int64_t g = 0; g < kRowGroup; ++g) acc[q][g] += c[g] * wj;
                               }
-                              for (int64_t g = 0; g < g_n; ++g) dst[(r0 + g) * out_w + o0 + q] = A::store(acc[q][g], t.prec);
+                              for (int64_t g = 0; g < g_n; ++g) {
+                                O& y = dst[(r0 + g) * out_w + o0 + q];
+                                if constexpr (std::is_same_v<O, T>) y = A::store(acc[q][g], t.prec);
+                                else y = static_cast<O>(acc[q][g]);  // unrounded, for the pass along h
+                              }
                             }
                           }
                         }
@@ -290,31 +296,31 @@ npu_sim::Status pass_w(npu_sim::Stream s, const char* name, TablePtr<T> tab, int
 
 // Along h: each plane of in_h rows of `width` elements becomes table.out() rows, a row at a time (the window's
 // rows scaled and summed across the whole row, which vectorises).
-template <typename T>
+template <typename T, typename I = T>
 npu_sim::Status pass_h(npu_sim::Stream s, const char* name, TablePtr<T> tab, int64_t planes, int64_t in_h,
-                       int64_t width, const T* src, T* dst) {
+                       int64_t width, const I* src, T* dst) {
   using A = Arith<T>;
   const int64_t out_h = tab->out();
   return parallel_for(s, name, planes * out_h, std::max<int64_t>(1, 4096 / std::max<int64_t>(width, 1)),
                       [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
                         const auto& t = *tab;
-                        constexpr int64_t ts = sizeof(T), ws = sizeof(typename A::W);
+                        constexpr int64_t ts = sizeof(T), is = sizeof(I), ws = sizeof(typename A::W);
                         {
                           // Launch records, per output row: its window's rows and weights, start and size; the
                           // row written. 2 Vector ops per tap and element.
                           int64_t taps = 0;
                           for (int64_t r = b; r < e; ++r) taps += t.size[r % out_h];
-                          detail::record_vec(ctx, taps * (width * ts + ws) + (e - b) * 16, (e - b) * width * ts,
+                          detail::record_vec(ctx, taps * (width * is + ws) + (e - b) * 16, (e - b) * width * ts,
                                              taps * width * 2);
                         }
                         std::vector<typename A::Acc> acc(static_cast<size_t>(width));
                         for (int64_t r = b; r < e; ++r) {
                           const int64_t p = r / out_h, o = r % out_h;
-                          const T* x = src + (p * in_h + t.start[o]) * width;
+                          const I* x = src + (p * in_h + t.start[o]) * width;
                           const typename A::W* wt = t.wgt.data() + o * t.k;
                           std::fill(acc.begin(), acc.end(), A::init(t.prec));
                           for (int64_t j = 0; j < t.size[o]; ++j) {
-                            const T* xr = x + j * width;
+                            const I* xr = x + j * width;
                             const typename A::W wj = wt[j];
                             for (int64_t c = 0; c < width; ++c) acc[c] += static_cast<typename A::Acc>(xr[c]) * wj;
                           }
@@ -323,6 +329,9 @@ npu_sim::Status pass_h(npu_sim::Stream s, const char* name, TablePtr<T> tab, int
                         }
                       });
 }
+
+template <typename T>
+using Mid = std::conditional_t<is_reduced_float_v<T>, float, T>;
 
 template <typename T>
 npu_sim::Status forward(npu_sim::Stream s, const ResampleArgs& a, const void* in, void* out, void* scratch) {
@@ -337,14 +346,16 @@ npu_sim::Status forward(npu_sim::Stream s, const ResampleArgs& a, const void* in
       std::memcpy(y + b, x + b, static_cast<size_t>(e - b) * sizeof(T));
     });
   }
-  if (along_w) {
-    T* dst = along_h ? static_cast<T*>(scratch) : y;
-    if (dst == nullptr) return npu_sim::Status::kInvalidValue;
-    const npu_sim::Status st = pass_w<T>(s, name, make_table<T>(a.mode, a.w), a.planes * a.h.in, a.w.in, x, dst);
-    if (st != npu_sim::Status::kSuccess || !along_h) return st;
-    x = dst;
-  }
-  return pass_h<T>(s, name, make_table<T>(a.mode, a.h), a.planes, a.h.in, a.w.out, x, y);
+  if (!along_h) return pass_w<T>(s, name, make_table<T>(a.mode, a.w), a.planes * a.h.in, a.w.in, x, y);
+  if (!along_w) return pass_h<T>(s, name, make_table<T>(a.mode, a.h), a.planes, a.h.in, a.w.in, x, y);
+  // Both axes: the intermediate in T as ATen's CPU kernel keeps it, but float for 16-bit types (CPU refuses
+  // them; CUDA computes in float and rounds once)
+  using M = Mid<T>;
+  M* mid = static_cast<M*>(scratch);
+  if (mid == nullptr) return npu_sim::Status::kInvalidValue;
+  const npu_sim::Status st = pass_w<T, M>(s, name, make_table<T>(a.mode, a.w), a.planes * a.h.in, a.w.in, x, mid);
+  if (st != npu_sim::Status::kSuccess) return st;
+  return pass_h<T, M>(s, name, make_table<T>(a.mode, a.h), a.planes, a.h.in, a.w.out, mid, y);
 }
 
 // grad_in[p, ih, iw] = sum over outputs (oh, ow) whose windows hold (ih, iw) of wx * wy * grad_out[p, oh, ow],
@@ -395,7 +406,8 @@ bool planar(const ResampleArgs& a) { return a.d.in == 1 && a.d.out == 1; }
 
 std::size_t window_scratch_bytes(const ResampleArgs& a) {
   if (a.w.in == a.w.out || a.h.in == a.h.out) return 0;
-  return static_cast<std::size_t>(a.planes * a.h.in * a.w.out) * dtype_size(a.dtype);
+  const bool narrow = a.dtype == DType::kFloat16 || a.dtype == DType::kBFloat16;  // a float intermediate (Mid)
+  return static_cast<std::size_t>(a.planes * a.h.in * a.w.out) * (narrow ? sizeof(float) : dtype_size(a.dtype));
 }
 
 npu_sim::Status window_resample(npu_sim::Stream s, const ResampleArgs& a, const void* in, void* out, void* scratch) {

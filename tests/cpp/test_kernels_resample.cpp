@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "npu_kernels/resample.h"
@@ -31,9 +32,11 @@ ResampleArgs args(ResampleMode mode, int64_t planes, int64_t in_h, int64_t in_w,
   return a;
 }
 
+// The forward, with the scratch the window modes ask for (none for the tap modes).
 std::vector<double> run(const ResampleArgs& a, const std::vector<double>& x) {
   DeviceBuf<double> in(x), out(std::vector<double>(a.planes * a.d.out * a.h.out * a.w.out));
-  EXPECT_EQ(npu_kernels::resample(nullptr, a, in.ptr, out.ptr), npu_sim::Status::kSuccess);
+  DeviceBuf<double> scratch(std::vector<double>(npu_kernels::resample_scratch_bytes(a) / sizeof(double) + 1));
+  EXPECT_EQ(npu_kernels::resample(nullptr, a, in.ptr, out.ptr, scratch.ptr), npu_sim::Status::kSuccess);
   EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess);
   return out.read();
 }
@@ -43,6 +46,15 @@ std::vector<double> run_backward(const ResampleArgs& a, const std::vector<double
   EXPECT_EQ(npu_kernels::resample_backward(nullptr, a, go.ptr, gi.ptr), npu_sim::Status::kSuccess);
   EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess);
   return gi.read();
+}
+
+// <A x, g> == <x, A^T g>: y = A x from the forward, gx = A^T g from the backward.
+void expect_adjoint(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& g,
+                    const std::vector<double>& gx, const std::string& what) {
+  double lhs = 0, rhs = 0;
+  for (size_t i = 0; i < y.size(); ++i) lhs += y[i] * g[i];
+  for (size_t i = 0; i < x.size(); ++i) rhs += x[i] * gx[i];
+  EXPECT_NEAR(lhs, rhs, 1e-12) << what;
 }
 
 TEST(Resample, NearestDoublesAndReflectPadMirrors) {
@@ -95,11 +107,8 @@ TEST(Resample, BackwardIsTheAdjointOfForward) {
       std::vector<double> x(a.planes * a.d.in * a.h.in * a.w.in), g(a.planes * a.d.out * a.h.out * a.w.out);
       for (auto& v : x) v = u(rng);
       for (auto& v : g) v = u(rng);
-      const auto y = run(a, x), gx = run_backward(a, g);
-      double lhs = 0, rhs = 0;
-      for (size_t i = 0; i < y.size(); ++i) lhs += y[i] * g[i];
-      for (size_t i = 0; i < x.size(); ++i) rhs += x[i] * gx[i];
-      EXPECT_NEAR(lhs, rhs, 1e-12) << npu_kernels::resample_name(mode, false) << " variant " << variant;
+      expect_adjoint(x, run(a, x), g, run_backward(a, g), std::string(npu_kernels::resample_name(mode, false)) +
+                     " variant " + std::to_string(variant));
     }
   }
 }
@@ -134,14 +143,6 @@ TEST(Resample, TrilinearIsExactOnLinearFunctionsAndBicubicInterpolates) {
   for (double v : run(c, std::vector<double>(15, 2.5))) EXPECT_NEAR(v, 2.5, 1e-12);
 }
 
-std::vector<double> run_window(const ResampleArgs& a, const std::vector<double>& x) {
-  DeviceBuf<double> in(x), out(std::vector<double>(a.planes * a.h.out * a.w.out));
-  DeviceBuf<double> scratch(std::vector<double>(npu_kernels::resample_scratch_bytes(a) / sizeof(double) + 1));
-  EXPECT_EQ(npu_kernels::resample(nullptr, a, in.ptr, out.ptr, scratch.ptr), npu_sim::Status::kSuccess);
-  EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess);
-  return out.read();
-}
-
 // Downsampling (windows widened by the scale), upsampling, and one axis unchanged (its pass skipped).
 const int64_t kWindowShapes[][4] = {{11, 13, 4, 5}, {3, 4, 7, 10}, {6, 13, 6, 4}, {9, 2, 3, 2}};
 
@@ -154,11 +155,8 @@ TEST(Resample, AntialiasedBackwardIsTheAdjointOfTheTwoPasses) {
       std::vector<double> x(a.planes * a.h.in * a.w.in), g(a.planes * a.h.out * a.w.out);
       for (auto& v : x) v = u(rng);
       for (auto& v : g) v = u(rng);
-      const auto y = run_window(a, x), gx = run_backward(a, g);
-      double lhs = 0, rhs = 0;
-      for (size_t i = 0; i < y.size(); ++i) lhs += y[i] * g[i];
-      for (size_t i = 0; i < x.size(); ++i) rhs += x[i] * gx[i];
-      EXPECT_NEAR(lhs, rhs, 1e-12) << npu_kernels::resample_name(mode, false) << " " << sh[0] << "x" << sh[1];
+      expect_adjoint(x, run(a, x), g, run_backward(a, g), std::string(npu_kernels::resample_name(mode, false)) +
+                     " " + std::to_string(sh[0]) + "x" + std::to_string(sh[1]));
     }
   }
 }
@@ -171,7 +169,7 @@ TEST(Resample, WindowModesKeepConstants) {
     for (const auto& sh : kWindowShapes) {
       ResampleArgs a = args(mode, 3, sh[0], sh[1], sh[2], sh[3]);
       if (mode == ResampleMode::kLinearAA || mode == ResampleMode::kCubicAA || mode == ResampleMode::kLanczosAA) {
-        for (double v : run_window(a, std::vector<double>(a.planes * a.h.in * a.w.in, -1.25))) EXPECT_NEAR(v, -1.25, 1e-12);
+        for (double v : run(a, std::vector<double>(a.planes * a.h.in * a.w.in, -1.25))) EXPECT_NEAR(v, -1.25, 1e-12);
       }
       a.dtype = DType::kUInt8;
       ASSERT_TRUE(npu_kernels::is_window_mode(a.mode, a.dtype));

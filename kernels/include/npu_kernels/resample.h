@@ -42,8 +42,9 @@ const char* resample_name(ResampleMode mode, bool backward);
 // (cubic: A = -0.75, taps clamped to the border). kInvalidValue for an unsupported dtype.
 // Antialiased modes take floating dtypes and uint8; uint8 bilinear / bicubic (with or without antialiasing) run
 // CPU PyTorch's integer arithmetic (int16 weights, int32 sums, rounded and clamped), so they match it exactly.
-// The window modes write an intermediate (the w pass) when both axes change size: `scratch`, of at least
-// resample_scratch_bytes(a) bytes of device memory (0 otherwise).
+// The window modes write an intermediate (the w pass; float for 16-bit dtypes, rounded once at the end as CUDA
+// does) when both axes change size: `scratch`, of at least resample_scratch_bytes(a) bytes of device memory (0
+// otherwise).
 std::size_t resample_scratch_bytes(const ResampleArgs& a);
 npu_sim::Status resample(npu_sim::Stream s, const ResampleArgs& a, const void* in, void* out, void* scratch = nullptr);
 // grad_in (fully written) = the adjoint of resample applied to grad_out; floating dtypes only,
