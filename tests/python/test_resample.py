@@ -156,9 +156,11 @@ def test_interpolate_antialias_16bit_as_cuda(dtype, mode):
     ref = F.interpolate(xr, size=(9, 30), mode=mode, antialias=True)
     ref.backward(g.float())
     assert y.dtype == xn.grad.dtype == dtype
-    # the same float arithmetic in the same order, one rounding at the end: equal bit for bit
-    torch.testing.assert_close(y.detach().cpu(), ref.detach().to(dtype), rtol=0, atol=0)
-    torch.testing.assert_close(xn.grad.cpu(), xr.grad.to(dtype), rtol=0, atol=0)
+    # the same float arithmetic in the same order, one rounding at the end: equal bit for bit (lanczos' sin may
+    # differ from CPU's in the last float bit, so it is held to 16-bit tolerances)
+    exact = dict(rtol=0, atol=0) if mode != "lanczos" else tol(dtype)
+    torch.testing.assert_close(y.detach().cpu(), ref.detach().to(dtype), **exact)
+    torch.testing.assert_close(xn.grad.cpu(), xr.grad.to(dtype), **exact)
 
 
 @pytest.mark.parametrize("mode, antialias", [("bilinear", True), ("bilinear", False), ("bicubic", True),
