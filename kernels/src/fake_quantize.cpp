@@ -4,6 +4,7 @@
 #include "npu_kernels/fake_quantize.h"
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "npu_kernels/float_dispatch.h"
@@ -15,6 +16,14 @@ namespace npu_kernels {
 namespace {
 
 constexpr int64_t kGrain = 1 << 14;
+
+// CPU's float -> int64 conversion as x86 executes it (cvttsd2si): NaN and values out of range give INT64_MIN;
+// written out, since the plain cast of those is undefined in C++.
+template <typename A>
+int64_t x86_int64(A v) {
+  constexpr A kLimit = static_cast<A>(9223372036854775808.0);  // 2^63
+  return v >= -kLimit && v < kLimit ? static_cast<int64_t>(v) : std::numeric_limits<int64_t>::min();
+}
 
 template <typename T>
 void per_tensor(const FakeQuantArgs& a, const T* x, T* y, bool* m, int64_t b, int64_t e) {
@@ -47,7 +56,7 @@ void per_channel(const FakeQuantArgs& a, const T* x, T* y, bool* m, int64_t b, i
     int64_t q;
     double zp;
     if constexpr (std::is_same_v<Z, int32_t>) {
-      q = static_cast<int64_t>(static_cast<A>(zps[c]) + std::nearbyint(xs));
+      q = x86_int64(static_cast<A>(zps[c]) + std::nearbyint(xs));
       zp = zps[c];
     } else {  // a floating zero point: Xq = round(x / scale + zero_point), as the affine quantizer
       const float z = static_cast<float>(zps[c]);

@@ -345,6 +345,17 @@ def test_fake_quantize_per_channel_matches_cpu_bit_for_bit(dtype, zp_dtype, axis
     assert torch.equal(got[0].cpu(), want[0]) and torch.equal(got[1].cpu(), want[1])
 
 
+def test_fake_quantize_non_finite_values_match_cpu(native_only):
+    # inf and NaN: CPU's float -> int64 conversion gives INT64_MIN on x86 (clamped to quant_min), per channel too
+    x = torch.tensor([[float("inf"), float("nan"), -float("inf"), 1.0]])
+    s, zi, zf = torch.ones(1), torch.zeros(1, dtype=torch.int32), torch.zeros(1)
+    for fn in (lambda t, *q: torch.fake_quantize_per_tensor_affine(t, 0.5, 3, -128, 127),
+               lambda t, sc, z: torch.fake_quantize_per_channel_affine(t, sc, z, 0, -128, 127)):
+        for z in (zi, zf):
+            want = fn(x, s, z)
+            assert torch.equal(fn(x.npu(), s.npu(), z.npu()).cpu(), want)
+
+
 def test_fake_quantize_per_channel_bfloat16_scale_as_cuda(native_only):
     # CPU asserts internally on a bfloat16 scale; CUDA reads it as float: the float scale's result on CPU
     x, scale, zp = fq_values(torch.float32), (torch.rand(6) * 0.2 + 0.01).bfloat16(), torch.zeros(6, dtype=torch.int32)
