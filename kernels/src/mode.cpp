@@ -8,29 +8,13 @@
 #include <vector>
 
 #include "npu_kernels/launch.h"
+#include "real_dispatch.h"
 #include "traffic.h"
 
 namespace npu_kernels {
 namespace {
 
 using Status = npu_sim::Status;
-
-template <typename F>
-Status with_mode_dtype(DType t, F&& f) {
-  switch (t) {
-    case DType::kUInt8: return f(uint8_t{});
-    case DType::kInt8: return f(int8_t{});
-    case DType::kInt16: return f(int16_t{});
-    case DType::kInt32: return f(int32_t{});
-    case DType::kInt64: return f(int64_t{});
-    case DType::kFloat16: return f(Half{});
-    case DType::kBFloat16: return f(BFloat16{});
-    case DType::kFloat32: return f(float{});
-    case DType::kFloat64: return f(double{});
-    case DType::kBool: return f(bool{});
-    default: return Status::kInvalidValue;
-  }
-}
 
 // Comparisons of the element type as CPU makes them: fp16/bf16 through float (c10::Half's operators), the
 // others natively.
@@ -54,9 +38,9 @@ int64_t ceil_log2(int64_t n) {
 Status mode(npu_sim::Stream stream, const ModeArgs& a, const void* input, void* values, int64_t* indices) {
   if (a.outer < 0 || a.size < 0 || a.inner < 0) return Status::kInvalidValue;
   const int64_t slices = a.outer * a.inner;
-  if (slices == 0) return with_mode_dtype(a.dtype, [](auto) { return Status::kSuccess; });
+  if (slices == 0) return detail::dispatch_real(a.dtype, [](auto) { return Status::kSuccess; });
   if (a.size == 0 || !input || !values || !indices) return Status::kInvalidValue;
-  return with_mode_dtype(a.dtype, [&](auto tag) {
+  return detail::dispatch_real(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     const int64_t grain = std::max<int64_t>(1, 4096 / a.size);
     return parallel_for(stream, "mode", slices, grain, [=](int64_t s0, int64_t s1, const npu_sim::BlockContext& ctx) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "npu_kernels/launch.h"
+#include "real_dispatch.h"
 #include "traffic.h"
 
 namespace npu_kernels {
@@ -99,7 +100,7 @@ npu_sim::Status per_plane(npu_sim::Stream s, const char* name, const Pool2dArgs&
 }  // namespace
 
 npu_sim::Status max_pool2d(npu_sim::Stream s, const Pool2dArgs& a, const void* in, void* out, int64_t* indices) {
-  return dispatch_fp_int(a.dtype, [&](auto tag) {
+  return detail::dispatch_real(a.dtype, [&](auto tag) {  // every real dtype (the adapter refuses bool)
     using T = decltype(tag);
     using A = std::conditional_t<std::is_integral_v<T>, T, acc_t<T>>;  // integers compare as themselves
     const T* x = static_cast<const T*>(in);

@@ -25,17 +25,4 @@ npu_sim::Status dispatch_fp(DType t, F&& f) {
   }
 }
 
-// dispatch_fp, and the integer dtypes too (kernels that only compare and move elements: max pooling).
-template <typename F>
-npu_sim::Status dispatch_fp_int(DType t, F&& f) {
-  switch (t) {
-    case DType::kInt64: return f(int64_t{});
-    case DType::kInt32: return f(int32_t{});
-    case DType::kInt16: return f(int16_t{});
-    case DType::kInt8: return f(int8_t{});
-    case DType::kUInt8: return f(uint8_t{});
-    default: return dispatch_fp(t, std::forward<F>(f));
-  }
-}
-
 }  // namespace npu_kernels
