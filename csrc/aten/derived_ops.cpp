@@ -322,12 +322,20 @@ at::Tensor NF::hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool kee
 
 // Python's shift operators: CPU's __lshift__ / __rshift__ run the same stubs as bitwise_left/right_shift (a Scalar
 // wrapped as a 0-dim tensor), so they are those ops.
-at::Tensor NF::__lshift__(const at::Tensor& self, const at::Scalar& other) { return at::bitwise_left_shift(self, other); }
-at::Tensor NF::__lshift__(const at::Tensor& self, const at::Tensor& other) { return at::bitwise_left_shift(self, other); }
+at::Tensor NF::__lshift__(const at::Tensor& self, const at::Scalar& other) {
+  return at::bitwise_left_shift(self, other);
+}
+at::Tensor NF::__lshift__(const at::Tensor& self, const at::Tensor& other) {
+  return at::bitwise_left_shift(self, other);
+}
 at::Tensor& NF::__ilshift__(at::Tensor& self, const at::Scalar& other) { return self.bitwise_left_shift_(other); }
 at::Tensor& NF::__ilshift__(at::Tensor& self, const at::Tensor& other) { return self.bitwise_left_shift_(other); }
-at::Tensor NF::__rshift__(const at::Tensor& self, const at::Scalar& other) { return at::bitwise_right_shift(self, other); }
-at::Tensor NF::__rshift__(const at::Tensor& self, const at::Tensor& other) { return at::bitwise_right_shift(self, other); }
+at::Tensor NF::__rshift__(const at::Tensor& self, const at::Scalar& other) {
+  return at::bitwise_right_shift(self, other);
+}
+at::Tensor NF::__rshift__(const at::Tensor& self, const at::Tensor& other) {
+  return at::bitwise_right_shift(self, other);
+}
 at::Tensor& NF::__irshift__(at::Tensor& self, const at::Scalar& other) { return self.bitwise_right_shift_(other); }
 at::Tensor& NF::__irshift__(at::Tensor& self, const at::Tensor& other) { return self.bitwise_right_shift_(other); }
 

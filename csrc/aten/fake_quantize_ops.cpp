@@ -145,6 +145,12 @@ std::tuple<Tensor, Tensor> NF::_fused_moving_avg_obs_fq_helper(
   check_devices("_fused_moving_avg_obs_fq_helper", {{"self", &self}, {"running_min", &running_min},
                                                     {"running_max", &running_max}, {"scale", &scale},
                                                     {"zero_point", &zero_point}});
+  TORCH_CHECK(ch_axis < self.dim(), "Error in fused_moving_avg_obs_fake_quant_cpu: ch_axis must be < self.dim()");
+  // per tensor the axis is unused (FakeQuantize passes -1); per channel it picks the channels (CPU indexes with a
+  // negative one out of bounds)
+  TORCH_CHECK(!per_row_fake_quant || ch_axis >= 0,
+              "_fused_moving_avg_obs_fq_helper: per-channel fake quantization expects a non-negative ch_axis, got ",
+              ch_axis);
   c10::DeviceGuard guard(self.device());
   const bool observe = observer_on.item().toInt() != 0;
   Tensor x = self;
@@ -195,9 +201,13 @@ std::tuple<Tensor, Tensor> NF::_fused_moving_avg_obs_fq_helper(
     scales[i] = qp.scale;
     zps[i] = qp.zero_point;
   }
-  // scale[i] = ..., zero_point[i] = ...: element 0 only per tensor, converted to the tensors' dtypes
-  scale.reshape({-1}).narrow(0, 0, n).copy_(at::tensor(scales).to(scale.scalar_type()));
-  zero_point.reshape({-1}).narrow(0, 0, n).copy_(at::tensor(zps).to(zero_point.scalar_type()));
+  // CPU's scale[i] = ..., zero_point[i] = ... (element 0 only per tensor), in place, in the tensors' dtypes
+  const auto write = [n](Tensor& dst, const Tensor& values) {
+    Tensor head = dst.dim() == 0 ? dst : dst.narrow(0, 0, n);
+    head.copy_(values.reshape(head.sizes()));
+  };
+  write(scale, at::tensor(scales));
+  write(zero_point, at::tensor(zps));
   if (per_row_fake_quant) {
     return NF::fake_quantize_per_channel_affine_cachemask(self, scale, zero_point, ch_axis, quant_min, quant_max);
   }

@@ -1,6 +1,7 @@
 // Registration of histc, histogram (bin count and bin edges, out= forms) and histogramdd: CPU's argument checks,
 // messages and outer-edge rules (ATen/native/Histogram.cpp) on floating inputs, the bin edges from the native
-// linspace, then kernels/src/histogram.cpp; histc on integers keeps CUDA's integer bins (a composition of native ops; CPU refuses).
+// linspace, then kernels/src/histogram.cpp; histc on integers keeps CUDA's integer bins (a composition of native
+// ops; CPU refuses).
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/aminmax.h>
@@ -85,8 +86,8 @@ void check_inputs_dd(const Tensor& self, at::TensorList bins, const OptTensor& w
   TORCH_CHECK(self.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions, but got ",
               self.dim());
   const int64_t n = self.size(-1);
-  TORCH_CHECK(static_cast<int64_t>(bins.size()) == n, "torch.histogramdd: expected ", n, " sequences of bin edges for a ",
-              n, "-dimensional histogram but got ", bins.size());
+  TORCH_CHECK(static_cast<int64_t>(bins.size()) == n, "torch.histogramdd: expected ", n,
+              " sequences of bin edges for a ", n, "-dimensional histogram but got ", bins.size());
   for (int64_t d = 0; d < n; ++d) {
     TORCH_CHECK(self.dtype() == bins[d].dtype(), "torch.histogramdd: input tensor and bins tensors should have the ",
                 "same dtype, but got input with dtype ", self.dtype(), " and bins for dimension ", d, " with dtype ",
@@ -102,9 +103,9 @@ void check_inputs_dd(const Tensor& self, at::TensorList bins, const OptTensor& w
                 weight->dtype(), ")");
     const int64_t one = 1;
     const at::IntArrayRef got = weight->dim() == 0 ? at::IntArrayRef(one) : weight->sizes();  // a scalar: [1]
-    TORCH_CHECK(self.sizes().slice(0, self.dim() - 1) == got, "torch.histogramdd: if weight tensor is provided it should have the same shape as the ",
-                "input tensor excluding its innermost dimension, but got input with shape ", self.sizes(),
-                " and weight with shape ", weight->sizes());
+    TORCH_CHECK(self.sizes().slice(0, self.dim() - 1) == got, "torch.histogramdd: if weight tensor is provided it ",
+                "should have the same shape as the input tensor excluding its innermost dimension, but got input with ",
+                "shape ", self.sizes(), " and weight with shape ", weight->sizes());
   }
 }
 
@@ -122,7 +123,7 @@ void run_histogram(const Tensor& points, const OptTensor& weight, bool density, 
   check_kernel_dtype(points);
   const Tensor x = points.contiguous();
   const Tensor w = weight.has_value() ? weight->contiguous() : Tensor();
-  npu_kernels::HistogramDDArgs a;
+  npu_kernels::HistogramArgs a;
   a.dtype = kernel_dtype(points.scalar_type(), "histogram");
   a.numel = x.size(0);
   a.search = search;
@@ -133,10 +134,10 @@ void run_histogram(const Tensor& points, const OptTensor& weight, bool density, 
     e_ptr.push_back(e.back().const_data_ptr());
     a.dim_bins.push_back(t.numel() - 1);
   }
-  const Tensor scratch = at::empty({npu_kernels::histogramdd_partials(a), a.total_bins()},
+  const Tensor scratch = at::empty({npu_kernels::histogram_partials(a), a.total_bins()},
                                    points.options().dtype(at::kDouble));
   into_contiguous(hist, [&](const Tensor& dst) {
-    NPU_CHECK(npu_kernels::histogramdd(stream_of(points), a, x.const_data_ptr(),
+    NPU_CHECK(npu_kernels::histogram(stream_of(points), a, x.const_data_ptr(),
                                        w.defined() ? w.const_data_ptr() : nullptr, e_ptr, scratch.data_ptr<double>(),
                                        dst.data_ptr()));
   });
@@ -227,7 +228,8 @@ std::vector<std::pair<double, double>> outer_edges(const Tensor& points, std::op
 }
 
 // CPU's histogramdd_bin_edges: self as (M, N) points, N linspaced edge tensors.
-std::vector<Tensor> bin_edges_dd(const Tensor& self, at::IntArrayRef bin_ct, std::optional<at::ArrayRef<double>> range) {
+std::vector<Tensor> bin_edges_dd(const Tensor& self, at::IntArrayRef bin_ct,
+                                 std::optional<at::ArrayRef<double>> range) {
   TORCH_CHECK(self.dim() >= 2, "torch.histogramdd: input tensor should have at least 2 dimensions");
   const int64_t n = self.size(-1);
   const auto outer = outer_edges(self.reshape({-1, n}), range);
@@ -252,7 +254,8 @@ Tensor histogramdd_from_edges(const Tensor& self, at::TensorList bins, const Opt
   std::vector<int64_t> bin_ct;
   for (int64_t d = 0; d < n; ++d) {
     bin_ct.push_back(bins[d].numel() - 1);
-    TORCH_CHECK(bin_ct.back() > 0, "torch.histogram(): bins must be > 0, but got ", bin_ct.back(), " for dimension ", d);
+    TORCH_CHECK(bin_ct.back() > 0, "torch.histogram(): bins must be > 0, but got ", bin_ct.back(), " for dimension ",
+                d);
   }
   Tensor hist = at::empty(bin_ct, self.options(), at::MemoryFormat::Contiguous);
   const OptTensor w = weight.has_value() ? OptTensor(weight->reshape({-1})) : std::nullopt;

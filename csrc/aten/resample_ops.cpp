@@ -1,6 +1,7 @@
 // Registration of interpolation (upsample nearest / nearest-exact / linear / bilinear / bicubic / trilinear, and
-// the antialiased bilinear / bicubic / Lanczos) and reflect / replicate padding, 1-D to 3-D, forward and backward. ATen's structured metas (or its padding checks)
-// give shapes and errors; every op runs the one separable kernel in kernels/src/resample.cpp.
+// the antialiased bilinear / bicubic / Lanczos) and reflect / replicate padding, 1-D to 3-D, forward and backward.
+// ATen's structured metas (or its padding checks) give shapes and errors; every op runs the separable resampling
+// kernels (kernels/src/resample.cpp, resample_aa.cpp).
 #include <ATen/core/Tensor.h>
 #include <ATen/native/Padding.h>
 #include <ATen/native/Resize.h>
@@ -307,49 +308,53 @@ T& NF::_upsample_nearest_exact2d_backward_out(const T& g, IntArrayRef size, IntA
 }
 
 T NF::upsample_nearest3d(const T& self, IntArrayRef size, OptD sd, OptD sh, OptD sw) {
-  return structured_functional<at::meta::structured_upsample_nearest3d>(
-      forward_kernel(interp(ResampleMode::kNearest, 3, sh, sw, false, sd), self, "upsample_nearest3d"), self, size, sd, sh, sw);
+  const Spec s = interp(ResampleMode::kNearest, 3, sh, sw, false, sd);
+  return structured_functional<at::meta::structured_upsample_nearest3d>(forward_kernel(s, self, "upsample_nearest3d"),
+      self, size, sd, sh, sw);
 }
 
 T& NF::upsample_nearest3d_out(const T& self, IntArrayRef size, OptD sd, OptD sh, OptD sw, T& out) {
-  return structured_out<at::meta::structured_upsample_nearest3d>(
-      forward_kernel(interp(ResampleMode::kNearest, 3, sh, sw, false, sd), self, "upsample_nearest3d"), out, self, size, sd, sh,
-      sw);
+  const Spec s = interp(ResampleMode::kNearest, 3, sh, sw, false, sd);
+  return structured_out<at::meta::structured_upsample_nearest3d>(forward_kernel(s, self, "upsample_nearest3d"), out,
+      self, size, sd, sh, sw);
 }
 
 T NF::upsample_nearest3d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw) {
+  const Spec s = interp(ResampleMode::kNearest, 3, sh, sw, false, sd);
   return structured_functional<at::meta::structured_upsample_nearest3d_backward>(
-      backward_kernel(interp(ResampleMode::kNearest, 3, sh, sw, false, sd), g, "upsample_nearest3d_backward"), g, size, in_size,
-      sd, sh, sw);
+      backward_kernel(s, g, "upsample_nearest3d_backward"), g, size, in_size, sd, sh, sw);
 }
 
-T& NF::upsample_nearest3d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw, T& out) {
+T& NF::upsample_nearest3d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw,
+                                       T& out) {
+  const Spec s = interp(ResampleMode::kNearest, 3, sh, sw, false, sd);
   return structured_out<at::meta::structured_upsample_nearest3d_backward>(
-      backward_kernel(interp(ResampleMode::kNearest, 3, sh, sw, false, sd), g, "upsample_nearest3d_backward"), out, g, size,
-      in_size, sd, sh, sw);
+      backward_kernel(s, g, "upsample_nearest3d_backward"), out, g, size, in_size, sd, sh, sw);
 }
 
 T NF::_upsample_nearest_exact3d(const T& self, IntArrayRef size, OptD sd, OptD sh, OptD sw) {
+  const Spec s = interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd);
   return structured_functional<at::meta::structured__upsample_nearest_exact3d>(
-      forward_kernel(interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd), self, "_upsample_nearest_exact3d"), self, size, sd, sh, sw);
+      forward_kernel(s, self, "_upsample_nearest_exact3d"), self, size, sd, sh, sw);
 }
 
 T& NF::_upsample_nearest_exact3d_out(const T& self, IntArrayRef size, OptD sd, OptD sh, OptD sw, T& out) {
+  const Spec s = interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd);
   return structured_out<at::meta::structured__upsample_nearest_exact3d>(
-      forward_kernel(interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd), self, "_upsample_nearest_exact3d"), out, self, size, sd, sh,
-      sw);
+      forward_kernel(s, self, "_upsample_nearest_exact3d"), out, self, size, sd, sh, sw);
 }
 
 T NF::_upsample_nearest_exact3d_backward(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw) {
+  const Spec s = interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd);
   return structured_functional<at::meta::structured__upsample_nearest_exact3d_backward>(
-      backward_kernel(interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd), g, "_upsample_nearest_exact3d_backward"), g, size, in_size,
-      sd, sh, sw);
+      backward_kernel(s, g, "_upsample_nearest_exact3d_backward"), g, size, in_size, sd, sh, sw);
 }
 
-T& NF::_upsample_nearest_exact3d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh, OptD sw, T& out) {
+T& NF::_upsample_nearest_exact3d_backward_out(const T& g, IntArrayRef size, IntArrayRef in_size, OptD sd, OptD sh,
+                                              OptD sw, T& out) {
+  const Spec s = interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd);
   return structured_out<at::meta::structured__upsample_nearest_exact3d_backward>(
-      backward_kernel(interp(ResampleMode::kNearestExact, 3, sh, sw, false, sd), g, "_upsample_nearest_exact3d_backward"), out, g, size,
-      in_size, sd, sh, sw);
+      backward_kernel(s, g, "_upsample_nearest_exact3d_backward"), out, g, size, in_size, sd, sh, sw);
 }
 
 T NF::upsample_linear1d(const T& self, IntArrayRef size, bool align, OptD sw) {

@@ -37,8 +37,8 @@ void per_tensor(const FakeQuantArgs& a, const T* x, T* y, bool* m, int64_t b, in
   const float inv = 1.0f / sc;
   for (int64_t i = b; i < e; ++i) {
     const A qf = static_cast<A>(zp) + std::nearbyint(static_cast<A>(x[i]) * static_cast<A>(inv));
-    const auto q = static_cast<int64_t>(
-        std::fmin(std::fmax(static_cast<double>(qf), static_cast<double>(a.quant_min)), static_cast<double>(a.quant_max)));
+    const double lo = static_cast<double>(a.quant_min), hi = static_cast<double>(a.quant_max);
+    const auto q = static_cast<int64_t>(std::fmin(std::fmax(static_cast<double>(qf), lo), hi));
     y[i] = static_cast<T>(static_cast<float>(q - zp) * sc);
     m[i] = static_cast<A>(a.quant_min) <= qf && qf <= static_cast<A>(a.quant_max);
   }

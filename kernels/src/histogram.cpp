@@ -1,6 +1,6 @@
-// Histogram kernels (see npu_kernels/histogram.h), 1-D as the one-coordinate case of histogramdd: per-block partial
-// histograms in float64 scratch rows, merged in block order by a second launch. Bin selection repeats CPU's arithmetic in the input dtype (a 16-bit type rounds
-// after each operation, as c10::Half / c10::BFloat16 do).
+// Histogram kernels (see npu_kernels/histogram.h), 1-D as the one-coordinate case: per-block partial
+// histograms in float64 scratch rows, merged in block order by a second launch. Bin selection repeats CPU's
+// arithmetic in the input dtype (a 16-bit type rounds after each operation, as c10::Half / c10::BFloat16 do).
 #include "npu_kernels/histogram.h"
 
 #include <algorithm>
@@ -77,25 +77,14 @@ int64_t partials(int64_t numel, int64_t bins) {
 
 }  // namespace
 
-int64_t HistogramDDArgs::total_bins() const {
+int64_t HistogramArgs::total_bins() const {
   return std::accumulate(dim_bins.begin(), dim_bins.end(), int64_t{1}, std::multiplies<int64_t>());
 }
 
-int64_t histogram_partials(const HistogramArgs& a) { return partials(a.numel, a.bins); }
-int64_t histogramdd_partials(const HistogramDDArgs& a) { return partials(a.numel, a.total_bins()); }
+int64_t histogram_partials(const HistogramArgs& a) { return partials(a.numel, a.total_bins()); }
 
 Status histogram(npu_sim::Stream stream, const HistogramArgs& a, const void* input, const void* weight,
-                 const void* edges, double* scratch, void* hist) {
-  HistogramDDArgs dd;
-  dd.dtype = a.dtype;
-  dd.numel = a.numel;
-  dd.dim_bins = {a.bins};
-  dd.search = a.search;
-  return histogramdd(stream, dd, input, weight, {edges}, scratch, hist);
-}
-
-Status histogramdd(npu_sim::Stream stream, const HistogramDDArgs& a, const void* input, const void* weight,
-                   const std::vector<const void*>& edges, double* scratch, void* hist) {
+                 const std::vector<const void*>& edges, double* scratch, void* hist) {
   const int64_t dims = static_cast<int64_t>(a.dim_bins.size());
   if (dims < 1 || edges.size() != a.dim_bins.size() || a.numel < 0 || !scratch || !hist || (a.numel > 0 && !input)) {
     return Status::kInvalidValue;
@@ -103,7 +92,7 @@ Status histogramdd(npu_sim::Stream stream, const HistogramDDArgs& a, const void*
   for (int64_t d = 0; d < dims; ++d) {
     if (a.dim_bins[d] < 1 || !edges[d]) return Status::kInvalidValue;
   }
-  const int64_t parts = histogramdd_partials(a), bins = a.total_bins();
+  const int64_t parts = histogram_partials(a), bins = a.total_bins();
   // Per coordinate: its bin count, its edges and its stride in the row-major histogram (shared by the blocks).
   struct Axes {
     std::vector<int64_t> bins, stride;

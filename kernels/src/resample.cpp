@@ -142,8 +142,8 @@ npu_sim::Status gather(npu_sim::Stream s, const ResampleArgs& a, const void* in,
                         // element the int64 column tap (the table is re-read each row) and the element; the row
                         // written. 1 Vector op (the move) per element.
                         const int64_t n = (e - b) * a.w.out;
-                        detail::record_vec(ctx, (e - b) * (plan->three_d ? 16 : 8) + n * (8 + static_cast<int64_t>(sizeof(E))),
-                                           n * static_cast<int64_t>(sizeof(E)), n);
+                        constexpr int64_t es = sizeof(E);
+                        detail::record_vec(ctx, (e - b) * (plan->three_d ? 16 : 8) + n * (8 + es), n * es, n);
                         const int64_t* iw = plan->w.idx.data();
                         for (int64_t r = b; r < e; ++r) {
                           const int64_t oh = r % a.h.out, od = r / a.h.out % a.d.out, p = r / a.h.out / a.d.out;

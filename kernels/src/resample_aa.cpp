@@ -255,7 +255,9 @@ npu_sim::Status pass_w(npu_sim::Stream s, const char* name, TablePtr<T> tab, int
                             }
                           }
                           for (; i < in_w; ++i) {  // contiguous writes, g_n sequential reads
-                            for (int64_t g = 0; g < g_n; ++g) cols[i * kRowGroup + g] = static_cast<Acc>(x[g * in_w + i]);
+                            for (int64_t g = 0; g < g_n; ++g) {
+                              cols[i * kRowGroup + g] = static_cast<Acc>(x[g * in_w + i]);
+                            }
                           }
                           for (int64_t o0 = 0; o0 < out_w; o0 += kOuts) {
                             const int64_t n_o = std::min(kOuts, out_w - o0);

@@ -281,6 +281,8 @@ TEST(QuantMatmul, Int32OutputIsExactAndWraps) {
     const auto wrap = [](int64_t v) { return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(v))); };
     const int32_t row0 = wrap((neg * -128 + (k - neg) * 127) * 127), row1 = wrap(k * 127 * 127);
     EXPECT_EQ(out.read(), (std::vector<int32_t>{row0, row0, row0, row1, row1, row1})) << "k = " << k;
+    q.out_dtype = DType::kFloat32;  // an epilogue without its scale: refused, nothing launched
+    EXPECT_EQ(npu_kernels::quant_matmul(nullptr, q), npu_sim::Status::kInvalidValue);
   }
 }
 
@@ -308,7 +310,8 @@ TEST(FakeQuantize, ValuesAndMasksPerTensorAndPerChannel) {
   DeviceBuf<float> scales{std::vector<float>{0.5f, 0.25f}};
   DeviceBuf<int32_t> zps{std::vector<int32_t>{2, -1}};
   npu_kernels::FakeQuantArgs c;
-  c.n = 4, c.quant_min = -8, c.quant_max = 7, c.scales = scales.ptr, c.zero_points = zps.ptr, c.channels = 2, c.inner = 1;
+  c.n = 4, c.quant_min = -8, c.quant_max = 7, c.scales = scales.ptr, c.zero_points = zps.ptr;
+  c.channels = 2, c.inner = 1;
   ASSERT_OK(npu_kernels::fake_quantize(nullptr, c, x.ptr, y.ptr, mask));
   ASSERT_OK(npu_sim::device_synchronize(0));
   // channel 0: 1.25 -> code 4 -> 1.0; channel 1: -3 / 0.25 - 1 = -13 -> -8 -> -1.75 (out); channel 0: 100 -> 202

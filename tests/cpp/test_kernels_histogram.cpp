@@ -26,12 +26,13 @@ std::vector<T> run(BinSearch search, const std::vector<T>& x, const std::vector<
   HistogramArgs a;
   a.dtype = dtype;
   a.numel = static_cast<int64_t>(x.size());
-  a.bins = static_cast<int64_t>(edges.size()) - 1;
+  a.dim_bins = {static_cast<int64_t>(edges.size()) - 1};
   a.search = search;
-  DeviceBuf<T> dx(x), de(edges), dh{std::vector<T>(static_cast<size_t>(a.bins), T(-1.0f))};
+  const int64_t bins = a.total_bins();
+  DeviceBuf<T> dx(x), de(edges), dh{std::vector<T>(static_cast<size_t>(bins), T(-1.0f))};
   DeviceBuf<T> dw(w ? *w : std::vector<T>{});
-  DeviceBuf<double> scratch{std::vector<double>(static_cast<size_t>(npu_kernels::histogram_partials(a) * a.bins))};
-  EXPECT_EQ(npu_kernels::histogram(nullptr, a, dx.ptr, w ? dw.ptr : nullptr, de.ptr, scratch.ptr, dh.ptr),
+  DeviceBuf<double> scratch{std::vector<double>(static_cast<size_t>(npu_kernels::histogram_partials(a) * bins))};
+  EXPECT_EQ(npu_kernels::histogram(nullptr, a, dx.ptr, w ? dw.ptr : nullptr, {de.ptr}, scratch.ptr, dh.ptr),
             npu_sim::Status::kSuccess);
   EXPECT_EQ(npu_sim::device_synchronize(0), npu_sim::Status::kSuccess) << npu_sim::last_error_message();
   return dh.read();
@@ -125,7 +126,8 @@ TEST(Histogram, Float32AndFloat16CountExactly) {
 // Three coordinates with 3, 4 and 2 bins (two searches, uneven edges on one): the row-major 24-bin histogram of the
 // per-coordinate definition, a point counted only when all three coordinates fall inside.
 TEST(Histogram, PointsFallInTheBinsOfAllTheirCoordinates) {
-  const std::vector<std::vector<double>> edges = {linspace(-1.0, 2.0, 4), {-2.0, -0.5, 0.0, 0.1, 3.0}, linspace(0, 1, 3)};
+  const std::vector<std::vector<double>> edges = {linspace(-1.0, 2.0, 4), {-2.0, -0.5, 0.0, 0.1, 3.0},
+                                                  linspace(0, 1, 3)};
   const std::vector<int64_t> strides = {8, 2, 1};
   std::mt19937 rng(4);
   std::uniform_real_distribution<double> u(-2.5, 3.5);
@@ -148,15 +150,15 @@ TEST(Histogram, PointsFallInTheBinsOfAllTheirCoordinates) {
     if (inside) want[at] += w[i];
   }
   for (BinSearch search : {BinSearch::kLinearLocalSearch, BinSearch::kBinarySearch}) {
-    npu_kernels::HistogramDDArgs a;
+    HistogramArgs a;
     a.dtype = DType::kFloat64;
     a.numel = n;
     a.dim_bins = {3, 4, 2};
     a.search = search;
     EXPECT_EQ(a.total_bins(), 24);
     DeviceBuf<double> dx(x), dw(w), e0(edges[0]), e1(edges[1]), e2(edges[2]), dh{std::vector<double>(24, -1.0)};
-    DeviceBuf<double> scratch{std::vector<double>(static_cast<size_t>(npu_kernels::histogramdd_partials(a) * 24))};
-    ASSERT_OK(npu_kernels::histogramdd(nullptr, a, dx.ptr, dw.ptr, {e0.ptr, e1.ptr, e2.ptr}, scratch.ptr, dh.ptr));
+    DeviceBuf<double> scratch{std::vector<double>(static_cast<size_t>(npu_kernels::histogram_partials(a) * 24))};
+    ASSERT_OK(npu_kernels::histogram(nullptr, a, dx.ptr, dw.ptr, {e0.ptr, e1.ptr, e2.ptr}, scratch.ptr, dh.ptr));
     ASSERT_OK(npu_sim::device_synchronize(0));
     const auto got = dh.read();
     // the linear search's bin arithmetic is exact on these edges except coordinate 1's uneven ones
@@ -171,32 +173,26 @@ TEST(Histogram, PointsFallInTheBinsOfAllTheirCoordinates) {
 
 TEST(Histogram, BadArgumentsAreRefused) {
   DeviceBuf<double> buf{std::vector<double>(8, 0.0)};
+  const auto refused = [&](const HistogramArgs& a, const void* input, const std::vector<const void*>& edges) {
+    return npu_kernels::histogram(nullptr, a, input, nullptr, edges, buf.ptr, buf.ptr) == npu_sim::Status::kInvalidValue;
+  };
   HistogramArgs a;
   a.dtype = DType::kFloat64;
   a.numel = 4;
-  a.bins = 0;
-  EXPECT_EQ(npu_kernels::histogram(nullptr, a, buf.ptr, nullptr, buf.ptr, buf.ptr, buf.ptr),
-            npu_sim::Status::kInvalidValue);
-  a.bins = 2;
+  a.dim_bins = {0};
+  EXPECT_TRUE(refused(a, buf.ptr, {buf.ptr}));  // no bins
+  a.dim_bins = {2};
   a.dtype = DType::kInt64;
-  EXPECT_EQ(npu_kernels::histogram(nullptr, a, buf.ptr, nullptr, buf.ptr, buf.ptr, buf.ptr),
-            npu_sim::Status::kInvalidValue);
+  EXPECT_TRUE(refused(a, buf.ptr, {buf.ptr}));  // not a floating dtype
   a.dtype = DType::kFloat64;
-  EXPECT_EQ(npu_kernels::histogram(nullptr, a, nullptr, nullptr, buf.ptr, buf.ptr, buf.ptr),
-            npu_sim::Status::kInvalidValue);
-  npu_kernels::HistogramDDArgs dd;
-  dd.dtype = DType::kFloat64;
-  dd.numel = 2;
-  EXPECT_EQ(npu_kernels::histogramdd(nullptr, dd, buf.ptr, nullptr, {}, buf.ptr, buf.ptr),
-            npu_sim::Status::kInvalidValue);  // no coordinates
-  dd.dim_bins = {2, 2};
-  EXPECT_EQ(npu_kernels::histogramdd(nullptr, dd, buf.ptr, nullptr, {buf.ptr}, buf.ptr, buf.ptr),
-            npu_sim::Status::kInvalidValue);  // edges for one coordinate of two
-  EXPECT_EQ(npu_kernels::histogramdd(nullptr, dd, buf.ptr, nullptr, {buf.ptr, nullptr}, buf.ptr, buf.ptr),
-            npu_sim::Status::kInvalidValue);
-  dd.dim_bins = {2, 0};
-  EXPECT_EQ(npu_kernels::histogramdd(nullptr, dd, buf.ptr, nullptr, {buf.ptr, buf.ptr}, buf.ptr, buf.ptr),
-            npu_sim::Status::kInvalidValue);
+  EXPECT_TRUE(refused(a, nullptr, {buf.ptr}));  // no input
+  a.dim_bins = {};
+  EXPECT_TRUE(refused(a, buf.ptr, {}));  // no coordinates
+  a.dim_bins = {2, 2};
+  EXPECT_TRUE(refused(a, buf.ptr, {buf.ptr}));  // edges for one coordinate of two
+  EXPECT_TRUE(refused(a, buf.ptr, {buf.ptr, nullptr}));
+  a.dim_bins = {2, 0};
+  EXPECT_TRUE(refused(a, buf.ptr, {buf.ptr, buf.ptr}));
   ASSERT_OK(npu_sim::device_synchronize(0));
 }
 

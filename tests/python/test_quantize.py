@@ -465,3 +465,17 @@ def test_qat_training_with_the_default_qconfig_stays_on_npu(native_only):
             opt.step()
     for (name, p_c), p_n in zip(m_c.state_dict().items(), m_n.state_dict().values()):
         torch.testing.assert_close(p_n.cpu(), p_c, rtol=1e-4, atol=1e-4, msg=name)
+
+
+def test_fused_moving_average_observer_bad_axes_raise():
+    # CPU's check of the axis, and per channel a negative axis refused (CPU indexes out of bounds with one)
+    op = torch.ops.aten._fused_moving_avg_obs_fq_helper
+    x = torch.randn(4, 3).npu()
+    on, state = torch.ones(1, dtype=torch.long).npu(), [torch.empty(0).npu() for _ in range(3)]
+    zp = torch.empty(0, dtype=torch.int32).npu()
+    with pytest.raises(RuntimeError, match="ch_axis must be < self.dim"):
+        op(x, on, on, *state[:2], state[2], zp, 0.01, -128, 127, 2, True, True)
+    with pytest.raises(RuntimeError, match="non-negative ch_axis"):
+        op(x, on, on, *state[:2], state[2], zp, 0.01, -128, 127, -1, True, True)
+    with pytest.raises(RuntimeError, match="only supported on axis == 0"):  # observing per channel: axis 0 only
+        op(x, on, on, *state[:2], state[2], zp, 0.01, -128, 127, 1, True, True)
