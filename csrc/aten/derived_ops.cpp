@@ -317,6 +317,8 @@ at::Tensor NF::hash_tensor(const at::Tensor& self, at::IntArrayRef dim, bool kee
     x = head;
     n = half;
   }
+  // Nothing to xor (reduced extent 1): x is still the input's own memory, and the result must not alias it.
+  if (x.is_alias_of(self)) x = x.clone(at::MemoryFormat::Contiguous);
   return x.reshape(out_sizes).view(at::kUInt64);
 }
 

@@ -80,7 +80,8 @@ la::Batch operand(const T& t, int64_t inner) {
                           "linalg: npu LAPACK operand is not column-major: sizes ", t.sizes(), " strides ", t.strides());
     b.ld = t.size(-1) <= 1 || t.numel() == 0 ? std::max<int64_t>(1, t.size(-2)) : t.stride(-1);
   } else if (inner == 1) {
-    TORCH_INTERNAL_ASSERT(t.size(-1) <= 1 || t.stride(-1) == 1, "linalg: npu LAPACK vector operand is strided");
+    TORCH_INTERNAL_ASSERT(t.numel() == 0 || t.size(-1) <= 1 || t.stride(-1) == 1,
+                          "linalg: npu LAPACK vector operand is strided");
   }
   int64_t count = 1;
   for (int64_t d = 0; d < batch_dims; ++d) count *= t.size(d);

@@ -150,9 +150,10 @@ npu_sim::Status batch_norm_backward(npu_sim::Stream stream, const BatchNormDesc&
 }
 
 // Group norm backward: per (n, c) sums ds = sum(dy * x), db = sum(dy) (one launch over N*C), then
-// dx per (n, g) and dweight/dbias per channel (second launch over N*G + C work items).
+// dx per (n, g) and dweight/dbias per channel (second launch over N*G + C work items). An empty batch (N = 0)
+// still runs the channel items: its weight and bias gradients are zeros, not whatever the buffers held.
 npu_sim::Status group_norm_backward(npu_sim::Stream stream, const GroupNormBackwardDesc& d) {
-  if (d.N * d.C == 0) return npu_sim::Status::kSuccess;
+  if (d.C == 0) return npu_sim::Status::kSuccess;
   return dispatch_fp(d.dtype, [&](auto tag) -> npu_sim::Status {
     using T = decltype(tag);
     using A = acc_t<T>;

@@ -84,8 +84,10 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
   const C alpha = static_cast<C>(p.a);
   switch (op) {
     case BinaryOp::kAdd:
-      if constexpr (kBool) return go([](C x, C y) { return x || y; });
-      else if (p.a == 1.0) return go([](C x, C y) { return static_cast<C>(x + y); });
+      if constexpr (kBool) {
+        if (p.a == 0.0) return go([](C x, C) { return x; });  // alpha=False: x + False * y is x
+        return go([](C x, C y) { return x || y; });
+      } else if (p.a == 1.0) return go([](C x, C y) { return static_cast<C>(x + y); });
       else return go([=](C x, C y) { return static_cast<C>(x + alpha * y); });
     case BinaryOp::kSub:
       if constexpr (kBool) return npu_sim::Status::kInvalidValue;
@@ -99,7 +101,9 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
     case BinaryOp::kDivFloor:
       if constexpr (kFp) {
         if (op == BinaryOp::kDiv) return go([](C x, C y) { return x / y; });
-        if (op == BinaryOp::kDivTrunc) return go([](C x, C y) { return std::trunc(x / y); });
+        // 16-bit: the quotient rounds to the dtype before it is truncated, as CUDA's kernel (trunc of a Half /
+        // BFloat16 quotient) and CPU's vectorised one compute it: -3.890625 / -0.216796875 in bfloat16 is 18.0, so 18
+        if (op == BinaryOp::kDivTrunc) return go([](C x, C y) { return std::trunc(static_cast<C>(In(x / y))); });
         return go([](C x, C y) {
           // Python's floor division, computed like ATen (fmod-based, exact for large quotients)
           if (y == C(0)) return x / y;

@@ -446,12 +446,23 @@ T linspace_at(double start, double end, int64_t steps, int64_t i) {
   }
 }
 
-// Element i of CPU's logspace: the step in double from the typed ends' difference (taken in the type), base ** (start
-// + step * i) in double.
+// Element i of CPU's logspace: the step in double from the typed ends' difference (taken in the type, which C++
+// promotes: uint8 1 -> 0 is -1 in int, not 255; int32 and int64 wrap), base ** (start + step * i) in double.
+template <typename R>
+double typed_difference(double end, double start) {
+  if constexpr (std::is_integral_v<R>) {
+    using P = decltype(R() - R());
+    return static_cast<double>(static_cast<P>(static_cast<uint64_t>(static_cast<int64_t>(static_cast<R>(end))) -
+                                              static_cast<uint64_t>(static_cast<int64_t>(static_cast<R>(start)))));
+  } else {
+    return static_cast<double>(static_cast<R>(static_cast<R>(end) - static_cast<R>(start)));
+  }
+}
+
 template <typename T>
 T logspace_at(double start, double end, int64_t steps, int64_t i, double base) {
   using R = std::conditional_t<is_complex_v<T>, double, T>;
-  const double diff = static_cast<double>(static_cast<R>(static_cast<R>(end) - static_cast<R>(start)));
+  const double diff = typed_difference<R>(end, start);
   const double step = diff / static_cast<double>(steps - 1);
   const int64_t half = steps / 2;
   const double x = i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - i - 1);

@@ -84,6 +84,15 @@ def test_linspace_logspace_errors_and_fill_cases_as_cpu():
     assert torch.equal(z.cpu(), torch.linspace(1 + 2j, 3 - 1j, 4))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_logspace_descending_integer_ends_as_cpu(dtype):
+    # The step comes from end - start in the type as C++ promotes it: for uint8 1 -> 0 that is -1 (int), not 255.
+    # npu took the difference modulo 2^8 and wrote 2, 0, 0, 1 for CPU's 2, 1, 1, 1.
+    for start, end, steps, base in [(1, 0, 4, 2.0), (4, 0, 5, 2.0), (3, 1, 7, 1.5)]:
+        want = torch.logspace(start, end, steps, base=base, dtype=dtype)
+        assert torch.equal(torch.logspace(start, end, steps, base=base, dtype=dtype, device=DEV).cpu(), want)
+
+
 def test_fill_values_out_of_range_raise_as_on_cpu():
     # fill_ / full / masked_fill_ / index_fill_ convert the value with CPU's overflow check (npu wrapped: 1000 -> 232)
     x = torch.zeros(3, dtype=torch.uint8, device=DEV)

@@ -124,6 +124,18 @@ def test_qr_and_householder(dtype, mode, shape):
         same(*both(lambda x, t, y: torch.ormqr(x, t, y, left=left, transpose=transpose), h, tau, c), **tol(dtype))
 
 
+def test_empty_batch_with_strided_vector_operands():
+    # An empty batch's tau may have any strides (here the doubled ones of a strided view): it is never read. The
+    # LAPACK operand check used to assert (an INTERNAL ASSERT) on such a vector operand.
+    h, taus, c = rand(0, 5, 5), rand(0, 5, 2), rand(0, 5, 5)
+    tau, tau_npu = taus[..., 0], taus.to("npu")[..., 0]
+    assert tau_npu.stride(-1) == 2
+    for left, transpose in [(True, False), (False, True)]:
+        got = torch.ormqr(h.to("npu"), tau_npu, c.to("npu"), left=left, transpose=transpose)
+        same(got, torch.ormqr(h, tau, c, left=left, transpose=transpose))
+    same(torch.linalg.householder_product(h.to("npu"), tau_npu), torch.linalg.householder_product(h, tau))
+
+
 def unit_columns_match(u_npu, u_cpu, dtype):
     # Singular / eigen vectors are unique up to a unit factor per column: |<u_npu_i, u_cpu_i>| == 1.
     overlap = (u_npu.cpu().mH @ u_cpu).diagonal(dim1=-2, dim2=-1).abs()

@@ -291,6 +291,17 @@ def test_group_norm(dtype, affine):
     no_fallback("group_norm", "batch_norm")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_group_norm_empty_batch_has_zero_parameter_gradients(dtype):
+    # An empty batch's weight and bias gradients are zeros (CPU and CUDA). The kernel used to return before
+    # writing them, so they held whatever the allocator's reused block held: NaN here, put there on purpose.
+    junk = [torch.full((n,), float("nan"), device="npu") for n in range(1, 200)]
+    del junk
+    w, b = rand(6, dtype=dtype, seed=17), rand(6, dtype=dtype, seed=18)
+    fwd_bwd(lambda t, w, b: F.group_norm(t, 3, w, b), rand(0, 6, 4, dtype=dtype), w, b)
+    no_fallback("group_norm")
+
+
 @pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
 def test_nll_loss2d_and_cross_entropy_2d(reduction):
     x = rand(2, 4, 3, 5, seed=19)

@@ -158,6 +158,24 @@ def test_binary_integer(name, dtype):
     check(fns[name], sample((3, 8), dtype, seed=3), sample((8,), dtype, seed=4), dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_div_trunc_16bit_truncates_the_rounded_quotient(dtype):
+    # CUDA computes trunc(a / b) on a Half / BFloat16 quotient, and CPU's vectorised kernel does too: a quotient that
+    # rounds up to an integer (bfloat16: -3.890625 / -0.216796875 = 17.95 -> 18.0) truncates to that integer.
+    # npu truncated the float32 quotient (17). The reference is that rule, written out, on every element.
+    a, b = sample((4096,), dtype, lo=-30, hi=30, seed=11), sample((4096,), dtype, lo=0.1, hi=2, seed=12)
+    rounded = torch.trunc((a.float() / b.float()).to(dtype).float()).to(dtype)
+    assert (rounded != torch.trunc(a.float() / b.float()).to(dtype)).sum() > 10  # cases where the rule matters
+    got = torch.div(a.npu(), b.npu(), rounding_mode="trunc").cpu()
+    torch.testing.assert_close(got, rounded, rtol=0, atol=0)
+    cpu = torch.div(a, b, rounding_mode="trunc")
+    assert (cpu[:4096 - 64] == rounded[:4096 - 64]).all()  # CPU's vectorised part (its scalar tail computes in float)
+    # fmod's gradient with respect to the divisor is -grad * trunc(a / b): the same rule
+    x, y = a.npu().requires_grad_(), b.npu().requires_grad_()
+    torch.fmod(x, y).backward(torch.ones_like(x))
+    torch.testing.assert_close(y.grad.cpu(), -rounded, rtol=0, atol=0)
+
+
 def test_type_promotion_and_scalars():
     a_int = sample((4, 4), torch.int64)
     b_f = sample((4, 4), torch.float32)
@@ -217,6 +235,9 @@ def test_logical_ops_and_bool_dtype():
     check(torch.logical_not, sample((9,), torch.float32))
     check(lambda x, y: x & y, a, b)
     check(lambda x, y: x + y, a, b)
+    # alpha scales the second operand: x + False * y is x (npu ignored alpha and or-ed the operands)
+    for alpha in (False, True):
+        check(lambda x, y: torch.add(x, y, alpha=alpha), a, b)
 
 
 def test_activation_backward_match_cpu():

@@ -386,6 +386,18 @@ def test_hash_tensor(dtype, native_only):
     assert torch.equal(torch.hash_tensor(x[0, 0, 0].npu()).cpu(), torch.hash_tensor(x[0, 0, 0]))
 
 
+@pytest.mark.parametrize("strided", [False, True])
+def test_hash_tensor_over_a_size_one_dim_is_a_new_tensor(strided, native_only):
+    # Reducing a size-1 dim xors nothing: the hash of an int64 input was its own memory, viewed as uint64, so writing
+    # to the input changed the hash; over a strided view the uint64 view failed.
+    base = torch.arange(24, dtype=torch.int64).reshape(3, 2, 1, 4)
+    x = base[..., ::2] if strided else base
+    xn = base.npu()[..., ::2] if strided else base.npu()
+    got, want = torch.hash_tensor(xn, 2, keepdim=True), torch.hash_tensor(x, 2, keepdim=True)
+    xn.add_(1000)
+    assert torch.equal(got.cpu(), want)
+
+
 def test_hash_tensor_errors():
     same_error(lambda x: torch.hash_tensor(x, mode=1), torch.randn(3))
     same_error(lambda x: torch.hash_tensor(x), torch.empty(0, 3))
