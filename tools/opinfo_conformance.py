@@ -8,10 +8,12 @@ under a fixed random output gradient. Forward and backward are each recorded as:
   error     - a sample raised on npu (but not on CPU)
 (backward also: n/a - no differentiable sample, or a random op).
 Usage: python tools/opinfo_conformance.py [--dtype float32|float16|bfloat16|complex64|float64|int64|int32|uint8|bool]
-       [--ops name,name]
-       [--max-samples N (0: all)] [--noncontiguous] [--no-backward] [--summary FILE]
+       [--ops name,name] [--max-samples N (0: all)] [--noncontiguous] [--out | --inplace] [--no-backward]
+       [--summary FILE]
 --noncontiguous runs every sample with its tensors made non-contiguous (OpInfo's SampleInput.noncontiguous():
 the same values at doubled strides and an offset), where kernels that assume dense inputs read the wrong elements.
+--out runs the out= variants instead, into a strided out tensor of the right shape and into an empty one;
+--inplace the in-place variants (x.add_(y)) on the samples CPU takes in place.
 The full runs' summaries are committed as docs/opinfo_summary.md (float32) and docs/opinfo_summary_<dtype>.md.
 16-bit results are compared with CPU's 16-bit results at 16-bit tolerances: CPU computes some ops in float32
 internally and rounds once, the npu kernels do the same or accumulate in float32, so the last bits may differ."""
@@ -49,6 +51,8 @@ def eigenvector_phase_fixed(out):
     """(w, V) with each eigenvector scaled so that its largest entry is real and positive: eigenvectors are only
     defined up to that unit factor, and LAPACK builds differ in it (CPU PyTorch's MKL against OpenBLAS here)."""
     w, v = out
+    if v.numel() == 0:
+        return w, v
     pivot = v.gather(-2, v.abs().argmax(dim=-2, keepdim=True))
     return w, v / (pivot / pivot.abs()).detach()
 
@@ -116,6 +120,8 @@ ERROR_REASONS = (
     ('"masked_scale" not implemented', _CUDA_FLOAT_ONLY),
     ("avg_pool", _CUDA_FLOAT_ONLY),
     ("driver` other than `gels`", "CUDA's message and rule: lstsq on CUDA has only the gels driver"),
+    ("addbmm_: self of shape", "addbmm_ with a self that only broadcasts to the result: CPU and CUDA resize self to "
+                               "the result's shape in place; npu refuses, as addmm_ and baddbmm_ do on every backend"),
     ("Sparse", "sparse layouts have no npu kernels (sparse tensors stay on the CPU)"),
 )
 
@@ -134,9 +140,12 @@ def fallback_reason(detail):
     return "; ".join(reasons)
 
 
-def call(op, *args, **kwargs):
-    out = op(*args, **kwargs)
+def canonical(op, out):
     return GAUGE_OPS[op.name](out) if op.name in GAUGE_OPS else out
+
+
+def call(op, *args, **kwargs):
+    return canonical(op, op(*args, **kwargs))
 
 
 # Ops whose non-input tensor arguments must stay on the host (as on CUDA): only the input moves.
@@ -303,12 +312,13 @@ def widened(x):
     return x.float() if isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16) else x
 
 
-def reference(op, s):
+def reference(op, s, gauge=True):
+    run = call if gauge else (lambda f, *args, **kwargs: f(*args, **kwargs))
     if DTYPE in (torch.float16, torch.bfloat16) and op.name in OPMATH_16BIT:
-        out = call(op, widened(s.input), *[widened(a) for a in s.args], **{k: widened(v) for k, v in s.kwargs.items()})
+        out = run(op, widened(s.input), *[widened(a) for a in s.args], **{k: widened(v) for k, v in s.kwargs.items()})
         return pytree.tree_map(lambda t: t.to(DTYPE) if isinstance(t, torch.Tensor) and t.dtype == torch.float32 else t,
                                out)
-    return call(op, s.input, *s.args, **s.kwargs)
+    return run(op, s.input, *s.args, **s.kwargs)
 
 
 def aliasing(out, sample):
@@ -354,12 +364,114 @@ def run_op(op, max_samples):
     return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
 
 
+def out_like(t, strided, device):
+    """An out= tensor for the expected output t: of t's shape but strided (every other element of a buffer filled
+    with a value no op produces, so an unwritten element shows), or empty (the op resizes it)."""
+    if not strided or t.numel() < 2 or t.dtype in (torch.uint16, torch.uint32, torch.uint64,
+                                                              torch.complex32):  # (no fill kernel)
+        return torch.empty(0, dtype=t.dtype, device=device)
+    fill = float("nan") if t.is_floating_point() or t.is_complex() else (True if t.dtype == torch.bool else 77)
+    return torch.full((*t.shape, 2), fill, dtype=t.dtype, device=device)[..., 1]
+
+
+def run_out(op, max_samples):
+    """The samples' out= variants: into a strided out tensor of the right shape, and into an empty one, which the op
+    resizes. The result must be written into the given tensor (returned as it) with the functional form's values
+    (CPU's own strided out= writes are not the reference: its gelu leaves a strided out unwritten, its narrow_copy
+    and avg_pool3d write it as if it were contiguous). A form CPU rejects is skipped."""
+    if not op.supports_out:
+        return "n/a", "no out= variant"
+    try:
+        samples = samples_of(op, max_samples, requires_grad=False)
+    except Exception as e:  # noqa: BLE001
+        return "skipped", f"sample_inputs failed: {e}"
+    torch_npu_sim.reset_fallback_ops()
+    checked = 0
+    packed = lambda outs: outs if isinstance(outs, torch.Tensor) else tuple(outs)  # noqa: E731
+    for s in samples:
+        try:
+            shapes = reference(op, s, gauge=False)
+        except Exception:  # noqa: BLE001 - the CPU itself rejects this sample
+            continue
+        if not all(isinstance(t, torch.Tensor) for t in pytree.tree_leaves(shapes)):
+            continue
+        n = s.transform(to_npu)
+        args, kwargs = [to_npu(a) for a in n.args], {k: to_npu(v) for k, v in n.kwargs.items()}
+        ref = cuda_reference(op, s, packed(shapes))  # npu's out tensors take its dtypes (CUDA's saved statistics)
+        for strided in (True, False):
+            try:
+                op(s.input, *s.args, **s.kwargs, out=packed(pytree.tree_map(lambda t: out_like(t, strided, "cpu"),
+                                                                            shapes)))
+            except Exception:  # noqa: BLE001 - CPU rejects this out= form of the sample
+                continue
+            outs = pytree.tree_map(lambda t: out_like(t, strided, "npu"), ref)
+            try:
+                got = op(n.input, *args, **kwargs, out=packed(outs))
+                torch.npu.synchronize()
+            except Exception as e:  # noqa: BLE001
+                return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            try:
+                given = pytree.tree_leaves(outs)
+                returned = [t for t in pytree.tree_leaves(got) if isinstance(t, torch.Tensor)]
+                if got is not None and (len(returned) != len(given) or
+                                        any(a.data_ptr() != b.data_ptr() for a, b in zip(returned, given))):
+                    raise AssertionError("the result is not the out= tensor")  # (ops returning None: as on CPU)
+                compare(canonical(op, packed(outs)), canonical(op, ref), shape_only=is_random_sample(op, s))
+            except Exception as e:  # noqa: BLE001
+                return "mismatch", f"{'strided' if strided else 'resized'} out=: {str(e).splitlines()[0][:140]}"
+            checked += 1
+    if not checked:
+        return "n/a", "no sample with tensor outputs"
+    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+
+
+def run_inplace(op, max_samples):
+    """The samples' in-place variants (x.add_(y)), where CPU's takes the sample: the input must hold CPU's values
+    afterwards and be returned."""
+    if op.inplace_variant is None:
+        return "n/a", "no in-place variant"
+    try:
+        samples = samples_of(op, max_samples, requires_grad=False)
+    except Exception as e:  # noqa: BLE001
+        return "skipped", f"sample_inputs failed: {e}"
+    torch_npu_sim.reset_fallback_ops()
+    checked = 0
+    for s in samples:
+        if not isinstance(s.input, torch.Tensor):
+            continue
+        ref = s.input.clone()
+        try:
+            op.inplace_variant(ref, *s.args, **s.kwargs)
+        except Exception:  # noqa: BLE001 - CPU rejects it (a result dtype the input cannot hold, a broadcast input)
+            continue
+        n = s.transform(to_npu)
+        args, kwargs = [to_npu(a) for a in n.args], {k: to_npu(v) for k, v in n.kwargs.items()}
+        x = n.input.clone()
+        try:
+            got = op.inplace_variant(x, *args, **kwargs)
+            torch.npu.synchronize()
+        except Exception as e:  # noqa: BLE001
+            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+        try:
+            if got is not x:
+                raise AssertionError("the in-place variant did not return its input")
+            compare(x, ref, shape_only=is_random_sample(op, s))
+        except Exception as e:  # noqa: BLE001
+            return "mismatch", f"in place: {str(e).splitlines()[0][:140]}"
+        checked += 1
+    if not checked:
+        return "n/a", "no sample CPU takes in place"
+    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dtype", default="float32", choices=[str(d).split(".")[1] for d in TOLERANCE])
     parser.add_argument("--ops", default="", help="comma-separated OpInfo names (default: all)")
     parser.add_argument("--max-samples", type=int, default=4, help="samples per op (0: all of them)")
     parser.add_argument("--noncontiguous", action="store_true", help="run the samples with non-contiguous tensors")
+    parser.add_argument("--out", action="store_true", help="run the out= variants (into strided and empty tensors)")
+    parser.add_argument("--inplace", action="store_true", help="run the in-place variants (x.op_(...))")
     parser.add_argument("--summary", default="", help="write a Markdown summary to this file")
     parser.add_argument("--no-backward", action="store_true", help="forward only")
     parser.add_argument("--verbose", action="store_true", help="print each op name before running it")
@@ -380,18 +492,19 @@ def main(argv=None):
             continue
         if args.verbose:
             print(name, file=sys.stderr, flush=True)
-        results[name] = run_op(op, args.max_samples)
-        if not args.no_backward:
+        results[name] = (run_out if args.out else run_inplace if args.inplace else run_op)(op, args.max_samples)
+        if not args.no_backward and not args.out and not args.inplace:
             backward[name] = run_backward(op, args.max_samples)
     counts = collections.Counter(status for status, _ in results.values())
-    total = sum(v for k, v in counts.items() if k != "skipped")
+    total = sum(v for k, v in counts.items() if k not in ("skipped", "n/a"))
     passed = counts["native"] + counts["fallback"]
-    layout = ", non-contiguous" if args.noncontiguous else ""
+    layout = (", non-contiguous" if args.noncontiguous else "") + (", out= variants" if args.out else "") + \
+        (", in-place variants" if args.inplace else "")
     per_op = f"up to {args.max_samples}" if args.max_samples else "all"
     lines = [f"# OpInfo conformance ({args.dtype}{layout}, {per_op} samples per op)", "",
              f"torch {torch.__version__}; {len(results)} OpInfos with {args.dtype} samples; {time.time() - t0:.0f} s", "",
              "| status | ops |", "|---|---|"]
-    for status in ("native", "fallback", "mismatch", "error", "skipped"):
+    for status in ("native", "fallback", "mismatch", "error", "skipped") + (("n/a",) if args.out or args.inplace else ()):
         lines.append(f"| {status} | {counts[status]} |")
     lines += ["", f"**pass rate (native + fallback) = {passed}/{total} = {100 * passed / max(total, 1):.1f}%**, "
               f"native = {counts['native']}/{total} = {100 * counts['native'] / max(total, 1):.1f}%", ""]

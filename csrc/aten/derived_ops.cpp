@@ -206,6 +206,15 @@ at::Tensor& NF::conj_physical_out(const at::Tensor& self, at::Tensor& out) {
   return out;
 }
 
+// In place: svd's out= path (and x.conj_physical_()) called ATen's composite, which reaches a DispatchStub npu has no
+// kernel for (an INTERNAL ASSERT).
+at::Tensor& NF::conj_physical_(at::Tensor& self) {
+  if (!self.is_complex()) return self;
+  if (self.is_conj()) return self.copy_(self.conj().clone());  // a lazy conjugate: its values, conjugated, in place
+  at::view_as_real(self).select(-1, 1).neg_();
+  return self;
+}
+
 // The gradient of x.unfold(dim, size, step): every window's values added back where they were read, as one
 // index_add along dim (window w's element k sits at w * step + k).
 at::Tensor NF::unfold_backward(const at::Tensor& grad_in, at::IntArrayRef input_sizes, int64_t dim, int64_t size,
