@@ -74,7 +74,13 @@ void run_reduce(ReduceOp op, const at::Tensor& self_in, const at::native::DimMas
   TORCH_CHECK(self_in.dim() <= npu_kernels::kMaxDims, name, ": more than ", npu_kernels::kMaxDims, " dims");
   c10::DeviceGuard guard(self_in.device());
   at::Tensor self = self_in;
-  if (compute_dtype && self.scalar_type() != *compute_dtype) self = self.to(*compute_dtype);
+  // A sum / mean into the input's accumulation type (int64 for integers and bool, float32 for float16 / bfloat16)
+  // reads the input as it is; any other output dtype converts the input first.
+  const at::ScalarType in_type = self_in.scalar_type();
+  const bool widened = compute_dtype && (op == ReduceOp::kSum || op == ReduceOp::kMean) &&
+                       ((*compute_dtype == at::kLong && (at::isIntegralType(in_type, /*includeBool=*/true))) ||
+                        (*compute_dtype == at::kFloat && at::isReducedFloatingType(in_type)));
+  if (compute_dtype && in_type != *compute_dtype && !widened) self = self.to(*compute_dtype);
   const int64_t ndim = self.dim();
 
   // outputs in keepdim shape
@@ -135,6 +141,7 @@ void run_reduce(ReduceOp op, const at::Tensor& self_in, const at::native::DimMas
     d.out[k] = views[k].data_ptr();
   }
   d.out_dtype = views[0].scalar_type() == at::kByte ? npu_kernels::DType::kUInt8 : npu_kernels::DType::kBool;
+  d.widened_out = widened && in_type != *compute_dtype;
   NPU_CHECK(npu_kernels::reduce(current_native_stream(self.device().index()), op, d, prm));
 }
 

@@ -109,7 +109,7 @@ inline float sum_lanes_half(const Half* q, int64_t m) {
   return t;
 }
 
-template <typename T, bool kMean>
+template <typename T, bool kMean, typename O = T>  // O: the output's type (acc_t<T> for a widened output)
 struct SumR {
   using A = acc_t<T>;
   using S = A;
@@ -135,8 +135,8 @@ struct SumR {
   void step(S& s, const T* p, int64_t) const { s += ld(p); }
   void merge(S& a, const S& b) const { a += b; }
   void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t r) const {
-    if constexpr (kMean) store<T>(d.out[0], off[0], r > 0 ? s / static_cast<A>(r) : nan_of<A>());
-    else store<T>(d.out[0], off[0], s);
+    if constexpr (kMean) store<O>(d.out[0], off[0], r > 0 ? s / static_cast<A>(r) : nan_of<A>());
+    else store<O>(d.out[0], off[0], s);
   }
 };
 
@@ -650,6 +650,15 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
     using T = decltype(tag);
     constexpr bool fp = std::is_floating_point_v<acc_t<T>>;
     const int64_t ob = out_bytes(op, sizeof(T), d.out[1] != nullptr);
+    using A = acc_t<T>;
+    if (d.widened_out) {
+      const int64_t wb = static_cast<int64_t>(sizeof(A));
+      if (op == ReduceOp::kSum) return run_reduce<T>(stream, name, d, SumR<T, false, A>{}, wb);
+      if constexpr (fp) {
+        if (op == ReduceOp::kMean) return run_reduce<T>(stream, name, d, SumR<T, true, A>{}, wb);
+      }
+      return npu_sim::Status::kInvalidValue;
+    }
     switch (op) {
       case ReduceOp::kSum: return run_reduce<T>(stream, name, d, SumR<T, false>{}, ob);
       case ReduceOp::kProd: return run_reduce<T>(stream, name, d, ProdR<T>{}, ob);
@@ -666,7 +675,6 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
       default: break;
     }
     if constexpr (fp) {
-      using A = acc_t<T>;
       switch (op) {
         case ReduceOp::kMean: return run_reduce<T>(stream, name, d, SumR<T, true>{}, ob);
         case ReduceOp::kVar: return run_reduce<T>(stream, name, d, VarR<T, false>{prm.correction}, ob);

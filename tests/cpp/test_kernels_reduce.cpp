@@ -177,6 +177,49 @@ TEST(KernelsReduce, ColumnTilesAndLargeTwoPhase) {
   EXPECT_EQ(barg.read()[0], n - 5);
 }
 
+TEST(KernelsReduce, WidenedOutputReadsTheInputAsItIs) {
+  // int8 summed into int64 (sums far past int8's range; the column, row and two-phase splits), and float16's mean
+  // into float32: the input is read in its own dtype, the output written in the accumulation type.
+  const int64_t s[3] = {1, 300, 130};
+  std::vector<int8_t> host(300 * 130);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<int8_t>(100 - static_cast<int>((i * 31) % 7));
+  Buf<int8_t> in(host);
+  for (unsigned mask : {2u, 4u, 6u}) {
+    const int64_t outs = mask == 2u ? 130 : mask == 4u ? 300 : 1;
+    Buf<int64_t> out(static_cast<size_t>(outs));
+    ReduceDesc d = describe(s, mask, in.ptr, DType::kInt8, out.ptr);
+    d.widened_out = true;
+    ASSERT_OK(npu_kernels::reduce(nullptr, ReduceOp::kSum, d));
+    const auto o = out.read();
+    for (int64_t k = 0; k < outs; ++k) {
+      int64_t r = 0;
+      for (int i = 0; i < 300; ++i) {
+        for (int c = 0; c < 130; ++c) {
+          const bool hit = mask == 2u ? c == k : mask == 4u ? i == k : true;
+          if (hit) r += host[static_cast<size_t>(i * 130 + c)];
+        }
+      }
+      EXPECT_EQ(o[static_cast<size_t>(k)], r) << "mask " << mask << " output " << k;
+    }
+  }
+  const int64_t n = 1 << 17;  // the two-phase split
+  const int64_t sl[3] = {1, 1, n};
+  std::vector<Half> h(static_cast<size_t>(n));
+  double ref = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    h[static_cast<size_t>(i)] = Half(static_cast<float>(i % 64) * 0.25f);
+    ref += static_cast<float>(h[static_cast<size_t>(i)]);
+  }
+  Buf<Half> hin(h);
+  Buf<float> mean(1);
+  ReduceDesc d = describe(sl, 7u, hin.ptr, DType::kFloat16, mean.ptr);
+  d.widened_out = true;
+  ASSERT_OK(npu_kernels::reduce(nullptr, ReduceOp::kMean, d));
+  EXPECT_NEAR(mean.read()[0], ref / static_cast<double>(n), 1e-5);
+  // a widened output is for sum and mean only
+  EXPECT_EQ(npu_kernels::reduce(nullptr, ReduceOp::kMax, d), npu_sim::Status::kInvalidValue);
+}
+
 TEST(KernelsReduce, TwoStreamsConcurrently) {
   const int64_t n = 1 << 20;
   const int64_t s[3] = {4, 1, n / 4};

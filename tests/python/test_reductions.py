@@ -78,6 +78,33 @@ def test_sum_prod_integers(dtype):
     no_fallback("sum", "prod")
 
 
+@pytest.mark.parametrize("dtype, out_dtype", [(torch.bool, torch.int64), (torch.int8, torch.int64),
+                                              (torch.uint8, torch.int64), (torch.int32, torch.int64),
+                                              (torch.float16, torch.float32), (torch.bfloat16, torch.float32)])
+def test_sum_into_the_accumulation_type_reads_the_input_as_it_is(dtype, out_dtype):
+    # mask.sum() (bool -> int64) converted the whole mask to int64 first: 8x its size in device memory (a 2^31-element
+    # mask asked for 16 GiB); sum / mean(dtype=float32) of a 16-bit tensor made a float32 copy. The kernel now reads
+    # the input in its own dtype and writes the accumulation type.
+    x = (torch.rand(1024, 1024, generator=torch.Generator().manual_seed(3)) * 200 - 50).to(dtype)
+    xn = x.npu()
+    kw = {} if dtype in (torch.bool, torch.int8, torch.uint8, torch.int32) else dict(dtype=out_dtype)
+    torch.npu.synchronize()
+    torch.npu.reset_peak_memory_stats()
+    before = torch.npu.memory_allocated()
+    results = [xn.sum(**kw), xn.sum(0, **kw), xn.sum(1, **kw)]
+    if dtype.is_floating_point:
+        results += [xn.mean(**kw), xn.mean(1, **kw)]
+    torch.npu.synchronize()
+    assert torch.npu.max_memory_allocated() - before < 64 * 1024, torch.npu.max_memory_allocated() - before
+    expected = [x.sum(**kw), x.sum(0, **kw), x.sum(1, **kw)]
+    if dtype.is_floating_point:
+        expected += [x.mean(**kw), x.mean(1, **kw)]
+    for got, want in zip(results, expected):
+        assert got.dtype == want.dtype == out_dtype
+        torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-2 if dtype.is_floating_point else 0)
+    no_fallback("sum", "mean")
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_prod_float(dtype):
     x = (rand(3, 4, 5, dtype=torch.float64) * 0.3 + 1).to(dtype)

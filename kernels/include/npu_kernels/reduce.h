@@ -46,6 +46,9 @@ struct ReduceDesc {
   int64_t red_strides[kMaxDims] = {};
   void* out[2] = {nullptr, nullptr};
   DType out_dtype = DType::kFloat32;  // of out[0] for kAll/kAny (kBool or kUInt8); ignored otherwise
+  // kSum / kMean: out[0] holds the accumulation type (int64 for integers and bool, float32 for float16 / bfloat16)
+  // instead of the input's dtype, so mask.sum() or x.sum(dtype=torch.float32) read the input as it is.
+  bool widened_out = false;
 
   int64_t outputs() const;
   int64_t reduced() const;
