@@ -236,16 +236,41 @@ def leaves_of(sample):
             if isinstance(t, torch.Tensor) and t.requires_grad]
 
 
+def prepared_samples(op, max_samples, requires_grad, failed):
+    """(the op's samples, None), with the fallback record reset; or (None, a row of status `failed`) when the sample
+    generator itself raises (a harness records whatever it does)."""
+    try:
+        samples = samples_of(op, max_samples, requires_grad=requires_grad)
+    except Exception as e:  # noqa: BLE001
+        return None, (failed, f"sample_inputs failed: {e}")
+    torch_npu_sim.reset_fallback_ops()
+    return samples, None
+
+
+def on_npu(s):
+    """The sample with its tensors on npu, and its args and kwargs with device arguments naming npu."""
+    n = s.transform(to_npu)
+    return n, [to_npu(a) for a in n.args], {k: to_npu(v) for k, v in n.kwargs.items()}
+
+
+def error_row(e):
+    """The row of a sample that raised on npu (but not on CPU)."""
+    return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+
+
+def passed_row():
+    """The row of an op whose samples all matched: native, or fallback with the aten ops that fell back."""
+    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+
+
 def run_backward(op, max_samples):
     """Gradients on npu vs CPU for up to max_samples differentiable samples."""
     if not op.supports_autograd or op.name in RANDOM_OPS or op.name in DROPOUT_OPS or not DTYPE.is_floating_point and \
             not DTYPE.is_complex:  # integer inputs have no gradients
         return "n/a", ""
-    try:
-        samples = samples_of(op, max_samples, requires_grad=True)
-    except Exception as e:  # noqa: BLE001
-        return "n/a", f"sample_inputs failed: {e}"
-    torch_npu_sim.reset_fallback_ops()
+    samples, row = prepared_samples(op, max_samples, requires_grad=True, failed="n/a")
+    if row:
+        return row
     checked = 0
     for s in samples:
         try:
@@ -270,7 +295,7 @@ def run_backward(op, max_samples):
             got = torch.autograd.grad(got_out, leaves_of(n), [t.to("npu") for t in gouts], allow_unused=True)
             torch.npu.synchronize()
         except Exception as e:  # noqa: BLE001
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            return error_row(e)
         try:
             for a, b in zip(got, ref):
                 if (a is None) != (b is None):
@@ -283,7 +308,7 @@ def run_backward(op, max_samples):
         checked += 1
     if not checked:
         return "n/a", "no differentiable sample"
-    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+    return passed_row()
 
 
 def cuda_reference(op, s, ref):
@@ -332,11 +357,9 @@ def aliasing(out, sample):
 
 
 def run_op(op, max_samples):
-    try:
-        samples = samples_of(op, max_samples, requires_grad=False)
-    except Exception as e:  # noqa: BLE001 - a harness records whatever the sample generator does
-        return "skipped", f"sample_inputs failed: {e}"
-    torch_npu_sim.reset_fallback_ops()
+    samples, row = prepared_samples(op, max_samples, requires_grad=False, failed="skipped")
+    if row:
+        return row
     for s in samples:
         try:
             ref = cuda_reference(op, s, reference(op, s))
@@ -347,21 +370,19 @@ def run_op(op, max_samples):
                 n, args, kwargs = s, list(s.args), dict(s.kwargs)
                 n = type(s)(to_npu(s.input), args=s.args, kwargs=s.kwargs)
             else:
-                n = s.transform(to_npu)
-                args = [to_npu(a) for a in n.args]
-                kwargs = {k: to_npu(v) for k, v in n.kwargs.items()}
+                n, args, kwargs = on_npu(s)
             got = call(op, n.input, *args, **kwargs)
             if isinstance(got, torch.Tensor) or isinstance(got, (list, tuple)):
                 torch.npu.synchronize()
         except Exception as e:  # noqa: BLE001
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            return error_row(e)
         try:
             compare(got, ref, shape_only=is_random_sample(op, s), on_npu=names_a_device(s))
             if any(g and not r for g, r in zip(aliasing(got, n), aliasing(ref, s))):
                 raise AssertionError("an output aliases an input, where CPU's is a new tensor")
         except Exception as e:  # noqa: BLE001
             return "mismatch", str(e).splitlines()[0][:160]
-    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+    return passed_row()
 
 
 def out_like(t, strided, device):
@@ -381,11 +402,9 @@ def run_out(op, max_samples):
     and avg_pool3d write it as if it were contiguous). A form CPU rejects is skipped."""
     if not op.supports_out:
         return "n/a", "no out= variant"
-    try:
-        samples = samples_of(op, max_samples, requires_grad=False)
-    except Exception as e:  # noqa: BLE001
-        return "skipped", f"sample_inputs failed: {e}"
-    torch_npu_sim.reset_fallback_ops()
+    samples, row = prepared_samples(op, max_samples, requires_grad=False, failed="skipped")
+    if row:
+        return row
     checked = 0
     packed = lambda outs: outs if isinstance(outs, torch.Tensor) else tuple(outs)  # noqa: E731
     for s in samples:
@@ -395,8 +414,7 @@ def run_out(op, max_samples):
             continue
         if not all(isinstance(t, torch.Tensor) for t in pytree.tree_leaves(shapes)):
             continue
-        n = s.transform(to_npu)
-        args, kwargs = [to_npu(a) for a in n.args], {k: to_npu(v) for k, v in n.kwargs.items()}
+        n, args, kwargs = on_npu(s)
         ref = cuda_reference(op, s, packed(shapes))  # npu's out tensors take its dtypes (CUDA's saved statistics)
         for strided in (True, False):
             try:
@@ -409,7 +427,7 @@ def run_out(op, max_samples):
                 got = op(n.input, *args, **kwargs, out=packed(outs))
                 torch.npu.synchronize()
             except Exception as e:  # noqa: BLE001
-                return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+                return error_row(e)
             try:
                 given = pytree.tree_leaves(outs)
                 returned = [t for t in pytree.tree_leaves(got) if isinstance(t, torch.Tensor)]
@@ -422,7 +440,7 @@ def run_out(op, max_samples):
             checked += 1
     if not checked:
         return "n/a", "no sample with tensor outputs"
-    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+    return passed_row()
 
 
 def run_inplace(op, max_samples):
@@ -430,11 +448,9 @@ def run_inplace(op, max_samples):
     afterwards and be returned."""
     if op.inplace_variant is None:
         return "n/a", "no in-place variant"
-    try:
-        samples = samples_of(op, max_samples, requires_grad=False)
-    except Exception as e:  # noqa: BLE001
-        return "skipped", f"sample_inputs failed: {e}"
-    torch_npu_sim.reset_fallback_ops()
+    samples, row = prepared_samples(op, max_samples, requires_grad=False, failed="skipped")
+    if row:
+        return row
     checked = 0
     for s in samples:
         if not isinstance(s.input, torch.Tensor):
@@ -444,14 +460,13 @@ def run_inplace(op, max_samples):
             op.inplace_variant(ref, *s.args, **s.kwargs)
         except Exception:  # noqa: BLE001 - CPU rejects it (a result dtype the input cannot hold, a broadcast input)
             continue
-        n = s.transform(to_npu)
-        args, kwargs = [to_npu(a) for a in n.args], {k: to_npu(v) for k, v in n.kwargs.items()}
+        n, args, kwargs = on_npu(s)
         x = n.input.clone()
         try:
             got = op.inplace_variant(x, *args, **kwargs)
             torch.npu.synchronize()
         except Exception as e:  # noqa: BLE001
-            return "error", f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+            return error_row(e)
         try:
             if got is not x:
                 raise AssertionError("the in-place variant did not return its input")
@@ -461,7 +476,7 @@ def run_inplace(op, max_samples):
         checked += 1
     if not checked:
         return "n/a", "no sample CPU takes in place"
-    return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
+    return passed_row()
 
 
 def main(argv=None):

@@ -177,7 +177,10 @@ T NF::where(const T& cond, const T& self, const T& other) {
               "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
   const auto type = at::result_type(self, other);
   at::Tensor out;
-  const at::Tensor c = cond.to(type), a = self.to(type), b = other.to(type);
+  // CPU 0-dim operands (torch.where(mask, x, torch.tensor(0.))) move to the device, as ATen's where allows them
+  const at::Device device = is_npu(cond) ? cond.device() : is_npu(self) ? self.device() : other.device();
+  auto on_device = [&](const T& t) { return t.dim() == 0 && t.device().is_cpu() ? t.to(device) : t; };
+  const at::Tensor c = on_device(cond).to(type), a = on_device(self).to(type), b = on_device(other).to(type);
   auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(c).add_const_input(a).add_const_input(b).build();
   ternary_kernel(TernaryOp::kWhere)(iter);
   return iter.output();

@@ -226,6 +226,13 @@ def test_ternary_ops():
     check(lambda x, y, z: torch.addcmul(x.t(), y.t(), z.t()), a, b, c)
     check(lambda x, y: torch.where(x > 0, y, 0.0), a, b)
     check(lambda x, y: torch.where(x > 0, x.long(), y.int()), a, b, dtype=torch.int64)
+    # CPU 0-dim tensors beside npu ones, as ATen's where allows them (npu raised "two devices")
+    cond, x, zero = (a > 0).npu(), b.npu(), torch.tensor(0.0)
+    for got, want in [(torch.where(cond, x, zero), torch.where(a > 0, b, zero)),
+                      (torch.where(cond, zero, x), torch.where(a > 0, zero, b)),
+                      (torch.where(torch.tensor(True), x, zero), torch.where(torch.tensor(True), b, zero))]:
+        assert got.device.type == "npu"
+        torch.testing.assert_close(got.cpu(), want)
 
 
 def test_logical_ops_and_bool_dtype():
