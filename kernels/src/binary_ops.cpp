@@ -105,14 +105,17 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
         // BFloat16 quotient) and CPU's vectorised one compute it: -3.890625 / -0.216796875 in bfloat16 is 18.0, so 18
         if (op == BinaryOp::kDivTrunc) return go([](C x, C y) { return std::trunc(static_cast<C>(In(x / y))); });
         return go([](C x, C y) {
-          // Python's floor division, computed like ATen (fmod-based, exact for large quotients)
+          // Python's floor division, computed like ATen (fmod-based, exact for large quotients). 16-bit: every step
+          // rounds to the dtype, as c10::Half / c10::BFloat16 arithmetic does in CUDA's kernel (CPU's vectorised one
+          // agrees): bfloat16 18.875 // -0.2001953125 is -96 there, where float32 steps give -95.
+          const auto r = [](C v) { return static_cast<C>(In(v)); };
           if (y == C(0)) return x / y;
-          C mod = std::fmod(x, y);
-          C div = (x - mod) / y;
-          if (mod != C(0) && (y < C(0)) != (mod < C(0))) div -= C(1);
-          if (div == C(0)) return std::copysign(C(0), x / y);
-          C floordiv = std::floor(div);
-          if (div - floordiv > C(0.5)) floordiv += C(1);
+          const C mod = r(std::fmod(x, y));
+          C div = r(r(x - mod) / y);
+          if (mod != C(0) && (y < C(0)) != (mod < C(0))) div = r(div - C(1));
+          if (div == C(0)) return std::copysign(C(0), r(x / y));
+          C floordiv = r(std::floor(div));
+          if (r(div - floordiv) > C(0.5)) floordiv = r(floordiv + C(1));
           return floordiv;
         });
       } else if constexpr (!kBool) {

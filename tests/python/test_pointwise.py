@@ -176,6 +176,21 @@ def test_div_trunc_16bit_truncates_the_rounded_quotient(dtype):
     torch.testing.assert_close(y.grad.cpu(), -rounded, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_div_floor_16bit_rounds_every_step_as_cuda(dtype):
+    # CUDA's floor division runs ATen's fmod-based formula in c10::Half / BFloat16 arithmetic, each step rounded to the
+    # dtype, and CPU's vectorised kernel agrees; npu ran the steps in float32 (bfloat16: 132 of 65536 quotients
+    # differed, e.g. 18.875 // -0.2001953125 = -96 on CPU, -95 on npu). The reference is CPU's vectorised part.
+    g = torch.Generator().manual_seed(1)
+    a = (torch.rand(1 << 16, generator=g) * 60 - 30).to(dtype)
+    b = (torch.rand(1 << 16, generator=g) * 1.9 + 0.1).to(dtype)
+    b[::2] *= -1
+    body = slice(0, (1 << 16) - 64)  # (CPU's scalar tail computes in float32)
+    for got, want in [(torch.div(a.npu(), b.npu(), rounding_mode="floor"), torch.div(a, b, rounding_mode="floor")),
+                      (a.npu() // b.npu(), a // b)]:
+        torch.testing.assert_close(got.cpu()[body], want[body], rtol=0, atol=0)
+
+
 def test_type_promotion_and_scalars():
     a_int = sample((4, 4), torch.int64)
     b_f = sample((4, 4), torch.float32)
