@@ -47,14 +47,17 @@ def is_random_sample(op, sample):
     return op.name in DROPOUT_OPS and (kw.get("dropout_p", 0) > 0 or kw.get("training") is True)
 
 
+def column_phase(x):
+    """The unit factor of each column of x (over dim -2) that makes its largest entry real and positive."""
+    pivot = x.gather(-2, x.abs().argmax(dim=-2, keepdim=True))
+    return (pivot / pivot.abs()).detach()
+
+
 def eigenvector_phase_fixed(out):
     """(w, V) with each eigenvector scaled so that its largest entry is real and positive: eigenvectors are only
     defined up to that unit factor, and LAPACK builds differ in it (CPU PyTorch's MKL against OpenBLAS here)."""
     w, v = out
-    if v.numel() == 0:
-        return w, v
-    pivot = v.gather(-2, v.abs().argmax(dim=-2, keepdim=True))
-    return w, v / (pivot / pivot.abs()).detach()
+    return (w, v) if v.numel() == 0 else (w, v / column_phase(v))
 
 
 def singular_vectors_phase_fixed(out, vh):
@@ -66,8 +69,7 @@ def singular_vectors_phase_fixed(out, vh):
     u, v = u[..., :k], (v[..., :k, :] if vh else v[..., :k])
     if u.numel() == 0:
         return u, s, v
-    pivot = u.gather(-2, u.abs().argmax(dim=-2, keepdim=True))
-    phase = (pivot / pivot.abs()).detach()
+    phase = column_phase(u)
     return u / phase, s, (v * phase.mT if vh else v / phase)
 
 
