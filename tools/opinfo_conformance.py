@@ -88,12 +88,10 @@ FALLBACK_REASONS = (
 # Why a mismatch is CPU's defect rather than ours: (OpInfo name, reason), shown in the mismatch tables.
 _GRID_16BIT = ("16-bit backward: CPU accumulates the gradients in the 16-bit dtype, npu in float32 (CUDA's opmath); "
                "against CPU's float32 gradients npu is the closer one (a bfloat16 grid gradient: CPU 16.8 off, npu 0.24)")
-_SORT_16BIT = "16-bit and integer ties: without stable=True, equal values may come in another order (both valid)"
 MISMATCH_REASONS = {
     "grid_sampler_2d": _GRID_16BIT, "grid_sampler_3d": _GRID_16BIT, "nn.functional.grid_sample": _GRID_16BIT,
     "nn.functional.normalize": "bfloat16 backward, p = 0.5 over a size-1 dim: the float32 gradient is ~2e-6 and both "
                                "CPU and npu land 0.03-0.06 from it (cancellation in 16 bits), rounding differently",
-    "sort": _SORT_16BIT, "argsort": _SORT_16BIT, "msort": _SORT_16BIT, "topk": _SORT_16BIT,
     "matrix_exp": "samples whose exponential reaches 9.3e4. float32: CPU and npu both land within 6e-7 of the largest "
                   "entry from the float64 result (CPU 0.005-0.05 off, npu 0.023), so they differ by more than the "
                   "tolerance on the small entries; 16-bit: CPU computes in the 16-bit dtype and overflows (its "
@@ -107,8 +105,6 @@ MISMATCH_REASONS = {
                          "40-digit ones, npu's within 7e-15",
     "special.bessel_y1": "float64, near the function's zeros: CPU's values are up to 7e-6 (relative) off mpmath's "
                          "40-digit ones, npu's within 5e-15",
-    "kthvalue": "int64 ties: the k-th value is right; among equal values any index is valid (CPU's quickselect and "
-                "CUDA's sort pick different ones)",
     "renorm": "complex, p = inf: CPU's gradient is NaN (its |x| never equals the norm it computed, so norm_backward "
               "divides 0 by 0); npu's norm is the max of the same |x|, and its gradient is the formula's",
 }
@@ -142,12 +138,44 @@ def fallback_reason(detail):
     return "; ".join(reasons)
 
 
-def canonical(op, out):
+# Ops that may return equal values in any order without stable=True (CPU's quickselect and CUDA's sort differ, and
+# either is right): the position of their dim argument after the input.
+TIE_OPS = {"sort": 0, "argsort": 0, "topk": 1, "kthvalue": 1}
+
+
+def ties_resolved(name, out, args, kwargs):
+    """A sort / argsort / topk / kthvalue result with its indices replaced by the input's values at them, plus a check
+    that they are what indices must be (a permutation along dim for sort and argsort, distinct for topk): two results
+    that differ only in the order of equal values then compare equal, and any other difference still shows."""
+    x = args[0]
+    if kwargs.get("stable") or not isinstance(x, torch.Tensor) or x.dim() == 0:
+        return out
+    rest, pos = args[1:], TIE_OPS[name]
+    dim = rest[pos] if len(rest) > pos else kwargs.get("dim", -1)
+    squeezed = name == "kthvalue" and not (rest[2] if len(rest) > 2 else kwargs.get("keepdim", False))
+    indices = out if name == "argsort" else out[1]
+    indices = indices.unsqueeze(dim) if squeezed else indices
+    picked = x.detach().gather(dim, indices)
+    picked = picked.squeeze(dim) if squeezed else picked
+    in_order = indices.sort(dim=dim).values
+    if name == "argsort":
+        return picked, in_order
+    if name == "sort":
+        return out[0], picked, in_order
+    if name == "kthvalue":
+        return out[0], picked
+    return out[0], picked, (in_order.diff(dim=dim) > 0).all() if indices.shape[dim] > 1 else x.new_ones((), dtype=bool)
+
+
+def canonical(op, out, args, kwargs):
+    """The output of op(*args, **kwargs) in the form both sides are compared in."""
+    if op.name in TIE_OPS:
+        return ties_resolved(op.name, out, args, kwargs)
     return GAUGE_OPS[op.name](out) if op.name in GAUGE_OPS else out
 
 
 def call(op, *args, **kwargs):
-    return canonical(op, op(*args, **kwargs))
+    return canonical(op, op(*args, **kwargs), args, kwargs)
 
 
 # Ops whose non-input tensor arguments must stay on the host (as on CUDA): only the input moves.
@@ -265,6 +293,15 @@ def passed_row():
     return ("fallback" if torch_npu_sim.fallback_ops() else "native"), ",".join(sorted(torch_npu_sim.fallback_ops()))
 
 
+def output_grads(op, outs):
+    """Random output gradients; for ops that may order equal values either way (sort & co.), a function of each
+    output's value instead, so that equal values get equal gradients and either order gives the same input gradient."""
+    if op.name in TIE_OPS or op.name == "msort":
+        return [torch.sin(o.detach() * 7.3 + 0.5) for o in outs]
+    g = torch.Generator().manual_seed(0)
+    return [torch.randn(o.shape, generator=g, dtype=o.dtype) for o in outs]
+
+
 def run_backward(op, max_samples):
     """Gradients on npu vs CPU for up to max_samples differentiable samples."""
     if not op.supports_autograd or op.name in RANDOM_OPS or op.name in DROPOUT_OPS or not DTYPE.is_floating_point and \
@@ -279,8 +316,7 @@ def run_backward(op, max_samples):
             outs, leaves = diff_outputs(call(op, s.input, *s.args, **s.kwargs)), leaves_of(s)
             if not outs or not leaves:
                 continue
-            g = torch.Generator().manual_seed(0)
-            gouts = [torch.randn(o.shape, generator=g, dtype=o.dtype) for o in outs]
+            gouts = output_grads(op, outs)
             ref = torch.autograd.grad(outs, leaves, gouts, allow_unused=True)
         except Exception:  # noqa: BLE001 - the CPU itself cannot differentiate this sample
             continue
@@ -436,7 +472,8 @@ def run_out(op, max_samples):
                 if got is not None and (len(returned) != len(given) or
                                         any(a.data_ptr() != b.data_ptr() for a, b in zip(returned, given))):
                     raise AssertionError("the result is not the out= tensor")  # (ops returning None: as on CPU)
-                compare(canonical(op, packed(outs)), canonical(op, ref), shape_only=is_random_sample(op, s))
+                compare(canonical(op, packed(outs), (n.input, *args), kwargs),
+                        canonical(op, ref, (s.input, *s.args), s.kwargs), shape_only=is_random_sample(op, s))
             except Exception as e:  # noqa: BLE001
                 return "mismatch", f"{'strided' if strided else 'resized'} out=: {str(e).splitlines()[0][:140]}"
             checked += 1

@@ -6,6 +6,7 @@ import os
 import sys
 
 import pytest
+import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
 import opinfo_conformance  # noqa: E402
@@ -97,3 +98,27 @@ def test_every_float32_opinfo_and_sample(form, native_at_least):
     assert not unexplained(backward), unexplained(backward)
     native = sum(row[0] == "native" for row in forward.values())
     assert native >= native_at_least, native  # (the rest: ops without that form, or with a stated reason)
+
+
+def test_tie_canonical_form_tells_a_reorder_from_a_wrong_index():
+    # sort / topk / kthvalue results are compared with their indices replaced by the values they point at: equal
+    # values in another order must pass, a repeated or wrong index must not (the reason the 16-bit and integer
+    # sort rows used to be listed as mismatches with a stated reason rather than checked).
+    c = opinfo_conformance
+    x = torch.tensor([[3, 1, 3, 2, 1]])
+    ref = c.ties_resolved("sort", torch.sort(x), (x,), {})
+    reordered = (torch.tensor([[1, 1, 2, 3, 3]]), torch.tensor([[4, 1, 3, 2, 0]]))
+    c.compare(c.ties_resolved("sort", reordered, (x,), {}), ref, shape_only=False, on_npu=False)
+    for wrong in ([[4, 1, 0, 3, 2]], [[4, 1, 3, 0, 0]]):  # a 3 before the 2; index 0 twice (the 3 at 2 lost)
+        got = c.ties_resolved("sort", (reordered[0], torch.tensor(wrong)), (x,), {})
+        with pytest.raises(AssertionError):
+            c.compare(got, ref, shape_only=False, on_npu=False)
+    top = c.ties_resolved("topk", torch.topk(x, 2), (x, 2), {})
+    c.compare(c.ties_resolved("topk", (torch.tensor([[3, 3]]), torch.tensor([[2, 0]])), (x, 2), {}), top,
+              shape_only=False, on_npu=False)
+    with pytest.raises(AssertionError):  # the same 3 twice
+        c.compare(c.ties_resolved("topk", (torch.tensor([[3, 3]]), torch.tensor([[0, 0]])), (x, 2), {}), top,
+                  shape_only=False, on_npu=False)
+    stable = c.ties_resolved("sort", torch.sort(x, stable=True), (x,), {"stable": True})
+    with pytest.raises(AssertionError):  # stable=True fixes the order of equal values: indices compare as they are
+        c.compare(c.ties_resolved("sort", reordered, (x,), {"stable": True}), stable, shape_only=False, on_npu=False)
