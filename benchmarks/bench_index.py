@@ -1,4 +1,5 @@
-"""Indexing / RNG ops on npu vs CPU eager (same process, 2 shared cores: noisy). Prints ms per call."""
+"""Indexing / RNG / ordering ops on npu vs CPU eager (same process, 2 shared cores: noisy). Prints ms per call and
+npu/cpu."""
 import time
 
 import torch
@@ -36,11 +37,24 @@ def main():
         "dropout 4M": lambda t, i, g, m: torch.nn.functional.dropout(t, 0.5),
     }
     xn, idn, gn, mn = x.to("npu"), idx.to("npu"), gi.to("npu"), mask.to("npu")
-    print(f"{'op':28s} {'cpu ms':>8s} {'npu ms':>8s}")
+    print(f"{'op':28s} {'cpu ms':>8s} {'npu ms':>8s} {'npu/cpu':>8s}")
     for name, fn in cases.items():
         c = timeit(lambda: fn(x, idx, gi, mask), lambda: None)
         n = timeit(lambda: fn(xn, idn, gn, mn), torch.npu.synchronize)
-        print(f"{name:28s} {c:8.2f} {n:8.2f}")
+        print(f"{name:28s} {c:8.2f} {n:8.2f} {n / c:8.2f}")
+    # one long line (16M elements): npu sorts it by radix, selects topk / kthvalue / median in a bounded buffer
+    n_long = 1 << 24
+    for dtype in (torch.float32, torch.int64, torch.uint8):
+        y = (torch.rand(n_long) * 100).to(dtype)
+        yn = y.to("npu")
+        long_cases = {"sort": lambda t: t.sort(), "topk 10": lambda t: t.topk(10),
+                      "kthvalue n/2": lambda t: t.kthvalue(n_long // 2), "median": lambda t: t.median(),
+                      "unique": lambda t: torch.unique(t)}
+        for name, fn in long_cases.items():
+            c = timeit(lambda: fn(y), lambda: None, reps=2)
+            n = timeit(lambda: fn(yn), torch.npu.synchronize, reps=2)
+            label = f"{name} 16M {str(dtype).split('.')[1]}"
+            print(f"{label:28s} {c:8.2f} {n:8.2f} {n / c:8.2f}")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,12 @@
-// Registration of the order statistics along a dim: median / nanmedian (whole tensor and along a dim) as a
-// composition of native ops (a stable sort (NaN last) per line, the NaN count per line, then a gather at the
-// median position; ties resolve to the lowest index among equal values, as CPU's do), and mode, whose kernel
-// (kernels/src/mode.cpp) reproduces CPU's sort-and-scan.
+// Registration of the order statistics along a dim: median / nanmedian (whole tensor and along a dim) by a
+// selection per line (kernels/src/sort.cpp; ties resolve to the lowest index among equal values, as CPU's do),
+// and mode, whose kernel (kernels/src/mode.cpp) reproduces CPU's sort-and-scan.
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/util/accumulate.h>
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/full.h>
-#include <ATen/ops/full_like.h>
-#include <ATen/ops/gather.h>
-#include <ATen/ops/isnan.h>
-#include <ATen/ops/sort.h>
-#include <ATen/ops/where.h>
-#include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
 #include <limits>
@@ -21,6 +14,7 @@
 #include "aten/index_util.h"
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
+#include "npu_kernels/index.h"
 #include "npu_kernels/mode.h"
 #include "npu_native_functions.h"
 
@@ -31,29 +25,22 @@ namespace {
 
 using T = at::Tensor;
 
-// Values and indices (keepdim) of the median of every line of `self` along `dim`. The position in the
-// sorted line is (n - 1) / 2 among the non-NaN values; median() instead returns the first NaN of a line
-// that has one; nanmedian() of an all-NaN line returns its first NaN.
-std::tuple<T, T> median_along(const T& self, int64_t dim, bool ignore_nan) {
-  const auto sorted = at::sort(self, /*stable=*/true, dim, /*descending=*/false);
-  const T& values = std::get<0>(sorted);
-  const T& order = std::get<1>(sorted);
-  const int64_t n = self.size(dim);
-  T pos;
-  if (at::isFloatingType(self.scalar_type())) {
-    const T nan_count = at::isnan(values).sum(dim, /*keepdim=*/true);
-    const T valid = nan_count.neg().add(n);
-    if (ignore_nan) {
-      pos = at::where(valid.eq(0), at::zeros_like(valid), valid.sub(1).floor_divide(2));
-    } else {
-      pos = at::where(nan_count.gt(0), valid, at::full_like(valid, (n - 1) / 2));
-    }
-  } else {
-    std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
-    sizes[dim] = 1;
-    pos = at::full(sizes, (n - 1) / 2, self.options().dtype(at::kLong));
+// Values and indices (keepdim; indices only `with_indices`) of the median of every line of `self` along `dim`
+// (see npu_kernels::median_lines).
+std::tuple<T, T> median_along(const T& self, int64_t dim, bool ignore_nan, bool with_indices = true) {
+  c10::DeviceGuard guard(self.device());
+  const char* op = ignore_nan ? "nanmedian" : "median";
+  std::vector<int64_t> sizes = self.sizes().vec();
+  sizes[dim] = 1;
+  T values = at::empty(sizes, self.options());
+  T indices = with_indices ? at::empty(sizes, self.options().dtype(at::kLong)) : T();
+  if (values.numel() > 0) {
+    npu_kernels::TensorDesc idesc = tensor_desc(with_indices ? indices : values, op);
+    if (!with_indices) idesc.data = nullptr;  // the value alone
+    NPU_CHECK(npu_kernels::median_lines(stream_of(self), tensor_desc(self, op), static_cast<int>(dim),
+                                        tensor_desc(values, op), idesc, ignore_nan, op));
   }
-  return {at::gather(values, dim, pos), at::gather(order, dim, pos)};
+  return {values, indices};
 }
 
 std::tuple<T&, T&> median_dim_out(const T& self, int64_t dim, bool keepdim, T& values, T& indices, bool ignore_nan) {
@@ -79,7 +66,7 @@ T median_all(const T& self, bool ignore_nan) {
   if (self.numel() == 0) {  // CPU's: a float NaN converted to the dtype (integers get what the conversion gives)
     return at::full({}, std::numeric_limits<float>::quiet_NaN(), self.options().dtype(at::kFloat)).to(self.scalar_type());
   }
-  return std::get<0>(median_along(self.reshape({-1}), 0, ignore_nan)).reshape({});
+  return std::get<0>(median_along(self.reshape({-1}), 0, ignore_nan, /*with_indices=*/false)).reshape({});
 }
 
 }  // namespace

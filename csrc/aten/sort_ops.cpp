@@ -206,17 +206,21 @@ std::tuple<at::Tensor&, at::Tensor&> NF::topk_out(const at::Tensor& self, int64_
   return {values, indices};
 }
 
-// kthvalue: the k-th smallest of each line, from the stable sort.
+// kthvalue: the k-th smallest of each line (ties in position order, as the stable sort would give), by selection.
 std::tuple<at::Tensor&, at::Tensor&> NF::kthvalue_out(const at::Tensor& self, int64_t k, int64_t dim, bool keepdim,
                                                       at::Tensor& values, at::Tensor& indices) {
   dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
   const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
   at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
   TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
-  at::Tensor v = at::empty({0}, self.options());
-  at::Tensor i = at::empty({0}, self.options().dtype(at::kLong));
-  NF::topk_out(self, k, dim, /*largest=*/false, true, v, i);
-  write_selection(as_1d(v).narrow(dim, k - 1, 1), as_1d(i).narrow(dim, k - 1, 1), self, dim, keepdim, values, indices);
+  c10::DeviceGuard guard(self.device());
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  if (!sizes.empty()) sizes[dim] = 1;
+  at::Tensor v = at::empty(sizes, self.options());
+  at::Tensor i = at::empty(sizes, self.options().dtype(at::kLong));
+  NPU_CHECK(npu_kernels::kth_lines(stream_of(self), tensor_desc(as_1d(self), "kthvalue"), static_cast<int>(dim),
+                                   tensor_desc(as_1d(v), "kthvalue"), tensor_desc(as_1d(i), "kthvalue"), k, "kthvalue"));
+  write_selection(v, i, self, dim, keepdim, values, indices);
   return {values, indices};
 }
 

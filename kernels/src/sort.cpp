@@ -1,6 +1,11 @@
 // Line-wise ordering kernels: stable sort and topk, unique, bincount, searchsorted (see npu_kernels/index.h).
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
 #include <numeric>
 #include <type_traits>
 #include <vector>
@@ -31,69 +36,277 @@ bool less_nan_last(C a, C b) {
   return a < b;
 }
 
-template <typename T>
-void sort_range(const TensorDesc& in, int dim, bool descending, const TensorDesc& values, const TensorDesc& indices,
-                int64_t k, int64_t b, int64_t e) {
+// An element of a line being ordered: its key and its position in the line (int32 where the line allows, which
+// halves the working set). Ordered by (key, position), std::sort and std::nth_element over a contiguous array of
+// these give the order a stable sort gives, without loading keys through an index.
+template <typename C, typename P>
+struct Keyed {
+  C key;
+  P pos;
+};
+
+// (key, position) order: ascending or descending keys (NaN greater than every number), ties by position.
+template <typename C, typename P>
+struct LineOrder {
+  bool descending;
+  bool operator()(const Keyed<C, P>& a, const Keyed<C, P>& b) const {
+    const C& x = descending ? b.key : a.key;
+    const C& y = descending ? a.key : b.key;
+    if (less_nan_last(x, y)) return true;
+    if (less_nan_last(y, x)) return false;
+    return a.pos < b.pos;
+  }
+};
+
+// Elements a selection buffer takes beyond the k it keeps before it is cut back.
+constexpr int64_t kSelectChunk = 256;
+
+// The first k elements of a line in LineOrder, left (unsorted) in buf: streamed through a buffer of k + max(k,
+// kSelectChunk) elements that is cut back to its best k whenever it fills. After a cut, an element that does not
+// come before the k-th kept one is passed over with one comparison, so a small k over a long line takes O(k)
+// memory and about one comparison per element.
+template <typename C, typename P, typename Load>
+void select_first_k(int64_t len, int64_t k, LineOrder<C, P> order, Load load, std::vector<Keyed<C, P>>& buf) {
+  const int64_t cap = std::min(len, k + std::max(k, kSelectChunk));
+  buf.clear();
+  buf.reserve(cap);
+  Keyed<C, P> kth{};
+  bool cut_once = false;
+  auto cut = [&] {
+    if (static_cast<int64_t>(buf.size()) > k) {
+      std::nth_element(buf.begin(), buf.begin() + (k - 1), buf.end(), order);
+      kth = buf[k - 1];
+      buf.resize(k);
+      cut_once = true;
+    }
+  };
+  for (int64_t j = 0; j < len; ++j) {
+    const Keyed<C, P> e{load(j), static_cast<P>(j)};
+    if (cut_once && !order(e, kth)) continue;
+    buf.push_back(e);
+    if (static_cast<int64_t>(buf.size()) == cap) cut();
+  }
+  cut();
+}
+
+// A line of a 1-byte type (bool, int8, uint8) sorted by counting: one pass counts each key, one writes every
+// element at its key's next slot, in position order (so stable), O(len) with no buffer.
+template <typename T, typename Store>
+void counting_sort_line(int64_t len, bool descending, const T* src, int64_t stride, Store store) {
+  auto bucket = [descending](T v) {
+    const int b = std::is_signed_v<T> ? static_cast<int>(v) + 128 : static_cast<int>(v);
+    return descending ? 255 - b : b;
+  };
+  int64_t next[256] = {};
+  for (int64_t j = 0; j < len; ++j) ++next[bucket(src[j * stride])];
+  int64_t at = 0;
+  for (int64_t& n : next) at += std::exchange(n, at);
+  for (int64_t j = 0; j < len; ++j) {
+    const T v = src[j * stride];
+    store(next[bucket(v)]++, v, j);
+  }
+}
+
+// The unsigned integer type of a key's width.
+template <typename C>
+using radix_t = std::conditional_t<sizeof(C) == 1, uint8_t, std::conditional_t<sizeof(C) == 2, uint16_t,
+                std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>>>;
+
+// An order-preserving unsigned image of a key in PyTorch's order: integers with the sign bit flipped, floats by
+// their bits with negatives inverted, -0.0 as +0.0 (they compare equal) and every NaN as the largest; inverted
+// for a descending order.
+template <typename C>
+radix_t<C> radix_key(C v, bool descending) {
+  using U = radix_t<C>;
+  constexpr U top = U(1) << (8 * sizeof(C) - 1);
+  U u;
+  if constexpr (std::is_floating_point_v<C>) {
+    if (std::isnan(v)) {
+      u = ~U(0);
+    } else {
+      const C z = v == C(0) ? C(0) : v;
+      std::memcpy(&u, &z, sizeof(C));
+      u = (u & top) ? ~u : (u | top);
+    }
+  } else if constexpr (std::is_same_v<C, bool>) {
+    u = v ? 1 : 0;
+  } else {
+    u = static_cast<U>(v);
+    if constexpr (std::is_signed_v<C>) u ^= top;
+  }
+  return descending ? U(~u) : u;
+}
+
+// A line in (key, position) order, by an LSD radix sort on the keys' unsigned images: stable by construction, so
+// equal keys keep their positions' order. One read pass histograms every byte; a byte in which all keys agree
+// costs no pass (bfloat16 and float16 keys widened to float, small-range int64). Leaves the positions in `pos`.
+template <typename C, typename P, typename Load>
+void radix_sort_line(int64_t len, bool descending, Load load, std::vector<P>& pos) {
+  using U = radix_t<C>;
+  constexpr int kBytes = sizeof(U);
+  struct Item {
+    U key;
+    P pos;
+  };
+  std::vector<Item> a(len), b(len);
+  std::vector<std::array<int64_t, 256>> count(kBytes);
+  for (auto& c : count) c.fill(0);
+  for (int64_t j = 0; j < len; ++j) {
+    const U u = radix_key<C>(load(j), descending);
+    a[j] = {u, static_cast<P>(j)};
+    for (int d = 0; d < kBytes; ++d) ++count[d][(u >> (8 * d)) & 0xff];
+  }
+  for (int d = 0; d < kBytes; ++d) {
+    auto& c = count[d];
+    if (std::any_of(c.begin(), c.end(), [len](int64_t n) { return n == len; })) continue;
+    int64_t at = 0;
+    for (int64_t& n : c) at += std::exchange(n, at);
+    for (const Item& it : a) b[c[(it.key >> (8 * d)) & 0xff]++] = it;
+    a.swap(b);
+  }
+  pos.resize(len);
+  for (int64_t j = 0; j < len; ++j) pos[j] = a[j].pos;
+}
+
+// Lines at least this long are sorted by radix (below it, std::sort over (key, position) is as fast).
+constexpr int64_t kRadixMinLen = 4096;
+
+// What order_lines writes of each line: its first k elements in order (sort, topk), or one element into a size-1
+// slot along dim: the k-th smallest (1-based), or the median of the line (the ((n - 1) / 2)-th smallest of its n
+// non-NaN elements; median() gives a line with a NaN its first NaN, nanmedian() skips NaNs unless all are).
+enum class Pick { kFirstK, kKth, kMedian, kNanMedian };
+
+// The 1-based rank the line's picked element has, or -1 - j where it is the NaN at position j.
+template <typename C, typename Load>
+int64_t pick_rank(Pick pick, int64_t len, int64_t k, Load load) {
+  if (pick == Pick::kKth) return k;
+  int64_t nans = 0, first_nan = -1;
+  if constexpr (std::is_floating_point_v<C>) {
+    for (int64_t j = 0; j < len; ++j) {
+      if (std::isnan(load(j))) {
+        if (nans++ == 0) first_nan = j;
+      }
+    }
+  }
+  const int64_t valid = len - nans;
+  if ((pick == Pick::kMedian && nans > 0) || valid == 0) return -1 - first_nan;
+  return (valid - 1) / 2 + 1;
+}
+
+// Lines [b, e) of `in` along dim, each written as `pick` says.
+template <typename T, typename P>
+void order_range(const TensorDesc& in, int dim, bool descending, const TensorDesc& values, const TensorDesc& indices,
+                 int64_t k, Pick pick, int64_t b, int64_t e) {
   using C = compute_t<T>;
-  const int64_t len = in.sizes[dim];
+  const int64_t len = in.sizes[dim], ist = in.strides[dim], vst = values.strides[dim], xst = indices.strides[dim];
   TensorDesc oin = in, ov = values, oi = indices;
   oin.sizes[dim] = ov.sizes[dim] = oi.sizes[dim] = 1;
   const T* src = static_cast<const T*>(in.data);
   T* vals = static_cast<T*>(values.data);
   int64_t* idxs = static_cast<int64_t*>(indices.data);
-  std::vector<int64_t> order(len);
-  std::vector<C> key(len);
+  const LineOrder<C, P> order{descending};
+  std::vector<Keyed<C, P>> buf;
+  std::vector<P> sorted;
+  std::vector<C> keys;
   StridedWalker wi(oin, b), wv(ov, b), wx(oi, b);
   for (int64_t o = b; o < e; ++o, wi.next(), wv.next(), wx.next()) {
-    for (int64_t j = 0; j < len; ++j) key[j] = static_cast<C>(src[wi.offset() + j * in.strides[dim]]);
-    std::iota(order.begin(), order.end(), 0);
-    if (k < len) {
-      // topk: a partial sort, ties broken by position (the order a stable sort gives)
-      auto before = [&](int64_t x, int64_t y) {
-        const bool lt = descending ? less_nan_last(key[y], key[x]) : less_nan_last(key[x], key[y]);
-        const bool gt = descending ? less_nan_last(key[x], key[y]) : less_nan_last(key[y], key[x]);
-        return lt || (!gt && x < y);
-      };
-      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-    } else if (descending) {
-      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return less_nan_last(key[y], key[x]); });
-    } else {
-      std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return less_nan_last(key[x], key[y]); });
+    const T* line = src + wi.offset();
+    T* v = vals + wv.offset();
+    int64_t* x = idxs ? idxs + wx.offset() : nullptr;
+    auto load = [&](int64_t j) { return static_cast<C>(line[j * ist]); };
+    if constexpr (sizeof(T) == 1) {
+      if (pick == Pick::kFirstK && k == len) {
+        counting_sort_line<T>(len, descending, line, ist, [&](int64_t slot, T value, int64_t j) {
+          v[slot * vst] = value;
+          x[slot * xst] = j;
+        });
+        continue;
+      }
     }
+    if (pick != Pick::kFirstK) {
+      const int64_t rank = pick_rank<C>(pick, len, k, load);
+      int64_t at = -1 - rank;  // (a NaN's position)
+      if (rank > 0 && !x) {  // (the value alone: a selection over the keys, half the bytes of key-position pairs)
+        keys.resize(len);
+        for (int64_t j = 0; j < len; ++j) keys[j] = load(j);
+        std::nth_element(keys.begin(), keys.begin() + (rank - 1), keys.end(), less_nan_last<C>);
+        *v = static_cast<T>(keys[rank - 1]);
+        continue;
+      }
+      if (rank > 0) {
+        select_first_k<C, P>(len, rank, order, load, buf);
+        at = std::max_element(buf.begin(), buf.end(), order)->pos;
+      }
+      *v = line[at * ist];
+      if (x) *x = at;
+      continue;
+    }
+    if (len >= kRadixMinLen && k * 4 >= len) {  // (most of the line is kept: sort all of it)
+      radix_sort_line<C, P>(len, descending, load, sorted);
+      for (int64_t j = 0; j < k; ++j) {
+        v[j * vst] = line[sorted[j] * ist];
+        x[j * xst] = sorted[j];
+      }
+      continue;
+    }
+    select_first_k<C, P>(len, k, order, load, buf);
+    std::sort(buf.begin(), buf.end(), order);
     for (int64_t j = 0; j < k; ++j) {
-      vals[wv.offset() + j * values.strides[dim]] = src[wi.offset() + order[j] * in.strides[dim]];
-      idxs[wx.offset() + j * indices.strides[dim]] = order[j];
+      v[j * vst] = line[buf[j].pos * ist];
+      x[j * xst] = buf[j].pos;
     }
   }
+}
+
+// sort_lines, kth_lines and median_lines: one block per range of lines.
+npu_sim::Status order_lines(npu_sim::Stream stream, const TensorDesc& in, int dim, bool descending,
+                            const TensorDesc& values, const TensorDesc& indices, int64_t k, Pick pick, const char* op) {
+  TensorDesc outer = in;
+  outer.sizes[dim] = 1;
+  const int64_t lines = outer.numel();
+  if (lines == 0 || k == 0) return npu_sim::Status::kSuccess;
+  const int64_t len = std::max<int64_t>(1, in.sizes[dim]);
+  // Launch records, per line: its len keys read (into a block-local buffer), then the kept values read again
+  // from the input by position, and the kept values plus int64 indices written; Vector ops: len * ceil(log2 len)
+  // comparisons for a sort, len for a selection (sort_ops), plus len for a median's NaN count.
+  const bool one = pick != Pick::kFirstK;
+  const int64_t kept = one ? 1 : k, es = static_cast<int64_t>(dtype_size(in.dtype));
+  const int64_t line_rd = (in.sizes[dim] + kept) * es, line_wr = kept * (es + (indices.data ? 8 : 0));
+  const int64_t line_ops = (one || k < len ? in.sizes[dim] + sort_ops(kept) : sort_ops(in.sizes[dim])) +
+                           (pick == Pick::kMedian || pick == Pick::kNanMedian ? in.sizes[dim] : 0);
+  const bool narrow = len <= std::numeric_limits<int32_t>::max();
+  return parallel_for(stream, op, lines, std::max<int64_t>(1, 4096 / len),
+                      [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                        detail::record_vec(ctx, (e - b) * line_rd, (e - b) * line_wr, (e - b) * line_ops);
+                        dispatch_dtype(in.dtype, [&](auto tag) {
+                          using T = decltype(tag);
+                          if constexpr (is_complex_v<T>) {
+                            throw npu_sim::KernelError(std::string(op) + ": complex tensors are not ordered");
+                          } else if (narrow) {
+                            order_range<T, int32_t>(in, dim, descending, values, indices, k, pick, b, e);
+                          } else {
+                            order_range<T, int64_t>(in, dim, descending, values, indices, k, pick, b, e);
+                          }
+                        });
+                      });
 }
 
 }  // namespace
 
 npu_sim::Status sort_lines(npu_sim::Stream stream, const TensorDesc& in, int dim, bool descending,
                            const TensorDesc& values, const TensorDesc& indices, int64_t k, const char* op) {
-  TensorDesc outer = in;
-  outer.sizes[dim] = 1;
-  const int64_t lines = outer.numel();
-  if (lines == 0 || k == 0) return npu_sim::Status::kSuccess;
-  const int64_t len = std::max<int64_t>(1, in.sizes[dim]);
-  // Launch records, per line: its len keys read (into a block-local buffer), then the k kept values read
-  // again from the input by position, and k values plus k int64 indices written; Vector ops: len *
-  // ceil(log2 len) comparisons (sort_ops).
-  const int64_t es = static_cast<int64_t>(dtype_size(in.dtype));
-  const int64_t line_rd = (in.sizes[dim] + k) * es, line_wr = k * (es + 8), line_ops = sort_ops(in.sizes[dim]);
-  return parallel_for(stream, op, lines, std::max<int64_t>(1, 4096 / len),
-                      [in, dim, descending, values, indices, k, line_rd, line_wr, line_ops](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
-                        detail::record_vec(ctx, (e - b) * line_rd, (e - b) * line_wr, (e - b) * line_ops);
-                        bool ok = dispatch_dtype(in.dtype, [&](auto tag) {
-                          using T = decltype(tag);
-                          if constexpr (is_complex_v<T>) {
-                            throw npu_sim::KernelError("sort: complex tensors are not ordered");
-                          } else {
-                            sort_range<T>(in, dim, descending, values, indices, k, b, e);
-                          }
-                        });
-                        (void)ok;
-                      });
+  return order_lines(stream, in, dim, descending, values, indices, k, Pick::kFirstK, op);
+}
+
+npu_sim::Status kth_lines(npu_sim::Stream stream, const TensorDesc& in, int dim, const TensorDesc& values,
+                          const TensorDesc& indices, int64_t k, const char* op) {
+  return order_lines(stream, in, dim, /*descending=*/false, values, indices, k, Pick::kKth, op);
+}
+
+npu_sim::Status median_lines(npu_sim::Stream stream, const TensorDesc& in, int dim, const TensorDesc& values,
+                             const TensorDesc& indices, bool ignore_nan, const char* op) {
+  return order_lines(stream, in, dim, /*descending=*/false, values, indices, /*k=*/1,
+                     ignore_nan ? Pick::kNanMedian : Pick::kMedian, op);
 }
 
 }  // namespace npu_kernels
@@ -102,7 +315,7 @@ namespace npu_kernels {
 
 npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void* values, int64_t* inverse,
                               int64_t* counts, int64_t* num_unique) {
-  // One block: sort (index order), then one sweep assigns slots; the caller syncs for the count anyway.
+  // One block: a radix sort (stable), then one sweep assigns slots; the caller syncs for the count anyway.
   // Launch records: every element read once (keys sorted in a block-local buffer); the unique values, their
   // int64 counts (when asked), one int64 inverse index per element (when asked) and the int64 number of
   // uniques written; Vector ops: the sort's comparisons plus one per element for the sweep.
@@ -118,9 +331,8 @@ npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void
         std::vector<C> key(n);
         StridedWalker w(in, 0);
         for (int64_t i = 0; i < n; ++i, w.next()) key[i] = static_cast<C>(src[w.offset()]);
-        std::vector<int64_t> order(n);
-        std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return less_nan_last(key[a], key[b]); });
+        std::vector<int64_t> order;
+        radix_sort_line<C, int64_t>(n, /*descending=*/false, [&](int64_t i) { return key[i]; }, order);
         T* vals = static_cast<T*>(values);
         int64_t k = -1;
         for (int64_t j = 0; j < n; ++j) {

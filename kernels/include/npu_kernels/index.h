@@ -77,9 +77,20 @@ npu_sim::Status masked_select(npu_sim::Stream stream, const TensorDesc& in, cons
                               int64_t n);
 
 // Sorts every line of `in` along `dim` (stable; NaN sorts as the largest, as in PyTorch) into values and
-// int64 indices (same sizes as `in` with k along dim for topk: the first k of each sorted line).
+// int64 indices (same sizes as `in` with k along dim for topk: the first k of each sorted line, selected in
+// O(len) with O(k) working memory, then sorted).
 npu_sim::Status sort_lines(npu_sim::Stream stream, const TensorDesc& in, int dim, bool descending,
                            const TensorDesc& values, const TensorDesc& indices, int64_t k, const char* op);
+// The k-th smallest (1-based; ties in position order) of every line of `in` along dim into values and int64
+// indices (size 1 along dim): a selection, O(len) per line.
+npu_sim::Status kth_lines(npu_sim::Stream stream, const TensorDesc& in, int dim, const TensorDesc& values,
+                          const TensorDesc& indices, int64_t k, const char* op);
+// The median of every line of `in` along dim into values and int64 indices (size 1 along dim): the
+// ((n - 1) / 2)-th smallest (0-based; ties in position order) of the line's n non-NaN elements, by selection.
+// A line with a NaN gives its first NaN, or with ignore_nan (nanmedian) only a line of NaNs does.
+// indices.data may be null (the value alone, as median() of a whole tensor returns).
+npu_sim::Status median_lines(npu_sim::Stream stream, const TensorDesc& in, int dim, const TensorDesc& values,
+                             const TensorDesc& indices, bool ignore_nan, const char* op);
 
 // grad_weight (num_weights x D, zeroed by the caller) += grad rows for each index != padding_idx.
 // grad: (n x D) contiguous, indices: n contiguous int64. One block per column range, no races.

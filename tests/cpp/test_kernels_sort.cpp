@@ -1,0 +1,161 @@
+// gtests of the line-ordering kernels (torch-free): sort_lines (radix sort of long lines, std::sort of short
+// ones, counting sort of 1-byte lines), its topk form (bounded selection) and kth_lines / median_lines, against
+// std::stable_sort in PyTorch's order (NaN largest, -0.0 equal to +0.0, ties by position); and two streams
+// sorting at once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "npu_kernels/index.h"
+#include "npu_sim/runtime.h"
+#include "test_kernels_util.h"
+
+namespace {
+
+using npu_kernels::DType;
+using npu_kernels::TensorDesc;
+
+TensorDesc line_desc(void* data, DType t, int64_t lines, int64_t len) {
+  TensorDesc d;
+  d.data = data;
+  d.dtype = t;
+  d.ndim = 2;
+  d.sizes[0] = lines;
+  d.sizes[1] = len;
+  d.strides[0] = len;
+  d.strides[1] = 1;
+  return d;
+}
+
+// Lines of keys with many ties; floats also with NaNs, signed zeros and infinities.
+template <typename T>
+std::vector<T> keys(int64_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> small(-40, 40);
+  std::vector<T> x(n);
+  for (auto& v : x) v = static_cast<T>(std::is_unsigned_v<T> ? small(gen) + 40 : small(gen));
+  if constexpr (std::is_floating_point_v<T>) {
+    std::uniform_int_distribution<int64_t> at(0, n - 1);
+    for (int i = 0; i < n / 50 + 1; ++i) x[at(gen)] = std::numeric_limits<T>::quiet_NaN();
+    for (int i = 0; i < n / 50 + 1; ++i) x[at(gen)] = T(-0.0);
+    x[at(gen)] = -std::numeric_limits<T>::infinity();
+    x[at(gen)] = std::numeric_limits<T>::infinity();
+  }
+  return x;
+}
+
+// The positions of one line in PyTorch's stable order.
+template <typename T>
+std::vector<int64_t> stable_order(const T* line, int64_t len, bool descending) {
+  auto less = [](T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (std::isnan(a)) return false;
+      if (std::isnan(b)) return true;
+    }
+    return a < b;
+  };
+  std::vector<int64_t> p(len);
+  std::iota(p.begin(), p.end(), 0);
+  std::stable_sort(p.begin(), p.end(), [&](int64_t a, int64_t b) {
+    return descending ? less(line[b], line[a]) : less(line[a], line[b]);
+  });
+  return p;
+}
+
+template <typename T>
+void check_sort(DType dt, int64_t lines, int64_t len, int64_t k, bool descending, npu_sim::Stream s, unsigned seed) {
+  const std::vector<T> host = keys<T>(lines * len, seed);
+  DeviceBuf<T> x(host), v{std::vector<T>(lines * k)};
+  DeviceBuf<int64_t> ix{std::vector<int64_t>(lines * k)};
+  ASSERT_OK(npu_kernels::sort_lines(s, line_desc(x.ptr, dt, lines, len), 1, descending,
+                                    line_desc(v.ptr, dt, lines, k), line_desc(ix.ptr, DType::kInt64, lines, k), k,
+                                    "sort"));
+  ASSERT_OK(npu_sim::stream_synchronize(s));
+  const std::vector<int64_t> got = ix.read();
+  const std::vector<T> vals = v.read();
+  for (int64_t l = 0; l < lines; ++l) {
+    const std::vector<int64_t> want = stable_order(host.data() + l * len, len, descending);
+    for (int64_t j = 0; j < k; ++j) {
+      ASSERT_EQ(got[l * k + j], want[j]) << "line " << l << " rank " << j << " of " << len << ", k " << k;
+      const T w = host[l * len + want[j]];
+      ASSERT_TRUE(vals[l * k + j] == w || (vals[l * k + j] != vals[l * k + j] && w != w));
+    }
+  }
+}
+
+TEST(KernelsSort, LongLinesByRadixMatchAStableSort) {
+  for (bool desc : {false, true}) {
+    check_sort<float>(DType::kFloat32, 2, 20000, 20000, desc, nullptr, 1);
+    check_sort<double>(DType::kFloat64, 1, 9000, 9000, desc, nullptr, 2);
+    check_sort<int64_t>(DType::kInt64, 2, 5000, 5000, desc, nullptr, 3);
+    check_sort<int32_t>(DType::kInt32, 1, 5000, 5000, desc, nullptr, 4);
+    check_sort<int16_t>(DType::kInt16, 1, 5000, 5000, desc, nullptr, 5);
+  }
+}
+
+TEST(KernelsSort, ShortAndOneByteLinesMatchAStableSort) {
+  for (bool desc : {false, true}) {
+    check_sort<float>(DType::kFloat32, 64, 100, 100, desc, nullptr, 6);   // std::sort over (key, position)
+    check_sort<int8_t>(DType::kInt8, 3, 7000, 7000, desc, nullptr, 7);    // counting sort
+    check_sort<uint8_t>(DType::kUInt8, 3, 7000, 7000, desc, nullptr, 8);
+  }
+}
+
+TEST(KernelsSort, TopkSelectionMatchesTheSortedPrefix) {
+  for (bool desc : {false, true}) {
+    for (int64_t k : {1, 5, 300, 4999, 20000}) check_sort<float>(DType::kFloat32, 2, 20000, k, desc, nullptr, 9);
+    for (int64_t k : {1, 256, 257}) check_sort<uint8_t>(DType::kUInt8, 2, 3000, k, desc, nullptr, 10);
+  }
+}
+
+TEST(KernelsSort, KthAndMedianLines) {
+  const int64_t lines = 3, len = 10001;
+  std::vector<float> host = keys<float>(lines * len, 11);
+  for (int64_t j = 0; j < len; ++j) host[len + j] = std::isnan(host[len + j]) ? 0.5f : host[len + j];  // no NaN
+  for (int64_t j = 0; j < len; ++j) host[2 * len + j] = j == 77 ? 3.0f : std::numeric_limits<float>::quiet_NaN();
+  DeviceBuf<float> x(host), v{std::vector<float>(lines)};
+  DeviceBuf<int64_t> ix{std::vector<int64_t>(lines)};
+  const TensorDesc in = line_desc(x.ptr, DType::kFloat32, lines, len);
+  const TensorDesc vd = line_desc(v.ptr, DType::kFloat32, lines, 1), xd = line_desc(ix.ptr, DType::kInt64, lines, 1);
+  for (int64_t k : {1, 2, 5000, 10001}) {
+    ASSERT_OK(npu_kernels::kth_lines(nullptr, in, 1, vd, xd, k, "kthvalue"));
+    const std::vector<int64_t> got = ix.read();
+    for (int64_t l = 0; l < lines; ++l) EXPECT_EQ(got[l], stable_order(&host[l * len], len, false)[k - 1]) << k;
+  }
+  for (bool ignore_nan : {false, true}) {
+    ASSERT_OK(npu_kernels::median_lines(nullptr, in, 1, vd, xd, ignore_nan, "median"));
+    const std::vector<int64_t> got = ix.read();
+    for (int64_t l = 0; l < lines; ++l) {
+      const float* line = &host[l * len];
+      int64_t nans = 0, first_nan = -1;
+      for (int64_t j = 0; j < len; ++j) {
+        if (std::isnan(line[j]) && nans++ == 0) first_nan = j;
+      }
+      const int64_t valid = len - nans;
+      const int64_t want = (!ignore_nan && nans) || valid == 0 ? first_nan
+                                                               : stable_order(line, len, false)[(valid - 1) / 2];
+      EXPECT_EQ(got[l], want) << "line " << l << " ignore_nan " << ignore_nan;
+    }
+  }
+}
+
+TEST(KernelsSort, TwoStreamsConcurrently) {
+  npu_sim::Stream s1 = nullptr, s2 = nullptr;
+  ASSERT_OK(npu_sim::stream_create(0, &s1));
+  ASSERT_OK(npu_sim::stream_create(0, &s2));
+  std::thread t1([&] { for (unsigned r = 0; r < 3; ++r) check_sort<float>(DType::kFloat32, 4, 6000, 6000, r, s1, r); });
+  std::thread t2([&] { for (unsigned r = 0; r < 3; ++r) check_sort<int64_t>(DType::kInt64, 8, 3000, 17, r, s2, r); });
+  t1.join();
+  t2.join();
+  ASSERT_OK(npu_sim::stream_destroy(s1));
+  ASSERT_OK(npu_sim::stream_destroy(s2));
+}
+
+}  // namespace

@@ -1,0 +1,106 @@
+"""sort / topk / kthvalue / median / unique on long lines, against CPU PyTorch: the paths short OpInfo samples never
+reach (the radix sort of lines of 4096 elements or more, the counting sort of 1-byte lines, the selection that keeps
+k of a long line in a bounded buffer cut back every 65536 elements), with ties, NaNs, signed zeros, descending
+order and strided lines. Equal values come in position order on npu (a stable order); CPU's stable sort is the
+reference for the indices."""
+import pytest
+import torch
+
+import torch_npu_sim  # noqa: F401  (registers "npu")
+
+pytestmark = pytest.mark.usefixtures("native_only")  # conftest: no op may reach the CPU fallback
+
+N = 200_003  # past three cuts of the selection buffer, not a multiple of anything
+
+
+def line(dtype, n=N, seed=0):
+    """n values with many ties; floats also with NaNs, -0.0 / +0.0 and infinities."""
+    g = torch.Generator().manual_seed(seed)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (n,), generator=g).bool()
+    lo = -60 if dtype not in (torch.uint8,) else 0
+    x = torch.randint(lo, 60, (n,), generator=g).to(dtype)
+    if dtype.is_floating_point:
+        x = x / 4
+        x[torch.randint(0, n, (50,), generator=g)] = float("nan")
+        x[torch.randint(0, n, (50,), generator=g)] = -0.0
+        x[torch.randint(0, n, (20,), generator=g)] = float("-inf")
+        x[torch.randint(0, n, (20,), generator=g)] = float("inf")
+    return x
+
+
+def same(got, want):
+    torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, equal_nan=True)
+
+
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64, torch.int32, torch.int16,
+          torch.int8, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_long_line_is_stable(dtype, descending):
+    x = line(dtype)
+    want = x.sort(stable=True, descending=descending)
+    got = x.to("npu").sort(descending=descending)
+    same(got.values, want.values)
+    same(got.indices, want.indices)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int8, torch.bool], ids=str)
+def test_sort_strided_long_lines(dtype):
+    # 3 lines of 20000 along dim 0 of a transposed view: every key read through a stride
+    x = line(dtype, 60_000).reshape(3, 20_000).t()
+    want = x.sort(dim=0, stable=True, descending=True)
+    got = x.to("npu").sort(dim=0, descending=True)
+    same(got.values, want.values)
+    same(got.indices, want.indices)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize("k", [1, 7, 70_000, N // 4 + 1, N - 1, N])
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_long_line(dtype, k, largest):
+    x = line(dtype)
+    want = x.sort(stable=True, descending=largest)
+    got = x.to("npu").topk(k, largest=largest)
+    same(got.values, want.values[:k])
+    same(got.indices, want.indices[:k])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize("k", [1, 3, N // 2, N - 5, N])
+def test_kthvalue_long_line(dtype, k):
+    x = line(dtype)
+    order = x.sort(stable=True)
+    v, i = x.to("npu").kthvalue(k)
+    same(v, order.values[k - 1])
+    same(i, order.indices[k - 1])  # the k-th in a stable order: among equal values, the one CPU's stable sort puts there
+
+
+@pytest.mark.parametrize("fn", ["median", "nanmedian"])
+def test_median_long_lines(fn):
+    x = line(torch.float32, 3 * 70_001).reshape(3, 70_001)
+    x[1] = x[1].nan_to_num(0.5)  # one line without NaNs
+    x[2, :] = float("nan")
+    x[2, 1000] = 3.0  # nanmedian: the only number; median: the first NaN
+    v, i = getattr(x.to("npu"), fn)(dim=1)
+    want_v, want_i = getattr(x, fn)(dim=1)
+    same(v, want_v)
+    if fn == "median":
+        same(i, want_i)  # line 0 has NaNs: its first NaN, as on CPU
+    else:
+        same(i[1:], want_i[1:])  # (line 0: CPU's index among equal medians is its quickselect's; ours the first)
+        assert x[0, i[0].item()] == want_v[0]
+    same(getattr(x.to("npu"), fn)(), getattr(x, fn)())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8], ids=str)
+def test_unique_long(dtype):
+    x = line(dtype)
+    if dtype.is_floating_point:
+        x = x.nan_to_num(7.0)  # (CPU keeps each NaN apart, as npu does; compared without them here)
+    got = torch.unique(x.to("npu"), return_inverse=True, return_counts=True)
+    want = torch.unique(x, return_inverse=True, return_counts=True)
+    for g, w in zip(got, want):
+        same(g, w)
