@@ -3,6 +3,7 @@
 #include "npu_kernels/index.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -245,10 +246,42 @@ void advanced_range(const AdvancedIndexArgs& a, int64_t b, int64_t e) {
       oi[k].ndim = last;
       wi.emplace_back(oi[k], b / inner);
     }
+    // The usual case (x[i] over leading dims): every index is the same along the run, so the run's offset is
+    // computed once and the run moves as a strided copy (a memcpy where both sides are dense).
+    const bool run_shares_index = std::all_of(a.index, a.index + a.nindex, [last](const TensorDesc& t) {
+      return t.strides[last] == 0;
+    });
+    const int64_t ds = a.data.strides[last], os = a.other.strides[last];
     int64_t pos = b;
     while (pos < e) {
       const int64_t j0 = pos % inner;
       const int64_t j1 = std::min<int64_t>(inner, j0 + (e - pos));
+      if (run_shares_index) {
+        int64_t off = wd.offset();
+        for (int k = 0; k < a.nindex; ++k) {
+          int64_t v = static_cast<const int64_t*>(a.index[k].data)[wi[k].offset()];
+          const int64_t size = a.indexed_sizes[k];
+          if (v < -size || v >= size) out_of_bounds(a.op, v, k, size);
+          off += (v < 0 ? v + size : v) * a.indexed_strides[k];
+        }
+        T* d = data + off + j0 * ds;
+        T* o = other + wo.offset() + j0 * os;
+        const int64_t m = j1 - j0;
+        if (!a.put && ds == 1 && os == 1) {
+          std::memcpy(o, d, m * sizeof(T));
+        } else if (!a.put) {
+          for (int64_t j = 0; j < m; ++j) o[j * os] = d[j * ds];
+        } else if (a.accumulate) {
+          for (int64_t j = 0; j < m; ++j) d[j * ds] = combine<T>(IndexReduce::kAdd, d[j * ds], o[j * os]);
+        } else {
+          for (int64_t j = 0; j < m; ++j) d[j * ds] = o[j * os];
+        }
+        pos += m;
+        wd.next();
+        wo.next();
+        for (auto& w : wi) w.next();
+        continue;
+      }
       for (int64_t j = j0; j < j1; ++j) {
         int64_t off = 0;
         for (int k = 0; k < a.nindex; ++k) {

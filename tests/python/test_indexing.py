@@ -407,6 +407,12 @@ def test_advanced_indexing_wide_rows():
     y.index_put_((i,), torch.ones(30, 50), accumulate=True)
     yn.index_put_((i.to(DEV),), torch.ones(30, 50, device=DEV), accumulate=True)
     same(yn, y)
+    rows, v = torch.tensor([5, -1, 7]), torch.randn(3, 30, 50, generator=g)
+    for view in (lambda t: t, lambda t: t.transpose(1, 2)):  # dense rows, then rows strided along the run
+        z, zn = view(x.clone()), view(xn.clone())
+        z[rows] = view(v)
+        zn[rows.to(DEV)] = view(v).to(DEV)
+        same(zn, z)
     with pytest.raises(RuntimeError, match="index"):
         xn[torch.tensor([0, 40], device=DEV)].cpu()
     acknowledge_device_error()
