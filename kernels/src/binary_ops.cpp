@@ -216,8 +216,12 @@ npu_sim::Status arithmetic(npu_sim::Stream s, BinaryOp op, const ElementwiseIter
     case BinaryOp::kLcm:
       if constexpr (std::is_integral_v<C> && !kBool) {
         return go([](C x, C y) {
+          // ATen's abs(a / g * b) takes the absolute value in C++'s promoted type (int for the narrow types)
+          // and narrows after: int8 lcm(15, 14) = 210 is -46, not 46
           const C g = int_gcd(x, y);
-          return g == 0 ? C(0) : int_abs(static_cast<C>(x / g * y));
+          if (g == 0) return C(0);
+          const auto m = x / g * y;
+          return static_cast<C>(m < 0 ? -m : m);
         });
       } else return npu_sim::Status::kInvalidValue;
     default: break;
