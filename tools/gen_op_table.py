@@ -226,6 +226,27 @@ def split_name(name: str) -> tuple[str, str]:
     return base, overload
 
 
+# Mutating ops whose inputs may alias what they write by design: set_ shares the source's storage, resize_as_
+# reads only the template's sizes.
+OVERLAP_EXEMPT = {"set_", "resize_as_", "resize_as_sparse_"}
+
+
+def overlap_operands(op: Op, f) -> tuple[list[str], list[str]]:
+    """(the tensors the op writes, its Tensor / Tensor? inputs) by schema name, for the overlap guard; nothing for
+    ops whose kernel is generated over a TensorIterator (it applies ATen's own overlap check) or exempt."""
+    if op.pointwise or split_name(op.name)[0] in OVERLAP_EXEMPT:
+        return [], []
+    written, inputs = [], []
+    for a in f.func.arguments.flat_all:
+        kind = str(a.type)
+        if a.annotation is not None and a.annotation.is_write:
+            if kind == "Tensor":
+                written.append(a.name)
+        elif kind in ("Tensor", "Tensor?"):
+            inputs.append(a.name)
+    return written, inputs
+
+
 def gen_register(ops: list[Op], schemas) -> str:
     wrappers: list[str] = []
     includes = set()
@@ -257,6 +278,17 @@ def gen_register(ops: list[Op], schemas) -> str:
             target = op.kernel
         else:
             target = f"{STRUCT}::{kernel_name(f)}"
+        written, inputs = overlap_operands(op, f)
+        if written and inputs:
+            # out= and in-place kernels run behind the overlap rule (aten/out_overlap.h)
+            guarded = "overlap_checked_" + re.sub(r"\W", "_", op.name)
+            args = ", ".join(f"guard.input({a})" if a in inputs else a for a in sig.arg_names)
+            wrappers.append(
+                f"{sig.decl(name=guarded)} {{\n"
+                f"  OutOverlapGuard guard({{{', '.join(written)}}});\n"
+                f"  return {target}({args});\n"
+                f"}}\n")
+            target = guarded
         if not op.or_cpu:
             body.append(f'  m.impl("{op.name}", c10::CompileTimeFunctionPointer<{sig.type}, &{target}>());')
             continue
@@ -281,6 +313,7 @@ def gen_register(ops: list[Op], schemas) -> str:
         '#include "fallback/dtype_fallback.h"',
         '#include "npu_native_functions.h"',
         '#include "aten/npu_ops_check.h"',
+        '#include "aten/out_overlap.h"',
         "",
         f"namespace {NAMESPACE} {{",
         "namespace {",

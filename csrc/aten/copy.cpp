@@ -173,14 +173,19 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   at::assert_no_internal_overlap(dst);
   at::Tensor src = self.expand(dst.sizes());
   // Only a source sharing dst's storage can overlap it (get_overlap_status also answers TooHard for any
-  // expanded source, which is harmless when the storages differ).
-  if (src.device() == dst.device() && dst.storage().is_alias_of(src.storage()) &&
-      at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) {
-    if (dst.is_same(src) || (dst.is_alias_of(src) && dst.strides() == src.strides() &&
-                             dst.storage_offset() == src.storage_offset() && dst.dtype() == src.dtype())) {
-      return dst;  // copying a tensor onto itself
+  // expanded source, which is harmless when the storages differ). A partial overlap raises ATen's error, as
+  // copy_ does on CPU and CUDA; a source over the same elements in another order (x.copy_(x.t())) is read
+  // from a copy first.
+  if (src.device() == dst.device() && dst.storage().is_alias_of(src.storage())) {
+    const at::MemOverlapStatus status = at::get_overlap_status(dst, src);
+    if (status != at::MemOverlapStatus::No) {
+      if (dst.is_same(src) || (dst.is_alias_of(src) && dst.strides() == src.strides() &&
+                               dst.storage_offset() == src.storage_offset() && dst.dtype() == src.dtype())) {
+        return dst;  // copying a tensor onto itself
+      }
+      at::assert_no_partial_overlap(dst, src);
+      src = src.clone();
     }
-    src = src.clone();
   }
   const bool dst_npu = is_npu(dst);
   const bool src_npu = is_npu(src);

@@ -4,7 +4,9 @@
 // kernel calls the functional overload through the dispatcher and moves its results into the out tensors under
 // ATen's out= contract: the result type must cast to the out's dtype (c10::canCast), an out of another shape is
 // resized (with ATen's warning when it was not empty), a strided out receives the values in place, and the out
-// tensors are returned.
+// tensors are returned (the functional result is new memory, so an out overlapping an input is safe). Also the
+// overlap guard (out_overlap.h) that every generated out= and in-place registration applies before its kernel runs.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/ScalarType.h>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "aten/out_overlap.h"
 #include "npu_native_functions.h"
 
 namespace torch_npu_sim {
@@ -30,6 +33,26 @@ std::string functional_overload(const std::string& out_overload) {
 
 }  // namespace
 
+const at::Tensor& OutOverlapGuard::input(const at::Tensor& t) {
+  if (!t.defined() || !t.has_storage()) return t;
+  for (const at::Tensor& w : written_) {
+    // (get_overlap_status would also answer TooHard for strided tensors with storages of their own)
+    if (!w.defined() || !w.has_storage() || !w.storage().is_alias_of(t.storage())) continue;
+    const at::MemOverlapStatus status = at::get_overlap_status(w, t);
+    TORCH_CHECK(status != at::MemOverlapStatus::Partial || t.dim() == 0,
+                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+                "memory location. Please clone() the tensor before performing the operation.");
+    if (status != at::MemOverlapStatus::No) return copies_.emplace_back(t.clone());
+  }
+  return t;
+}
+
+const std::optional<at::Tensor>& OutOverlapGuard::input(const std::optional<at::Tensor>& t) {
+  if (!t.has_value()) return t;
+  const at::Tensor& checked = input(*t);
+  return checked.is_same(*t) ? t : optional_copies_.emplace_back(checked);
+}
+
 void NPUNativeFunctions::out_via_functional(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
                                             torch::jit::Stack* stack) {
   const auto& schema = op.schema();
@@ -45,6 +68,13 @@ void NPUNativeFunctions::out_via_functional(const c10::OperatorHandle& op, c10::
                         "out_via_functional: ", schema, " does not extend ", functional.schema());
   std::vector<at::Tensor> outs;
   for (size_t i = 0; i < n_out; ++i) outs.push_back(torch::jit::peek(*stack, n_in + i, args.size()).toTensor());
+  {  // (the functional result is new memory, so only the partial overlaps ATen refuses matter)
+    OutOverlapGuard guard(outs);
+    for (size_t i = 0; i < n_in; ++i) {
+      const c10::IValue& in = torch::jit::peek(*stack, i, args.size());
+      if (in.isTensor()) guard.input(in.toTensor());
+    }
+  }
   torch::jit::drop(*stack, n_out);
   functional.callBoxed(stack);  // consumes the n_in inputs, pushes n_out results
   const auto results = torch::jit::pop(*stack, n_out);

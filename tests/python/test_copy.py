@@ -102,12 +102,18 @@ def test_expanded_sources_cast_and_copy(src_shape, dtype):
 
 
 def test_overlapping_self_copy():
+    # a partial overlap raises ATen's error, as copy_ does on CPU and CUDA, and writes nothing
     x = torch.arange(10.0)
     n = x.npu()
-    n[1:].copy_(n[:-1])
-    ref = x.clone()
-    ref[1:].copy_(ref[:-1].clone())
-    assert torch.equal(n.cpu(), ref)
+    for t in (x, n):
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            t[1:].copy_(t[:-1])
+    assert torch.equal(n.cpu(), x)
+    # the same elements in another order are a partial overlap too (ATen's rule), as on CPU
+    m = torch.arange(16.0).view(4, 4)
+    for t in (m, m.npu()):
+        with pytest.raises(RuntimeError, match="refer to a single memory location"):
+            t.copy_(t.t())
 
 
 def test_copy_across_devices():
