@@ -285,7 +285,7 @@ def gen_register(ops: list[Op], schemas) -> str:
             args = ", ".join(f"guard.input({a})" if a in inputs else a for a in sig.arg_names)
             wrappers.append(
                 f"{sig.decl(name=guarded)} {{\n"
-                f"  OutOverlapGuard guard({{{', '.join(written)}}});\n"
+                f"  OutOverlapGuard guard({{{', '.join('&' + w for w in written)}}});\n"
                 f"  return {target}({args});\n"
                 f"}}\n")
             target = guarded

@@ -3,11 +3,11 @@
 
 #include <ATen/core/Tensor.h>
 
-#include <deque>
+#include <c10/util/SmallVector.h>
+
 #include <initializer_list>
+#include <list>
 #include <optional>
-#include <utility>
-#include <vector>
 
 namespace torch_npu_sim {
 
@@ -21,15 +21,15 @@ namespace torch_npu_sim {
 // it has already written; every other input passes through untouched (a storage comparison per pair).
 class OutOverlapGuard {
  public:
-  explicit OutOverlapGuard(std::initializer_list<at::Tensor> written) : written_(written) {}
-  explicit OutOverlapGuard(std::vector<at::Tensor> written) : written_(std::move(written)) {}
+  // (pointers to the kernel's own arguments, which outlive the guard: no copies on the hot path)
+  explicit OutOverlapGuard(std::initializer_list<const at::Tensor*> written) : written_(written) {}
   const at::Tensor& input(const at::Tensor& t);
   const std::optional<at::Tensor>& input(const std::optional<at::Tensor>& t);
 
  private:
-  std::vector<at::Tensor> written_;
-  std::deque<at::Tensor> copies_;  // (a deque: the references handed out stay valid)
-  std::deque<std::optional<at::Tensor>> optional_copies_;
+  c10::SmallVector<const at::Tensor*, 4> written_;
+  std::list<at::Tensor> copies_;  // (a list: no allocation until a copy is taken; references stay valid)
+  std::list<std::optional<at::Tensor>> optional_copies_;
 };
 
 }  // namespace torch_npu_sim

@@ -35,7 +35,8 @@ std::string functional_overload(const std::string& out_overload) {
 
 const at::Tensor& OutOverlapGuard::input(const at::Tensor& t) {
   if (!t.defined() || !t.has_storage()) return t;
-  for (const at::Tensor& w : written_) {
+  for (const at::Tensor* written : written_) {
+    const at::Tensor& w = *written;
     // (get_overlap_status would also answer TooHard for strided tensors with storages of their own)
     if (!w.defined() || !w.has_storage() || !w.storage().is_alias_of(t.storage())) continue;
     const at::MemOverlapStatus status = at::get_overlap_status(w, t);
@@ -69,10 +70,12 @@ void NPUNativeFunctions::out_via_functional(const c10::OperatorHandle& op, c10::
   std::vector<at::Tensor> outs;
   for (size_t i = 0; i < n_out; ++i) outs.push_back(torch::jit::peek(*stack, n_in + i, args.size()).toTensor());
   {  // (the functional result is new memory, so only the partial overlaps ATen refuses matter)
-    OutOverlapGuard guard(outs);
-    for (size_t i = 0; i < n_in; ++i) {
-      const c10::IValue& in = torch::jit::peek(*stack, i, args.size());
-      if (in.isTensor()) guard.input(in.toTensor());
+    for (const at::Tensor& out : outs) {
+      OutOverlapGuard guard({&out});
+      for (size_t i = 0; i < n_in; ++i) {
+        const c10::IValue& in = torch::jit::peek(*stack, i, args.size());
+        if (in.isTensor()) guard.input(in.toTensor());
+      }
     }
   }
   torch::jit::drop(*stack, n_out);
