@@ -315,7 +315,8 @@ namespace npu_kernels {
 
 npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void* values, int64_t* inverse,
                               int64_t* counts, int64_t* num_unique) {
-  // One block: a radix sort (stable), then one sweep assigns slots; the caller syncs for the count anyway.
+  // One block: a radix sort (stable), then one sweep assigns slots (1-byte types: a count per value and a second
+  // read for the inverse); the caller syncs for the count anyway.
   // Launch records: every element read once (keys sorted in a block-local buffer); the unique values, their
   // int64 counts (when asked), one int64 inverse index per element (when asked) and the int64 number of
   // uniques written; Vector ops: the sort's comparisons plus one per element for the sweep.
@@ -328,6 +329,29 @@ npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void
         using C = compute_t<T>;
         const int64_t n = in.numel();
         const T* src = static_cast<const T*>(in.data);
+        const int64_t es = sizeof(T);
+        if constexpr (sizeof(T) == 1) {  // bool, int8, uint8: a count per value, no sort
+          constexpr int kBias = std::is_signed_v<T> ? 128 : 0;
+          int64_t count[256] = {}, slot[256] = {};
+          StridedWalker w(in, 0);
+          for (int64_t i = 0; i < n; ++i, w.next()) ++count[static_cast<int>(src[w.offset()]) + kBias];
+          int64_t u = 0;
+          for (int b = 0; b < 256; ++b) {
+            if (count[b] == 0) continue;
+            slot[b] = u;
+            static_cast<T*>(values)[u] = static_cast<T>(b - kBias);
+            if (counts) counts[u] = count[b];
+            ++u;
+          }
+          if (inverse) {
+            StridedWalker wi(in, 0);
+            for (int64_t i = 0; i < n; ++i, wi.next()) inverse[i] = slot[static_cast<int>(src[wi.offset()]) + kBias];
+          }
+          *num_unique = u;
+          detail::record_vec(ctx, n * es * (inverse ? 2 : 1), u * es + (counts ? u * 8 : 0) + (inverse ? n * 8 : 0) + 8,
+                             2 * n);
+          return;
+        }
         std::vector<C> key(n);
         StridedWalker w(in, 0);
         for (int64_t i = 0; i < n; ++i, w.next()) key[i] = static_cast<C>(src[w.offset()]);
@@ -347,7 +371,7 @@ npu_sim::Status unique_sorted(npu_sim::Stream stream, const TensorDesc& in, void
           if (inverse) inverse[i] = k;
         }
         *num_unique = k + 1;
-        const int64_t es = sizeof(T), u = k + 1;
+        const int64_t u = k + 1;
         detail::record_vec(ctx, n * es, u * es + (counts ? u * 8 : 0) + (inverse ? n * 8 : 0) + 8, sort_ops(n) + n);
       }
     });

@@ -1,5 +1,5 @@
 """sort / topk / kthvalue / median / unique on long lines, against CPU PyTorch: the paths short OpInfo samples never
-reach (the radix sort of lines of 4096 elements or more, the counting sort of 1-byte lines, the selection that keeps
+reach (the radix sort of lines of 4096 elements or more, the counting sort of 1-byte lines and unique's count of 1-byte values, the selection that keeps
 k of a long line in a bounded buffer cut back every 65536 elements), with ties, NaNs, signed zeros, descending
 order and strided lines. Equal values come in position order on npu (a stable order); CPU's stable sort is the
 reference for the indices."""
@@ -95,7 +95,8 @@ def test_median_long_lines(fn):
     same(getattr(x.to("npu"), fn)(), getattr(x, fn)())
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8, torch.int8, torch.bool],
+                         ids=str)
 def test_unique_long(dtype):
     x = line(dtype)
     if dtype.is_floating_point:
