@@ -1,13 +1,13 @@
-// Line-wise ordering kernels: stable sort and topk, unique, bincount, searchsorted (see npu_kernels/index.h).
+// Line-wise ordering kernels: sort (radix / counting / comparison), topk / kthvalue / median by selection, unique,
+// bincount, searchsorted (see npu_kernels/index.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
-#include <utility>
-#include <numeric>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "npu_kernels/elementwise.h"
@@ -278,7 +278,7 @@ npu_sim::Status order_lines(npu_sim::Stream stream, const TensorDesc& in, int di
   return parallel_for(stream, op, lines, std::max<int64_t>(1, 4096 / len),
                       [=](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
                         detail::record_vec(ctx, (e - b) * line_rd, (e - b) * line_wr, (e - b) * line_ops);
-                        dispatch_dtype(in.dtype, [&](auto tag) {
+                        const bool known = dispatch_dtype(in.dtype, [&](auto tag) {
                           using T = decltype(tag);
                           if constexpr (is_complex_v<T>) {
                             throw npu_sim::KernelError(std::string(op) + ": complex tensors are not ordered");
@@ -288,6 +288,7 @@ npu_sim::Status order_lines(npu_sim::Stream stream, const TensorDesc& in, int di
                             order_range<T, int64_t>(in, dim, descending, values, indices, k, pick, b, e);
                           }
                         });
+                        if (!known) throw npu_sim::KernelError(std::string(op) + ": no kernel for this dtype");
                       });
 }
 
