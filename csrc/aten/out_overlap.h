@@ -11,6 +11,10 @@
 
 namespace torch_npu_sim {
 
+// Whether `input` shares memory with `written`; raises ATen's error where it partially overlaps it (a 0-dim
+// input excepted: a value, read before anything is written).
+bool overlaps_written(const at::Tensor& written, const at::Tensor& input);
+
 // The tensors an out= or in-place kernel writes, against which each of its tensor inputs is checked before the
 // kernel runs, by the rule of ATen's TensorIterator applied to every kernel: an input that partially overlaps a
 // written tensor raises ATen's error ("unsupported operation: some elements of the input tensor and the written-to

@@ -33,17 +33,22 @@ std::string functional_overload(const std::string& out_overload) {
 
 }  // namespace
 
+bool overlaps_written(const at::Tensor& written, const at::Tensor& input) {
+  // (get_overlap_status would also answer TooHard for strided tensors with storages of their own)
+  if (!written.defined() || !input.defined() || !written.has_storage() || !input.has_storage() ||
+      !written.storage().is_alias_of(input.storage())) {
+    return false;
+  }
+  const at::MemOverlapStatus status = at::get_overlap_status(written, input);
+  TORCH_CHECK(status != at::MemOverlapStatus::Partial || input.dim() == 0,
+              "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
+              "memory location. Please clone() the tensor before performing the operation.");
+  return status != at::MemOverlapStatus::No;
+}
+
 const at::Tensor& OutOverlapGuard::input(const at::Tensor& t) {
-  if (!t.defined() || !t.has_storage()) return t;
   for (const at::Tensor* written : written_) {
-    const at::Tensor& w = *written;
-    // (get_overlap_status would also answer TooHard for strided tensors with storages of their own)
-    if (!w.defined() || !w.has_storage() || !w.storage().is_alias_of(t.storage())) continue;
-    const at::MemOverlapStatus status = at::get_overlap_status(w, t);
-    TORCH_CHECK(status != at::MemOverlapStatus::Partial || t.dim() == 0,
-                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single "
-                "memory location. Please clone() the tensor before performing the operation.");
-    if (status != at::MemOverlapStatus::No) return copies_.emplace_back(t.clone());
+    if (overlaps_written(*written, t)) return copies_.emplace_back(t.clone());
   }
   return t;
 }
@@ -69,14 +74,10 @@ void NPUNativeFunctions::out_via_functional(const c10::OperatorHandle& op, c10::
                         "out_via_functional: ", schema, " does not extend ", functional.schema());
   std::vector<at::Tensor> outs;
   for (size_t i = 0; i < n_out; ++i) outs.push_back(torch::jit::peek(*stack, n_in + i, args.size()).toTensor());
-  {  // (the functional result is new memory, so only the partial overlaps ATen refuses matter)
-    for (const at::Tensor& out : outs) {
-      OutOverlapGuard guard({&out});
-      for (size_t i = 0; i < n_in; ++i) {
-        const c10::IValue& in = torch::jit::peek(*stack, i, args.size());
-        if (in.isTensor()) guard.input(in.toTensor());
-      }
-    }
+  for (size_t i = 0; i < n_in; ++i) {  // (the functional result is new memory: only a partial overlap matters)
+    const c10::IValue& in = torch::jit::peek(*stack, i, args.size());
+    if (!in.isTensor()) continue;
+    for (const at::Tensor& out : outs) overlaps_written(out, in.toTensor());
   }
   torch::jit::drop(*stack, n_out);
   functional.callBoxed(stack);  // consumes the n_in inputs, pushes n_out results
