@@ -21,6 +21,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include <cstring>
+
 #include "aten/npu_tensor.h"
 #include "aten/structured.h"
 #include "core/npu_error.h"
@@ -40,6 +42,8 @@ using namespace index_util;
 
 void sort_into(const at::Tensor& self, int64_t dim, bool descending, const at::Tensor& values,
                const at::Tensor& indices, int64_t k, const char* op) {
+  // complex numbers have no order: CPU's and CUDA's refusal, in their words (the kernel would fail at the sync)
+  TORCH_CHECK(!self.is_complex(), std::strcmp(op, "sort") == 0 ? "Sort" : op, " does not support complex dtypes on npu");
   c10::DeviceGuard guard(self.device());
   if (self.numel() == 0) return;
   const auto s = as_1d(self);
@@ -53,6 +57,7 @@ void sort_into(const at::Tensor& self, int64_t dim, bool descending, const at::T
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_unique2(const at::Tensor& self, bool /*sorted*/,
                                                             bool return_inverse, bool return_counts) {
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"unique\" not implemented for '", self.scalar_type(), "'");
   c10::DeviceGuard guard(self.device());
   const int64_t n = self.numel();
   at::Tensor values = at::empty({n}, self.options());
@@ -213,6 +218,7 @@ std::tuple<at::Tensor&, at::Tensor&> NF::kthvalue_out(const at::Tensor& self, in
   const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
   at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
   TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"kthvalue_npu\" not implemented for '", self.scalar_type(), "'");
   c10::DeviceGuard guard(self.device());
   std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
   if (!sizes.empty()) sizes[dim] = 1;

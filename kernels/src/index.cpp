@@ -3,9 +3,9 @@
 #include "npu_kernels/index.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -216,6 +216,14 @@ npu_sim::Status index_along_dim(npu_sim::Stream stream, const IndexAlongDim& a) 
 
 namespace {
 
+// The element offset index value v of the k-th index tensor contributes (v wrapped once if negative), after the
+// bounds check every advanced-index path makes.
+int64_t index_term(const AdvancedIndexArgs& a, int k, int64_t v) {
+  const int64_t size = a.indexed_sizes[k];
+  if (v < -size || v >= size) out_of_bounds(a.op, v, k, size);
+  return (v < 0 ? v + size : v) * a.indexed_strides[k];
+}
+
 template <typename T>
 void advanced_element(const AdvancedIndexArgs& a, T* data, T* other, int64_t off) {
   if (!a.put) {
@@ -257,17 +265,14 @@ void advanced_range(const AdvancedIndexArgs& a, int64_t b, int64_t e) {
       const int64_t j0 = pos % inner;
       const int64_t j1 = std::min<int64_t>(inner, j0 + (e - pos));
       if (run_shares_index) {
-        int64_t off = wd.offset();
+        int64_t off = wd.offset() + j0 * ds;
         for (int k = 0; k < a.nindex; ++k) {
-          int64_t v = static_cast<const int64_t*>(a.index[k].data)[wi[k].offset()];
-          const int64_t size = a.indexed_sizes[k];
-          if (v < -size || v >= size) out_of_bounds(a.op, v, k, size);
-          off += (v < 0 ? v + size : v) * a.indexed_strides[k];
+          off += index_term(a, k, static_cast<const int64_t*>(a.index[k].data)[wi[k].offset()]);
         }
-        T* d = data + off + j0 * ds;
         T* o = other + wo.offset() + j0 * os;
         const int64_t m = j1 - j0;
-        if (!a.put && ds == 1 && os == 1) {
+        T* d = data + off;
+        if (!a.put && ds == 1 && os == 1) {  // (one loop per mode: advanced_element's branch per element costs 2x)
           std::memcpy(o, d, m * sizeof(T));
         } else if (!a.put) {
           for (int64_t j = 0; j < m; ++j) o[j * os] = d[j * ds];
@@ -285,11 +290,8 @@ void advanced_range(const AdvancedIndexArgs& a, int64_t b, int64_t e) {
       for (int64_t j = j0; j < j1; ++j) {
         int64_t off = 0;
         for (int k = 0; k < a.nindex; ++k) {
-          int64_t v = static_cast<const int64_t*>(a.index[k].data)[wi[k].offset() + j * a.index[k].strides[last]];
-          const int64_t size = a.indexed_sizes[k];
-          if (v < -size || v >= size) out_of_bounds(a.op, v, k, size);
-          if (v < 0) v += size;
-          off += v * a.indexed_strides[k];
+          off += index_term(a, k, static_cast<const int64_t*>(a.index[k].data)[wi[k].offset() +
+                                                                                  j * a.index[k].strides[last]]);
         }
         advanced_element<T>(a, data, other + wo.offset() + j * a.other.strides[last],
                             wd.offset() + j * a.data.strides[last] + off);
@@ -308,21 +310,10 @@ void advanced_range(const AdvancedIndexArgs& a, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; ++i) {
     int64_t off = 0;
     for (int k = 0; k < a.nindex; ++k) {
-      int64_t v = static_cast<const int64_t*>(a.index[k].data)[wi[k].offset()];
-      const int64_t size = a.indexed_sizes[k];
-      if (v < -size || v >= size) out_of_bounds(a.op, v, k, size);
-      if (v < 0) v += size;
-      off += v * a.indexed_strides[k];
+      off += index_term(a, k, static_cast<const int64_t*>(a.index[k].data)[wi[k].offset()]);
       wi[k].next();
     }
-    if (!a.put) {
-      other[wo.offset()] = data[wd.offset() + off];
-    } else if (a.accumulate) {
-      T& slot = data[wd.offset() + off];
-      slot = combine<T>(IndexReduce::kAdd, slot, other[wo.offset()]);
-    } else {
-      data[wd.offset() + off] = other[wo.offset()];
-    }
+    advanced_element<T>(a, data, other + wo.offset(), wd.offset() + off);
     wd.next();
     wo.next();
   }

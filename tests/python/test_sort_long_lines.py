@@ -105,3 +105,24 @@ def test_unique_long(dtype):
     want = torch.unique(x, return_inverse=True, return_counts=True)
     for g, w in zip(got, want):
         same(g, w)
+
+
+@pytest.mark.parametrize("name, call, error, message", [
+    ("sort", lambda t: t.sort(), RuntimeError, "Sort does not support complex dtypes"),
+    ("argsort", lambda t: t.argsort(), RuntimeError, "Sort does not support complex dtypes"),
+    ("topk", lambda t: t.topk(2), RuntimeError, "topk does not support complex dtypes"),
+    ("kthvalue", lambda t: t.kthvalue(2), NotImplementedError, "not implemented for 'ComplexFloat'"),
+    ("median", lambda t: t.median(), NotImplementedError, "not implemented for 'ComplexFloat'"),
+    ("median dim", lambda t: t.median(0), NotImplementedError, "not implemented for 'ComplexFloat'"),
+    ("unique", lambda t: torch.unique(t), NotImplementedError, "not implemented for 'ComplexFloat'"),
+])
+def test_complex_inputs_are_refused_at_the_call(name, call, error, message):
+    # complex numbers have no order: refused on the host with CPU's error type, as CPU refuses them; before, the
+    # kernel failed on the stream and left a sticky device error for the next sync
+    x = torch.randn(5, dtype=torch.complex64)
+    with pytest.raises(error):
+        call(x)
+    with pytest.raises(error, match=message):
+        call(x.to("npu"))
+    torch.npu.synchronize()
+    assert torch.npu._device_error(None) is None
