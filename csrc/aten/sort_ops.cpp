@@ -60,9 +60,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::_unique2(const at::Tensor& se
   TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"unique\" not implemented for '", self.scalar_type(), "'");
   c10::DeviceGuard guard(self.device());
   const int64_t n = self.numel();
-  at::Tensor values = at::empty({n}, self.options());
+  // at most n distinct values, and at most 2 (bool) or 2^bits of a 1- or 2-byte dtype: a uint8 input of 2^31
+  // elements needs 256 counts, not 16 GiB of them
+  const int64_t bits = 8 * static_cast<int64_t>(self.element_size());
+  const int64_t most = self.scalar_type() == at::kBool ? std::min<int64_t>(n, 2)
+                       : bits <= 16                     ? std::min<int64_t>(n, int64_t{1} << bits)
+                                                        : n;
+  at::Tensor values = at::empty({most}, self.options());
   at::Tensor inverse = at::empty(return_inverse ? self.sizes() : at::IntArrayRef{0}, self.options().dtype(at::kLong));
-  at::Tensor counts = at::empty({return_counts ? n : 0}, self.options().dtype(at::kLong));
+  at::Tensor counts = at::empty({return_counts ? most : 0}, self.options().dtype(at::kLong));
   if (n == 0) return {values, inverse, counts};
   at::Tensor num = at::empty({}, self.options().dtype(at::kLong));
   NPU_CHECK(npu_kernels::unique_sorted(stream_of(self), tensor_desc(self, "unique"), values.data_ptr(),

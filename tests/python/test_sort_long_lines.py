@@ -107,6 +107,23 @@ def test_unique_long(dtype):
         same(g, w)
 
 
+@pytest.mark.parametrize("dtype, most", [(torch.bool, 2), (torch.uint8, 256), (torch.int16, 65536)], ids=str)
+def test_unique_of_a_narrow_dtype_allocates_for_its_values_not_its_length(dtype, most):
+    # a uint8 input of 2^31 elements has at most 256 distinct values: its counts are 256 int64s, where they were
+    # one per element (16 GiB, past the device's capacity). Checked on 2^20 elements through the peak allocation.
+    n = 1 << 20
+    x = torch.randint(0, 2 if dtype == torch.bool else 200, (n,), dtype=torch.int32).to(dtype)
+    d = x.to("npu")
+    torch.npu.synchronize()
+    torch.npu.reset_peak_memory_stats()
+    before = torch.npu.memory_allocated()
+    got = torch.unique(d, return_counts=True)
+    peak = torch.npu.max_memory_allocated() - before
+    assert peak < n * x.element_size() // 4 + most * 9 + (1 << 16), (peak, n)
+    for g, w in zip(got, torch.unique(x, return_counts=True)):
+        same(g, w)
+
+
 @pytest.mark.parametrize("name, call, error, message", [
     ("sort", lambda t: t.sort(), RuntimeError, "Sort does not support complex dtypes"),
     ("argsort", lambda t: t.argsort(), RuntimeError, "Sort does not support complex dtypes"),
