@@ -31,7 +31,7 @@ class Op:
     family: str
     file: str
     kernel: str | None = None  # an existing C++ kernel (at::native::view); default NPUNativeFunctions::<name>
-    boxed: str | None = None  # a boxed kernel shared by the family (NPUNativeFunctions::<boxed>)
+    boxed: str | None = None  # a boxed kernel shared by the family or named by the op (NPUNativeFunctions::<boxed>)
     or_cpu: bool = False  # dtypes the kernel library lacks run on the CPU fallback
     dtypes: list[str] = field(default_factory=list)
     note: str = ""
@@ -102,7 +102,7 @@ def load_table(path: str) -> list[Op]:
         for entry in fam["ops"]:
             name, attrs = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
             attrs = attrs or {}
-            unknown = set(attrs) - {"kernel", "or_cpu", "dtypes", "note", "params", "schema", *ARITIES}
+            unknown = set(attrs) - {"kernel", "boxed_kernel", "or_cpu", "dtypes", "note", "params", "schema", *ARITIES}
             if unknown:
                 raise SystemExit(f"ops.yaml: {name}: unknown keys {sorted(unknown)}")
             arity = [a for a in ARITIES if a in attrs]
@@ -123,7 +123,7 @@ def load_table(path: str) -> list[Op]:
                 raise SystemExit(f"ops.yaml: {name} is listed twice ({seen[name, key]} and {fam['family']})")
             seen[name, key] = fam["family"]
             ops.append(Op(name=name, family=fam["family"], file=fam["file"],
-                          kernel=attrs.get("kernel"), boxed=fam.get("boxed_kernel"),
+                          kernel=attrs.get("kernel"), boxed=attrs.get("boxed_kernel", fam.get("boxed_kernel")),
                           or_cpu=bool(attrs.get("or_cpu", fam.get("or_cpu", False))),
                           dtypes=expand_dtypes(attrs.get("dtypes", fam.get("dtypes", [])), sets),
                           note=attrs.get("note", ""),

@@ -29,6 +29,8 @@ const char* status_name(Status s) {
 
 std::string last_error_message() { return t_last_error; }
 
+Status invalid_value(std::string detail) { return detail::fail_msg(Status::kInvalidValue, std::move(detail)); }
+
 namespace detail {
 
 Status fail(Status s, const char* fmt, ...) {

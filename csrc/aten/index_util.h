@@ -22,6 +22,18 @@ inline npu_kernels::TensorDesc restrided(const at::Tensor& t, at::IntArrayRef si
   return d;
 }
 
+// The out= tensors of a selection or sort along a dim (sort, topk, kthvalue, median): values of self's dtype and
+// int64 indices on self's device, as CPU and CUDA require (the kernels write self's element type).
+inline void check_selection_out(const char* op, const at::Tensor& self, const at::Tensor& values,
+                                const at::Tensor& indices) {
+  TORCH_CHECK(values.scalar_type() == self.scalar_type(), op, ": Expected out tensor values to have dtype ",
+              self.scalar_type(), ", but got ", values.scalar_type(), " instead");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, op, ": Expected out tensor indices to have dtype Long, but got ",
+              indices.scalar_type(), " instead");
+  TORCH_CHECK(values.device() == self.device() && indices.device() == self.device(), op,
+              ": Expected values and indices on the device of self (", self.device(), ")");
+}
+
 // The values and indices a selection along `dim` found (that dim kept at size 1) written into the outputs:
 // 0-dim for a 0-dim self, squeezed unless keepdim (median, kthvalue).
 inline void write_selection(at::Tensor v, at::Tensor i, const at::Tensor& self, int64_t dim, bool keepdim,

@@ -35,6 +35,7 @@
 #include <ATen/ops/exp2.h>
 #include <ATen/ops/log2.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/linalg_solve_triangular_native.h>
 
 #include <array>
 #include <string>
@@ -467,8 +468,19 @@ std::tuple<T&, T&> NF::linalg_eig_out(const T& self, T& eigenvalues, T& eigenvec
   return {eigenvalues, eigenvectors};
 }
 T NF::_linalg_eigvals(const T& self) { return at::_linalg_eigvals(self.cpu()).to(self.device()); }
+// ATen's out= form, after CPU's and CUDA's rule that out has the result's dtype (ATen's own function would cast
+// a complex result into a real out, dropping the imaginary parts)
+T& NF::linalg_solve_triangular_out(const T& A, const T& B, bool upper, bool left, bool unitriangular, T& out) {
+  const auto type = at::promote_types(A.scalar_type(), B.scalar_type());
+  TORCH_CHECK(out.scalar_type() == type, "linalg.solve_triangular: Expected out tensor to have dtype ", type,
+              ", but got ", out.scalar_type(), " instead");
+  return at::native::linalg_solve_triangular_out(A, B, upper, left, unitriangular, out);
+}
+
 T& NF::linalg_eigvals_out(const T& self, T& out) {
   const T w = NF::_linalg_eigvals(self);
+  TORCH_CHECK(c10::canCast(w.scalar_type(), out.scalar_type()), "torch.linalg.eigvals: Expected eigenvalues to be ",
+              "safely castable from ", w.scalar_type(), " dtype, but got eigenvalues with dtype ", out.scalar_type());
   resize_output(out, w.sizes());
   return out.copy_(w);
 }

@@ -49,12 +49,7 @@ std::tuple<T&, T&> median_dim_out(const T& self, int64_t dim, bool keepdim, T& v
   TORCH_CHECK(is_npu(self), op, ": expected an npu tensor, got one on ", self.device());
   dim = c10::maybe_wrap_dim(dim, self.dim());
   at::native::zero_numel_check_dims(self, dim, op);
-  TORCH_CHECK(indices.scalar_type() == at::kLong, op, ": Expected out tensor indices to have dtype Long, but got ",
-              indices.scalar_type(), " instead");
-  TORCH_CHECK(values.scalar_type() == self.scalar_type(), op, ": Expected out tensor values to have dtype ",
-              self.scalar_type(), ", but got ", values.scalar_type(), " instead");
-  TORCH_CHECK(values.device() == self.device() && indices.device() == self.device(), op,
-              ": Expected values and indices on the device of self (", self.device(), ")");
+  index_util::check_selection_out(op, self, values, indices);
   const T line = self.dim() == 0 ? self.reshape({1}) : self;
   auto [v, i] = median_along(line, self.dim() == 0 ? 0 : dim, ignore_nan);
   index_util::write_selection(v, i, self, dim, keepdim, values, indices);

@@ -2,7 +2,8 @@
 // Each of these ops has an npu kernel (or a composite of npu kernels) for its functional overload and none of its
 // own, so `torch.clamp(x, 0, 1, out=y)` took the CPU fallback where `torch.clamp(x, 0, 1)` ran natively. The
 // kernel calls the functional overload through the dispatcher and moves its results into the out tensors under
-// ATen's out= contract: the result type must cast to the out's dtype (c10::canCast), an out of another shape is
+// ATen's out= contract: the out's dtype must be the result's (out_via_functional: CPU's rule for these ops) or one
+// the result casts to (out_via_functional_cast: c10::canCast), an out of another shape is
 // resized (with ATen's warning when it was not empty), a strided out receives the values in place, and the out
 // tensors are returned (the functional result is new memory, so an out overlapping an input is safe). Also the
 // overlap guard (out_overlap.h) that every generated out= and in-place registration applies before its kernel runs.
@@ -59,8 +60,12 @@ const std::optional<at::Tensor>& OutOverlapGuard::input(const std::optional<at::
   return checked.is_same(*t) ? t : optional_copies_.emplace_back(checked);
 }
 
-void NPUNativeFunctions::out_via_functional(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
-                                            torch::jit::Stack* stack) {
+namespace {
+
+// The out tensors' dtypes: the result's exactly, or any the result casts to.
+enum class OutDtype { kSame, kCast };
+
+void run_via_functional(const c10::OperatorHandle& op, torch::jit::Stack* stack, OutDtype rule) {
   const auto& schema = op.schema();
   const auto& name = schema.operator_name();
   const auto functional = c10::Dispatcher::singleton().findSchemaOrThrow(
@@ -88,12 +93,28 @@ void NPUNativeFunctions::out_via_functional(const c10::OperatorHandle& op, c10::
     at::Tensor& out = outs[i];
     TORCH_CHECK(out.device() == r.device(), op_name, ": Expected out tensor to have device ", r.device(),
                 ", but got ", out.device(), " instead");
+    if (rule == OutDtype::kSame) {
+      TORCH_CHECK(out.scalar_type() == r.scalar_type(), op_name, ": Expected out tensor to have dtype ",
+                  r.scalar_type(), ", but got ", out.scalar_type(), " instead");
+    }
     TORCH_CHECK(c10::canCast(r.scalar_type(), out.scalar_type()), op_name, ": result type ", r.scalar_type(),
                 " can't be cast to the desired output type ", out.scalar_type());
     at::native::resize_output(out, r.sizes());
     out.copy_(r);
   }
   for (auto& out : outs) torch::jit::push(*stack, std::move(out));
+}
+
+}  // namespace
+
+void NPUNativeFunctions::out_via_functional(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
+                                            torch::jit::Stack* stack) {
+  run_via_functional(op, stack, OutDtype::kSame);
+}
+
+void NPUNativeFunctions::out_via_functional_cast(const c10::OperatorHandle& op, c10::DispatchKeySet /*ks*/,
+                                                 torch::jit::Stack* stack) {
+  run_via_functional(op, stack, OutDtype::kCast);
 }
 
 }  // namespace torch_npu_sim

@@ -188,6 +188,8 @@ T NF::where(const T& cond, const T& self, const T& other) {
 
 T& NF::where_out(const T& cond, const T& self, const T& other, T& out) {
   const T r = NF::where(cond, self, other);
+  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "Expected out type to be ", r.scalar_type(), " but got ",
+              out.scalar_type());  // (CPU's and CUDA's rule: no cast into out)
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);
 }
@@ -229,6 +231,8 @@ T NF::clamp(const T& self, const std::optional<T>& lo, const std::optional<T>& h
 
 T& NF::clamp_out(const T& self, const std::optional<T>& lo, const std::optional<T>& hi, T& out) {
   const T r = NF::clamp(self, lo, hi);
+  TORCH_CHECK(c10::canCast(r.scalar_type(), out.scalar_type()), "result type ", r.scalar_type(),
+              " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, r.sizes());
   return out.copy_(r);
 }

@@ -195,8 +195,9 @@ T full_extreme(const T& self, bool is_max) {
   return out;
 }
 T& full_extreme_out(const T& self, bool is_max, T& out) {
-  TORCH_CHECK(out.scalar_type() == self.scalar_type(), "Expected out tensor to have dtype ", self.scalar_type(),
-              ", but got ", out.scalar_type(), " instead");
+  // the value is cast into an out of any dtype it casts to (CPU's max_unary_out)
+  TORCH_CHECK(c10::canCast(self.scalar_type(), out.scalar_type()), is_max ? "max" : "min", "(): result type ",
+              self.scalar_type(), " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, {});
   T r = full_extreme(self, is_max);
   out.copy_(r);
@@ -306,8 +307,11 @@ T& var_like_out(const T& self, at::OptionalIntArrayRef dim, const std::optional<
   const at::ScalarType real = c10::toRealValueType(self.scalar_type());
   // a complex input may also write a complex out of its own dtype (CPU's rule): the real result, imaginary 0
   const bool complex_out = self.is_complex() && out.scalar_type() == self.scalar_type();
-  TORCH_CHECK(out.scalar_type() == real || complex_out, is_std ? "std" : "var", ": expected out dtype ", real,
-              ", got ", out.scalar_type());
+  // a floating out of another width: a real input computes in its dtype, as CPU does (its reduction's dtype); a
+  // complex one's real result is cast into it
+  const bool real_out = at::isFloatingType(out.scalar_type());
+  TORCH_CHECK(out.scalar_type() == real || complex_out || real_out, is_std ? "std" : "var", ": result type ", real,
+              " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
   if (complex_out) {
     const T result = at::empty(out.sizes(), out.options().dtype(real));
@@ -660,9 +664,14 @@ T& NF::nansum_out(const T& self, at::OptionalIntArrayRef dim, bool keepdim, std:
   }
   const auto type = at::native::get_dtype_from_result(out, dtype);
   TORCH_CHECK(out.scalar_type() == type, "nansum: expected out dtype ", type, ", got ", out.scalar_type());
+  // an integer input has no NaN: a sum into any out (CPU); a floating input reduces in the out's dtype, which
+  // must then be floating or complex (CPU has no integral nansum kernel either)
+  if (at::isIntegralType(self.scalar_type(), /*includeBool=*/true)) return at::sum_out(out, self, dim, keepdim, dtype);
+  TORCH_CHECK_NOT_IMPLEMENTED(!at::isIntegralType(type, /*includeBool=*/true), "\"nansum\" not implemented for '",
+                              type, "'");
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
-  value_reduce(at::isIntegralType(type, true) ? ReduceOp::kSum : ReduceOp::kNansum, self, mask_of(self, dim), out,
-               keepdim);
+  if (at::isComplexType(type)) return out.copy_(NF::nansum(self, dim, keepdim, std::nullopt));
+  value_reduce(ReduceOp::kNansum, self, mask_of(self, dim), out, keepdim);
   return out;
 }
 
@@ -691,8 +700,13 @@ std::tuple<T&, T&> NF::aminmax_out(const T& self, std::optional<int64_t> dim, bo
 
 // ---- logsumexp ----
 T& NF::logsumexp_out(const T& self, at::IntArrayRef dims, bool keepdim, T& out) {
+  TORCH_CHECK(at::isFloatingType(out.scalar_type()) || at::isComplexType(out.scalar_type()),
+              "logsumexp(): Expected floating point type for result tensor, but got: ", out.scalar_type());
   const auto mask = make_dim_mask(dims, self.dim(), /*allow_empty_dims=*/true);
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask, keepdim));
+  if (out.is_complex() && !self.is_complex()) {  // the real result, computed in the out's real dtype and cast
+    return out.copy_(NF::logsumexp(self.to(c10::toRealValueType(out.scalar_type())), dims, keepdim));
+  }
   if (dims.empty() && self.dim() > 0) {  // empty dim list: identity, as on CPU
     out.copy_(self);
     return out;

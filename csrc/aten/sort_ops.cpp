@@ -182,9 +182,9 @@ std::tuple<at::Tensor, at::Tensor> NF::sort(const at::Tensor& self, std::optiona
 std::tuple<at::Tensor&, at::Tensor&> NF::sort_out(const at::Tensor& self, std::optional<bool> /*stable*/, int64_t dim,
                                                   bool descending, at::Tensor& values, at::Tensor& indices) {
   dim = at::maybe_wrap_dim(dim, self.dim());
+  check_selection_out("sort()", self, values, indices);
   at::native::resize_output(values, self.sizes());
   at::native::resize_output(indices, self.sizes());
-  TORCH_CHECK(indices.scalar_type() == at::kLong, "sort: indices must be int64");
   at::Tensor v = values.is_contiguous() ? values : at::empty(self.sizes(), values.options());
   at::Tensor i = indices.is_contiguous() ? indices : at::empty(self.sizes(), indices.options());
   sort_into(self, dim, descending, v, i, self.dim() == 0 ? 1 : self.size(dim), "sort");
@@ -205,6 +205,7 @@ std::tuple<at::Tensor&, at::Tensor&> NF::topk_out(const at::Tensor& self, int64_
   dim = at::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
   const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
   TORCH_CHECK(k >= 0 && k <= len, "selected index k out of range");
+  check_selection_out("topk()", self, values, indices);
   std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
   if (!sizes.empty()) sizes[dim] = k;
   at::native::resize_output(values, sizes);
@@ -225,6 +226,7 @@ std::tuple<at::Tensor&, at::Tensor&> NF::kthvalue_out(const at::Tensor& self, in
   at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
   TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
   TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"kthvalue_npu\" not implemented for '", self.scalar_type(), "'");
+  check_selection_out("kthvalue()", self, values, indices);
   c10::DeviceGuard guard(self.device());
   std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
   if (!sizes.empty()) sizes[dim] = 1;

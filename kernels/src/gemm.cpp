@@ -236,7 +236,7 @@ npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
   return tiled_gemm<Acc>(stream, "gemm", g.batch, g.m, g.n, g.k, pack_a, pack_b, store, sizeof(T));
 }
 
-npu_sim::Status invalid(const std::string&) { return npu_sim::Status::kInvalidValue; }
+npu_sim::Status invalid(const std::string& what) { return npu_sim::invalid_value("gemm: " + what); }
 
 }  // namespace
 }  // namespace detail

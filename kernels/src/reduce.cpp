@@ -636,7 +636,7 @@ npu_sim::Status reduce_complex(npu_sim::Stream stream, ReduceOp op, const Reduce
     case ReduceOp::kAll: return run_reduce<T>(stream, name, d, LogicR<T, true>{}, ob);
     case ReduceOp::kAny: return run_reduce<T>(stream, name, d, LogicR<T, false>{}, ob);
     case ReduceOp::kCountNonzero: return run_reduce<T>(stream, name, d, CountR<T>{}, ob);
-    default: return npu_sim::Status::kInvalidValue;
+    default: return npu_sim::invalid_value(std::string(name) + ": no kernel for complex dtypes");
   }
 }
 
@@ -657,7 +657,7 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
       if constexpr (fp) {
         if (op == ReduceOp::kMean) return run_reduce<T>(stream, name, d, SumR<T, true, A>{}, wb);
       }
-      return npu_sim::Status::kInvalidValue;
+      return npu_sim::invalid_value(std::string(name) + ": no kernel writes a widened output");
     }
     switch (op) {
       case ReduceOp::kSum: return run_reduce<T>(stream, name, d, SumR<T, false>{}, ob);
@@ -691,7 +691,7 @@ npu_sim::Status reduce(npu_sim::Stream stream, ReduceOp op, const ReduceDesc& d,
         default: break;
       }
     }
-    return npu_sim::Status::kInvalidValue;
+    return npu_sim::invalid_value(std::string(name) + ": no kernel for dtype " + dtype_name(d.dtype));
   });
 }
 

@@ -261,6 +261,11 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
 // sort_lines, kth_lines and median_lines: one block per range of lines.
 npu_sim::Status order_lines(npu_sim::Stream stream, const TensorDesc& in, int dim, bool descending,
                             const TensorDesc& values, const TensorDesc& indices, int64_t k, Pick pick, const char* op) {
+  if (values.dtype != in.dtype || (indices.data != nullptr && indices.dtype != DType::kInt64)) {
+    return npu_sim::invalid_value(std::string(op) + ": values must have the input's dtype " + dtype_name(in.dtype) +
+                                  " (got " + dtype_name(values.dtype) + ") and indices int64 (got " +
+                                  dtype_name(indices.dtype) + ")");
+  }
   TensorDesc outer = in;
   outer.sizes[dim] = 1;
   const int64_t lines = outer.numel();

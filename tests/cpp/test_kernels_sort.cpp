@@ -10,6 +10,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -144,6 +145,24 @@ TEST(KernelsSort, KthAndMedianLines) {
       EXPECT_EQ(got[l], want) << "line " << l << " ignore_nan " << ignore_nan;
     }
   }
+}
+
+TEST(KernelsSort, ValuesOfAnotherDtypeAreRefusedAtLaunch) {
+  // float32 keys into a float64 values buffer: an invalid argument naming both dtypes, with nothing written
+  // (before, the kernel wrote float32 bits that read back as float64 garbage)
+  DeviceBuf<float> x(keys<float>(8, 12));
+  DeviceBuf<double> v{std::vector<double>(8, -1.0)};
+  DeviceBuf<int64_t> ix{std::vector<int64_t>(8, -1)};
+  EXPECT_EQ(npu_kernels::sort_lines(nullptr, line_desc(x.ptr, DType::kFloat32, 1, 8), 1, false,
+                                    line_desc(v.ptr, DType::kFloat64, 1, 8), line_desc(ix.ptr, DType::kInt64, 1, 8), 8,
+                                    "sort"),
+            npu_sim::Status::kInvalidValue);
+  const std::string msg = npu_sim::last_error_message();
+  EXPECT_NE(msg.find("float32"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("float64"), std::string::npos) << msg;
+  ASSERT_OK(npu_sim::stream_synchronize(nullptr));
+  for (double d : v.read()) EXPECT_EQ(d, -1.0);
+  for (int64_t i : ix.read()) EXPECT_EQ(i, -1);
 }
 
 TEST(KernelsSort, TwoStreamsConcurrently) {

@@ -39,6 +39,9 @@ enum class Status : int {
 const char* status_name(Status s);
 // Detail of the last non-success status returned on this thread ("" if none).
 std::string last_error_message();
+// kInvalidValue with `detail` as this thread's last_error_message(): for libraries over the runtime (the kernel
+// library) that refuse an argument at launch, so that the caller's error names what was wrong.
+Status invalid_value(std::string detail);
 
 // ---------------------------------------------------------------------------------------------------
 // Devices. Count = NPU_SIM_DEVICE_COUNT (default 8) filtered/reordered by ASCEND_RT_VISIBLE_DEVICES
