@@ -449,6 +449,8 @@ at::Tensor& NF::index_fill_(at::Tensor& self, int64_t dim, const at::Tensor& ind
   TORCH_CHECK_INDEX(index.scalar_type() == at::kLong, "index_fill_(): Expected a long tensor for index, but got ",
                     index.scalar_type());
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector");
+  TORCH_CHECK(!value.isComplex() || self.is_complex(),
+              "index_fill_(): Converting complex Scalar to non-complex type is not supported");  // (as CPU and CUDA)
   dim = at::maybe_wrap_dim(dim, self.dim());
   index_fill_copy(self, self, dim, index, nullptr, &value, "index_fill_");
   return self;

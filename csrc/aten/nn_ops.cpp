@@ -153,6 +153,12 @@ using npu_kernels::LossKind;
 
 T expanded(const T& t, at::IntArrayRef shape, at::ScalarType type) { return t.to(type).expand(shape).contiguous(); }
 
+// The dtype a loss computes and returns in: mse and smooth_l1 promote self with target (TensorIterator's binary
+// ops on CPU and CUDA: a float32 input against a float64 target gives a float64 loss); huber and bce keep self's.
+at::ScalarType loss_type(LossKind kind, const T& self, const T& target) {
+  return kind == LossKind::kMse || kind == LossKind::kSmoothL1 ? at::result_type(self, target) : self.scalar_type();
+}
+
 T& loss_forward(LossKind kind, const char* name, const T& self, const T& target, const T& weight, int64_t reduction,
                 double beta, T& out) {
   check_npu(self, name);
@@ -162,7 +168,7 @@ T& loss_forward(LossKind kind, const char* name, const T& self, const T& target,
                               self.scalar_type());
   c10::DeviceGuard guard(self.device());
   const auto shape = at::infer_size(self.sizes(), target.sizes());
-  const auto type = self.scalar_type();
+  const auto type = loss_type(kind, self, target);
   const T x = expanded(self, shape, type), t = expanded(target, shape, type);
   const T w = weight.defined() ? expanded(weight, shape, type) : T();
   T elem;
@@ -814,7 +820,7 @@ std::tuple<T, T, T> NF::native_group_norm_backward(const T& grad_out, const T& i
 }
 
 T NF::mse_loss(const T& s, const T& t, int64_t r) {
-  T o = fresh(s);
+  T o = at::empty({0}, s.options().dtype(loss_type(LossKind::kMse, s, t)));
   return loss_forward(LossKind::kMse, "mse_loss", s, t, T(), r, 0, o);
 }
 
@@ -832,7 +838,7 @@ T& NF::mse_loss_backward_out(const T& g, const T& s, const T& t, int64_t r, T& o
 }
 
 T NF::smooth_l1_loss(const T& s, const T& t, int64_t r, double beta) {
-  T o = fresh(s);
+  T o = at::empty({0}, s.options().dtype(loss_type(LossKind::kSmoothL1, s, t)));
   return loss_forward(LossKind::kSmoothL1, "smooth_l1_loss", s, t, T(), r, beta, o);
 }
 

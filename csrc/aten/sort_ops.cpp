@@ -110,7 +110,8 @@ at::Tensor NF::bincount(const at::Tensor& self, const std::optional<at::Tensor>&
   npu_kernels::TensorDesc wd;  // ndim 0: no weights
   at::Tensor w;
   if (weights.defined()) {
-    w = weights.to(self.device());
+    // complex weights count by their real part, in double (CPU converts the weights so, with the cast's warning)
+    w = weights.is_complex() ? weights.to(self.device(), out_type) : weights.to(self.device());
     wd = tensor_desc(w, "bincount");
   }
   NPU_CHECK(npu_kernels::bincount(stream_of(self), tensor_desc(self, "bincount"), wd, tensor_desc(out, "bincount")));

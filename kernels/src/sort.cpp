@@ -439,10 +439,16 @@ npu_sim::Status bincount(npu_sim::Stream stream, const TensorDesc& in, const Ten
                   O& slot = o[static_cast<int64_t>(p[w.offset()])];
                   slot = convert<O>(convert<double>(slot) + convert<double>(wt[ww.offset()]));
                 }
+              } else {
+                throw npu_sim::KernelError("bincount: complex weights are not supported");  // (not zero counts)
               }
             });
+          } else {
+            throw npu_sim::KernelError("bincount: the input must be of an integral dtype");
           }
         });
+      } else {
+        throw npu_sim::KernelError("bincount: a complex output is not supported");
       }
     });
   });

@@ -1,7 +1,7 @@
 // gtests of the line-ordering kernels (torch-free): sort_lines (radix sort of long lines, std::sort of short
 // ones, counting sort of 1-byte lines), its topk form (bounded selection) and kth_lines / median_lines, against
 // std::stable_sort in PyTorch's order (NaN largest, -0.0 equal to +0.0, ties by position); and two streams
-// sorting at once.
+// sorting at once; dtypes the kernels refuse (values of another dtype, complex bincount weights).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -163,6 +163,19 @@ TEST(KernelsSort, ValuesOfAnotherDtypeAreRefusedAtLaunch) {
   ASSERT_OK(npu_sim::stream_synchronize(nullptr));
   for (double d : v.read()) EXPECT_EQ(d, -1.0);
   for (int64_t i : ix.read()) EXPECT_EQ(i, -1);
+}
+
+TEST(KernelsSort, BincountWithComplexWeightsFailsInsteadOfCountingZero) {
+  // complex weights have no kernel: the launch fails (sticky, as a device-side error) where it wrote zero counts
+  DeviceBuf<int64_t> in{std::vector<int64_t>{0, 2, 2}};
+  DeviceBuf<float> w{std::vector<float>(6, 1.0f)};  // 3 complex64 values
+  DeviceBuf<double> out{std::vector<double>(3, 0.0)};
+  TensorDesc wd = line_desc(w.ptr, DType::kComplex64, 1, 3);
+  ASSERT_OK(npu_kernels::bincount(nullptr, line_desc(in.ptr, DType::kInt64, 1, 3), wd,
+                                  line_desc(out.ptr, DType::kFloat64, 1, 3)));
+  EXPECT_EQ(npu_sim::stream_synchronize(nullptr), npu_sim::Status::kKernelError);
+  EXPECT_NE(npu_sim::last_error_message().find("complex weights"), std::string::npos) << npu_sim::last_error_message();
+  ASSERT_OK(npu_sim::device_restart(0));
 }
 
 TEST(KernelsSort, TwoStreamsConcurrently) {
