@@ -45,6 +45,8 @@ npu_sim::Status amp_unscale(npu_sim::Stream stream, const TensorDesc& grad, floa
                               StridedWalker w(grad, b);
                               for (int64_t i = b; i < e; ++i, w.next()) step(data[w.offset()]);
                             }
+                          } else {
+                            throw npu_sim::KernelError("amp unscale: the gradients must be floating point");
                           }
                         });
                         if (bad) flag_found(found_inf);

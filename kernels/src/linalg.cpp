@@ -135,6 +135,8 @@ Status run(Stream s, DType dt, const char* name, int64_t batch, uint64_t bytes_p
       if constexpr (is_complex_v<T> || std::is_same_v<T, float> || std::is_same_v<T, double>) {
         const Lapack<T>& l = Lapack<T>::get();
         body(l, begin, end);
+      } else {
+        throw npu_sim::KernelError(std::string(name) + ": LAPACK has no routine for dtype " + dtype_name(dt));
       }
     });
     const auto n = static_cast<uint64_t>(end - begin);
