@@ -150,6 +150,22 @@ NPU_VEC_INLINE float fast_log(float x) {
 
 inline double fast_log(double x) { return std::log(x); }
 
+// sin and cos of 2*pi*u for u in [0, 1] (turns, Box-Muller's angle): 4u = j + f exactly, with j the nearest
+// quadrant and f in [-1/2, 1/2], so the angle is j*pi/2 + r with r = f*pi/2 in [-pi/4, pi/4] and no rounding in
+// the reduction; Cephes' sinf / cosf polynomials on r (~1 ulp), the quadrant's swap and signs by selects.
+NPU_VEC_INLINE void fast_sincos_turns(float u, float& sin_out, float& cos_out) {
+  const float x = 4.0f * u;
+  const float j = std::nearbyint(x);
+  const float r = (x - j) * 1.57079632679f, z = r * r;
+  const float s = r + r * z * ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f);
+  const float c = 1.0f - 0.5f * z + z * z * ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z +
+                                             4.166664568298827e-2f);
+  const int q = static_cast<int>(j) & 3;
+  const float sv = (q & 1) ? c : s, cv = (q & 1) ? s : c;
+  sin_out = (q & 2) ? -sv : sv;
+  cos_out = ((q + 1) & 2) ? -cv : cv;
+}
+
 // log1p(u) = log(w) + (u - (w - 1)) / w with w = 1 + u rounded: the second term restores what the rounding
 // of w lost (exactly u when w rounds to 1). -1 -> -inf, below -1 -> NaN, +inf -> +inf.
 NPU_VEC_INLINE float fast_log1p(float u) {

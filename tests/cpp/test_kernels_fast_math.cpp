@@ -2,6 +2,7 @@
 // bounds in ulp over dense sweeps, the special values, overflow/underflow edges, subnormal results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -15,6 +16,7 @@ using npu_kernels::detail::fast_exp;
 using npu_kernels::detail::fast_log;
 using npu_kernels::detail::fast_log1p;
 using npu_kernels::detail::fast_sigmoid;
+using npu_kernels::detail::fast_sincos_turns;
 using npu_kernels::detail::fast_tanh;
 using npu_kernels::detail::gelu_erf;
 using npu_kernels::detail::softplus_exact;
@@ -142,6 +144,33 @@ TEST(FastMath, LogWithinTwoUlpsIncludingSubnormalInputs) {
   EXPECT_TRUE(std::isnan(fast_log(-1.0f)));
   EXPECT_TRUE(std::isnan(fast_log(-std::numeric_limits<float>::infinity())));
   EXPECT_TRUE(std::isnan(fast_log(std::nanf(""))));
+}
+
+TEST(FastMath, SinCosOfTurnsWithinTwoUlpsOfOneOverTheGridBoxMullerUses) {
+  // u = k / 2^24 for k in [0, 2^24] (randn's angles; every 5th): sin and cos of 2 pi u within 2 ulps of 1 (the
+  // error that matters where the result passes through 0), and each quadrant's signs exact
+  double worst = 0;
+  for (int64_t k = 0; k <= (int64_t{1} << 24); k += 5) {
+    const float u = static_cast<float>(k) * 0x1.0p-24f;
+    float sn, cs;
+    fast_sincos_turns(u, sn, cs);
+    const double th = 2.0 * M_PI * static_cast<double>(u);
+    worst = std::max({worst, std::fabs(sn - std::sin(th)), std::fabs(cs - std::cos(th))});
+  }
+  EXPECT_LE(worst, 2 * 0x1.0p-24);
+  for (float q : {0.f, 0.25f, 0.5f, 0.75f, 1.f}) {
+    float sn, cs;
+    fast_sincos_turns(q, sn, cs);
+    EXPECT_NEAR(sn, std::sin(2 * M_PI * q), 1e-7) << q;
+    EXPECT_NEAR(cs, std::cos(2 * M_PI * q), 1e-7) << q;
+  }
+  float sn, cs;
+  fast_sincos_turns(0.125f, sn, cs);  // 45 degrees: both positive, equal
+  EXPECT_NEAR(sn, cs, 1e-7);
+  EXPECT_GT(sn, 0.f);
+  fast_sincos_turns(0.625f, sn, cs);  // 225 degrees: both negative
+  EXPECT_LT(sn, 0.f);
+  EXPECT_LT(cs, 0.f);
 }
 
 TEST(FastMath, Log1pWithinThreeUlps) {
