@@ -27,6 +27,19 @@ constexpr int64_t kGrain = 1 << 13;
 
 // a (reduce) b in the compute type of T.
 template <typename T>
+T combine(IndexReduce r, T a, T b);
+
+// The same with the reduction known at compile time (the scatter loops' inner step).
+template <IndexReduce R, typename T>
+inline T combine_as(T a, T b) {
+  if constexpr (R == IndexReduce::kAssign) {
+    return b;
+  } else {
+    return combine<T>(R, a, b);  // (inlined: the switch folds away on the constant)
+  }
+}
+
+template <typename T>
 T combine(IndexReduce r, T a, T b) {
   using C = compute_t<T>;
   const C x = static_cast<C>(a), y = static_cast<C>(b);
@@ -128,9 +141,46 @@ void gather_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   }
 }
 
+// Scatter lines [b, e) with a reduction that needs no per-slot count (assign, add, mul, max, min with
+// include_self): one tight loop per line, the reduction fixed at compile time.
+template <typename T, IndexReduce R>
+void scatter_plain(const IndexAlongDim& a, int64_t b, int64_t e) {
+  T* dst = static_cast<T*>(a.dst.data);
+  const T* src = static_cast<const T*>(a.src.data);
+  const int64_t* idx = static_cast<const int64_t*>(a.index.data);
+  const T value = a.src_scalar ? scalar_as<T>(a.value) : T{};
+  const int d = a.dim;
+  const int64_t len = a.index.sizes[d], si = a.index.strides[d], ss = a.src.strides[d], size = a.dim_size;
+  const TensorDesc od = outer_of(a.dst, d), os = outer_of(a.src, d), oi = outer_of(a.index, d);
+  StridedWalker wd(od, b), ws(os, b), wi(oi, b);
+  for (int64_t o = b; o < e; ++o, wd.next(), ws.next(), wi.next()) {
+    T* line = dst + wd.offset();
+    const int64_t* ix = idx + wi.offset();
+    const T* sp = src + (a.src_scalar ? 0 : ws.offset());
+    for (int64_t j = 0; j < len; ++j) {
+      int64_t k = ix[j * si];
+      if (k < 0 && a.wrap_negative && k >= -size) k += size;
+      if (k < 0 || k >= size) out_of_bounds(a.op, ix[j * si], a.dim, size);
+      T& slot = line[k * a.dim_stride];
+      slot = combine_as<R>(slot, a.src_scalar ? value : sp[j * ss]);
+    }
+  }
+}
+
 // Returns the slots a mean divided (touched lines' distinct indices), for the launch records.
 template <typename T>
 int64_t scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
+  if (a.reduce != IndexReduce::kMean && (a.include_self || a.reduce == IndexReduce::kAssign)) {
+    switch (a.reduce) {
+      case IndexReduce::kAssign: scatter_plain<T, IndexReduce::kAssign>(a, b, e); break;
+      case IndexReduce::kAdd: scatter_plain<T, IndexReduce::kAdd>(a, b, e); break;
+      case IndexReduce::kMul: scatter_plain<T, IndexReduce::kMul>(a, b, e); break;
+      case IndexReduce::kMax: scatter_plain<T, IndexReduce::kMax>(a, b, e); break;
+      case IndexReduce::kMin: scatter_plain<T, IndexReduce::kMin>(a, b, e); break;
+      case IndexReduce::kMean: break;
+    }
+    return 0;
+  }
   int64_t divided = 0;
   T* dst = static_cast<T*>(a.dst.data);
   const T* src = static_cast<const T*>(a.src.data);
