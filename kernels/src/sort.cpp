@@ -36,55 +36,81 @@ bool less_nan_last(C a, C b) {
   return a < b;
 }
 
-// An element of a line being ordered: its key and its position in the line (int32 where the line allows, which
-// halves the working set). Ordered by (key, position), std::sort and std::nth_element over a contiguous array of
-// these give the order a stable sort gives, without loading keys through an index.
+// The unsigned integer type of a key's width.
+template <typename C>
+using radix_t = std::conditional_t<sizeof(C) == 1, uint8_t, std::conditional_t<sizeof(C) == 2, uint16_t,
+                std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>>>;
+
+// An order-preserving unsigned image of a key in PyTorch's order: integers with the sign bit flipped, floats by
+// their bits with negatives inverted, -0.0 as +0.0 (they compare equal) and every NaN as the largest; inverted
+// for a descending order.
+template <typename C>
+radix_t<C> radix_key(C v, bool descending) {
+  using U = radix_t<C>;
+  constexpr U top = U(1) << (8 * sizeof(C) - 1);
+  U u;
+  if constexpr (std::is_floating_point_v<C>) {  // (selects only: a loop of these vectorises)
+    const C z = v == C(0) ? C(0) : v;
+    std::memcpy(&u, &z, sizeof(C));
+    const U image = (u & top) ? U(~u) : U(u | top);
+    u = v != v ? U(~U(0)) : image;
+  } else if constexpr (std::is_same_v<C, bool>) {
+    u = v ? 1 : 0;
+  } else {
+    u = static_cast<U>(v);
+    if constexpr (std::is_signed_v<C>) u ^= top;
+  }
+  return descending ? U(~u) : u;
+}
+
+// An element of a line being ordered: the unsigned image of its key (radix_key: the line's order, NaN and -0.0
+// placed, descending inverted) and its position in the line (int32 where the line allows, which halves the
+// working set). Ordered by (image, position) with plain integer compares, std::sort and std::nth_element over a
+// contiguous array of these give the order a stable sort gives, without loading keys through an index.
 template <typename C, typename P>
 struct Keyed {
-  C key;
+  radix_t<C> key;
   P pos;
-};
-
-// (key, position) order: ascending or descending keys (NaN greater than every number), ties by position.
-template <typename C, typename P>
-struct LineOrder {
-  bool descending;
-  bool operator()(const Keyed<C, P>& a, const Keyed<C, P>& b) const {
-    const C& x = descending ? b.key : a.key;
-    const C& y = descending ? a.key : b.key;
-    if (less_nan_last(x, y)) return true;
-    if (less_nan_last(y, x)) return false;
-    return a.pos < b.pos;
-  }
+  bool operator<(const Keyed& o) const { return key < o.key || (key == o.key && pos < o.pos); }
 };
 
 // Elements a selection buffer takes beyond the k it keeps before it is cut back.
-constexpr int64_t kSelectChunk = 256;
+constexpr int64_t kSelectChunk = 32;
 
-// The first k elements of a line in LineOrder, left (unsorted) in buf: streamed through a buffer of k + max(k,
-// kSelectChunk) elements that is cut back to its best k whenever it fills. After a cut, an element that does not
-// come before the k-th kept one is passed over with one comparison, so a small k over a long line takes O(k)
-// memory and about one comparison per element.
+// The first k elements of a line in (key, position) order, left (unsorted) in buf: streamed through a buffer of
+// k + max(k, kSelectChunk) elements that is cut back to its best k whenever it fills. After a cut, an element
+// whose key image is not below the k-th kept one's is passed over with one integer compare (an equal key comes
+// later in the line, so after it), so a small k over a long line takes O(k) memory and one compare per element.
 template <typename C, typename P, typename Load>
-void select_first_k(int64_t len, int64_t k, LineOrder<C, P> order, Load load, std::vector<Keyed<C, P>>& buf) {
+void select_first_k(int64_t len, int64_t k, bool descending, Load load, std::vector<Keyed<C, P>>& buf) {
   const int64_t cap = std::min(len, k + std::max(k, kSelectChunk));
   buf.clear();
   buf.reserve(cap);
-  Keyed<C, P> kth{};
+  auto kth = std::numeric_limits<radix_t<C>>::max();
   bool cut_once = false;
   auto cut = [&] {
     if (static_cast<int64_t>(buf.size()) > k) {
-      std::nth_element(buf.begin(), buf.begin() + (k - 1), buf.end(), order);
-      kth = buf[k - 1];
+      std::nth_element(buf.begin(), buf.begin() + (k - 1), buf.end());
+      kth = buf[k - 1].key;
       buf.resize(k);
       cut_once = true;
     }
   };
-  for (int64_t j = 0; j < len; ++j) {
-    const Keyed<C, P> e{load(j), static_cast<P>(j)};
-    if (cut_once && !order(e, kth)) continue;
-    buf.push_back(e);
-    if (static_cast<int64_t>(buf.size()) == cap) cut();
+  constexpr int64_t kBlock = 64;  // key images computed a block at a time (a vector loop), then filtered
+  radix_t<C> keys[kBlock] = {};
+  for (int64_t j0 = 0; j0 < len; j0 += kBlock) {
+    const int64_t n = std::min(kBlock, len - j0);
+    for (int64_t t = 0; t < n; ++t) keys[t] = radix_key<C>(load(j0 + t), descending);
+    if (cut_once) {  // most blocks of a long line hold no candidate: one vector compare passes them over
+      int below = 0;
+      for (int64_t t = 0; t < kBlock; ++t) below += keys[t] < kth ? 1 : 0;  // (a stale tail past n: checked below)
+      if (below == 0) continue;
+    }
+    for (int64_t t = 0; t < n; ++t) {
+      if (cut_once && keys[t] >= kth) continue;
+      buf.push_back({keys[t], static_cast<P>(j0 + t)});
+      if (static_cast<int64_t>(buf.size()) == cap) cut();
+    }
   }
   cut();
 }
@@ -105,36 +131,6 @@ void counting_sort_line(int64_t len, bool descending, const T* src, int64_t stri
     const T v = src[j * stride];
     store(next[bucket(v)]++, v, j);
   }
-}
-
-// The unsigned integer type of a key's width.
-template <typename C>
-using radix_t = std::conditional_t<sizeof(C) == 1, uint8_t, std::conditional_t<sizeof(C) == 2, uint16_t,
-                std::conditional_t<sizeof(C) == 4, uint32_t, uint64_t>>>;
-
-// An order-preserving unsigned image of a key in PyTorch's order: integers with the sign bit flipped, floats by
-// their bits with negatives inverted, -0.0 as +0.0 (they compare equal) and every NaN as the largest; inverted
-// for a descending order.
-template <typename C>
-radix_t<C> radix_key(C v, bool descending) {
-  using U = radix_t<C>;
-  constexpr U top = U(1) << (8 * sizeof(C) - 1);
-  U u;
-  if constexpr (std::is_floating_point_v<C>) {
-    if (std::isnan(v)) {
-      u = ~U(0);
-    } else {
-      const C z = v == C(0) ? C(0) : v;
-      std::memcpy(&u, &z, sizeof(C));
-      u = (u & top) ? ~u : (u | top);
-    }
-  } else if constexpr (std::is_same_v<C, bool>) {
-    u = v ? 1 : 0;
-  } else {
-    u = static_cast<U>(v);
-    if constexpr (std::is_signed_v<C>) u ^= top;
-  }
-  return descending ? U(~u) : u;
 }
 
 // A line in (key, position) order, by an LSD radix sort on the keys' unsigned images: stable by construction, so
@@ -204,7 +200,6 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
   const T* src = static_cast<const T*>(in.data);
   T* vals = static_cast<T*>(values.data);
   int64_t* idxs = static_cast<int64_t*>(indices.data);
-  const LineOrder<C, P> order{descending};
   std::vector<Keyed<C, P>> buf;
   std::vector<P> sorted;
   std::vector<C> keys;
@@ -234,8 +229,8 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
         continue;
       }
       if (rank > 0) {
-        select_first_k<C, P>(len, rank, order, load, buf);
-        at = std::max_element(buf.begin(), buf.end(), order)->pos;
+        select_first_k<C, P>(len, rank, descending, load, buf);
+        at = std::max_element(buf.begin(), buf.end())->pos;
       }
       *v = line[at * ist];
       if (x) *x = at;
@@ -249,8 +244,8 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
       }
       continue;
     }
-    select_first_k<C, P>(len, k, order, load, buf);
-    std::sort(buf.begin(), buf.end(), order);
+    select_first_k<C, P>(len, k, descending, load, buf);
+    std::sort(buf.begin(), buf.end());
     for (int64_t j = 0; j < k; ++j) {
       v[j * vst] = line[buf[j].pos * ist];
       x[j * xst] = buf[j].pos;
