@@ -134,33 +134,55 @@ void counting_sort_line(int64_t len, bool descending, const T* src, int64_t stri
 }
 
 // A line in (key, position) order, by an LSD radix sort on the keys' unsigned images: stable by construction, so
-// equal keys keep their positions' order. One read pass histograms every byte; a byte in which all keys agree
-// costs no pass (bfloat16 and float16 keys widened to float, small-range int64). Leaves the positions in `pos`.
+// equal keys keep their positions' order. A first read pass finds the bits in which the keys differ, and only
+// the bytes that vary are counted and passed (bfloat16 and float16 keys widened to float, small-range integers).
+// Keys that vary in one byte (labels, small-range int64) are sorted by counting straight from the input, with no
+// (key, position) arrays. Leaves the positions in `pos`.
 template <typename C, typename P, typename Load>
 void radix_sort_line(int64_t len, bool descending, Load load, std::vector<P>& pos) {
   using U = radix_t<C>;
   constexpr int kBytes = sizeof(U);
+  U ones = 0, all = ~U(0);
+  for (int64_t j = 0; j < len; ++j) {
+    const U u = radix_key<C>(load(j), descending);
+    ones |= u;
+    all &= u;
+  }
+  int varying[kBytes], nvary = 0;
+  for (int d = 0; d < kBytes; ++d) {
+    if (((ones ^ all) >> (8 * d)) & 0xff) varying[nvary++] = d;
+  }
+  pos.resize(len);
+  if (nvary <= 1) {
+    const int shift = nvary == 0 ? 0 : 8 * varying[0];
+    auto bucket = [&](int64_t j) { return static_cast<int>((radix_key<C>(load(j), descending) >> shift) & 0xff); };
+    int64_t next[256] = {};
+    for (int64_t j = 0; j < len; ++j) ++next[bucket(j)];
+    int64_t at = 0;
+    for (int64_t& n : next) at += std::exchange(n, at);
+    for (int64_t j = 0; j < len; ++j) pos[next[bucket(j)]++] = static_cast<P>(j);
+    return;
+  }
   struct Item {
     U key;
     P pos;
   };
   std::vector<Item> a(len), b(len);
-  std::vector<std::array<int64_t, 256>> count(kBytes);
+  std::vector<std::array<int64_t, 256>> count(nvary);
   for (auto& c : count) c.fill(0);
   for (int64_t j = 0; j < len; ++j) {
     const U u = radix_key<C>(load(j), descending);
     a[j] = {u, static_cast<P>(j)};
-    for (int d = 0; d < kBytes; ++d) ++count[d][(u >> (8 * d)) & 0xff];
+    for (int v = 0; v < nvary; ++v) ++count[v][(u >> (8 * varying[v])) & 0xff];
   }
-  for (int d = 0; d < kBytes; ++d) {
-    auto& c = count[d];
-    if (std::any_of(c.begin(), c.end(), [len](int64_t n) { return n == len; })) continue;
+  for (int v = 0; v < nvary; ++v) {
+    const int d = varying[v];
+    auto& c = count[v];
     int64_t at = 0;
     for (int64_t& n : c) at += std::exchange(n, at);
     for (const Item& it : a) b[c[(it.key >> (8 * d)) & 0xff]++] = it;
     a.swap(b);
   }
-  pos.resize(len);
   for (int64_t j = 0; j < len; ++j) pos[j] = a[j].pos;
 }
 

@@ -71,8 +71,8 @@ std::vector<int64_t> stable_order(const T* line, int64_t len, bool descending) {
 }
 
 template <typename T>
-void check_sort(DType dt, int64_t lines, int64_t len, int64_t k, bool descending, npu_sim::Stream s, unsigned seed) {
-  const std::vector<T> host = keys<T>(lines * len, seed);
+void check_sort_of(const std::vector<T>& host, DType dt, int64_t lines, int64_t len, int64_t k, bool descending,
+                   npu_sim::Stream s) {
   DeviceBuf<T> x(host), v{std::vector<T>(lines * k)};
   DeviceBuf<int64_t> ix{std::vector<int64_t>(lines * k)};
   ASSERT_OK(npu_kernels::sort_lines(s, line_desc(x.ptr, dt, lines, len), 1, descending,
@@ -91,6 +91,11 @@ void check_sort(DType dt, int64_t lines, int64_t len, int64_t k, bool descending
   }
 }
 
+template <typename T>
+void check_sort(DType dt, int64_t lines, int64_t len, int64_t k, bool descending, npu_sim::Stream s, unsigned seed) {
+  check_sort_of<T>(keys<T>(lines * len, seed), dt, lines, len, k, descending, s);
+}
+
 TEST(KernelsSort, LongLinesByRadixMatchAStableSort) {
   for (bool desc : {false, true}) {
     check_sort<float>(DType::kFloat32, 2, 20000, 20000, desc, nullptr, 1);
@@ -98,6 +103,23 @@ TEST(KernelsSort, LongLinesByRadixMatchAStableSort) {
     check_sort<int64_t>(DType::kInt64, 2, 5000, 5000, desc, nullptr, 3);
     check_sort<int32_t>(DType::kInt32, 1, 5000, 5000, desc, nullptr, 4);
     check_sort<int16_t>(DType::kInt16, 1, 5000, 5000, desc, nullptr, 5);
+  }
+}
+
+TEST(KernelsSort, LongLinesVaryingInFewBytes) {
+  // keys whose images differ in one byte (counted straight from the input), in none (a constant line), and in two
+  const int64_t len = 9000;
+  std::mt19937 gen(13);
+  std::vector<int64_t> labels(len), constant(len, -7), wide(len);
+  for (auto& v : labels) v = static_cast<int64_t>(gen() % 200);
+  for (auto& v : wide) v = 1000 + static_cast<int64_t>(gen() % 3000);
+  std::vector<float> halves(len);
+  for (auto& v : halves) v = 1.0f + static_cast<float>(gen() % 2) * 0.5f;  // 1.0 and 1.5: one byte of the image
+  for (bool desc : {false, true}) {
+    check_sort_of<int64_t>(labels, DType::kInt64, 1, len, len, desc, nullptr);
+    check_sort_of<int64_t>(constant, DType::kInt64, 1, len, len, desc, nullptr);
+    check_sort_of<int64_t>(wide, DType::kInt64, 1, len, len, desc, nullptr);
+    check_sort_of<float>(halves, DType::kFloat32, 1, len, len, desc, nullptr);
   }
 }
 
