@@ -30,7 +30,9 @@ using T = at::Tensor;
 std::tuple<T, T> median_along(const T& self, int64_t dim, bool ignore_nan, bool with_indices = true) {
   c10::DeviceGuard guard(self.device());
   const char* op = ignore_nan ? "nanmedian" : "median";
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"", op, "_npu\" not implemented for '", self.scalar_type(), "'");
+  // (bool has no median on CPU or CUDA either)
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex() && self.scalar_type() != at::kBool, "\"", op,
+                              "_npu\" not implemented for '", self.scalar_type(), "'");
   std::vector<int64_t> sizes = self.sizes().vec();
   sizes[dim] = 1;
   T values = at::empty(sizes, self.options());

@@ -44,6 +44,8 @@ void sort_into(const at::Tensor& self, int64_t dim, bool descending, const at::T
                const at::Tensor& indices, int64_t k, const char* op) {
   // complex numbers have no order: CPU's and CUDA's refusal, in their words (the kernel would fail at the sync)
   TORCH_CHECK(!self.is_complex(), std::strcmp(op, "sort") == 0 ? "Sort" : op, " does not support complex dtypes on npu");
+  TORCH_CHECK(self.scalar_type() != at::kBool || std::strcmp(op, "topk") != 0,
+              "topk does not support bool dtypes on npu");  // (CPU's and CUDA's refusal; sort takes bool)
   c10::DeviceGuard guard(self.device());
   if (self.numel() == 0) return;
   const auto s = as_1d(self);
@@ -226,7 +228,8 @@ std::tuple<at::Tensor&, at::Tensor&> NF::kthvalue_out(const at::Tensor& self, in
   const int64_t len = self.dim() == 0 ? 1 : self.size(dim);
   at::native::zero_numel_check_dims(self, dim, "kthvalue()");  // IndexError on an empty line, as CPU and CUDA
   TORCH_CHECK(k >= 1 && k <= len, "kthvalue(): selected number k out of range for dimension ", dim);
-  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex(), "\"kthvalue_npu\" not implemented for '", self.scalar_type(), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(!self.is_complex() && self.scalar_type() != at::kBool,
+                              "\"kthvalue_npu\" not implemented for '", self.scalar_type(), "'");  // (as CPU, CUDA)
   check_selection_out("kthvalue()", self, values, indices);
   c10::DeviceGuard guard(self.device());
   std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());

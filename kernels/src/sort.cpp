@@ -117,12 +117,15 @@ void select_first_k(int64_t len, int64_t k, bool descending, Load load, std::vec
 
 // A line of a 1-byte type (bool, int8, uint8) sorted by counting: one pass counts each key, one writes every
 // element at its key's next slot, in position order (so stable), O(len) with no buffer.
+// A 1-byte key's counting bucket in ascending order: 0 .. 255 (signed types shifted by 128).
+template <typename T>
+int byte_bucket(T v) {
+  return std::is_signed_v<T> ? static_cast<int>(v) + 128 : static_cast<int>(v);
+}
+
 template <typename T, typename Store>
 void counting_sort_line(int64_t len, bool descending, const T* src, int64_t stride, Store store) {
-  auto bucket = [descending](T v) {
-    const int b = std::is_signed_v<T> ? static_cast<int>(v) + 128 : static_cast<int>(v);
-    return descending ? 255 - b : b;
-  };
+  auto bucket = [descending](T v) { return descending ? 255 - byte_bucket(v) : byte_bucket(v); };
   int64_t next[256] = {};
   for (int64_t j = 0; j < len; ++j) ++next[bucket(src[j * stride])];
   int64_t at = 0;
@@ -242,6 +245,20 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
     }
     if (pick != Pick::kFirstK) {
       const int64_t rank = pick_rank<C>(pick, len, k, load);
+      if constexpr (sizeof(T) == 1) {  // (no NaNs: rank >= 1) by counting: the value's bucket, then its occurrence
+        int64_t count[256] = {};
+        for (int64_t j = 0; j < len; ++j) ++count[byte_bucket(line[j * ist])];
+        int b = 0;
+        int64_t r = rank - 1;  // 0-based rank, then the occurrence within bucket b (ties in position order)
+        while (r >= count[b]) r -= count[b++];
+        int64_t at = 0;
+        for (;; ++at) {
+          if (byte_bucket(line[at * ist]) == b && r-- == 0) break;
+        }
+        *v = line[at * ist];
+        if (x) *x = at;
+        continue;
+      }
       int64_t at = -1 - rank;  // (a NaN's position)
       if (rank > 0 && !x) {  // (the value alone: a selection over the keys, half the bytes of key-position pairs)
         keys.resize(len);

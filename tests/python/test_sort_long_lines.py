@@ -143,3 +143,34 @@ def test_complex_inputs_are_refused_at_the_call(name, call, error, message):
         call(x.to("npu"))
     torch.npu.synchronize()
     assert torch.npu._device_error(None) is None
+
+
+@pytest.mark.parametrize("name, call, error, message", [
+    ("topk", lambda t: t.topk(1), RuntimeError, "topk does not support bool"),
+    ("kthvalue", lambda t: t.kthvalue(1), NotImplementedError, "not implemented for 'Bool'"),
+    ("median", lambda t: t.median(), NotImplementedError, "not implemented for 'Bool'"),
+    ("median dim", lambda t: t.median(0), NotImplementedError, "not implemented for 'Bool'"),
+    ("nanmedian", lambda t: t.nanmedian(), NotImplementedError, "not implemented for 'Bool'"),
+])
+def test_bool_inputs_are_refused_as_cpu_and_cuda_refuse_them(name, call, error, message):
+    x = torch.tensor([True, False, True])
+    with pytest.raises(error):
+        call(x)
+    with pytest.raises(error, match=message):
+        call(x.to("npu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8], ids=str)
+@pytest.mark.parametrize("n", [1, 5, 100, 5000])
+def test_one_byte_kthvalue_and_median_by_counting(dtype, n):
+    # 1-byte lines select by counting: the k-th element of the stable order (value and position), and CPU's median
+    x = torch.randint(-3 if dtype == torch.int8 else 0, 3, (4, n), generator=torch.Generator().manual_seed(n)).to(dtype)
+    s = torch.sort(x, dim=1, stable=True)
+    for k in sorted({1, (n + 1) // 2, n}):
+        got = x.to("npu").kthvalue(k, 1)
+        same(got.values, s.values[:, k - 1])
+        same(got.indices, s.indices[:, k - 1])
+        same(x.t().contiguous().to("npu").kthvalue(k, 0).indices, s.indices[:, k - 1])  # (a strided line)
+    same(x.to("npu").median(1).values, x.median(1).values)
+    same(x.to("npu").median(1).indices, s.indices[:, (n - 1) // 2])
+    same(x.to("npu").median(), x.median())
