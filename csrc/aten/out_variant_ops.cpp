@@ -93,12 +93,10 @@ void run_via_functional(const c10::OperatorHandle& op, torch::jit::Stack* stack,
     at::Tensor& out = outs[i];
     TORCH_CHECK(out.device() == r.device(), op_name, ": Expected out tensor to have device ", r.device(),
                 ", but got ", out.device(), " instead");
-    if (rule == OutDtype::kSame) {
-      TORCH_CHECK(out.scalar_type() == r.scalar_type(), op_name, ": Expected out tensor to have dtype ",
-                  r.scalar_type(), ", but got ", out.scalar_type(), " instead");
-    }
     TORCH_CHECK(c10::canCast(r.scalar_type(), out.scalar_type()), op_name, ": result type ", r.scalar_type(),
                 " can't be cast to the desired output type ", out.scalar_type());
+    TORCH_CHECK(rule == OutDtype::kCast || out.scalar_type() == r.scalar_type(), op_name,
+                ": Expected out tensor to have dtype ", r.scalar_type(), ", but got ", out.scalar_type(), " instead");
     at::native::resize_output(out, r.sizes());
     out.copy_(r);
   }

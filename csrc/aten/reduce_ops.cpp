@@ -307,10 +307,9 @@ T& var_like_out(const T& self, at::OptionalIntArrayRef dim, const std::optional<
   const at::ScalarType real = c10::toRealValueType(self.scalar_type());
   // a complex input may also write a complex out of its own dtype (CPU's rule): the real result, imaginary 0
   const bool complex_out = self.is_complex() && out.scalar_type() == self.scalar_type();
-  // a floating out of another width: a real input computes in its dtype, as CPU does (its reduction's dtype); a
-  // complex one's real result is cast into it
-  const bool real_out = at::isFloatingType(out.scalar_type());
-  TORCH_CHECK(out.scalar_type() == real || complex_out || real_out, is_std ? "std" : "var", ": result type ", real,
+  // any floating out: a real input computes in its dtype, as CPU does (its reduction's dtype); a complex one's real
+  // result is cast into it
+  TORCH_CHECK(complex_out || at::isFloatingType(out.scalar_type()), is_std ? "std" : "var", ": result type ", real,
               " can't be cast to the desired output type ", out.scalar_type());
   at::native::resize_output(out, at::native::shape_from_dim_mask(self, mask_of(self, dim), keepdim));
   if (complex_out) {
