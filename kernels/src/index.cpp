@@ -167,7 +167,8 @@ void scatter_plain(const IndexAlongDim& a, int64_t b, int64_t e) {
   }
 }
 
-// Returns the slots a mean divided (touched lines' distinct indices), for the launch records.
+// Scatter lines [b, e): scatter_plain, or for mean and include_self=False a count per slot touched. Returns the
+// slots a mean divided (touched lines' distinct indices), for the launch records.
 template <typename T>
 int64_t scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   if (a.reduce != IndexReduce::kMean && (a.include_self || a.reduce == IndexReduce::kAssign)) {
@@ -189,8 +190,7 @@ int64_t scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
   const int d = a.dim;
   const int64_t len = a.index.sizes[d];
   const TensorDesc od = outer_of(a.dst, d), os = outer_of(a.src, d), oi = outer_of(a.index, d);
-  const bool track = a.reduce == IndexReduce::kMean || !a.include_self;
-  std::vector<int64_t> count(track ? a.dim_size : 0, 0);
+  std::vector<int64_t> count(a.dim_size, 0);
   std::vector<int64_t> touched;
   StridedWalker wd(od, b), ws(os, b), wi(oi, b);
   for (int64_t o = b; o < e; ++o, wd.next(), ws.next(), wi.next()) {
@@ -201,35 +201,27 @@ int64_t scatter_range(const IndexAlongDim& a, int64_t b, int64_t e) {
       if (k < 0 || k >= a.dim_size) out_of_bounds(a.op, idx[wi.offset() + j * a.index.strides[d]], a.dim, a.dim_size);
       const T v = a.src_scalar ? value : src[ws.offset() + j * a.src.strides[d]];
       T& slot = dst[base_d + k * a.dim_stride];
-      if (a.reduce == IndexReduce::kAssign) {
-        slot = v;
-        continue;
-      }
-      if (track) {
-        if (count[k] == 0) {
-          touched.push_back(k);
-          count[k] = a.include_self ? 1 : 0;
-          if (!a.include_self) {
-            slot = v;
-            count[k] = 1;
-            continue;
-          }
+      if (count[k] == 0) {
+        touched.push_back(k);
+        count[k] = a.include_self ? 1 : 0;
+        if (!a.include_self) {
+          slot = v;
+          count[k] = 1;
+          continue;
         }
-        ++count[k];
       }
+      ++count[k];
       slot = combine<T>(a.reduce, slot, v);
     }
-    if (track) {
-      if (a.reduce == IndexReduce::kMean) divided += static_cast<int64_t>(touched.size());
-      for (const int64_t k : touched) {
-        if (a.reduce == IndexReduce::kMean) {
-          T& slot = dst[base_d + k * a.dim_stride];
-          slot = divide_count<T>(slot, count[k]);
-        }
-        count[k] = 0;
+    if (a.reduce == IndexReduce::kMean) divided += static_cast<int64_t>(touched.size());
+    for (const int64_t k : touched) {
+      if (a.reduce == IndexReduce::kMean) {
+        T& slot = dst[base_d + k * a.dim_stride];
+        slot = divide_count<T>(slot, count[k]);
       }
-      touched.clear();
+      count[k] = 0;
     }
+    touched.clear();
   }
   return divided;
 }

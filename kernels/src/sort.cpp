@@ -115,14 +115,14 @@ void select_first_k(int64_t len, int64_t k, bool descending, Load load, std::vec
   cut();
 }
 
-// A line of a 1-byte type (bool, int8, uint8) sorted by counting: one pass counts each key, one writes every
-// element at its key's next slot, in position order (so stable), O(len) with no buffer.
 // A 1-byte key's counting bucket in ascending order: 0 .. 255 (signed types shifted by 128).
 template <typename T>
 int byte_bucket(T v) {
   return std::is_signed_v<T> ? static_cast<int>(v) + 128 : static_cast<int>(v);
 }
 
+// A line of a 1-byte type (bool, int8, uint8) sorted by counting: one pass counts each key, one writes every
+// element at its key's next slot, in position order (so stable), O(len) with no buffer.
 template <typename T, typename Store>
 void counting_sort_line(int64_t len, bool descending, const T* src, int64_t stride, Store store) {
   auto bucket = [descending](T v) { return descending ? 255 - byte_bucket(v) : byte_bucket(v); };
