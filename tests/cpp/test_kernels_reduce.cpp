@@ -1,10 +1,12 @@
 // gtests of the reduction engine (torch-free): every subset of reduced dims of a 3-D tensor for several
 // dtypes against a double reference, the tiled (column) and two-phase (full, large) splits, argmax ties,
-// var with correction, two streams reducing at once, scans, and a device-side nll_loss error.
+// var with correction, two streams reducing at once, scans, a device-side nll_loss error, and a reduction
+// without a kernel refused at launch.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -282,6 +284,32 @@ TEST(KernelsReduce, NllLossTargetOutOfRangeIsAKernelError) {
   EXPECT_NE(npu_sim::last_error_message().find("nll_loss"), std::string::npos) << npu_sim::last_error_message();
   ASSERT_OK(npu_sim::device_restart(0));  // the error is sticky: acknowledge it for the tests after this one
   ASSERT_OK(npu_sim::stream_destroy(st));
+}
+
+}  // namespace
+
+namespace {
+
+TEST(KernelsReduce, AReductionWithoutAKernelIsRefusedAtLaunchWithItsReason) {
+  // logsumexp of complex and of int32 have no kernel: kInvalidValue naming the op and the dtype (it was an empty
+  // message), nothing enqueued, the output left as it was
+  const int64_t sizes[3] = {2, 3, 4};
+  Buf<float> in(std::vector<float>(2 * 2 * 3 * 4, 1.0f));  // 24 complex64 values
+  Buf<float> out(std::vector<float>(2 * 2, -7.0f));
+  EXPECT_EQ(npu_kernels::reduce(nullptr, ReduceOp::kLogsumexp, describe(sizes, 6u, in.ptr, DType::kComplex64, out.ptr),
+                                {}),
+            npu_sim::Status::kInvalidValue);
+  EXPECT_NE(npu_sim::last_error_message().find("complex"), std::string::npos) << npu_sim::last_error_message();
+  Buf<int32_t> ints(std::vector<int32_t>(24, 1));
+  Buf<int32_t> iout(std::vector<int32_t>(2, -7));
+  EXPECT_EQ(npu_kernels::reduce(nullptr, ReduceOp::kLogsumexp, describe(sizes, 6u, ints.ptr, DType::kInt32, iout.ptr),
+                                {}),
+            npu_sim::Status::kInvalidValue);
+  EXPECT_NE(npu_sim::last_error_message().find("no kernel for dtype"), std::string::npos)
+      << npu_sim::last_error_message();
+  ASSERT_OK(npu_sim::stream_synchronize(nullptr));
+  for (float v : out.read()) EXPECT_EQ(v, -7.0f);
+  for (int32_t v : iout.read()) EXPECT_EQ(v, -7);
 }
 
 }  // namespace
