@@ -192,6 +192,61 @@ void radix_sort_line(int64_t len, bool descending, Load load, std::vector<P>& po
 // Lines at least this long are sorted by radix (below it, std::sort over (key, position) is as fast).
 constexpr int64_t kRadixMinLen = 4096;
 
+// The position of a line's rank-th (1-based) element in ascending (key, position) order, by a radix select on the
+// keys' unsigned images: one pass counts the images' top digit (8-16 bits, by the line's length) and finds the bits
+// in which the keys differ; where those lie below the top digit (small-range integers), a second pass counts the
+// digit just under the highest varying bit. The rank's bucket then holds the element: if the digit left no bit
+// varying, a pass finds its rank-th member in position order; otherwise the bucket's members (a small share of the
+// line unless the keys crowd into one digit) are gathered and selected by nth_element. Two or three passes over
+// the line, where nth_element over all of it takes several and branches on every compare.
+template <typename C, typename P, typename Load>
+int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, P>>& cand,
+                     std::vector<uint32_t>& count) {
+  using U = radix_t<C>;
+  constexpr int kBits = 8 * sizeof(U);
+  int digit = 8;
+  while (digit < 16 && (int64_t(1) << (digit + 5)) <= len) ++digit;  // ~32 elements per bucket, at most 2^16 buckets
+  digit = std::min(digit, kBits);
+  auto image = [&](int64_t j) { return radix_key<C>(load(j), false); };
+  count.assign(size_t(1) << digit, 0);
+  int shift = kBits - digit;
+  U ones = 0, all = ~U(0);
+  for (int64_t j = 0; j < len; ++j) {
+    const U u = image(j);
+    ones |= u;
+    all &= u;
+    ++count[u >> shift];
+  }
+  const U vary = ones ^ all;
+  if (vary == 0) return rank - 1;  // every key equal: positions in order
+  int high = kBits - 1;
+  while (!((vary >> high) & 1)) --high;
+  if (high < kBits - digit) {  // the keys differ only below the top digit: count the digit under the highest bit
+    shift = std::max(0, high + 1 - digit);
+    std::fill(count.begin(), count.end(), 0u);
+    const U mask = U((U(1) << digit) - 1);  // (digit < kBits here)
+    for (int64_t j = 0; j < len; ++j) ++count[(image(j) >> shift) & mask];
+  }
+  const U mask = digit == kBits ? U(~U(0)) : U((U(1) << digit) - 1);
+  int64_t r = rank - 1;  // 0-based rank, then within the bucket
+  U b = 0;
+  while (r >= int64_t(count[b])) r -= count[b++];
+  auto in_bucket = [&](U u) { return U((u >> shift) & mask) == b; };
+  if ((vary & ((U(1) << shift) - 1)) == 0 || shift == 0) {  // the bucket is one key: its r-th member in order
+    for (int64_t j = 0;; ++j) {
+      if (in_bucket(image(j)) && r-- == 0) return j;
+    }
+  }
+  cand.clear();
+  cand.reserve(count[b]);
+  for (int64_t j = 0; j < len; ++j) {
+    const U u = image(j);
+    if (in_bucket(u)) cand.push_back({u, static_cast<P>(j)});
+  }
+  std::nth_element(cand.begin(), cand.begin() + r, cand.end());
+  return cand[r].pos;
+}
+
 // What order_lines writes of each line: its first k elements in order (sort, topk), or one element into a size-1
 // slot along dim: the k-th smallest (1-based), or the median of the line (the ((n - 1) / 2)-th smallest of its n
 // non-NaN elements; median() gives a line with a NaN its first NaN, nanmedian() skips NaNs unless all are).
@@ -228,6 +283,7 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
   std::vector<Keyed<C, P>> buf;
   std::vector<P> sorted;
   std::vector<C> keys;
+  std::vector<uint32_t> counts;
   StridedWalker wi(oin, b), wv(ov, b), wx(oi, b);
   for (int64_t o = b; o < e; ++o, wi.next(), wv.next(), wx.next()) {
     const T* line = src + wi.offset();
@@ -245,21 +301,15 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
     }
     if (pick != Pick::kFirstK) {
       const int64_t rank = pick_rank<C>(pick, len, k, load);
-      if constexpr (sizeof(T) == 1) {  // (no NaNs: rank >= 1) by counting: the value's bucket, then its occurrence
-        int64_t count[256] = {};
-        for (int64_t j = 0; j < len; ++j) ++count[byte_bucket(line[j * ist])];
-        int b = 0;
-        int64_t r = rank - 1;  // 0-based rank, then the occurrence within bucket b (ties in position order)
-        while (r >= count[b]) r -= count[b++];
-        int64_t at = 0;
-        for (;; ++at) {
-          if (byte_bucket(line[at * ist]) == b && r-- == 0) break;
-        }
+      int64_t at = -1 - rank;  // (a NaN's position)
+      // (1-byte keys: one counting pass and one to find the position, at any length)
+      const bool by_radix = (sizeof(T) == 1 || len >= kRadixMinLen) && len <= int64_t(UINT32_MAX);
+      if (rank > 0 && by_radix) {
+        at = radix_select<C, P>(len, rank, load, buf, counts);
         *v = line[at * ist];
         if (x) *x = at;
         continue;
       }
-      int64_t at = -1 - rank;  // (a NaN's position)
       if (rank > 0 && !x) {  // (the value alone: a selection over the keys, half the bytes of key-position pairs)
         keys.resize(len);
         for (int64_t j = 0; j < len; ++j) keys[j] = load(j);

@@ -1,7 +1,8 @@
 // gtests of the line-ordering kernels (torch-free): sort_lines (radix sort of long lines, std::sort of short
-// ones, counting sort of 1-byte lines), its topk form (bounded selection) and kth_lines / median_lines, against
-// std::stable_sort in PyTorch's order (NaN largest, -0.0 equal to +0.0, ties by position); and two streams
-// sorting at once; dtypes the kernels refuse (values of another dtype, complex bincount weights).
+// ones, counting sort of 1-byte lines), its topk form (bounded selection) and kth_lines / median_lines (a radix
+// select on long lines), against std::stable_sort in PyTorch's order (NaN largest, -0.0 equal to +0.0, ties by
+// position); and two streams sorting at once; dtypes the kernels refuse (values of another dtype, complex
+// bincount weights).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -167,6 +168,52 @@ TEST(KernelsSort, KthAndMedianLines) {
       EXPECT_EQ(got[l], want) << "line " << l << " ignore_nan " << ignore_nan;
     }
   }
+}
+
+// kth_lines on one line, with and without indices, against the stable order's element of each rank.
+template <typename T>
+void check_kth_of(const std::vector<T>& host, DType dt, std::initializer_list<int64_t> ks) {
+  const int64_t len = static_cast<int64_t>(host.size());
+  const std::vector<int64_t> order = stable_order(host.data(), len, false);
+  DeviceBuf<T> x(host), v{std::vector<T>(1)};
+  DeviceBuf<int64_t> ix{std::vector<int64_t>(1)};
+  const TensorDesc in = line_desc(x.ptr, dt, 1, len), vd = line_desc(v.ptr, dt, 1, 1);
+  TensorDesc xd = line_desc(ix.ptr, DType::kInt64, 1, 1), none = xd;
+  none.data = nullptr;
+  for (int64_t k : ks) {
+    const T want = host[order[k - 1]];
+    ASSERT_OK(npu_kernels::kth_lines(nullptr, in, 1, vd, xd, k, "kthvalue"));
+    EXPECT_EQ(ix.read()[0], order[k - 1]) << "k " << k << " of " << len;
+    ASSERT_OK(npu_kernels::kth_lines(nullptr, in, 1, vd, none, k, "kthvalue"));
+    const T got = v.read()[0];
+    EXPECT_TRUE(got == want || (got != got && want != want)) << "k " << k << " of " << len;
+  }
+}
+
+TEST(KernelsSort, KthOfLongLinesByRadixSelect) {
+  std::mt19937 gen(21);
+  const int64_t len = 70001;
+  std::normal_distribution<double> normal;
+  std::vector<float> wide(len);  // distinct keys spread over the exponents: the rank's bucket is small
+  for (auto& v : wide) v = static_cast<float>(normal(gen));
+  std::vector<float> crowded(len);  // keys in [1, 1 + 2^-10): one top digit, gathered and selected
+  for (auto& v : crowded) v = 1.0f + static_cast<float>(gen() % 4096) * 0x1p-22f;
+  std::vector<int64_t> labels(len), spread(len), equal(len, -3);  // one varying digit, low bits only; a wide range
+  for (auto& v : labels) v = static_cast<int64_t>(gen() % 100);
+  for (auto& v : spread) v = static_cast<int64_t>(gen()) * 4099 - (int64_t(1) << 40);
+  std::vector<double> doubles(len);
+  for (auto& v : doubles) v = normal(gen);
+  std::vector<int16_t> shorts(len);
+  for (auto& v : shorts) v = static_cast<int16_t>(gen());
+  std::vector<uint8_t> bytes(len);
+  for (auto& v : bytes) v = static_cast<uint8_t>(gen() % 7);
+  for (auto* line : {&wide, &crowded}) check_kth_of<float>(*line, DType::kFloat32, {1, 2, 35000, len - 1, len});
+  for (auto* line : {&labels, &spread, &equal}) check_kth_of<int64_t>(*line, DType::kInt64, {1, 35001, len});
+  check_kth_of<double>(doubles, DType::kFloat64, {1, 17, 35001, len});
+  check_kth_of<int16_t>(shorts, DType::kInt16, {1, 35001, len});
+  check_kth_of<uint8_t>(bytes, DType::kUInt8, {1, 35001, len});
+  check_kth_of<float>(keys<float>(len, 22), DType::kFloat32, {1, 3000, 35001, len});  // ties, NaNs, signed zeros
+  check_kth_of<float>(keys<float>(3000, 23), DType::kFloat32, {1, 1500, 3000});       // a short line: nth_element
 }
 
 TEST(KernelsSort, ValuesOfAnotherDtypeAreRefusedAtLaunch) {
