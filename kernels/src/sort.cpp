@@ -191,13 +191,16 @@ void radix_sort_line(int64_t len, bool descending, Load load, std::vector<P>& po
 
 // Lines at least this long are sorted by radix (below it, std::sort over (key, position) is as fast).
 constexpr int64_t kRadixMinLen = 4096;
+// Lines at least this long are selected in (kthvalue, median) by radix (radix_select).
+constexpr int64_t kRadixSelectMinLen = 256;
 
 // The position of a line's rank-th (1-based) element in ascending (key, position) order, by a radix select on the
 // keys' unsigned images: one pass counts the images' top digit (8-16 bits, by the line's length) and finds the bits
 // in which the keys differ; where those lie below the top digit (small-range integers), a second pass counts the
 // digit just under the highest varying bit. The rank's bucket then holds the element: if the digit left no bit
-// varying, a pass finds its rank-th member in position order; otherwise the bucket's members (a small share of the
-// line unless the keys crowd into one digit) are gathered and selected by nth_element. Two or three passes over
+// varying, a pass finds its rank-th member in position order; otherwise the bucket's members are gathered (in
+// position order) and narrowed the same way, digit by digit under their own highest varying bit, until one key is
+// left (its r-th member in order is the answer) or few enough members for nth_element. Two or three passes over
 // the line, where nth_element over all of it takes several and branches on every compare.
 template <typename C, typename P, typename Load>
 int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, P>>& cand,
@@ -208,8 +211,20 @@ int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, 
   while (digit < 16 && (int64_t(1) << (digit + 5)) <= len) ++digit;  // ~32 elements per bucket, at most 2^16 buckets
   digit = std::min(digit, kBits);
   auto image = [&](int64_t j) { return radix_key<C>(load(j), false); };
+  auto low_bits = [](int n) { return n >= kBits ? U(~U(0)) : U((U(1) << n) - 1); };
+  auto top_bit = [](U v) {
+    int high = kBits - 1;
+    while (!((v >> high) & 1)) --high;
+    return high;
+  };
+  // The counted bucket that holds 0-based rank r (r becomes the rank within it).
+  auto rank_bucket = [&](int64_t& r) {
+    U b = 0;
+    while (r >= int64_t(count[b])) r -= count[b++];
+    return b;
+  };
   count.assign(size_t(1) << digit, 0);
-  int shift = kBits - digit;
+  int shift = kBits - digit, width = digit;
   U ones = 0, all = ~U(0);
   for (int64_t j = 0; j < len; ++j) {
     const U u = image(j);
@@ -219,29 +234,49 @@ int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, 
   }
   const U vary = ones ^ all;
   if (vary == 0) return rank - 1;  // every key equal: positions in order
-  int high = kBits - 1;
-  while (!((vary >> high) & 1)) --high;
-  if (high < kBits - digit) {  // the keys differ only below the top digit: count the digit under the highest bit
+  const int high = top_bit(vary);
+  if (high < shift) {  // the keys differ only below the top digit: count the digit under the highest varying bit
     shift = std::max(0, high + 1 - digit);
+    width = high + 1 - shift;
     std::fill(count.begin(), count.end(), 0u);
-    const U mask = U((U(1) << digit) - 1);  // (digit < kBits here)
-    for (int64_t j = 0; j < len; ++j) ++count[(image(j) >> shift) & mask];
+    for (int64_t j = 0; j < len; ++j) ++count[(image(j) >> shift) & low_bits(width)];
   }
-  const U mask = digit == kBits ? U(~U(0)) : U((U(1) << digit) - 1);
   int64_t r = rank - 1;  // 0-based rank, then within the bucket
-  U b = 0;
-  while (r >= int64_t(count[b])) r -= count[b++];
-  auto in_bucket = [&](U u) { return U((u >> shift) & mask) == b; };
-  if ((vary & ((U(1) << shift) - 1)) == 0 || shift == 0) {  // the bucket is one key: its r-th member in order
+  U b = rank_bucket(r);
+  auto in_bucket = [&](U u) { return U((u >> shift) & low_bits(width)) == b; };
+  if ((vary & low_bits(shift)) == 0) {  // the bucket is one key: its r-th member in position order
     for (int64_t j = 0;; ++j) {
       if (in_bucket(image(j)) && r-- == 0) return j;
     }
   }
-  cand.clear();
-  cand.reserve(count[b]);
-  for (int64_t j = 0; j < len; ++j) {
+  cand.resize(count[b]);  // (gathered without a branch: each element is written at the next slot, the bucket's kept)
+  size_t n = 0;
+  for (int64_t j = 0; j < len && n < count[b]; ++j) {
     const U u = image(j);
-    if (in_bucket(u)) cand.push_back({u, static_cast<P>(j)});
+    cand[n] = {u, static_cast<P>(j)};
+    n += in_bucket(u) ? 1 : 0;
+  }
+  cand.resize(n);
+  constexpr size_t kFew = 64;  // below this many members, nth_element
+  while (cand.size() > kFew) {
+    U c_ones = 0, c_all = ~U(0);
+    for (const auto& c : cand) {
+      c_ones |= c.key;
+      c_all &= c.key;
+    }
+    if (c_ones == c_all) return cand[r].pos;  // one key left: its members are in position order
+    const int h = top_bit(c_ones ^ c_all);
+    shift = std::max(0, h + 1 - digit);
+    width = h + 1 - shift;
+    std::fill(count.begin(), count.begin() + (size_t(1) << width), 0u);
+    for (const auto& c : cand) ++count[(c.key >> shift) & low_bits(width)];
+    b = rank_bucket(r);
+    n = 0;
+    for (const auto& c : cand) {  // (in place, in order, without a branch)
+      cand[n] = c;
+      n += in_bucket(c.key) ? 1 : 0;
+    }
+    cand.resize(n);
   }
   std::nth_element(cand.begin(), cand.begin() + r, cand.end());
   return cand[r].pos;
@@ -303,7 +338,7 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
       const int64_t rank = pick_rank<C>(pick, len, k, load);
       int64_t at = -1 - rank;  // (a NaN's position)
       // (1-byte keys: one counting pass and one to find the position, at any length)
-      const bool by_radix = (sizeof(T) == 1 || len >= kRadixMinLen) && len <= int64_t(UINT32_MAX);
+      const bool by_radix = (sizeof(T) == 1 || len >= kRadixSelectMinLen) && len <= int64_t(UINT32_MAX);
       if (rank > 0 && by_radix) {
         at = radix_select<C, P>(len, rank, load, buf, counts);
         *v = line[at * ist];
