@@ -1,5 +1,5 @@
-// Line-wise ordering kernels: sort (radix / counting / comparison), topk / kthvalue / median by selection, unique,
-// bincount, searchsorted (see npu_kernels/index.h).
+// Line-wise ordering kernels: sort (radix / counting / comparison / counted ranks), topk (insertion or bounded
+// selection), kthvalue / median (radix select, counted ranks), unique, bincount, searchsorted (npu_kernels/index.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -115,6 +115,33 @@ void select_first_k(int64_t len, int64_t k, bool descending, Load load, std::vec
   cut();
 }
 
+// k at most this small is selected by insertion into a sorted array (select_small_k).
+constexpr int64_t kSmallK = 16;
+
+// The first k (<= kSmallK) elements of a line in (key, position) order, sorted into best: the first k elements
+// inserted, then each later one whose key image is below the k-th kept one's inserted in its place (an equal key
+// comes later in the line, so after it). One compare per element and few insertions over random keys (about
+// k ln(len / k)), where a buffer cut back by nth_element pays a selection per kSelectChunk candidates.
+template <typename C, typename P, typename Load>
+void select_small_k(int64_t len, int64_t k, bool descending, Load load, Keyed<C, P>* best) {
+  int64_t kept = 0;
+  auto insert = [&](radix_t<C> key, int64_t j) {
+    int64_t at = std::min(kept, k - 1);  // (full: the last one drops out)
+    while (at > 0 && key < best[at - 1].key) {
+      best[at] = best[at - 1];
+      --at;
+    }
+    best[at] = {key, static_cast<P>(j)};
+    kept = std::min(kept + 1, k);
+  };
+  int64_t j = 0;
+  for (; j < std::min(len, k); ++j) insert(radix_key<C>(load(j), descending), j);
+  for (; j < len; ++j) {
+    const radix_t<C> key = radix_key<C>(load(j), descending);
+    if (key < best[k - 1].key) insert(key, j);
+  }
+}
+
 // A 1-byte key's counting bucket in ascending order: 0 .. 255 (signed types shifted by 128).
 template <typename T>
 int byte_bucket(T v) {
@@ -191,8 +218,6 @@ void radix_sort_line(int64_t len, bool descending, Load load, std::vector<P>& po
 
 // Lines at least this long are sorted by radix (below it, std::sort over (key, position) is as fast).
 constexpr int64_t kRadixMinLen = 4096;
-// Lines at least this long are selected in (kthvalue, median) by radix (radix_select).
-constexpr int64_t kRadixSelectMinLen = 256;
 
 // The position of a line's rank-th (1-based) element in ascending (key, position) order, by a radix select on the
 // keys' unsigned images: one pass counts the images' top digit (8-16 bits, by the line's length) and finds the bits
@@ -204,7 +229,7 @@ constexpr int64_t kRadixSelectMinLen = 256;
 // the line, where nth_element over all of it takes several and branches on every compare.
 template <typename C, typename P, typename Load>
 int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, P>>& cand,
-                     std::vector<uint32_t>& count) {
+                     std::vector<std::make_unsigned_t<P>>& count) {
   using U = radix_t<C>;
   constexpr int kBits = 8 * sizeof(U);
   int digit = 8;
@@ -238,7 +263,7 @@ int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, 
   if (high < shift) {  // the keys differ only below the top digit: count the digit under the highest varying bit
     shift = std::max(0, high + 1 - digit);
     width = high + 1 - shift;
-    std::fill(count.begin(), count.end(), 0u);
+    std::fill(count.begin(), count.end(), 0);
     for (int64_t j = 0; j < len; ++j) ++count[(image(j) >> shift) & low_bits(width)];
   }
   int64_t r = rank - 1;  // 0-based rank, then within the bucket
@@ -268,7 +293,7 @@ int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, 
     const int h = top_bit(c_ones ^ c_all);
     shift = std::max(0, h + 1 - digit);
     width = h + 1 - shift;
-    std::fill(count.begin(), count.begin() + (size_t(1) << width), 0u);
+    std::fill(count.begin(), count.begin() + (size_t(1) << width), 0);
     for (const auto& c : cand) ++count[(c.key >> shift) & low_bits(width)];
     b = rank_bucket(r);
     n = 0;
@@ -280,6 +305,27 @@ int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, 
   }
   std::nth_element(cand.begin(), cand.begin() + r, cand.end());
   return cand[r].pos;
+}
+
+// Lines at most this long are ordered by counting ranks (rank_line): sorted, or topk with k > kSmallK; selected
+// (kthvalue, median) up to half as long, and a topk of k <= kSmallK only where the line is that short.
+constexpr int64_t kRankMaxLen = 64;
+// Lines longer than kRankMaxLen / 2 are selected (kthvalue, median) by radix (radix_select).
+constexpr int64_t kRadixSelectMinLen = kRankMaxLen / 2 + 1;
+
+// Each element's 0-based place in a short line's (key, position) order: the number of keys below its own plus the
+// equal keys before it. len^2 integer compares with no branch (a vector loop per element), where a comparison sort
+// or selection of a few dozen elements branches unpredictably on each of its ~len log len compares.
+template <typename C, typename Load>
+void rank_line(int64_t len, bool descending, Load load, int32_t* rank) {
+  radix_t<C> key[kRankMaxLen];
+  for (int64_t j = 0; j < len; ++j) key[j] = radix_key<C>(load(j), descending);
+  for (int64_t i = 0; i < len; ++i) {
+    const radix_t<C> ki = key[i];
+    int32_t below = 0;
+    for (int64_t j = 0; j < len; ++j) below += (key[j] < ki) | ((key[j] == ki) & (j < i));
+    rank[i] = below;
+  }
 }
 
 // What order_lines writes of each line: its first k elements in order (sort, topk), or one element into a size-1
@@ -304,7 +350,9 @@ int64_t pick_rank(Pick pick, int64_t len, int64_t k, Load load) {
   return (valid - 1) / 2 + 1;
 }
 
-// Lines [b, e) of `in` along dim, each written as `pick` says.
+// Lines [b, e) of `in` along dim, each written as `pick` says. Picks: counted ranks on short lines, a radix select
+// on the others. First k: counted ranks on short lines (and up to kRankMaxLen when k > kSmallK), insertion for a
+// small k, a radix sort where most of a long line is kept, else a bounded selection then std::sort.
 template <typename T, typename P>
 void order_range(const TensorDesc& in, int dim, bool descending, const TensorDesc& values, const TensorDesc& indices,
                  int64_t k, Pick pick, int64_t b, int64_t e) {
@@ -317,8 +365,8 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
   int64_t* idxs = static_cast<int64_t*>(indices.data);
   std::vector<Keyed<C, P>> buf;
   std::vector<P> sorted;
-  std::vector<C> keys;
-  std::vector<uint32_t> counts;
+  std::vector<std::make_unsigned_t<P>> counts;
+  Keyed<C, P> small[kSmallK];
   StridedWalker wi(oin, b), wv(ov, b), wx(oi, b);
   for (int64_t o = b; o < e; ++o, wi.next(), wv.next(), wx.next()) {
     const T* line = src + wi.offset();
@@ -337,27 +385,26 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
     if (pick != Pick::kFirstK) {
       const int64_t rank = pick_rank<C>(pick, len, k, load);
       int64_t at = -1 - rank;  // (a NaN's position)
-      // (1-byte keys: one counting pass and one to find the position, at any length)
-      const bool by_radix = (sizeof(T) == 1 || len >= kRadixSelectMinLen) && len <= int64_t(UINT32_MAX);
-      if (rank > 0 && by_radix) {
+      if (rank > 0 && len < kRadixSelectMinLen) {
+        int32_t place[kRankMaxLen];
+        rank_line<C>(len, false, load, place);
+        at = std::find(place, place + len, int32_t(rank - 1)) - place;
+      } else if (rank > 0) {
         at = radix_select<C, P>(len, rank, load, buf, counts);
-        *v = line[at * ist];
-        if (x) *x = at;
-        continue;
-      }
-      if (rank > 0 && !x) {  // (the value alone: a selection over the keys, half the bytes of key-position pairs)
-        keys.resize(len);
-        for (int64_t j = 0; j < len; ++j) keys[j] = load(j);
-        std::nth_element(keys.begin(), keys.begin() + (rank - 1), keys.end(), less_nan_last<C>);
-        *v = static_cast<T>(keys[rank - 1]);
-        continue;
-      }
-      if (rank > 0) {
-        select_first_k<C, P>(len, rank, descending, load, buf);
-        at = std::max_element(buf.begin(), buf.end())->pos;
       }
       *v = line[at * ist];
       if (x) *x = at;
+      continue;
+    }
+    if (len <= kSmallK || (k > kSmallK && len <= kRankMaxLen)) {
+      int32_t place[kRankMaxLen];
+      rank_line<C>(len, descending, load, place);
+      for (int64_t j = 0; j < len; ++j) {
+        if (place[j] < k) {
+          v[place[j] * vst] = line[j * ist];
+          x[place[j] * xst] = j;
+        }
+      }
       continue;
     }
     if (len >= kRadixMinLen && k * 4 >= len) {  // (most of the line is kept: sort all of it)
@@ -368,11 +415,16 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
       }
       continue;
     }
-    select_first_k<C, P>(len, k, descending, load, buf);
-    std::sort(buf.begin(), buf.end());
+    if (k <= kSmallK) {
+      select_small_k<C, P>(len, k, descending, load, small);
+    } else {
+      select_first_k<C, P>(len, k, descending, load, buf);
+      std::sort(buf.begin(), buf.end());
+    }
+    const Keyed<C, P>* first = k <= kSmallK ? small : buf.data();
     for (int64_t j = 0; j < k; ++j) {
-      v[j * vst] = line[buf[j].pos * ist];
-      x[j * xst] = buf[j].pos;
+      v[j * vst] = line[first[j].pos * ist];
+      x[j * xst] = first[j].pos;
     }
   }
 }
