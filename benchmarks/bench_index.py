@@ -32,6 +32,11 @@ def main():
         "masked_fill": lambda t, i, g, m: t.masked_fill(m, 0.0),
         "sort dim=1": lambda t, i, g, m: t.sort(1),
         "topk 8 dim=1": lambda t, i, g, m: t.topk(8, 1),
+        "median dim=1": lambda t, i, g, m: t.median(1),
+        "kthvalue 256 dim=1": lambda t, i, g, m: t.kthvalue(256, 1),
+        "sort 262144x16": lambda t, i, g, m: t.view(-1, 16).sort(1),
+        "median 131072x32": lambda t, i, g, m: t.view(-1, 32).median(1),
+        "topk 4 65536x64": lambda t, i, g, m: t.view(-1, 64).topk(4, 1),
         "cat x3": lambda t, i, g, m: torch.cat([t, t, t], 0),
         "randn 4M": lambda t, i, g, m: torch.randn(4096, 1024, device=t.device),
         "dropout 4M": lambda t, i, g, m: torch.nn.functional.dropout(t, 0.5),
@@ -42,7 +47,7 @@ def main():
         c = timeit(lambda: fn(x, idx, gi, mask), lambda: None)
         n = timeit(lambda: fn(xn, idn, gn, mn), torch.npu.synchronize)
         print(f"{name:28s} {c:8.2f} {n:8.2f} {n / c:8.2f}")
-    # one long line (16M elements): npu sorts it by radix, selects topk / kthvalue / median in a bounded buffer
+    # one long line (16M elements): npu sorts it by radix, selects topk in a bounded buffer, kthvalue / median by radix
     n_long = 1 << 24
     for dtype in (torch.float32, torch.int64, torch.uint8):
         y = (torch.rand(n_long) * 100).to(dtype)
