@@ -1,4 +1,4 @@
-// Advanced indexing and masks on npu: index.Tensor (x[idx]), _index_put_impl_, masked_fill_,
+// Advanced indexing and masks on npu: index.Tensor (x[idx]), _index_put_impl_,
 // masked_scatter_, masked_select and nonzero. Shapes come from ATen's own index helpers (expandTensors,
 // transposeToFront), the device work from kernels/src/index.cpp.
 #include <ATen/ExpandUtils.h>
@@ -176,26 +176,6 @@ at::Tensor& NF::_index_put_impl_(at::Tensor& self, const c10::List<std::optional
   a.accumulate = accumulate;
   NPU_CHECK(npu_kernels::advanced_index(stream_of(self), a));
   return self;
-}
-
-at::Tensor& NF::masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
-  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
-              mask.scalar_type());
-  c10::DeviceGuard guard(self.device());
-  if (self.numel() == 0) return self;
-  TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_fill_: mask of shape ", mask.sizes(),
-              " cannot be broadcast to ", self.sizes());
-  check_device_arg("masked_fill_", "mask", mask, self.device());
-  const at::Tensor m = mask.expand(self.sizes());
-  NPU_CHECK(npu_kernels::masked_fill(stream_of(self), tensor_desc(self, "masked_fill_"), tensor_desc(m, "masked_fill_"),
-                                     to_scalar_value(value, self.scalar_type())));
-  return self;
-}
-
-at::Tensor& NF::masked_fill_(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
-  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
-              value.dim(), " dimension(s).");
-  return NF::masked_fill_(self, mask, value.item());
 }
 
 at::Tensor NF::nonzero(const at::Tensor& self) {

@@ -119,7 +119,8 @@ bool flat_pointwise_inplace(const char* op, bool predicate,
 }
 
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,
-                   std::optional<at::ScalarType> compute_dtype, std::optional<at::ScalarType> out_dtype) {
+                   std::optional<at::ScalarType> compute_dtype, std::optional<at::ScalarType> out_dtype,
+                   bool raw_first_input) {
   if (iter.numel() == 0) return;
   TORCH_CHECK(iter.noutputs() == 1, op, ": npu pointwise kernels produce one output, got ", iter.noutputs());
   TORCH_CHECK(iter.ntensors() <= npu_kernels::kMaxOperands, op, ": too many operands (", iter.ntensors(), ")");
@@ -159,15 +160,16 @@ void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate,
 
   for (int arg = 1; arg < iter.ntensors(); ++arg) {
     const int k = arg;
+    const at::TensorBase& t = iter.tensor_base(arg);
+    const at::ScalarType type = raw_first_input && arg == 1 ? t.scalar_type() : in_type;
     if (iter.is_cpu_scalar(arg)) {
       e.is_scalar[k] = true;
-      scalar_bytes(iter.tensor_base(arg), in_type, e.scalar_bytes[k]);
+      scalar_bytes(t, type, e.scalar_bytes[k]);
       continue;  // strides stay 0
     }
-    const at::TensorBase& t = iter.tensor_base(arg);
     TORCH_CHECK(t.device() == device, op, ": expected all tensors to be on the same device, but found at least two "
                 "devices, ", device, " and ", t.device(), "!");
-    if (t.scalar_type() == in_type) {
+    if (t.scalar_type() == type) {
       e.data[k] = iter.data_ptr(arg);
       set_strides(k, arg, 1, 1);
     } else {

@@ -23,9 +23,10 @@ using PointwiseLaunch = c10::function_ref<npu_sim::Status(npu_sim::Stream, const
 // `predicate`: the kernel writes bool. `compute_dtype` overrides the iterator's common dtype (e.g. an
 // integer input of a float-only op is computed in the default float type).
 // `out_dtype` overrides the kernel's output dtype (abs of complex writes the real type).
+// `raw_first_input`: the first input keeps its own dtype (where's 1-byte condition), host scalar or tensor.
 void run_pointwise(at::TensorIteratorBase& iter, const char* op, bool predicate, const PointwiseLaunch& launch,
                    std::optional<at::ScalarType> compute_dtype = std::nullopt,
-                   std::optional<at::ScalarType> out_dtype = std::nullopt);
+                   std::optional<at::ScalarType> out_dtype = std::nullopt, bool raw_first_input = false);
 
 // The fast path of a functional pointwise op whose operands are contiguous npu tensors of one floating
 // dtype and one shape (the common case in models): the output is allocated like the first operand and
@@ -82,7 +83,8 @@ inline bool flat_binary_(npu_kernels::BinaryOp op, const at::Tensor& self, const
 inline auto ternary_kernel(npu_kernels::TernaryOp op, npu_kernels::PointwiseParams p = {}) {
   return [op, p](at::TensorIteratorBase& it) {
     run_pointwise(it, npu_kernels::op_name(op), false,
-                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::ternary(s, op, e, p); });
+                  [&](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) { return npu_kernels::ternary(s, op, e, p); },
+                  std::nullopt, std::nullopt, /*raw_first_input=*/op == npu_kernels::TernaryOp::kWhere);
   };
 }
 

@@ -1,6 +1,7 @@
 // Registration of the pointwise ops for npu: each op runs ATen's structured meta function (shape,
 // broadcasting, promotion, checks) through NpuStructured, then our elementwise kernel. No math here.
 #include <c10/util/Exception.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/ops/add_meta.h>
 #include <ATen/ops/clamp_max_meta.h>
@@ -172,26 +173,100 @@ T& NF::logical_not_out(const T& self, T& out) {
   return out;
 }
 
-T NF::where(const T& cond, const T& self, const T& other) {
-  TORCH_CHECK(cond.scalar_type() == at::kBool || cond.scalar_type() == at::kByte,
-              "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
-  const auto type = at::result_type(self, other);
-  at::Tensor out;
-  // CPU 0-dim operands (torch.where(mask, x, torch.tensor(0.))) move to the device, as ATen's where allows them
-  const at::Device device = is_npu(cond) ? cond.device() : is_npu(self) ? self.device() : other.device();
-  auto on_device = [&](const T& t) { return t.dim() == 0 && t.device().is_cpu() ? t.to(device) : t; };
-  const at::Tensor c = on_device(cond).to(type), a = on_device(self).to(type), b = on_device(other).to(type);
-  auto iter = at::TensorIteratorConfig().add_output(out).add_const_input(c).add_const_input(a).add_const_input(b).build();
-  ternary_kernel(TernaryOp::kWhere)(iter);
-  return iter.output();
+namespace {
+// out = cond ? x : y through the where kernel: the condition read as it is (1 byte per element), x and y
+// converted to out's dtype where they differ (host scalars inline, in the launch), broadcast to out's shape
+// without resizing it (ATen's rule for masked_fill_, whose self may not grow; where's own out is resized first).
+void where_into(const T& out, const T& cond, const T& x, const T& y, const char* op) {
+  // TensorIterator takes one host scalar per launch: further CPU 0-dim operands move to the device (as ATen's
+  // where moves them all on CUDA)
+  T in[3] = {cond, x, y};
+  int host = 0;
+  for (T& t : in) {
+    if (t.dim() == 0 && t.device().is_cpu() && is_npu(out) && host++ > 0) t = t.to(out.device());
+  }
+  auto iter = at::TensorIteratorConfig()
+                  .check_all_same_dtype(false)
+                  .allow_cpu_scalars(true)
+                  .resize_outputs(false)
+                  .add_output(out)
+                  .add_const_input(in[0])
+                  .add_const_input(in[1])
+                  .add_const_input(in[2])
+                  .build();
+  run_pointwise(
+      iter, op, false,
+      [](npu_sim::Stream s, const npu_kernels::ElementwiseIter& e) {
+        return npu_kernels::ternary(s, TernaryOp::kWhere, e, {});
+      },
+      out.scalar_type(), out.scalar_type(), /*raw_first_input=*/true);
 }
 
+void check_condition(const T& cond, const char* op, const char* what) {
+  TORCH_CHECK(cond.scalar_type() == at::kBool || cond.scalar_type() == at::kByte, op, " expected ", what,
+              " to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
+}
+
+// A masked_fill value as a host scalar operand of where (converted to self's dtype as CPU converts it: a complex
+// value with an imaginary part into a real self raises). A 0-dim npu value tensor stays an operand: no sync.
+T fill_value(const S& value) { return c10::scalar_to_tensor(value); }
+}  // namespace
+
+// where: ATen's where_self_out, on the where kernel. The condition is bool (uint8 read as nonzero, as CUDA does);
+// self and other are promoted to their result type; CPU 0-dim operands travel as host scalars.
 T& NF::where_out(const T& cond, const T& self, const T& other, T& out) {
-  const T r = NF::where(cond, self, other);
-  TORCH_CHECK(out.scalar_type() == r.scalar_type(), "Expected out type to be ", r.scalar_type(), " but got ",
-              out.scalar_type());  // (CPU's and CUDA's rule: no cast into out)
-  at::native::resize_output(out, r.sizes());
-  return out.copy_(r);
+  check_condition(cond, "where", "condition");
+  const auto type = at::result_type(self, other);
+  TORCH_CHECK(out.scalar_type() == type, "Expected out type to be ", type, " but got ", out.scalar_type());
+  at::native::resize_output(out, at::infer_size(at::infer_size(cond.sizes(), self.sizes()), other.sizes()));
+  where_into(out, cond, self, other, "where");
+  return out;
+}
+
+T NF::where(const T& cond, const T& self, const T& other) {
+  const at::Device device = is_npu(cond) ? cond.device() : is_npu(self) ? self.device() : other.device();
+  T out = at::empty({0}, self.options().dtype(at::result_type(self, other)).device(device));
+  return NF::where_out(cond, self, other, out);
+}
+
+// masked_fill_ / masked_fill: self = where(mask, value, self), in place (the mask broadcast to self) or into a new
+// contiguous tensor of the broadcast shape (ATen's composite: expand both, clone, fill), in one pass.
+T& NF::masked_fill_(T& self, const T& mask, const S& value) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_fill_: mask of shape ", mask.sizes(),
+              " cannot be broadcast to ", self.sizes());
+  if (self.numel() > 0) where_into(self, mask, fill_value(value), self, "masked_fill_");
+  return self;
+}
+
+T& NF::masked_fill_(T& self, const T& mask, const T& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_fill_: mask of shape ", mask.sizes(),
+              " cannot be broadcast to ", self.sizes());
+  if (self.numel() > 0) where_into(self, mask, value, self, "masked_fill_");
+  return self;
+}
+
+T NF::masked_fill(const T& self, const T& mask, const S& value) {
+  T out = at::empty(at::infer_size(self.sizes(), mask.sizes()), self.options());
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  if (out.numel() > 0) where_into(out, mask, fill_value(value), self, "masked_fill");
+  return out;
+}
+
+T NF::masked_fill(const T& self, const T& mask, const T& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  T out = at::empty(at::infer_size(self.sizes(), mask.sizes()), self.options());
+  if (out.numel() > 0) where_into(out, mask, value, self, "masked_fill");
+  return out;
 }
 
 T& NF::isposinf_out(const T& self, T& out) { return inf_predicate_out(UnaryOp::kIsposinf, self, out); }

@@ -181,7 +181,6 @@ npu_sim::Status ternary_typed(npu_sim::Stream s, TernaryOp op, const Elementwise
   auto go = [&](auto f) { return launch_elementwise<C, C, 3>(s, op_name(op), it, f); };
   const C value = params_a<C>(p);
   switch (op) {
-    case TernaryOp::kWhere: return go([](C cond, C x, C y) { return cond != C(0) ? x : y; });
     case TernaryOp::kAddcmul: return go([=](C t, C x, C y) { return t + value * x * y; });
     case TernaryOp::kAddcdiv: return go([=](C t, C x, C y) { return t + value * x / y; });
     case TernaryOp::kLerp:

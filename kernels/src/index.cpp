@@ -1,4 +1,4 @@
-// Indexing kernels: gather/scatter along a dimension, advanced indexing, masked fill, nonzero and
+// Indexing kernels: gather/scatter along a dimension, advanced indexing, masked_scatter, nonzero and
 // masked_select, embedding backward (see npu_kernels/index.h).
 #include "npu_kernels/index.h"
 
@@ -377,36 +377,6 @@ npu_sim::Status advanced_index(npu_sim::Stream stream, const AdvancedIndexArgs& 
     detail::record_vec(ctx, (e - b) * per_rd, (e - b) * es, (e - b) * (a.nindex + 1));
     dispatch_dtype(a.data.dtype, [&](auto tag) { advanced_range<decltype(tag)>(a, b, e); });
   });
-}
-
-npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask, ScalarValue value) {
-  return parallel_for(stream, "masked_fill", self.numel(), kGrain * 2,
-                      [self, mask, value](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
-                        // Launch records: the bool mask read per element, the value written where it is
-                        // set; 1 Vector op (select) per element.
-                        int64_t set = 0;
-                        dispatch_dtype(self.dtype, [&](auto tag) {
-                          using T = decltype(tag);
-                          const T v = scalar_as<T>(value);
-                          T* out = static_cast<T*>(self.data);
-                          const bool* m = static_cast<const bool*>(mask.data);
-                          if (self.is_contiguous() && mask.is_contiguous()) {
-                            for (int64_t i = b; i < e; ++i) {
-                              if (m[i]) out[i] = v;
-                              set += m[i] ? 1 : 0;
-                            }
-                            return;
-                          }
-                          StridedWalker ws(self, b), wm(mask, b);
-                          for (int64_t i = b; i < e; ++i, ws.next(), wm.next()) {
-                            if (m[wm.offset()]) {
-                              out[ws.offset()] = v;
-                              ++set;
-                            }
-                          }
-                        });
-                        detail::record_vec(ctx, e - b, set * static_cast<int64_t>(dtype_size(self.dtype)), e - b);
-                      });
 }
 
 npu_sim::Status masked_scatter(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask,

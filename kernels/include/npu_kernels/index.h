@@ -1,6 +1,6 @@
 // Indexing and shape kernels (torch-free): gather/scatter along one dimension (index_select, index_add,
 // gather, scatter, scatter_add, scatter_reduce, index_fill/copy/reduce, take/put_), advanced indexing
-// (index / index_put), masked_fill/scatter/select, tril/triu, nonzero, sort/topk, unique, bincount,
+// (index / index_put), masked_scatter/select, tril/triu, nonzero, sort/topk, unique, bincount,
 // searchsorted and embedding_dense_backward. Indices are int64 and checked on the device:
 // an out-of-range index throws npu_sim::KernelError("<op>(): index 7 is out of bounds for dimension 0
 // with size 5"), which surfaces at the next sync.
@@ -55,8 +55,6 @@ struct AdvancedIndexArgs {
 };
 npu_sim::Status advanced_index(npu_sim::Stream stream, const AdvancedIndexArgs& a);
 
-// self[p] = value where mask[p] (mask: bool, same sizes as self, broadcast by stride 0).
-npu_sim::Status masked_fill(npu_sim::Stream stream, const TensorDesc& self, const TensorDesc& mask, ScalarValue value);
 
 // self[p] = source[j++] for the positions where mask[p] (row-major order); source: contiguous, `source_numel`
 // elements (running out is a KernelError). One block.

@@ -58,7 +58,9 @@ enum class BinaryOp {
 };
 
 enum class TernaryOp {
-  kWhere, kAddcmul, kAddcdiv, kLerp, kClampTensor,
+  kWhere,  // (cond, x, y): cond ? x : y; cond is 1 byte per element (bool, or uint8 read as nonzero) whatever
+           // in_dtype is, and x, y and the output have in_dtype (any dtype: the select moves bytes)
+  kAddcmul, kAddcdiv, kLerp, kClampTensor,
   kPreluGradInput,  // (x, weight, grad): x > 0 ? grad : weight * grad
 };
 
