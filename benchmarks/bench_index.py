@@ -30,6 +30,8 @@ def main():
         "index x[i] 4096x1024": lambda t, i, g, m: t[i],
         "index_put acc": lambda t, i, g, m: t.index_put((i,), t, accumulate=True),
         "masked_fill": lambda t, i, g, m: t.masked_fill(m, 0.0),
+        "where(m, t, 0)": lambda t, i, g, m: torch.where(m, t, 0.0),
+        "where(m, t, -t)": lambda t, i, g, m: torch.where(m, t, -t),
         "sort dim=1": lambda t, i, g, m: t.sort(1),
         "topk 8 dim=1": lambda t, i, g, m: t.topk(8, 1),
         "median dim=1": lambda t, i, g, m: t.median(1),

@@ -49,11 +49,15 @@ radix_t<C> radix_key(C v, bool descending) {
   using U = radix_t<C>;
   constexpr U top = U(1) << (8 * sizeof(C) - 1);
   U u;
-  if constexpr (std::is_floating_point_v<C>) {  // (selects only: a loop of these vectorises)
-    const C z = v == C(0) ? C(0) : v;
-    std::memcpy(&u, &z, sizeof(C));
-    const U image = (u & top) ? U(~u) : U(u | top);
-    u = v != v ? U(~U(0)) : image;
+  if constexpr (std::is_floating_point_v<C>) {
+    // integer selects only (cmov, or a blend in a vector loop): a float compare here compiled to a branch, which
+    // a line of many zeros mispredicted on every other element
+    constexpr U inf = std::is_same_v<C, float> ? U(0x7f800000u) : U(0x7ff0000000000000ull);
+    std::memcpy(&u, &v, sizeof(C));
+    const bool nan = (u & ~top) > inf;
+    u = u == top ? U(0) : u;                                       // -0.0 as +0.0
+    const U image = u ^ (U(U(0) - U(u >> (8 * sizeof(C) - 1))) | top);  // negatives inverted, positives' top bit set
+    u = nan ? U(~U(0)) : image;
   } else if constexpr (std::is_same_v<C, bool>) {
     u = v ? 1 : 0;
   } else {
