@@ -119,7 +119,8 @@ void select_first_k(int64_t len, int64_t k, bool descending, Load load, std::vec
   cut();
 }
 
-// k at most this small is selected by insertion into a sorted array (select_small_k).
+// k at most this small is selected by insertion into a sorted array (select_small_k), on lines shorter than
+// kRadixMinLen.
 constexpr int64_t kSmallK = 16;
 
 // The first k (<= kSmallK) elements of a line in (key, position) order, sorted into best: the first k elements
@@ -419,13 +420,15 @@ void order_range(const TensorDesc& in, int dim, bool descending, const TensorDes
       }
       continue;
     }
-    if (k <= kSmallK) {
+    // (a long line: select_first_k passes over the blocks without a candidate with one vector compare each)
+    const bool by_insertion = k <= kSmallK && len < kRadixMinLen;
+    if (by_insertion) {
       select_small_k<C, P>(len, k, descending, load, small);
     } else {
       select_first_k<C, P>(len, k, descending, load, buf);
       std::sort(buf.begin(), buf.end());
     }
-    const Keyed<C, P>* first = k <= kSmallK ? small : buf.data();
+    const Keyed<C, P>* first = by_insertion ? small : buf.data();
     for (int64_t j = 0; j < k; ++j) {
       v[j * vst] = line[first[j].pos * ist];
       x[j * xst] = first[j].pos;
