@@ -312,8 +312,8 @@ int64_t radix_select(int64_t len, int64_t rank, Load load, std::vector<Keyed<C, 
   return cand[r].pos;
 }
 
-// Lines at most this long are ordered by counting ranks (rank_line): sorted, or topk with k > kSmallK; selected
-// (kthvalue, median) up to half as long, and a topk of k <= kSmallK only where the line is that short.
+// Lines at most this long are ordered by counting ranks (rank_line) when sorted or cut to k > kSmallK; lines up to
+// half as long when selected (kthvalue, median); a topk of k <= kSmallK only on lines of at most kSmallK.
 constexpr int64_t kRankMaxLen = 64;
 // Lines longer than kRankMaxLen / 2 are selected (kthvalue, median) by radix (radix_select).
 constexpr int64_t kRadixSelectMinLen = kRankMaxLen / 2 + 1;
