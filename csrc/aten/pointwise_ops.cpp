@@ -202,11 +202,6 @@ void where_into(const T& out, const T& cond, const T& x, const T& y, const char*
       out.scalar_type(), out.scalar_type(), /*raw_first_input=*/true);
 }
 
-void check_condition(const T& cond, const char* op, const char* what) {
-  TORCH_CHECK(cond.scalar_type() == at::kBool || cond.scalar_type() == at::kByte, op, " expected ", what,
-              " to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
-}
-
 // A masked_fill value as a host scalar operand of where (converted to self's dtype as CPU converts it: a complex
 // value with an imaginary part into a real self raises). A 0-dim npu value tensor stays an operand: no sync.
 T fill_value(const S& value) { return c10::scalar_to_tensor(value); }
@@ -215,7 +210,8 @@ T fill_value(const S& value) { return c10::scalar_to_tensor(value); }
 // where: ATen's where_self_out, on the where kernel. The condition is bool (uint8 read as nonzero, as CUDA does);
 // self and other are promoted to their result type; CPU 0-dim operands travel as host scalars.
 T& NF::where_out(const T& cond, const T& self, const T& other, T& out) {
-  check_condition(cond, "where", "condition");
+  TORCH_CHECK(cond.scalar_type() == at::kBool || cond.scalar_type() == at::kByte,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ", cond.scalar_type());
   const auto type = at::result_type(self, other);
   TORCH_CHECK(out.scalar_type() == type, "Expected out type to be ", type, " but got ", out.scalar_type());
   at::native::resize_output(out, at::infer_size(at::infer_size(cond.sizes(), self.sizes()), other.sizes()));
@@ -231,14 +227,7 @@ T NF::where(const T& cond, const T& self, const T& other) {
 
 // masked_fill_ / masked_fill: self = where(mask, value, self), in place (the mask broadcast to self) or into a new
 // contiguous tensor of the broadcast shape (ATen's composite: expand both, clone, fill), in one pass.
-T& NF::masked_fill_(T& self, const T& mask, const S& value) {
-  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
-              mask.scalar_type());
-  TORCH_CHECK(at::is_expandable_to(mask.sizes(), self.sizes()), "masked_fill_: mask of shape ", mask.sizes(),
-              " cannot be broadcast to ", self.sizes());
-  if (self.numel() > 0) where_into(self, mask, fill_value(value), self, "masked_fill_");
-  return self;
-}
+T& NF::masked_fill_(T& self, const T& mask, const S& value) { return NF::masked_fill_(self, mask, fill_value(value)); }
 
 T& NF::masked_fill_(T& self, const T& mask, const T& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
@@ -252,11 +241,7 @@ T& NF::masked_fill_(T& self, const T& mask, const T& value) {
 }
 
 T NF::masked_fill(const T& self, const T& mask, const S& value) {
-  T out = at::empty(at::infer_size(self.sizes(), mask.sizes()), self.options());
-  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
-              mask.scalar_type());
-  if (out.numel() > 0) where_into(out, mask, fill_value(value), self, "masked_fill");
-  return out;
+  return NF::masked_fill(self, mask, fill_value(value));
 }
 
 T NF::masked_fill(const T& self, const T& mask, const T& value) {
