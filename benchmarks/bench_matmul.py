@@ -127,8 +127,9 @@ def main():
     peaks = measured_peaks()
     kernels = torch_npu_sim._C._cube_kernels()
     print(f"torch {torch.__version__}; CPU eager: MKL/oneDNN with {torch.get_num_threads()} threads; npu: "
-          f"{core_threads} AI-core threads (NPU_SIM_CORE_THREADS), one library call per slice; fp32/bf16 GEMM and "
-          f"conv: {kernels['direct']}; fp16 GEMM: {kernels['direct_fp16']}; UB panels: {kernels['panels']}; measured peak per core: fp32 "
+          f"{core_threads} AI-core threads (NPU_SIM_CORE_THREADS), one library call per slice; GEMM fp32: "
+          f"{kernels['float32']}, bf16: {kernels['bfloat16']}, fp16: {kernels['float16']}; conv: {kernels['conv']}; "
+          f"UB panels: {kernels['panels']}; measured peak per core: fp32 "
           f"{peaks['float32']:.0f}, bf16 {peaks['bfloat16']:.0f} GFLOP/s (benchmarks/cpp/bench_peak)")
     header = ["dtype", "n", "cpu ms", "npu ms", "npu/cpu", "cpu GFLOP/s", "npu GFLOP/s", "npu % peak"]
     print_table("Square GEMM torch.mm, npu vs CPU eager in the same dtype", header,

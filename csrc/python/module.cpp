@@ -244,13 +244,16 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fallback_ops", &fallback_ops);
   m.def("_reset_fallback_ops", &reset_fallback_ops);
   m.def("_runtime_counters", &runtime_counters);
-  // Which library multiplies on the Cube unit: the direct path's (float32, bfloat16, convolution; float16) and the
-  // micro-kernel of the UB panels (float64, staged 16-bit, the tile layer), and the int8 GEMM's.
+  // Which library multiplies on the Cube unit: the direct GEMM path's per dtype, convolution's, and the
+  // micro-kernel of the UB panels (float64, staged 16-bit, the tile layer).
   m.def("_cube_kernels", [] {
-    return std::map<std::string, std::string>{{"direct", npu_kernels::gemm_library_name()},
-                                              {"direct_fp16", npu_kernels::gemm_f16_library_name()},
-                                              {"panels", npu_kernels::gemm_micro_kernel_name()},
-                                              {"int8", npu_kernels::quant_matmul_library_name()}};
+    using npu_kernels::DType;
+    return std::map<std::string, std::string>{{"float32", npu_kernels::gemm_library_name(DType::kFloat32)},
+                                              {"bfloat16", npu_kernels::gemm_library_name(DType::kBFloat16)},
+                                              {"float16", npu_kernels::gemm_library_name(DType::kFloat16)},
+                                              {"int8", npu_kernels::quant_matmul_library_name()},
+                                              {"conv", npu_kernels::conv_library_name()},
+                                              {"panels", npu_kernels::gemm_micro_kernel_name()}};
   });
   m.def("_reset_runtime_counters", [] { npu_sim::reset_counters(); });
   m.def("_set_launch_recording", [](bool on, std::size_t capacity) {

@@ -10,7 +10,8 @@
 // partial sums); forward and backward-input by images when there are at least as many as core threads,
 // else by output / input channels (grouped: by whole groups).
 // NPU_SIM_CONV_DNNL=0 (or NPU_SIM_GEMM_DNNL=0, or no oneDNN) keeps conv2d on the tiled path and sends
-// conv3d back to its caller (kNotSupported).
+// conv3d back to its caller (kNotSupported); so does a type or shape oneDNN has only its reference kernel for
+// (bf16 and fp16 on an AVX2-only CPU: the caller then convolves in fp32 and rounds once).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -21,9 +22,12 @@
 
 #include "dnnl_conv.h"
 #include "gemm_tiling.h"
+#include "npu_kernels/gemm.h"
 #include "npu_kernels/launch.h"
 
 #ifdef NPU_SIM_HAVE_DNNL
+#include <oneapi/dnnl/dnnl_version.h>
+
 #include "dnnl_context.h"
 #endif
 
@@ -315,7 +319,7 @@ int64_t product(const int64_t* v, int rank) {
 bool enabled() {
   static const bool on = [] {
     const char* off = std::getenv("NPU_SIM_CONV_DNNL");
-    return dnnl_ready() && !(off != nullptr && std::string(off) == "0");
+    return dnnl_enabled() && !(off != nullptr && std::string(off) == "0");
   }();
   return on;
 }
@@ -414,6 +418,23 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_si
 bool dnnl_conv(npu_sim::Stream, const ConvNd&, ConvPass, npu_sim::Status*) { return false; }
 
 #endif
+
+}  // namespace detail
+
+const char* conv_library_name() {
+#ifdef NPU_SIM_HAVE_DNNL
+  static const std::string name = [] {
+    if (!detail::enabled()) return std::string("none");
+    const dnnl_version_t* v = dnnl_version();
+    return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  }();
+  return name.c_str();
+#else
+  return "none";
+#endif
+}
+
+namespace detail {
 
 ConvNd conv_nd(const Conv2dArgs& a) {
   ConvNd c;

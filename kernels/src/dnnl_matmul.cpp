@@ -14,9 +14,12 @@
 // that thread (the core pool is the parallelism, as for OpenBLAS). Each core thread keeps its matmul primitives by
 // shape (matmul_for: no primitive-descriptor dispatch per call), its own oneDNN stream and scratchpad
 // (dnnl_context.h; user-managed scratchpad, so no state is shared between concurrent executions).
-// NPU_SIM_GEMM_DNNL=0, a build without oneDNN, or a CPU on which oneDNN only has its reference kernel
-// (dnnl_ready() false) leave bf16 on the staged path and fp32 on OpenBLAS; fp16 takes the staged path
-// wherever oneDNN has no JIT fp16 matmul (dnnl_f16_name() null: CPUs without AVX512-FP16).
+// Each type is served only where oneDNN has a JIT kernel for it on this CPU (dnnl_<type>_name() not null); its
+// reference loop is slower than our own paths. A 2-core Zen 3 (AVX2, no AVX-512) refuses bf16 and fp16 and
+// has JIT fp32 and int8 kernels we do not use (below): there fp32 calls OpenBLAS, bf16 takes the staged path,
+// fp16 is widened to fp32, int8 runs our exact loop, and only convolution runs on oneDNN (dnnl_conv.cpp). NPU_SIM_GEMM_DNNL=0
+// or a build without oneDNN turn it off for every type (fp32 then calls OpenBLAS). int8 is used only where
+// it is exact (s8_exact: VNNI or AMX-INT8; AVX2's kernel saturates).
 #include <cstdlib>
 #include <string>
 #include <unordered_map>
@@ -38,10 +41,6 @@ namespace {
 
 using dnnl::memory;
 
-struct DnnlState {
-  bool ready = false;
-  std::string name = "none";
-};
 
 memory::desc matrix_desc(memory::data_type dt, int64_t rows, int64_t cols, bool trans, int64_t ld) {
   // Row-major with leading dimension ld, or its transpose (column-major storage of op(X)).
@@ -80,20 +79,63 @@ std::string probe(memory::data_type dt, memory::data_type dst_dt = memory::data_
   }
 }
 
-const DnnlState& state() {
-  static const DnnlState instance = [] {
-    DnnlState s;
-    const char* off = std::getenv("NPU_SIM_GEMM_DNNL");
-    if (off != nullptr && std::string(off) == "0") return s;
-    const std::string name = probe(memory::data_type::bf16);
-    if (!name.empty()) {
-      s.name = name;
-      s.ready = true;
+// Whether oneDNN's int8 matmul is exact here. Without VNNI (an AVX2-only CPU) its JIT kernel sums pairs of
+// u8 x s8 products in 16 bits with saturation (vpmaddubsw), which oneDNN documents and leaves to callers that
+// quantize to 7 bits: 127 x 127 summed over k = 64 came out wrong by up to 4x on a Zen 3. Such a kernel is
+// not used. Checked once, on a shape whose every pair saturates 16 bits.
+bool s8_exact() {
+  constexpr int64_t m = 8, n = 16, k = 64;
+  std::vector<int8_t> a(m * k), b(k * n);
+  std::vector<int32_t> c(m * n, 0);
+  for (int64_t i = 0; i < m * k; ++i) a[i] = static_cast<int8_t>(i % 3 == 0 ? -128 : 127);
+  for (int64_t i = 0; i < k * n; ++i) b[i] = static_cast<int8_t>(i % 5 == 0 ? -128 : 127);
+  try {
+    const auto pd = matmul_pd(dnnl_engine(), memory::data_type::s8, false, false, m, n, k, 1.0f, k, n, 0.0f, n,
+                              memory::data_type::s32);
+    dnnl::stream stream(dnnl_engine());
+    std::vector<unsigned char> scratch(pd.scratchpad_desc().get_size());
+    memory ma(pd.src_desc(), dnnl_engine(), a.data()), mb(pd.weights_desc(), dnnl_engine(), b.data());
+    memory mc(pd.dst_desc(), dnnl_engine(), c.data()), ms(pd.scratchpad_desc(), dnnl_engine(), scratch.data());
+    dnnl::matmul(pd).execute(stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc},
+                                      {DNNL_ARG_SCRATCHPAD, ms}});
+    stream.wait();
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      int32_t want = 0;
+      for (int64_t p = 0; p < k; ++p) want += int32_t{a[i * k + p]} * int32_t{b[p * n + j]};
+      if (c[i * n + j] != want) return false;
     }
+  return true;
+}
+
+// The JIT implementation for each type, probed once (empty: not served).
+struct DnnlNames {
+  std::string f32, bf16, f16, s8;
+};
+
+const DnnlNames& names() {
+  static const DnnlNames instance = [] {
+    DnnlNames s;
+    if (!dnnl_enabled()) return s;
+    s.f32 = probe(memory::data_type::f32);
+    // fp32 only on its brgemm kernels (AVX-512 and up), which beat OpenBLAS by 5-13% on a Zen 4. The AVX2
+    // kernel ("gemm:jit:f32") lost to OpenBLAS on a Zen 3: 512^3 3.5-6.8 ms against 2.0-2.3 ms, 256^3 and the
+    // GPT-mini's shapes level or worse.
+    if (s.f32.find("brg") == std::string::npos) s.f32.clear();
+    s.bf16 = probe(memory::data_type::bf16);
+    const char* f16_off = std::getenv("NPU_SIM_GEMM_DNNL_F16");
+    if (!(f16_off != nullptr && std::string(f16_off) == "0")) s.f16 = probe(memory::data_type::f16);
+    s.s8 = probe(memory::data_type::s8, memory::data_type::s32);
+    if (!s.s8.empty() && !s8_exact()) s.s8.clear();
     return s;
   }();
   return instance;
 }
+
+const char* or_null(const std::string& name) { return name.empty() ? nullptr : name.c_str(); }
 
 }  // namespace
 
@@ -102,8 +144,17 @@ const dnnl::engine& dnnl_engine() {
   return eng;
 }
 
-bool dnnl_ready() { return state().ready; }
-const char* dnnl_name() { return state().name.c_str(); }
+bool dnnl_enabled() {
+  static const bool on = [] {
+    const char* off = std::getenv("NPU_SIM_GEMM_DNNL");
+    return !(off != nullptr && std::string(off) == "0");
+  }();
+  return on;
+}
+const char* dnnl_f32_name() { return or_null(names().f32); }
+const char* dnnl_bf16_name() { return or_null(names().bf16); }
+const char* dnnl_f16_name() { return or_null(names().f16); }
+const char* dnnl_s8_name() { return or_null(names().s8); }
 
 namespace {
 
@@ -183,28 +234,16 @@ void dnnl_gemm_f16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   dnnl_gemm(memory::data_type::f16, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-const char* dnnl_f16_name() {
-  // fp16 on a JIT kernel (AVX512-FP16 / AMX-FP16 brgemm); elsewhere the staged path is ours
-  static const std::string name = [] {
-    const char* off = std::getenv("NPU_SIM_GEMM_DNNL_F16");
-    return dnnl_ready() && !(off != nullptr && std::string(off) == "0") ? probe(memory::data_type::f16) : "";
-  }();
-  return name.empty() ? nullptr : name.c_str();
-}
-
-const char* dnnl_s8_name() {
-  // int8 on a JIT kernel (VNNI / AMX-INT8 brgemm), not oneDNN's reference loop
-  static const std::string name = dnnl_ready() ? probe(memory::data_type::s8, memory::data_type::s32) : "";
-  return name.empty() ? nullptr : name.c_str();
-}
-
 #else  // built without oneDNN
 
-bool dnnl_ready() { return false; }
-const char* dnnl_name() { return "none"; }
+bool dnnl_enabled() { return false; }
+const char* dnnl_f32_name() { return nullptr; }
+const char* dnnl_bf16_name() { return nullptr; }
+const char* dnnl_f16_name() { return nullptr; }
+const char* dnnl_s8_name() { return nullptr; }
 void dnnl_gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const BFloat16*, int64_t, const BFloat16*, int64_t,
                     float, BFloat16*, int64_t) {
-  std::abort();  // unreachable: callers check dnnl_ready()
+  std::abort();  // unreachable: callers check dnnl_bf16_name()
 }
 void dnnl_gemm_f32(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
                    float*, int64_t) {
@@ -218,16 +257,16 @@ void dnnl_gemm_f16(bool, bool, int64_t, int64_t, int64_t, float, const Half*, in
                    Half*, int64_t) {
   std::abort();
 }
-const char* dnnl_f16_name() { return nullptr; }
-const char* dnnl_s8_name() { return nullptr; }
 
 #endif
 
 }  // namespace detail
 
-const char* gemm_library_name() { return detail::dnnl_name(); }
-const char* gemm_f16_library_name() {
-  const char* name = detail::dnnl_f16_name();
+const char* gemm_library_name(DType dtype) {
+  const char* name = dtype == DType::kFloat32    ? detail::dnnl_f32_name()
+                     : dtype == DType::kBFloat16 ? detail::dnnl_bf16_name()
+                     : dtype == DType::kFloat16  ? detail::dnnl_f16_name()
+                                                 : nullptr;
   return name != nullptr ? name : "none";
 }
 

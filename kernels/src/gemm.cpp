@@ -79,7 +79,7 @@ void gemm_half_via_fp32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
   if (beta != 0.0f) {
     for (int64_t i = 0; i < m; ++i) widen_row(fc.data() + i * n, c + i * ldc, n);
   }
-  if (dnnl_ready()) {
+  if (dnnl_f32_name() != nullptr) {
     dnnl_gemm_f32(ta, tb, m, n, k, alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(), n);
   } else {
     blas_gemm(ta, tb, m, n, k, alpha, fa.data(), lda, fb.data(), ldb, beta, fc.data(), n);
@@ -102,8 +102,9 @@ npu_sim::Status gemm_direct(npu_sim::Stream stream, const GemmArgs& g, BlasLayou
   const int64_t len = split_m ? g.m : g.n;
   constexpr int64_t kMinSlice = 32;
   // oneDNN reorders its B panel into the VNNI layout per call: one slice per core thread for bf16.
-  const bool onednn = std::is_same_v<T, BFloat16> || std::is_same_v<T, Half> ||
-                      (std::is_same_v<T, float> && dnnl_ready());
+  // (fp16 runs on oneDNN's fp16 kernel, or widened on its fp32 one.)
+  const bool onednn = std::is_same_v<T, BFloat16> || (std::is_same_v<T, Half> && dnnl_f16_name() != nullptr) ||
+                      ((std::is_same_v<T, float> || std::is_same_v<T, Half>) && dnnl_f32_name() != nullptr);
   const int64_t kSlicesPerThread = onednn ? 1 : 2;
   const int64_t parts = std::max<int64_t>(
       1, std::min((kSlicesPerThread * int64_t{core_threads()} + g.batch - 1) / g.batch,
@@ -178,9 +179,10 @@ npu_sim::Status gemm_typed(npu_sim::Stream stream, const GemmArgs& g) {
                 std::is_same_v<T, Half>) {
     constexpr int64_t kMaxInt = std::numeric_limits<int>::max();
     const bool library = std::is_same_v<T, double>     ? blas_loaded()
-                         : std::is_same_v<T, float>    ? dnnl_ready() || blas_loaded()
-                         : std::is_same_v<T, BFloat16> ? dnnl_ready()
-                                                       : dnnl_f16_name() != nullptr || dnnl_ready() || blas_loaded();
+                         : std::is_same_v<T, float>    ? dnnl_f32_name() != nullptr || blas_loaded()
+                         : std::is_same_v<T, BFloat16> ? dnnl_bf16_name() != nullptr
+                                                       : dnnl_f16_name() != nullptr || dnnl_f32_name() != nullptr ||
+                                                             blas_loaded();
     BlasLayout la, lb, lc;
     if (g.k > 0 && g.m <= kMaxInt && g.n <= kMaxInt && g.k <= kMaxInt && library &&
         blas_layout(g.m, g.k, g.a_row_stride, g.a_col_stride, &la) &&

@@ -53,21 +53,24 @@ bool blas_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T al
 bool blas_loaded();
 // A symbol of the loaded OpenBLAS (its LAPACK routines: "dgetrf_", ...), null without OpenBLAS.
 void* blas_symbol(const char* name);
-// fp32 and bf16 on oneDNN (src/dnnl_matmul.cpp): c = alpha * op(a) @ op(b) + beta * c, bf16 accumulating in
-// fp32 and rounding once, same operand conventions as blas_gemm. Call only when dnnl_ready(); runs on the
-// calling thread.
-bool dnnl_ready();
-const char* dnnl_name();
+// oneDNN (src/dnnl_matmul.cpp) built and not turned off (NPU_SIM_GEMM_DNNL=0); convolution checks each shape's
+// implementation itself.
+bool dnnl_enabled();
+// "onednn <version> <implementation>" where oneDNN has a JIT matmul for the type on this CPU, else null (its
+// reference loop is slower than our paths); call the dnnl_gemm_* of a type only when its name is not null.
+const char* dnnl_f32_name();
+const char* dnnl_bf16_name();
+// fp32 and bf16 on oneDNN: c = alpha * op(a) @ op(b) + beta * c, bf16 accumulating in fp32 and rounding once,
+// same operand conventions as blas_gemm; runs on the calling thread.
 void dnnl_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
                     int64_t lda, const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc);
 void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-// fp16 the same way (fp32 accumulation, one rounding); call only when dnnl_f16_name() is not null (a JIT fp16
-// kernel exists: AVX512-FP16 / AMX-FP16 brgemm).
+// fp16 the same way (fp32 accumulation, one rounding): a JIT fp16 kernel exists on AVX512-FP16 / AMX-FP16.
 void dnnl_gemm_f16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Half* a,
                    int64_t lda, const Half* b, int64_t ldb, float beta, Half* c, int64_t ldc);
 const char* dnnl_f16_name();
-// int8 x int8 -> int32 (exact) on oneDNN; call only when dnnl_s8_name() is not null (a JIT int8 kernel exists).
+// int8 x int8 -> int32 (exact) on oneDNN (JIT on AVX2, VNNI and AMX-INT8).
 void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda,
                   const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc);
 const char* dnnl_s8_name();

@@ -331,7 +331,7 @@ npu_sim::Status grouped_matmul_blas(npu_sim::Stream stream, const GroupedMatmulA
   const int64_t* gl = a.group_list;
   const int32_t* gl32 = a.group_list_i32;
   const bool xsmm = std::is_same_v<T, float> && detail::xsmm_name() != nullptr;
-  const bool onednn = std::is_same_v<T, float> && detail::dnnl_ready();
+  const bool onednn = std::is_same_v<T, float> && detail::dnnl_f32_name() != nullptr;
   return npu_sim::launch_kernel(stream, "grouped_matmul", grid, [=](const npu_sim::BlockContext& ctx) {
     std::vector<int64_t> cum;
     read_group_list(gl, gl32, G, x_rows, &cum);

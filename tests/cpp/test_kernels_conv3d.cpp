@@ -124,7 +124,7 @@ void run_case(const Case3d& cs, npu_sim::Stream stream, unsigned seed) {
   EXPECT_NEAR(dot(gw, p.w), lhs, 1e-4 * (1 + std::fabs(lhs)));
 }
 
-bool onednn() { return std::string(npu_kernels::gemm_library_name()).rfind("onednn", 0) == 0; }
+bool onednn() { return std::string(npu_kernels::conv_library_name()).rfind("onednn", 0) == 0; }
 
 }  // namespace
 

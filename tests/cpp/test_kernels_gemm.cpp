@@ -118,7 +118,9 @@ TEST(KernelsGemm, BFloat16) { for (const auto& c : kCases) run_case<BFloat16>(c)
 TEST(KernelsGemm, MicroKernelIsNamed) {
   const std::string name = npu_kernels::gemm_micro_kernel_name();
   EXPECT_FALSE(name.empty());
-  std::printf("micro-kernel: %s\ndirect (fp32, bf16): %s\n", name.c_str(), npu_kernels::gemm_library_name());
+  std::printf("micro-kernel: %s\ndirect fp32: %s\ndirect bf16: %s\n", name.c_str(),
+              npu_kernels::gemm_library_name(npu_kernels::DType::kFloat32),
+              npu_kernels::gemm_library_name(npu_kernels::DType::kBFloat16));
 }
 
 TEST(KernelsGemm, BroadcastCinAndStrideZero) {

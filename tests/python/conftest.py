@@ -13,6 +13,15 @@ import torch_npu_sim  # registers "npu"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def cpu_flags() -> set:
+    """The CPU's feature flags (/proc/cpuinfo): which matrix units oneDNN must serve on this machine."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
 def run_python(code: str, env: dict = None, timeout: float = 120) -> subprocess.CompletedProcess:
     """Runs `code` in a fresh interpreter with extra environment variables; never hangs past timeout."""
     full_env = dict(os.environ)

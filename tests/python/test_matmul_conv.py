@@ -134,14 +134,19 @@ for name, out in outs.items():
 
 @pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL": "0"}], ids=["onednn", "staged"])
 def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
-    """bf16 GEMMs run on oneDNN (installed by scripts/install.sh); NPU_SIM_GEMM_DNNL=0 forces the portable
-    staged path that CPUs without bf16 instructions take (the "direct" library is then "none"). Both
-    accumulate in fp32 and round once."""
-    from conftest import run_python
-    r = run_python(CUBE_CASES.replace("@DTYPE@", "bfloat16").replace("@KERNEL@", "direct"), env=env)
+    """bf16 GEMMs run on oneDNN (installed by scripts/install.sh) wherever it has a JIT bf16 kernel: always on a
+    CPU with AVX512-BF16 or AMX-BF16. NPU_SIM_GEMM_DNNL=0 forces the portable staged path that CPUs without
+    them take (an AVX2-only CPU: the library is then "none"). Both accumulate in fp32 and round once."""
+    from conftest import cpu_flags, run_python
+    r = run_python(CUBE_CASES.replace("@DTYPE@", "bfloat16").replace("@KERNEL@", "bfloat16"), env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
-    assert lines[0] == "none" if env else lines[0].startswith("onednn "), lines[0]
+    if env:
+        assert lines[0] == "none", lines[0]
+    elif cpu_flags() & {"avx512_bf16", "amx_bf16"}:
+        assert lines[0].startswith("onednn "), lines[0]
+    else:
+        assert lines[0] == "none" or lines[0].startswith("onednn "), lines[0]
     for line in lines[1:]:
         name, exact, err = line.split()
         assert float(exact) >= 0.97, line
@@ -152,18 +157,44 @@ def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
                                  {"NPU_SIM_GEMM_DNNL": "0", "NPU_SIM_GEMM_BLAS": "0"}],
                          ids=["default", "via-fp32-onednn", "via-fp32-openblas", "staged"])
 def test_fp16_cube_rounds_once_on_every_path(env):
-    """fp16 GEMMs: oneDNN's fp16 kernel where the CPU has an fp16 matrix unit ("direct_fp16" names it), else
-    the operands widened to fp32 for the fp32 library (oneDNN, or OpenBLAS with NPU_SIM_GEMM_DNNL=0), else
-    (no library) the staged UB panels. Every path accumulates in fp32 and rounds once."""
-    from conftest import run_python
-    r = run_python(CUBE_CASES.replace("@DTYPE@", "float16").replace("@KERNEL@", "direct_fp16"), env=env)
+    """fp16 GEMMs: oneDNN's fp16 kernel where the CPU has an fp16 matrix unit (AVX512-FP16 / AMX-FP16; the
+    "float16" library names it), else the operands widened to fp32 for the fp32 library (oneDNN, or OpenBLAS
+    with NPU_SIM_GEMM_DNNL=0), else (no library) the staged UB panels. Every path accumulates in fp32 and rounds
+    once."""
+    from conftest import cpu_flags, run_python
+    r = run_python(CUBE_CASES.replace("@DTYPE@", "float16").replace("@KERNEL@", "float16"), env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
-    assert lines[0] == "none" or (not env and lines[0].startswith("onednn ")), lines[0]
+    if env:
+        assert lines[0] == "none", lines[0]
+    elif cpu_flags() & {"avx512_fp16", "amx_fp16"}:
+        assert lines[0].startswith("onednn "), lines[0]
+    else:
+        assert lines[0] == "none" or lines[0].startswith("onednn "), lines[0]
     for line in lines[1:]:
         name, exact, err = line.split()
         assert float(exact) >= 0.97, line
         assert float(err) <= 2.0 ** -11 * 1.05, line  # half an fp16 ulp, relative
+
+
+def test_each_type_runs_on_onednn_only_where_its_kernel_serves():
+    """oneDNN serves each GEMM type and convolution on its own. An AVX2-only CPU has no JIT bf16 kernel, and
+    that must not take convolution off oneDNN (it did: one bf16 probe gated every type). fp32 GEMM runs on its
+    brgemm kernels (AVX-512 and up; AVX2's lost to OpenBLAS), int8 only where the kernel is exact (VNNI /
+    AMX-INT8: AVX2's saturates 16-bit pair sums). NPU_SIM_GEMM_DNNL=0 turns it off for all."""
+    from conftest import cpu_flags, run_python
+    code = "import torch_npu_sim\nfor k, v in sorted(torch_npu_sim._C._cube_kernels().items()): print(k, '=', v)"
+    libs = {}
+    for key, env in (("on", {}), ("off", {"NPU_SIM_GEMM_DNNL": "0"})):
+        r = run_python(code, env=env)
+        assert r.returncode == 0, r.stderr
+        libs[key] = dict(line.split(" = ", 1) for line in r.stdout.strip().splitlines())
+    on, off, flags = libs["on"], libs["off"], cpu_flags()
+    assert on["conv"].startswith("onednn "), on
+    assert on["float32"].startswith("onednn ") if "avx512f" in flags else on["float32"] == "none", on
+    assert on["int8"].startswith("onednn ") if flags & {"avx512_vnni", "avx_vnni", "amx_int8"} \
+        else on["int8"] == "own", on
+    assert all(off[k] == "none" for k in ("float32", "bfloat16", "float16", "conv")) and off["int8"] == "own", off
 
 
 PANEL_CASES = """

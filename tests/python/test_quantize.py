@@ -258,8 +258,13 @@ def test_int8_gemm_library_and_the_portable_loop_agree(fresh_python):
     own = fresh_python(code, env={"NPU_SIM_GEMM_DNNL": "0"})
     assert own.returncode == 0, own.stderr
     assert own.stdout.strip() == "own"
-    # this machine's CPU has VNNI (AVX512-VNNI / AMX-INT8): oneDNN's JIT int8 kernel serves the GEMM
-    assert onednn.stdout.strip().startswith("onednn"), onednn.stdout
+    # oneDNN's JIT int8 kernel serves the GEMM where the CPU has VNNI / AMX-INT8; without them (AVX2 only) its
+    # kernel saturates 16-bit pair sums, and the exact loop serves
+    from conftest import cpu_flags
+    if cpu_flags() & {"avx512_vnni", "avx_vnni", "amx_int8"}:
+        assert onednn.stdout.strip().startswith("onednn"), onednn.stdout
+    else:
+        assert onednn.stdout.strip() == "own", onednn.stdout
 
 
 # ---- torch._int_mm and quantization-aware training's fake quantization ----------------------------------------------

@@ -39,14 +39,14 @@ npu_sim::Status gemm(npu_sim::Stream stream, const GemmArgs& args);
 // Which micro-kernel multiplies the packed panels: "openblas-threaded(1) (<core>)" or "own" (the portable
 // loop, used when OpenBLAS cannot be loaded or NPU_SIM_GEMM_BLAS=0).
 const char* gemm_micro_kernel_name();
-// The library of the direct GEMM path (operands with a unit stride) in float32 and bfloat16, and of
-// convolution: "onednn <version> <bf16 implementation>" (bf16 accumulating in fp32 on the CPU's
-// AVX512-BF16 / AMX units), or "none" without oneDNN, with NPU_SIM_GEMM_DNNL=0, or where oneDNN has only its
-// reference kernel: float32 then calls OpenBLAS, bfloat16 takes the staged path (widened into fp32 UB
-// panels for the micro-kernel above).
-const char* gemm_library_name();
-// The same for float16: "onednn <version> <f16 implementation>" where oneDNN has a JIT fp16 matmul for this CPU
-// (AVX512-FP16 / AMX-FP16), else "none" and float16 takes the staged path.
-const char* gemm_f16_library_name();
+// The library of the direct GEMM path (operands with a unit stride) for `dtype` (float32, bfloat16 or float16;
+// int8: quant_matmul_library_name): "onednn <version> <implementation>" where oneDNN has a JIT kernel for the
+// type on this CPU, else "none" (also without oneDNN or with NPU_SIM_GEMM_DNNL=0): float32 then calls OpenBLAS,
+// bfloat16 takes the staged path (widened into fp32 UB panels for the micro-kernel above), float16 is widened
+// to float32 for the float32 library.
+const char* gemm_library_name(DType dtype);
+// The library of convolution: "onednn <version>" when oneDNN is built in and on (each shape and type then runs
+// on it where it has a JIT implementation), else "none".
+const char* conv_library_name();
 
 }  // namespace npu_kernels
