@@ -123,11 +123,13 @@ T& inf_predicate_out(UnaryOp op, const T& self, T& out) {
 }  // namespace
 
 T NF::relu(const T& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
   at::TensorBase out;
   return unary_into(out, self, UnaryOp::kRelu);
 }
 
 T& NF::relu_(T& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
   unary_into(self, self, UnaryOp::kRelu);
   return self;
 }
@@ -283,6 +285,10 @@ T NF::isnan(const T& s) { return npu_isnan(s); }
 // clamp with tensor bounds and rsub are compositions of native ops (no math of their own).
 T NF::clamp(const T& self, const std::optional<T>& lo, const std::optional<T>& hi) {
   TORCH_CHECK(lo.has_value() || hi.has_value(), "torch.clamp: At least one of 'min' or 'max' must not be None");
+  // both bounds: ATen's clamp kernel, which has none for bool (one bound is maximum / minimum, which has)
+  const auto is_bool = [](const T& t) { return t.scalar_type() == at::kBool; };  // the result is bool iff all are
+  TORCH_CHECK_NOT_IMPLEMENTED(!(lo && hi && is_bool(self) && is_bool(*lo) && is_bool(*hi)),
+                              "\"clamp_npu\" not implemented for 'Bool'");
   T r = self;
   if (lo) r = at::maximum(r, *lo);
   if (hi) r = at::minimum(r, *hi);
@@ -318,6 +324,10 @@ T& NF::round_out(const T& self, int64_t decimals, T& out) {
 }
 
 T& NF::hardtanh_out(const T& self, const S& lo, const S& hi, T& out) {
+  // ATen's checks (its integer bounds truncate, as the kernel's casts do)
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
+  TORCH_CHECK(self.scalar_type() != at::kByte || (lo.toLong() >= 0 && hi.toLong() >= 0),
+              "cannot do hardtanh on an unsigned type with negative limits");
   unary_into(out, self, UnaryOp::kHardtanh, with_ab(lo, hi));
   return out;
 }

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <string_view>
 
 #include "aten/npu_tensor.h"
 #include "core/npu_error.h"
@@ -102,9 +103,22 @@ at::Tensor& random_inclusive(at::Tensor& self, int64_t from, int64_t to_inclusiv
   return fill_random(self, a, gen, "random_");
 }
 
+// ATen's refusals for a continuous distribution on an integer or bool tensor (CPU and CUDA alike): a kernel
+// named after the op has no such dtype, or (exponential_, cauchy_) an explicit check.
+void check_floating(const at::Tensor& self, const char* kernel) {
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()) || self.is_complex(), "\"", kernel,
+                              "\" not implemented for '", c10::toString(self.scalar_type()), "'");
+}
+// (`type` as ATen prints it there: exponential_ the ScalarType, "Long"; cauchy_ the TypeMeta, "long int")
+void check_continuous(const at::Tensor& self, const char* distribution, std::string_view type) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), distribution, " distribution is a continuous probability "
+              "distribution. dtype must be a floating point but you specified ", type);
+}
+
 }  // namespace
 
 at::Tensor& NF::uniform_(at::Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  check_floating(self, "check_uniform_bounds");
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   if (self.is_complex()) {  // as ATen: both parts drawn from [from, to)
     auto parts = at::view_as_real(self);
@@ -115,6 +129,7 @@ at::Tensor& NF::uniform_(at::Tensor& self, double from, double to, std::optional
 }
 
 at::Tensor& NF::normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  check_floating(self, "normal_kernel_npu");
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   if (self.is_complex()) {  // as ATen: both parts normal around `mean`, each with half the variance
     auto parts = at::view_as_real(self);
@@ -206,21 +221,25 @@ at::Tensor& NF::random_(at::Tensor& self, int64_t to, std::optional<at::Generato
 }
 
 at::Tensor& NF::exponential_(at::Tensor& self, double lambd, std::optional<at::Generator> gen) {
+  check_continuous(self, "Exponential", c10::toString(self.scalar_type()));
   TORCH_CHECK(lambd > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambd);
   return fill_random(self, {RandomKind::kExponential, lambd}, gen, "exponential_");
 }
 
 at::Tensor& NF::log_normal_(at::Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  check_floating(self, "log_normal_npu");
   TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
   return fill_random(self, {RandomKind::kLogNormal, mean, std}, gen, "log_normal_");
 }
 
 at::Tensor& NF::geometric_(at::Tensor& self, double p, std::optional<at::Generator> gen) {
+  TORCH_CHECK_NOT_IMPLEMENTED(self.scalar_type() != at::kBool, "\"geometric_npu\" not implemented for 'Bool'");
   TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
   return fill_random(self, {RandomKind::kGeometric, p}, gen, "geometric_");
 }
 
 at::Tensor& NF::cauchy_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> gen) {
+  check_continuous(self, "Cauchy", self.dtype().name());
   TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
   return fill_random(self, {RandomKind::kCauchy, median, sigma}, gen, "cauchy_");
 }

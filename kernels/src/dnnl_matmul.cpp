@@ -92,6 +92,12 @@ bool s8_exact() {
   try {
     const auto pd = matmul_pd(dnnl_engine(), memory::data_type::s8, false, false, m, n, k, 1.0f, k, n, 0.0f, n,
                               memory::data_type::s32);
+    // on the calling thread alone, as the core threads run oneDNN (no OpenMP team started for the probe)
+    struct OneOmpThread {
+      const int saved = omp_get_max_threads();
+      OneOmpThread() { omp_set_num_threads(1); }
+      ~OneOmpThread() { omp_set_num_threads(saved); }
+    } one_thread;
     dnnl::stream stream(dnnl_engine());
     std::vector<unsigned char> scratch(pd.scratchpad_desc().get_size());
     memory ma(pd.src_desc(), dnnl_engine(), a.data()), mb(pd.weights_desc(), dnnl_engine(), b.data());

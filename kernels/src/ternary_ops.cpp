@@ -88,8 +88,8 @@ npu_sim::Status ternary(npu_sim::Stream stream, TernaryOp op, const ElementwiseI
     auto go = [&](auto f) { return launch_elementwise<In, In, 3>(stream, op_name(op), it, f); };
     const C value = static_cast<C>(p.a);
     switch (op) {
-      case TernaryOp::kAddcmul:
-        if constexpr (std::is_same_v<C, bool>) return go([](C s, C x, C y) { return s || (x && y); });
+      case TernaryOp::kAddcmul:  // no bool kernel, as ATen's CPU and CUDA addcmul
+        if constexpr (std::is_same_v<C, bool>) return npu_sim::Status::kInvalidValue;
         else return go([=](C s, C x, C y) { return static_cast<C>(s + value * x * y); });
       case TernaryOp::kAddcdiv:
         if constexpr (detail::is_fp_v<C>) return go([=](C s, C x, C y) { return s + value * x / y; });

@@ -40,7 +40,8 @@ npu_sim::Status general(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it
       if constexpr (kBool) return npu_sim::Status::kInvalidValue;
       else return go([](C x) { return static_cast<C>(-x); });
     case UnaryOp::kAbs:
-      if constexpr (kBool || std::is_unsigned_v<C>) return go([](C x) { return x; });
+      if constexpr (kBool) return npu_sim::Status::kInvalidValue;  // as ATen's CPU and CUDA kernels
+      else if constexpr (std::is_unsigned_v<C>) return go([](C x) { return x; });
       else if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::fabs(x); });
       else return go([](C x) { return static_cast<C>(x < 0 ? -x : x); });
     case UnaryOp::kSign:
@@ -70,21 +71,26 @@ npu_sim::Status general(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& it
         return (y > hi_v) | hi_nan ? hi_v : y;
       });
     }
+    // Rounding: integers are copied, bool has no kernel (as ATen's CPU and CUDA kernels); frac is floating only.
     case UnaryOp::kFloor:
       if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::floor(x); });
+      else if constexpr (kBool) return npu_sim::Status::kInvalidValue;
       else return go([](C x) { return x; });
     case UnaryOp::kCeil:
       if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::ceil(x); });
+      else if constexpr (kBool) return npu_sim::Status::kInvalidValue;
       else return go([](C x) { return x; });
     case UnaryOp::kRound:
       if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::nearbyint(x); });  // half to even
+      else if constexpr (kBool) return npu_sim::Status::kInvalidValue;
       else return go([](C x) { return x; });
     case UnaryOp::kTrunc:
       if constexpr (detail::is_fp_v<C>) return go([](C x) { return std::trunc(x); });
+      else if constexpr (kBool) return npu_sim::Status::kInvalidValue;
       else return go([](C x) { return x; });
     case UnaryOp::kFrac:
       if constexpr (detail::is_fp_v<C>) return go([](C x) { return x - std::trunc(x); });
-      else return go([](C) { return C(0); });
+      else return npu_sim::Status::kInvalidValue;
     case UnaryOp::kReciprocal:
       if constexpr (detail::is_fp_v<C>) return go([](C x) { return C(1) / x; });
       else return npu_sim::Status::kInvalidValue;
