@@ -1,4 +1,4 @@
-// torch.optim's fused steps for npu (Adam/AdamW/SGD with fused=True): the lists and device scalars are
+// torch.optim's fused steps for npu (Adam/AdamW/SGD/Adagrad with fused=True): the lists and device scalars are
 // checked here, then one launch of kernels/src/optim.cpp updates every parameter.
 #include <ATen/core/Tensor.h>
 #include <c10/core/DeviceGuard.h>
@@ -120,6 +120,20 @@ void sgd(TensorList params, TensorList grads, TensorList momentum_buffers, doubl
   NPU_CHECK(npu_kernels::fused_sgd(current_native_stream(st.device.index()), st.lists, h, sc));
 }
 
+void adagrad(TensorList params, TensorList grads, TensorList state_sums, TensorList steps, double lr,
+             const std::optional<at::Tensor>& lr_tensor, double lr_decay, double weight_decay, double eps,
+             bool maximize, const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  constexpr const char* op = "_fused_adagrad_";
+  TORCH_CHECK(steps.size() == params.size(), op, ": expected as many state_steps as params (", params.size(),
+              "), got ", steps.size());
+  Step st(op, params, grads, {{"state_sums", state_sums}}, steps);
+  if (params.empty()) return;
+  c10::DeviceGuard guard(st.device);
+  const auto sc = scalars(st, op, lr_tensor, grad_scale, found_inf);
+  const npu_kernels::AdagradHyper h{lr, lr_decay, weight_decay, eps, maximize};
+  NPU_CHECK(npu_kernels::fused_adagrad(current_native_stream(st.device.index()), st.lists, h, sc));
+}
+
 // A CPU lr tensor is read on the host, as CUDA's tensor_lr kernels do; an npu one is read by the launch.
 std::optional<at::Tensor> device_lr(const at::Tensor& lr, double* host_lr) {
   if (lr.device().is_cpu()) {
@@ -182,6 +196,22 @@ void NF::_fused_sgd_(TensorList self, TensorList grads, TensorList momentum_buff
   const auto lr_tensor = device_lr(lr, &host_lr);
   sgd(self, grads, momentum_buffer_list, weight_decay, momentum, host_lr, lr_tensor, dampening, nesterov, maximize,
       is_first_step, grad_scale, found_inf);
+}
+
+void NF::_fused_adagrad_(TensorList self, TensorList grads, TensorList state_sums, TensorList state_steps, double lr,
+                         double lr_decay, double weight_decay, double eps, bool maximize,
+                         const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  adagrad(self, grads, state_sums, state_steps, lr, std::nullopt, lr_decay, weight_decay, eps, maximize, grad_scale,
+          found_inf);
+}
+
+void NF::_fused_adagrad_(TensorList self, TensorList grads, TensorList state_sums, TensorList state_steps,
+                         const at::Tensor& lr, double lr_decay, double weight_decay, double eps, bool maximize,
+                         const std::optional<at::Tensor>& grad_scale, const std::optional<at::Tensor>& found_inf) {
+  double host_lr = 0;
+  const auto lr_tensor = device_lr(lr, &host_lr);
+  adagrad(self, grads, state_sums, state_steps, host_lr, lr_tensor, lr_decay, weight_decay, eps, maximize, grad_scale,
+          found_inf);
 }
 
 }  // namespace torch_npu_sim

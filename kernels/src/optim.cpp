@@ -167,6 +167,39 @@ void sgd_piece(const Flat& f, std::size_t t, int64_t lo, int64_t hi, const SgdHy
   });
 }
 
+// Adagrad (torch.optim.Adagrad): state_sum += g^2, param -= clr * g / (sqrt(state_sum) + eps), with
+// clr = lr / (1 + (step - 1) * lr_decay) and L2 weight decay folded into g.
+template <typename T, bool kDecay, bool kScaled>
+void adagrad_loop(T* param, T* grad, T* sum, int64_t lo, int64_t hi, acc_t<T> clr, acc_t<T> wd, acc_t<T> eps,
+                  acc_t<T> scale, acc_t<T> sign) {
+  using Acc = acc_t<T>;
+  for (int64_t i = lo; i < hi; ++i) {
+    const Acc p = load_as<Acc>(param[i]);
+    Acc g = load_grad<kScaled>(grad, i, scale, sign);
+    if constexpr (kDecay) g += p * wd;
+    const Acc s2 = load_as<Acc>(sum[i]) + g * g;
+    sum[i] = store_as<T>(s2);
+    param[i] = store_as<T>(p - clr * g / (std::sqrt(s2) + eps));
+  }
+}
+
+template <typename T>
+void adagrad_piece(const Flat& f, std::size_t t, int64_t lo, int64_t hi, const AdagradHyper& h,
+                   const OptimScalars& sc) {
+  using Acc = acc_t<T>;
+  const OptimLists& l = f.lists;
+  const double lr = sc.lr != nullptr ? *sc.lr : h.lr;
+  const auto clr = static_cast<Acc>(lr / (1 + (*l.step[t] - 1) * h.lr_decay));
+  const Acc scale = sc.grad_scale != nullptr ? static_cast<Acc>(*sc.grad_scale) : Acc(1);
+  with_flag(h.weight_decay != 0, [&](auto decay_c) {
+    with_flag(sc.grad_scale != nullptr, [&](auto scaled_c) {
+      adagrad_loop<T, decltype(decay_c)::value, decltype(scaled_c)::value>(
+          at<T>(l.param[t]), at<T>(l.grad[t]), at<T>(l.state1[t]), lo, hi, clr, static_cast<Acc>(h.weight_decay),
+          static_cast<Acc>(h.eps), scale, h.maximize ? Acc(-1) : Acc(1));
+    });
+  });
+}
+
 // What a step costs in the launch records: GM bytes read and written per element (over every list the
 // update touches), Vector ops per element, and bytes read per piece of a tensor (its device scalars: the
 // step count, lr, grad_scale). Each block also reads found_inf (when given) and stops there when it is set.
@@ -196,19 +229,20 @@ npu_sim::Status launch_step(npu_sim::Stream s, const char* name, OptimLists list
   });
 }
 
-npu_sim::Status check_lists(const OptimLists& l, bool adam, bool amsgrad) {
+// Every list the update uses holds one entry per parameter: `states` state lists (SGD's momentum buffers may be
+// absent), and the step counts when `steps`.
+npu_sim::Status check_lists(const OptimLists& l, std::size_t states, bool steps, bool optional_states = false) {
   const std::size_t n = l.param.size();
-  const bool ok =
-      l.grad.size() == n && l.numel.size() == n &&
-      (adam ? l.state1.size() == n && l.state2.size() == n && l.step.size() == n && (!amsgrad || l.state3.size() == n)
-            : l.state1.empty() || l.state1.size() == n);
+  const std::vector<void*>* lists[] = {&l.state1, &l.state2, &l.state3};
+  bool ok = l.grad.size() == n && l.numel.size() == n && (!steps || l.step.size() == n);
+  for (std::size_t k = 0; k < states; ++k) ok = ok && (lists[k]->size() == n || (optional_states && lists[k]->empty()));
   return ok ? npu_sim::Status::kSuccess : npu_sim::Status::kInvalidValue;
 }
 
 }  // namespace
 
 npu_sim::Status fused_adam(npu_sim::Stream s, const OptimLists& lists, const AdamHyper& h, const OptimScalars& sc) {
-  if (auto st = check_lists(lists, true, h.amsgrad); st != npu_sim::Status::kSuccess) return st;
+  if (auto st = check_lists(lists, h.amsgrad ? 3 : 2, true); st != npu_sim::Status::kSuccess) return st;
   const char* name = h.decoupled_weight_decay ? "fused_adamw" : "fused_adam";
   return dispatch_fp(lists.dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -227,7 +261,7 @@ npu_sim::Status fused_adam(npu_sim::Stream s, const OptimLists& lists, const Ada
 }
 
 npu_sim::Status fused_sgd(npu_sim::Stream s, const OptimLists& lists, const SgdHyper& h, const OptimScalars& sc) {
-  if (auto st = check_lists(lists, false, false); st != npu_sim::Status::kSuccess) return st;
+  if (auto st = check_lists(lists, 1, false, true); st != npu_sim::Status::kSuccess) return st;
   return dispatch_fp(lists.dtype, [&](auto tag) {
     using T = decltype(tag);
     // Launch records: param and grad read, param written per element; with momentum the buffer is written
@@ -241,6 +275,25 @@ npu_sim::Status fused_sgd(npu_sim::Stream s, const OptimLists& lists, const SgdH
     return launch_step(s, "fused_sgd", lists, sc, cost,
                        [h](const Flat& f, std::size_t t, int64_t lo, int64_t hi, const OptimScalars& c) {
                          sgd_piece<T>(f, t, lo, hi, h, c);
+                       });
+  });
+}
+
+npu_sim::Status fused_adagrad(npu_sim::Stream s, const OptimLists& lists, const AdagradHyper& h,
+                              const OptimScalars& sc) {
+  if (auto st = check_lists(lists, 1, true); st != npu_sim::Status::kSuccess) return st;
+  return dispatch_fp(lists.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    // Launch records: param, grad and state_sum read, param and state_sum (+ the unscaled grad) written per
+    // element; the float32 step (and lr, grad_scale when given) per piece; 6 Vector ops per element (square-add,
+    // sqrt, add eps, divide, multiply, subtract), +1 weight decay, +1 unscale.
+    constexpr int64_t ts = sizeof(T), fs = sizeof(float);
+    const int64_t decay = h.weight_decay != 0 ? 1 : 0, scaled = sc.grad_scale != nullptr ? 1 : 0;
+    const StepCost cost{3 * ts, (2 + scaled) * ts, 6 + decay + scaled,
+                        fs * (1 + (sc.lr != nullptr ? 1 : 0) + scaled)};
+    return launch_step(s, "fused_adagrad", lists, sc, cost,
+                       [h](const Flat& f, std::size_t t, int64_t lo, int64_t hi, const OptimScalars& c) {
+                         adagrad_piece<T>(f, t, lo, hi, h, c);
                        });
   });
 }

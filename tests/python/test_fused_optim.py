@@ -1,5 +1,5 @@
-"""torch.optim's fused steps on npu (Adam / AdamW / SGD with fused=True): native _fused_adam_ / _fused_adamw_ /
-_fused_sgd_ launches, checked against the same optimizer's fused CPU kernel and its foreach path on npu, with
+"""torch.optim's fused steps on npu (Adam / AdamW / SGD / Adagrad with fused=True): native _fused_adam_ /
+_fused_adamw_ / _fused_sgd_ / _fused_adagrad_ launches, checked against the same optimizer's fused CPU kernel and its foreach path on npu, with
 GradScaler's grad_scale / found_inf, tensor lr, 16-bit parameters and bad arguments."""
 import pytest
 import torch
@@ -14,6 +14,8 @@ CONFIGS = [
     (torch.optim.SGD, dict(lr=0.1)),
     (torch.optim.SGD, dict(lr=0.1, momentum=0.9, dampening=0.1, weight_decay=0.01)),
     (torch.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)),
+    (torch.optim.Adagrad, dict(lr=0.05, lr_decay=0.01, weight_decay=0.1)),
+    (torch.optim.Adagrad, dict(lr=0.05, maximize=True, initial_accumulator_value=0.1, eps=1e-6)),
 ]
 # 16-bit: the fused kernels compute in float32 and round once per step (as CUDA's); the reference is the CPU
 # fused step in float32 from the same 16-bit values, so the tolerance is the per-step rounding, a few ulps.
@@ -80,7 +82,7 @@ def test_fused_step_is_one_native_launch(native_only):
     assert torch_npu_sim._C._runtime_counters()["kernels_launched"] - before == 1
 
 
-@pytest.mark.parametrize("opt_cls,kwargs", [CONFIGS[0], CONFIGS[5]], ids=["AdamW", "SGD"])
+@pytest.mark.parametrize("opt_cls,kwargs", [CONFIGS[0], CONFIGS[5], CONFIGS[7]], ids=["AdamW", "SGD", "Adagrad"])
 def test_grad_scaler_unscales_and_skips_an_inf_step(opt_cls, kwargs, native_only):
     results = {}
     for device in ("cpu", "npu"):
@@ -105,13 +107,14 @@ def test_grad_scaler_unscales_and_skips_an_inf_step(opt_cls, kwargs, native_only
         torch.testing.assert_close(n, c, rtol=1e-5, atol=1e-6)  # params, and grads written back unscaled
 
 
+@pytest.mark.parametrize("opt_cls", [torch.optim.Adam, torch.optim.Adagrad], ids=["Adam", "Adagrad"])
 @pytest.mark.parametrize("lr_device", ["cpu", "npu"])
-def test_tensor_lr(lr_device, native_only):
+def test_tensor_lr(lr_device, opt_cls, native_only):
     out = {}
     for device in ("cpu", "npu"):
         params = make_params(torch.float32, device)
         lr = torch.tensor(0.02, device=lr_device if device == "npu" else "cpu")
-        opt = run_steps(torch.optim.Adam, dict(lr=lr), params)
+        opt = run_steps(opt_cls, dict(lr=lr), params)
         out[device] = state_tensors(opt)
     for c, n in zip(out["cpu"], out["npu"]):
         torch.testing.assert_close(n.cpu(), c, rtol=1e-5, atol=1e-6)
@@ -147,6 +150,11 @@ def test_bad_arguments_raise_naming_the_op_and_argument():
         torch._fused_sgd_([torch.zeros(4, device="npu", dtype=torch.long)], [torch.zeros(4, device="npu",
                           dtype=torch.long)], [], weight_decay=0.0, momentum=0.0, lr=0.1, dampening=0.0,
                           nesterov=False, maximize=False, is_first_step=False)
+    ag = dict(lr=0.1, lr_decay=0.0, weight_decay=0.0, eps=1e-10, maximize=False)
+    with pytest.raises(RuntimeError, match=r"_fused_adagrad_: expected as many state_steps as params \(1\), got 0"):
+        torch._fused_adagrad_(p, g, [torch.zeros(4, device="npu")], [], **ag)
+    with pytest.raises(RuntimeError, match=r"_fused_adagrad_: state_sums\[0\] must have the sizes and strides of params"):
+        torch._fused_adagrad_(p, g, [torch.zeros(2, 2, device="npu")], steps, **ag)
     torch.testing.assert_close(p[0].cpu(), torch.zeros(4))  # nothing was written by the refused calls
 
 

@@ -1,4 +1,4 @@
-// Fused optimizer steps (torch's _fused_adam_ / _fused_adamw_ / _fused_sgd_): one launch over every tensor of
+// Fused optimizer steps (torch's _fused_adam_ / _fused_adamw_ / _fused_sgd_ / _fused_adagrad_): one launch over every tensor of
 // the lists, the whole per-element update in registers (fp16/bf16 state computed in float).
 #pragma once
 
@@ -15,8 +15,9 @@ namespace npu_kernels {
 struct OptimLists {
   DType dtype = DType::kFloat32;
   std::vector<void*> param, grad;
-  std::vector<void*> state1, state2, state3;  // Adam: exp_avg, exp_avg_sq, max_exp_avg_sq; SGD: momentum_buffer
-  std::vector<const float*> step;             // Adam: the float32 step count of each parameter (already incremented)
+  // Adam: exp_avg, exp_avg_sq, max_exp_avg_sq; SGD: momentum_buffer; Adagrad: state_sum
+  std::vector<void*> state1, state2, state3;
+  std::vector<const float*> step;  // Adam, Adagrad: each parameter's float32 step count (already incremented)
   std::vector<int64_t> numel;
 };
 
@@ -40,5 +41,12 @@ struct SgdHyper {
   bool nesterov, maximize, is_first_step;
 };
 npu_sim::Status fused_sgd(npu_sim::Stream s, const OptimLists& lists, const SgdHyper& h, const OptimScalars& sc);
+
+struct AdagradHyper {
+  double lr, lr_decay, weight_decay, eps;
+  bool maximize;
+};
+npu_sim::Status fused_adagrad(npu_sim::Stream s, const OptimLists& lists, const AdagradHyper& h,
+                              const OptimScalars& sc);
 
 }  // namespace npu_kernels
