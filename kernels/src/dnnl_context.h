@@ -6,12 +6,20 @@
 
 #include <cstddef>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <oneapi/dnnl/dnnl_version.h>
+#include <string>
 #include <vector>
 
 namespace npu_kernels {
 namespace detail {
 
 const dnnl::engine& dnnl_engine();  // one CPU engine for the process (defined in dnnl_matmul.cpp)
+
+// "onednn <major>.<minor>.<patch>" of the loaded library, as the library names report it.
+inline std::string dnnl_version_name() {
+  const dnnl_version_t* v = dnnl_version();
+  return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
 
 // A core thread's oneDNN stream and scratch buffers (operands in oneDNN's layouts, scratchpads; grown,
 // never shrunk). Creating it holds OpenMP to one thread in this thread, so oneDNN runs each call on the

@@ -11,7 +11,8 @@
 // else by output / input channels (grouped: by whole groups).
 // NPU_SIM_CONV_DNNL=0 (or NPU_SIM_GEMM_DNNL=0, or no oneDNN) keeps conv2d on the tiled path and sends
 // conv3d back to its caller (kNotSupported); so does a type or shape oneDNN has only its reference kernel for
-// (bf16 and fp16 on an AVX2-only CPU: the caller then convolves in fp32 and rounds once).
+// (bf16 and fp16 on an AVX2-only CPU: conv2d takes its tiled path, conv3d's adapter convolves in fp32 and
+// rounds once).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -26,8 +27,6 @@
 #include "npu_kernels/launch.h"
 
 #ifdef NPU_SIM_HAVE_DNNL
-#include <oneapi/dnnl/dnnl_version.h>
-
 #include "dnnl_context.h"
 #endif
 
@@ -424,9 +423,7 @@ bool dnnl_conv(npu_sim::Stream, const ConvNd&, ConvPass, npu_sim::Status*) { ret
 const char* conv_library_name() {
 #ifdef NPU_SIM_HAVE_DNNL
   static const std::string name = [] {
-    if (!detail::enabled()) return std::string("none");
-    const dnnl_version_t* v = dnnl_version();
-    return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+    return detail::enabled() ? detail::dnnl_version_name() : std::string("none");
   }();
   return name.c_str();
 #else

@@ -14,12 +14,12 @@
 // that thread (the core pool is the parallelism, as for OpenBLAS). Each core thread keeps its matmul primitives by
 // shape (matmul_for: no primitive-descriptor dispatch per call), its own oneDNN stream and scratchpad
 // (dnnl_context.h; user-managed scratchpad, so no state is shared between concurrent executions).
-// Each type is served only where oneDNN has a JIT kernel for it on this CPU (dnnl_<type>_name() not null); its
-// reference loop is slower than our own paths. A 2-core Zen 3 (AVX2, no AVX-512) refuses bf16 and fp16 and
-// has JIT fp32 and int8 kernels we do not use (below): there fp32 calls OpenBLAS, bf16 takes the staged path,
-// fp16 is widened to fp32, int8 runs our exact loop, and only convolution runs on oneDNN (dnnl_conv.cpp). NPU_SIM_GEMM_DNNL=0
-// or a build without oneDNN turn it off for every type (fp32 then calls OpenBLAS). int8 is used only where
-// it is exact (s8_exact: VNNI or AMX-INT8; AVX2's kernel saturates).
+// Each type is served only where oneDNN has a JIT kernel for it on this CPU (dnnl_<type>_name() not null; its
+// reference loop is slower than our own paths), fp32 only on brgemm and int8 only where exact (names() below).
+// A 2-core Zen 3 (AVX2, no AVX-512) refuses bf16 and fp16 and has fp32 and int8 kernels we do not use: there
+// fp32 calls OpenBLAS, bf16 takes the staged path, fp16 is widened to fp32, int8 runs our exact loop, and only
+// convolution runs on oneDNN (dnnl_conv.cpp). NPU_SIM_GEMM_DNNL=0 or a build without oneDNN turn it off for
+// every type.
 #include <cstdlib>
 #include <string>
 #include <unordered_map>
@@ -28,8 +28,6 @@
 #include "gemm_tiling.h"
 
 #ifdef NPU_SIM_HAVE_DNNL
-#include <oneapi/dnnl/dnnl_version.h>
-
 #include "dnnl_context.h"
 #endif
 
@@ -40,7 +38,6 @@ namespace detail {
 namespace {
 
 using dnnl::memory;
-
 
 memory::desc matrix_desc(memory::data_type dt, int64_t rows, int64_t cols, bool trans, int64_t ld) {
   // Row-major with leading dimension ld, or its transpose (column-major storage of op(X)).
@@ -71,9 +68,7 @@ std::string probe(memory::data_type dt, memory::data_type dst_dt = memory::data_
     const std::string impl =
         matmul_pd(dnnl_engine(), dt, false, false, 64, 64, 64, 1.0f, 64, 64, 0.0f, 64, dst_dt).impl_info_str();
     if (impl.find("ref") != std::string::npos) return std::string();
-    const dnnl_version_t* v = dnnl_version();
-    return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch) +
-           " " + impl;
+    return dnnl_version_name() + " " + impl;
   } catch (const dnnl::error&) {
     return std::string();
   }
