@@ -2,8 +2,8 @@
 // reserves a (seed, offset) pair under the generator's mutex and the Philox kernels in
 // kernels/src/random.cpp expand it. uniform_, normal_ (real and complex; + Tensor mean/std variants), bernoulli_ (float
 // and tensor p), bernoulli, random_ (all three forms), exponential_, multinomial, randperm,
-// native_dropout and its backward, and the rejection samplers poisson, _standard_gamma and _sample_dirichlet
-// (torch.distributions' Poisson, Gamma, Beta and Dirichlet).
+// native_dropout and its backward, and the rejection samplers poisson, _standard_gamma, _sample_dirichlet and
+// binomial (torch.distributions' Poisson, Gamma, Beta, Dirichlet and Binomial).
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/Tensor.h>
@@ -304,6 +304,27 @@ at::Tensor NF::poisson(const at::Tensor& self, std::optional<at::Generator> gen)
 at::Tensor NF::_standard_gamma(const at::Tensor& self, std::optional<at::Generator> gen) {
   check_sample_dtype(self, "_standard_gamma", /*with_16_bit=*/false);
   return sample_like(self, self.scalar_type(), gen, "_standard_gamma", npu_kernels::standard_gamma);
+}
+
+// torch.binomial: one draw per element of the broadcast of count and prob (CPU's output shape, without its
+// resize warning); both floating, of one dtype (float16 / bfloat16 too, as CUDA).
+at::Tensor NF::binomial(const at::Tensor& count, const at::Tensor& prob, std::optional<at::Generator> gen) {
+  TORCH_CHECK_VALUE(at::isFloatingType(count.scalar_type()),
+                    "binomial only supports floating-point dtypes for count, got: ", count.scalar_type());
+  TORCH_CHECK_VALUE(at::isFloatingType(prob.scalar_type()),
+                    "binomial only supports floating-point dtypes for prob, got: ", prob.scalar_type());
+  TORCH_CHECK(prob.scalar_type() == count.scalar_type(), "Found dtype ", prob.scalar_type(), " but expected ",
+              count.scalar_type());
+  check_device_arg("binomial", "prob", prob, count.device());
+  c10::DeviceGuard guard(count.device());
+  const auto shape = at::infer_size(count.sizes(), prob.sizes());
+  at::Tensor out = at::empty(shape, count.options());
+  if (out.numel() == 0) return out;
+  const auto state = next_state(gen, count.device());
+  NPU_CHECK(npu_kernels::binomial(stream_of(out), tensor_desc(out, "binomial"),
+                                  tensor_desc(count.expand(shape), "binomial"), tensor_desc(prob.expand(shape), "binomial"),
+                                  state));
+  return out;
 }
 
 // CPU's _s_dirichlet: gamma draws in double (no underflow), normalised along the last dim, then clamped to

@@ -261,13 +261,58 @@ double sample_poisson(double lambda, ElementStream& r) {
   }
 }
 
-// out[i] = sample(in[i], element i's stream) over a launch; `what` names the kernel.
+// Binomial(count, prob) for 0 < prob <= 0.5, count >= 1 (an integer-valued double).
+//   count * prob < 10: inversion by waiting times: the gaps between successes are geometric, ceil(log U /
+//     log(1 - prob)); count the successes whose running sum of gaps stays within count.
+//   else Hoermann's BTRS (transformed rejection with squeeze, 1993, doi:10.1080/00949659308811496): a
+//     candidate k = floor((2a / us + b) u + c) from the hat, accepted at once inside the squeeze, else against
+//     the exact log-ratio of the pmf to its mode's.
+double sample_binomial_low(double count, double prob, ElementStream& r) {
+  if (count * prob < 10) {
+    const double log_q = std::log1p(-prob);
+    double waited = 0, successes = 0;
+    for (;;) {
+      waited += std::ceil(std::log(1.0 - r.uniform()) / log_q);
+      if (waited > count) return successes;
+      successes += 1;
+    }
+  }
+  const double q = 1 - prob, spq = std::sqrt(count * prob * q);
+  const double b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * prob, c = count * prob + 0.5;
+  const double v_r = 0.92 - 4.2 / b, alpha = (2.83 + 5.1 / b) * spq, lpq = std::log(prob / q);
+  const double m = std::floor((count + 1) * prob);
+  const double h = detail::lgamma_nosign(m + 1) + detail::lgamma_nosign(count - m + 1);
+  for (;;) {
+    const double u = r.uniform() - 0.5, v = r.uniform(), us = 0.5 - std::fabs(u);
+    const double k = std::floor((2 * a / us + b) * u + c);
+    if (k < 0 || k > count) continue;
+    if (us >= 0.07 && v <= v_r) return k;
+    const double lhs = std::log(v * alpha / (a / (us * us) + b));
+    if (lhs <= h - detail::lgamma_nosign(k + 1) - detail::lgamma_nosign(count - k + 1) + (k - m) * lpq) return k;
+  }
+}
+
+// Binomial(count, prob) as CPU's binomial treats its edges: 0 for count <= 0 or prob <= 0, count for prob >= 1,
+// NaN for a NaN prob; a NaN count is NaN too (CPU's sampler never returns there). count is floored.
+double sample_binomial(double count, double prob, ElementStream& r) {
+  if (std::isnan(count) || std::isnan(prob)) return std::numeric_limits<double>::quiet_NaN();
+  count = std::floor(count);
+  if (count <= 0 || prob <= 0) return 0;
+  if (prob >= 1) return count;
+  if (std::isinf(count)) return count;
+  return prob <= 0.5 ? sample_binomial_low(count, prob, r) : count - sample_binomial_low(count, 1 - prob, r);
+}
+
+// out[i] = sample(in[i], in2[i], element i's stream) over a launch (in2 null: one input, sample(in[i], 0, ...));
+// `what` names the kernel. in2 has in's dtype.
 template <typename Sample>
 npu_sim::Status sample_each(npu_sim::Stream stream, const char* what, const TensorDesc& out, const TensorDesc& in,
-                            PhiloxState s, Sample sample) {
-  return parallel_for(stream, what, out.numel(), kGrain, [out, in, s, sample, what](int64_t b, int64_t e,
-                                                                           const npu_sim::BlockContext& ctx) {
-    detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(in.dtype)),
+                            const TensorDesc* in2, PhiloxState s, Sample sample) {
+  const bool two = in2 != nullptr;
+  const TensorDesc second = two ? *in2 : in;
+  return parallel_for(stream, what, out.numel(), kGrain, [out, in, two, second, s, sample, what](
+                                                             int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+    detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(in.dtype)) * (two ? 2 : 1),
                        (e - b) * static_cast<int64_t>(dtype_size(out.dtype)), (e - b) * 4 * kDrawOps);
     dispatch_dtype(out.dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -278,10 +323,12 @@ npu_sim::Status sample_each(npu_sim::Stream stream, const char* what, const Tens
         } else {
           T* o = static_cast<T*>(out.data);
           const I* x = static_cast<const I*>(in.data);
-          StridedWalker wo(out, b), wi(in, b);
-          for (int64_t i = b; i < e; ++i, wo.next(), wi.next()) {
+          const I* y = static_cast<const I*>(second.data);
+          StridedWalker wo(out, b), wi(in, b), wj(second, b);
+          for (int64_t i = b; i < e; ++i, wo.next(), wi.next(), wj.next()) {
             ElementStream r(s, static_cast<uint64_t>(i));
-            o[wo.offset()] = convert<T>(sample(convert<double>(x[wi.offset()]), r, T{}));
+            const double yv = two ? convert<double>(y[wj.offset()]) : 0.0;
+            o[wo.offset()] = convert<T>(sample(convert<double>(x[wi.offset()]), yv, r, T{}));
           }
         }
       });
@@ -601,7 +648,7 @@ npu_sim::Status triangle_indices(npu_sim::Stream stream, const TensorDesc& out, 
 }
 
 npu_sim::Status standard_gamma(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& alpha, PhiloxState s) {
-  return sample_each(stream, "standard_gamma", out, alpha, s, [](double a, ElementStream& r, auto tag) {
+  return sample_each(stream, "standard_gamma", out, alpha, nullptr, s, [](double a, double, ElementStream& r, auto tag) {
     using T = decltype(tag);
     // CPU raises results below the smallest normal of the dtype to it (a 0 would break Dirichlet's normalisation)
     double tiny = 0;
@@ -618,13 +665,20 @@ npu_sim::Status standard_gamma(npu_sim::Stream stream, const TensorDesc& out, co
 }
 
 npu_sim::Status poisson(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& rate, PhiloxState s) {
-  return sample_each(stream, "poisson", out, rate, s, [](double lambda, ElementStream& r, auto) {
+  return sample_each(stream, "poisson", out, rate, nullptr, s, [](double lambda, double, ElementStream& r, auto) {
     if (!(lambda >= 0)) {
       throw npu_sim::KernelError("poisson: invalid Poisson rate, expected rate to be non-negative, got " +
                                  std::to_string(lambda));
     }
     return sample_poisson(lambda, r);
   });
+}
+
+npu_sim::Status binomial(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& count,
+                         const TensorDesc& prob, PhiloxState s) {
+  if (count.dtype != prob.dtype) return npu_sim::Status::kInvalidValue;
+  return sample_each(stream, "binomial", out, count, &prob, s,
+                     [](double n, double p, ElementStream& r, auto) { return sample_binomial(n, p, r); });
 }
 
 }  // namespace npu_kernels

@@ -372,6 +372,49 @@ def test_gamma_beta_dirichlet_sample_natively_with_their_moments(dtype, native_o
         within(d[:, i], a / a0, a * (a0 - a) / (a0 ** 2 * (a0 + 1)))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_binomial_samples_natively_with_binomial_moments(dtype, native_only):
+    torch.manual_seed(3)
+    n = 200_000
+    # inversion below count * prob = 10, BTRS from 10, and prob > 0.5 by symmetry
+    for count, p in ((1, 0.3), (20, 0.05), (7, 0.9), (40, 0.25), (40, 0.26), (200, 0.5), (1000, 0.97), (5000, 0.1)):
+        if dtype in (torch.float16, torch.bfloat16) and count > 256:
+            continue  # counts above 256 round in bfloat16's 8 bits
+        x = torch.binomial(torch.full((n,), float(count), dtype=dtype, device="npu"),
+                           torch.full((n,), p, dtype=dtype, device="npu")).cpu()
+        assert x.dtype == dtype and bool((x == x.round()).all()) and bool(((x >= 0) & (x <= count)).all())
+        p = torch.tensor(p, dtype=dtype).item()  # the probability as the dtype holds it (bfloat16: 0.9 -> 0.898)
+        q = 1 - p
+        within(x, count * p, count * p * q, (1 - 6 * p * q) / (count * p * q))
+    # the whole distribution, not only its moments: Binomial(12, 0.35)'s pmf within 6 standard errors per value
+    x = torch.distributions.Binomial(12, torch.full((n,), 0.35, dtype=dtype, device="npu")).sample().cpu()
+    pmf = torch.distributions.Binomial(12, torch.tensor(0.35, dtype=torch.float64)).log_prob(
+        torch.arange(13, dtype=torch.float64)).exp()
+    freq = torch.bincount(x.long(), minlength=13).double() / n
+    assert bool(((freq - pmf).abs() <= 6 * (pmf * (1 - pmf) / n).sqrt() + 1e-4).all()), (freq, pmf)
+
+
+def test_binomial_edges_broadcast_and_errors_as_cpu(native_only):
+    count = torch.tensor([10.0, 0.0, -3.0, 10.0, 10.0, 5.7, float("nan"), 10.0])
+    prob = torch.tensor([0.0, 0.5, 0.5, 1.0, 1.5, 1.0, 0.5, float("nan")])
+    got = torch.binomial(count.npu(), prob.npu()).cpu()
+    # 0 for prob <= 0, count <= 0 or a negative count; count (floored) for prob >= 1; NaN for a NaN input (CPU
+    # never returns for a NaN count: npu answers NaN)
+    torch.testing.assert_close(got, torch.tensor([0.0, 0.0, 0.0, 10.0, 10.0, 5.0, float("nan"), float("nan")]),
+                               equal_nan=True)
+    # prob broadcast against count (CPU's output shape)
+    b = torch.binomial(torch.full((3, 1), 10.0, device="npu"), torch.tensor([0.0, 1.0], device="npu")).cpu()
+    assert torch.equal(b, torch.tensor([[0.0, 10.0]] * 3))
+    with pytest.raises(ValueError, match="binomial only supports floating-point dtypes for count, got: Long"):
+        torch.binomial(torch.ones(3, dtype=torch.long, device="npu"), torch.ones(3, device="npu"))
+    with pytest.raises(RuntimeError, match="Found dtype Double but expected Float"):
+        torch.binomial(torch.ones(3, device="npu"), torch.ones(3, dtype=torch.float64, device="npu"))
+    gens = [torch.Generator("npu").manual_seed(9) for _ in range(2)]
+    draws = [torch.binomial(torch.full((64,), 30.0, device="npu"), torch.full((64,), 0.4, device="npu"), g).cpu()
+             for g in gens]
+    assert torch.equal(draws[0], draws[1]) and len(torch.unique(draws[0])) > 4
+
+
 def test_samplers_reproduce_with_a_generator_and_never_repeat_a_launch():
     rate = torch.full((64,), 7.0, device="npu")
     alpha = torch.full((64,), 0.7, device="npu")

@@ -85,6 +85,11 @@ npu_sim::Status multinomial(npu_sim::Stream stream, const TensorDesc& probs, int
 //     a negative or NaN rate raises KernelError("poisson: invalid Poisson rate ...").
 npu_sim::Status standard_gamma(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& alpha, PhiloxState s);
 npu_sim::Status poisson(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& rate, PhiloxState s);
+//   binomial: Binomial(count = in, prob = in2) (in2 with in's dtype and out's sizes): inversion by geometric
+//     waiting times below count * prob = 10, Hoermann's BTRS from 10, by symmetry for prob > 0.5; 0 for
+//     count <= 0 or prob <= 0, count for prob >= 1, NaN for a NaN count or prob.
+npu_sim::Status binomial(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& count,
+                         const TensorDesc& prob, PhiloxState s);
 // A uniformly random permutation of [0, n) (Fisher-Yates in one block) into out (n elements, any dtype).
 npu_sim::Status randperm(npu_sim::Stream stream, const TensorDesc& out, PhiloxState s);
 
