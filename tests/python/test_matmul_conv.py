@@ -132,25 +132,31 @@ for name, out in outs.items():
 """
 
 
-@pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL": "0"}], ids=["onednn", "staged"])
-def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
-    """bf16 GEMMs run on oneDNN (installed by scripts/install.sh) wherever it has a JIT bf16 kernel: always on a
-    CPU with AVX512-BF16 or AMX-BF16. NPU_SIM_GEMM_DNNL=0 forces the portable staged path that CPUs without
-    them take (an AVX2-only CPU: the library is then "none"). Both accumulate in fp32 and round once."""
+def check_cube_rounds_once(dtype, env, units, half_ulp):
+    """CUBE_CASES in `dtype` under `env`: the library oneDNN or "none" ("none" with an env that turns oneDNN off;
+    oneDNN on a CPU with one of the matrix `units`), and nearly every element the exact product rounded once."""
     from conftest import cpu_flags, run_python
-    r = run_python(CUBE_CASES.replace("@DTYPE@", "bfloat16").replace("@KERNEL@", "bfloat16"), env=env)
+    r = run_python(CUBE_CASES.replace("@DTYPE@", dtype).replace("@KERNEL@", dtype), env=env)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.strip().splitlines()
     if env:
         assert lines[0] == "none", lines[0]
-    elif cpu_flags() & {"avx512_bf16", "amx_bf16"}:
+    elif cpu_flags() & units:
         assert lines[0].startswith("onednn "), lines[0]
     else:
         assert lines[0] == "none" or lines[0].startswith("onednn "), lines[0]
     for line in lines[1:]:
         name, exact, err = line.split()
         assert float(exact) >= 0.97, line
-        assert float(err) <= 2.0 ** -8 * 1.05, line  # half a bf16 ulp, relative
+        assert float(err) <= half_ulp * 1.05, line  # relative
+
+
+@pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL": "0"}], ids=["onednn", "staged"])
+def test_bf16_cube_rounds_once_on_onednn_and_on_its_staged_fallback(env):
+    """bf16 GEMMs run on oneDNN (installed by scripts/install.sh) wherever it has a JIT bf16 kernel: always on a
+    CPU with AVX512-BF16 or AMX-BF16. NPU_SIM_GEMM_DNNL=0 forces the portable staged path that CPUs without
+    them take (an AVX2-only CPU: the library is then "none"). Both accumulate in fp32 and round once."""
+    check_cube_rounds_once("bfloat16", env, {"avx512_bf16", "amx_bf16"}, 2.0 ** -8)  # half a bf16 ulp
 
 
 @pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL_F16": "0"}, {"NPU_SIM_GEMM_DNNL": "0"},
@@ -161,20 +167,7 @@ def test_fp16_cube_rounds_once_on_every_path(env):
     "float16" library names it), else the operands widened to fp32 for the fp32 library (oneDNN, or OpenBLAS
     with NPU_SIM_GEMM_DNNL=0), else (no library) the staged UB panels. Every path accumulates in fp32 and rounds
     once."""
-    from conftest import cpu_flags, run_python
-    r = run_python(CUBE_CASES.replace("@DTYPE@", "float16").replace("@KERNEL@", "float16"), env=env)
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.strip().splitlines()
-    if env:
-        assert lines[0] == "none", lines[0]
-    elif cpu_flags() & {"avx512_fp16", "amx_fp16"}:
-        assert lines[0].startswith("onednn "), lines[0]
-    else:
-        assert lines[0] == "none" or lines[0].startswith("onednn "), lines[0]
-    for line in lines[1:]:
-        name, exact, err = line.split()
-        assert float(exact) >= 0.97, line
-        assert float(err) <= 2.0 ** -11 * 1.05, line  # half an fp16 ulp, relative
+    check_cube_rounds_once("float16", env, {"avx512_fp16", "amx_fp16"}, 2.0 ** -11)  # half an fp16 ulp
 
 
 def test_each_type_runs_on_onednn_only_where_its_kernel_serves():
