@@ -70,7 +70,7 @@ void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 void dnnl_gemm_f16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Half* a,
                    int64_t lda, const Half* b, int64_t ldb, float beta, Half* c, int64_t ldc);
 const char* dnnl_f16_name();
-// int8 x int8 -> int32 (exact) on oneDNN (JIT on AVX2, VNNI and AMX-INT8).
+// int8 x int8 -> int32 on oneDNN, named only where exact (VNNI / AMX-INT8; AVX2's kernel saturates).
 void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda,
                   const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc);
 const char* dnnl_s8_name();
