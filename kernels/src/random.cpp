@@ -272,7 +272,7 @@ double sample_binomial_low(double count, double prob, ElementStream& r) {
     const double log_q = std::log1p(-prob);
     double waited = 0, successes = 0;
     for (;;) {
-      waited += std::ceil(std::log(1.0 - r.uniform()) / log_q);
+      waited += std::max(1.0, std::ceil(std::log(1.0 - r.uniform()) / log_q));  // a gap is at least one trial
       if (waited > count) return successes;
       successes += 1;
     }
