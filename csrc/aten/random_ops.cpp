@@ -183,6 +183,8 @@ at::Tensor& NF::bernoulli_(at::Tensor& self, double p, std::optional<at::Generat
 
 at::Tensor& NF::bernoulli_(at::Tensor& self, const at::Tensor& p, std::optional<at::Generator> gen) {
   check_real(self, "bernoulli_");
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(p.scalar_type()), "bernoulli_: no npu kernel for p of dtype ",
+                              p.scalar_type(), " (p must be floating)");
   if (self.numel() == 0) return self;
   c10::DeviceGuard guard(self.device());
   TORCH_CHECK(at::is_expandable_to(p.sizes(), self.sizes()), "bernoulli_: p of shape ", p.sizes(),

@@ -304,13 +304,19 @@ double sample_binomial(double count, double prob, ElementStream& r) {
 }
 
 // out[i] = sample(in[i], in2[i], element i's stream) over a launch (in2 null: one input, sample(in[i], 0, ...));
-// `what` names the kernel. in2 has in's dtype.
+// `what` names the kernel. The samplers are defined for floating dtypes: out and in each have one (out may be
+// wider, as Dirichlet's double gamma draws of a float input), in2 has in's. Anything else is kInvalidValue, and
+// only those 16 loops are instantiated.
 template <typename Sample>
 npu_sim::Status sample_each(npu_sim::Stream stream, const char* what, const TensorDesc& out, const TensorDesc& in,
                             const TensorDesc* in2, PhiloxState s, Sample sample) {
   const bool two = in2 != nullptr;
   const TensorDesc second = two ? *in2 : in;
-  return parallel_for(stream, what, out.numel(), kGrain, [out, in, two, second, s, sample, what](
+  const auto floating = [](DType t) {
+    return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16 || t == DType::kBFloat16;
+  };
+  if (!floating(out.dtype) || !floating(in.dtype) || second.dtype != in.dtype) return npu_sim::Status::kInvalidValue;
+  return parallel_for(stream, what, out.numel(), kGrain, [out, in, two, second, s, sample](
                                                              int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
     detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(in.dtype)) * (two ? 2 : 1),
                        (e - b) * static_cast<int64_t>(dtype_size(out.dtype)), (e - b) * 4 * kDrawOps);
@@ -318,9 +324,8 @@ npu_sim::Status sample_each(npu_sim::Stream stream, const char* what, const Tens
       using T = decltype(tag);
       dispatch_dtype(in.dtype, [&](auto itag) {
         using I = decltype(itag);
-        if constexpr (is_complex_v<T> || is_complex_v<I>) {
-          throw npu_sim::KernelError(std::string(what) + ": complex tensors are not supported");
-        } else {
+        if constexpr ((std::is_floating_point_v<T> || is_reduced_float_v<T>) &&
+                      (std::is_floating_point_v<I> || is_reduced_float_v<I>)) {
           T* o = static_cast<T*>(out.data);
           const I* x = static_cast<const I*>(in.data);
           const I* y = static_cast<const I*>(second.data);
@@ -363,6 +368,11 @@ npu_sim::Status random_fill(npu_sim::Stream stream, const TensorDesc& out, const
 }
 
 npu_sim::Status bernoulli_tensor(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& p, PhiloxState s) {
+  // p is floating (CPU refuses integer probabilities): the loop is instantiated for those four p dtypes only
+  if (!(p.dtype == DType::kFloat32 || p.dtype == DType::kFloat64 || p.dtype == DType::kFloat16 ||
+        p.dtype == DType::kBFloat16)) {
+    return npu_sim::Status::kInvalidValue;
+  }
   return parallel_for(stream, "bernoulli_", out.numel(), kGrain, [out, p, s](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
     // the probability read and the result written per element
     detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(p.dtype)),
@@ -371,9 +381,9 @@ npu_sim::Status bernoulli_tensor(npu_sim::Stream stream, const TensorDesc& out, 
       using T = decltype(tag);
       dispatch_dtype(p.dtype, [&](auto ptag) {
         using P = decltype(ptag);
-        if constexpr (is_complex_v<T> || is_complex_v<P>) {
+        if constexpr (is_complex_v<T>) {
           throw npu_sim::KernelError("bernoulli_(): complex tensors are not supported");
-        } else {
+        } else if constexpr (std::is_floating_point_v<P> || is_reduced_float_v<P>) {
           T* o = static_cast<T*>(out.data);
           const P* pp = static_cast<const P*>(p.data);
           StridedWalker wo(out, b), wp(p, b);
@@ -676,7 +686,6 @@ npu_sim::Status poisson(npu_sim::Stream stream, const TensorDesc& out, const Ten
 
 npu_sim::Status binomial(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& count,
                          const TensorDesc& prob, PhiloxState s) {
-  if (count.dtype != prob.dtype) return npu_sim::Status::kInvalidValue;
   return sample_each(stream, "binomial", out, count, &prob, s,
                      [](double n, double p, ElementStream& r, auto) { return sample_binomial(n, p, r); });
 }

@@ -1,7 +1,8 @@
 # Ops that CPU and CUDA PyTorch refuse for bool or integer tensors are refused on npu too, with CPU's error type
 # and a message naming the op's kernel and the dtype. Before, npu computed them: abs / floor / ceil / round /
 # trunc / frac / relu / hardtanh / addcmul of bool, frac of integers, and the continuous distributions
-# (normal_, uniform_, exponential_, cauchy_, log_normal_) filling integer tensors.
+# (normal_, uniform_, exponential_, cauchy_, log_normal_) filling integer tensors, and bernoulli with integer
+# or bool probabilities.
 import re
 import warnings
 
@@ -33,6 +34,9 @@ CASES += [(f"{name} {str(dt)[6:]}", fn, ints(dt)) for dt in INTS for name, fn in
     ("exponential_", lambda x: x.clone().exponential_()), ("cauchy_", lambda x: x.clone().cauchy_()),
     ("log_normal_", lambda x: x.clone().log_normal_())]]
 CASES += [("hardtanh uint8 negative limits", F.hardtanh, ints(torch.uint8))]
+CASES += [(f"{name} p {str(dt)[6:]}", fn, torch.tensor([1, 0, 1, 1], dtype=dt))
+          for dt in [torch.bool, torch.uint8, torch.int32, torch.int64] for name, fn in [
+              ("bernoulli", torch.bernoulli), ("bernoulli_", lambda p: torch.zeros(4, device=p.device).bernoulli_(p))]]
 
 
 def error_of(fn, x):
