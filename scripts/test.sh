@@ -37,5 +37,6 @@ for variant in release:"" asan:address tsan:thread; do
 done
 
 echo "== pytest == ${SECONDS} s into the run"
-# --durations: the slowest tests are listed at the end, to keep CI's time in view
-${PYTHON:-python3} -m pytest tests/python -q --timeout=900 --durations=30 "$@"
+# one pytest-xdist worker per core (most tests are one Python thread); the tests that start processes stay in
+# one group (tests/python/conftest.py). --durations: the slowest tests, to keep CI's time in view.
+${PYTHON:-python3} -m pytest tests/python -q --timeout=900 -n "$jobs" --dist loadgroup --durations=30 "$@"

@@ -31,6 +31,20 @@ def run_python(code: str, env: dict = None, timeout: float = 120) -> subprocess.
                           text=True, timeout=timeout)
 
 
+# Files whose tests start processes of their own that share machine-wide state (ports, the /dev/shm segments of
+# hccl's shm transport that the tests check are all gone): under pytest-xdist (scripts/test.sh runs `-n <cores>
+# --dist loadgroup`) they run one after another on one worker, everything else spreads over the workers.
+PROCESS_TEST_FILES = {"test_distributed.py", "test_distributed_faults.py", "test_distributed_hier.py",
+                      "test_distributed_tcp.py", "test_ddp_amp.py", "test_ipc.py", "test_hf_trainer.py",
+                      "test_torch_npu_dropin.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in PROCESS_TEST_FILES:
+            item.add_marker(pytest.mark.xdist_group("processes"))
+
+
 @pytest.fixture
 def native_only():
     """Fails the test if any op it ran went through the CPU fallback."""
