@@ -36,7 +36,10 @@ for variant in release:"" asan:address tsan:thread; do
     ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$jobs" --timeout 300 -L "^($(IFS='|'; echo "${suites[*]}"))\$"
 done
 
+# Most tests are one Python thread: they run with a pytest-xdist worker per core. The tests that start processes
+# (marked `processes`, tests/python/conftest.py) time their peers out and check /dev/shm machine-wide: they run
+# afterwards, one at a time. --durations: the slowest tests, to keep CI's time in view.
 echo "== pytest == ${SECONDS} s into the run"
-# one pytest-xdist worker per core (most tests are one Python thread); the tests that start processes stay in
-# one group (tests/python/conftest.py). --durations: the slowest tests, to keep CI's time in view.
-${PYTHON:-python3} -m pytest tests/python -q --timeout=900 -n "$jobs" --dist loadgroup --durations=30 "$@"
+${PYTHON:-python3} -m pytest tests/python -q --timeout=900 -n "$jobs" -m "not processes" --durations=20 "$@"
+echo "== pytest (processes) == ${SECONDS} s into the run"
+${PYTHON:-python3} -m pytest tests/python -q --timeout=900 -m processes --durations=10 "$@"

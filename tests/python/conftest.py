@@ -31,18 +31,28 @@ def run_python(code: str, env: dict = None, timeout: float = 120) -> subprocess.
                           text=True, timeout=timeout)
 
 
-# Files whose tests start processes of their own that share machine-wide state (ports, the /dev/shm segments of
-# hccl's shm transport that the tests check are all gone): under pytest-xdist (scripts/test.sh runs `-n <cores>
-# --dist loadgroup`) they run one after another on one worker, everything else spreads over the workers.
+# Files whose tests start processes of their own, share machine-wide state (ports, the /dev/shm segments of
+# hccl's shm transport that the tests check are all gone) and time their peers out: marked `processes`.
+# scripts/test.sh runs the rest on every core (pytest-xdist) and these afterwards, one at a time, on an idle machine.
 PROCESS_TEST_FILES = {"test_distributed.py", "test_distributed_faults.py", "test_distributed_hier.py",
                       "test_distributed_tcp.py", "test_ddp_amp.py", "test_ipc.py", "test_hf_trainer.py",
                       "test_torch_npu_dropin.py"}
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "processes: starts processes of its own; run alone (scripts/test.sh)")
+
+
+# Tests of minutes (the whole-OpInfo sweeps: 220 s, 53 s, 12 s on 2 cores): collected first, so that a worker
+# starts them while the other takes the short ones, instead of one of them running alone at the end.
+LONG_TESTS = {"test_every_float32_opinfo_and_sample"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in PROCESS_TEST_FILES:
-            item.add_marker(pytest.mark.xdist_group("processes"))
+            item.add_marker(pytest.mark.processes)
+    items.sort(key=lambda item: getattr(item, "originalname", item.name) not in LONG_TESTS)  # stable: the rest keep their order
 
 
 @pytest.fixture
