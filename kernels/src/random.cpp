@@ -26,6 +26,14 @@ constexpr double kTwoPi = 6.283185307179586476925286766559;
 // element (ten rounds of 2 multiplies, 2 xors, key bumps, amortised over the words used, plus the transform).
 constexpr int64_t kDrawOps = 16;
 
+// The floating dtypes, the only ones the samplers and bernoulli's p accept: at run time, and as element types
+// (the loops are instantiated for these only).
+bool is_floating(DType t) {
+  return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16 || t == DType::kBFloat16;
+}
+template <typename T>
+constexpr bool kFloating = std::is_floating_point_v<T> || is_reduced_float_v<T>;
+
 
 // uniform in [0, 1) with 53 random bits, and in (0, 1] (safe for log).
 inline double u01(uint32_t lo, uint32_t hi) {
@@ -312,10 +320,7 @@ npu_sim::Status sample_each(npu_sim::Stream stream, const char* what, const Tens
                             const TensorDesc* in2, PhiloxState s, Sample sample) {
   const bool two = in2 != nullptr;
   const TensorDesc second = two ? *in2 : in;
-  const auto floating = [](DType t) {
-    return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kFloat16 || t == DType::kBFloat16;
-  };
-  if (!floating(out.dtype) || !floating(in.dtype) || second.dtype != in.dtype) return npu_sim::Status::kInvalidValue;
+  if (!is_floating(out.dtype) || !is_floating(in.dtype) || second.dtype != in.dtype) return npu_sim::Status::kInvalidValue;
   return parallel_for(stream, what, out.numel(), kGrain, [out, in, two, second, s, sample](
                                                              int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
     detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(in.dtype)) * (two ? 2 : 1),
@@ -324,8 +329,7 @@ npu_sim::Status sample_each(npu_sim::Stream stream, const char* what, const Tens
       using T = decltype(tag);
       dispatch_dtype(in.dtype, [&](auto itag) {
         using I = decltype(itag);
-        if constexpr ((std::is_floating_point_v<T> || is_reduced_float_v<T>) &&
-                      (std::is_floating_point_v<I> || is_reduced_float_v<I>)) {
+        if constexpr (kFloating<T> && kFloating<I>) {
           T* o = static_cast<T*>(out.data);
           const I* x = static_cast<const I*>(in.data);
           const I* y = static_cast<const I*>(second.data);
@@ -368,11 +372,7 @@ npu_sim::Status random_fill(npu_sim::Stream stream, const TensorDesc& out, const
 }
 
 npu_sim::Status bernoulli_tensor(npu_sim::Stream stream, const TensorDesc& out, const TensorDesc& p, PhiloxState s) {
-  // p is floating (CPU refuses integer probabilities): the loop is instantiated for those four p dtypes only
-  if (!(p.dtype == DType::kFloat32 || p.dtype == DType::kFloat64 || p.dtype == DType::kFloat16 ||
-        p.dtype == DType::kBFloat16)) {
-    return npu_sim::Status::kInvalidValue;
-  }
+  if (!is_floating(p.dtype)) return npu_sim::Status::kInvalidValue;  // CPU refuses integer probabilities
   return parallel_for(stream, "bernoulli_", out.numel(), kGrain, [out, p, s](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
     // the probability read and the result written per element
     detail::record_vec(ctx, (e - b) * static_cast<int64_t>(dtype_size(p.dtype)),
@@ -383,7 +383,7 @@ npu_sim::Status bernoulli_tensor(npu_sim::Stream stream, const TensorDesc& out, 
         using P = decltype(ptag);
         if constexpr (is_complex_v<T>) {
           throw npu_sim::KernelError("bernoulli_(): complex tensors are not supported");
-        } else if constexpr (std::is_floating_point_v<P> || is_reduced_float_v<P>) {
+        } else if constexpr (kFloating<P>) {
           T* o = static_cast<T*>(out.data);
           const P* pp = static_cast<const P*>(p.data);
           StridedWalker wo(out, b), wp(p, b);
