@@ -1,5 +1,6 @@
 // This process's npu-smi registry file (layout and lifetime: npu_sim/smi_registry.h). Created once, on the
 // first device use, mapped for the life of the process; writers update its atomics in place.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -15,14 +16,16 @@
 namespace npu_sim::detail {
 namespace {
 
-std::string smi_path() {
+constexpr const char* kFilePrefix = "npusim-smi-";
+
+std::string smi_dir() {
   const char* dir = std::getenv("NPU_SIM_SMI_DIR");
-  std::string d = dir != nullptr && dir[0] != '\0' ? dir : "/dev/shm";
-  return d + "/npusim-smi-" + std::to_string(getpid());
+  return dir != nullptr && dir[0] != '\0' ? dir : "/dev/shm";
 }
 
-std::uint64_t process_start_ticks() {
-  FILE* f = std::fopen("/proc/self/stat", "r");
+// /proc/<pid>/stat's start time ("self" for this process); 0 when the process does not exist.
+std::uint64_t process_start_ticks(const std::string& pid = "self") {
+  FILE* f = std::fopen(("/proc/" + pid + "/stat").c_str(), "r");
   if (f == nullptr) return 0;
   char buf[1024];
   const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
@@ -45,6 +48,31 @@ std::uint64_t process_start_ticks() {
   return v;
 }
 
+// Removes the files of processes that died without a clean exit (SIGKILL, _exit, a crash), as npu-smi
+// does when it reads them: a file goes only if it is complete (magic set) and its pid is gone or now
+// belongs to a process started at another time. Without this, every killed process left 640 bytes in
+// /dev/shm until the next `npu-smi info`.
+void remove_stale_files(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  const std::string self = std::to_string(getpid());
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(kFilePrefix, 0) != 0) continue;
+    const std::string pid = name.substr(std::strlen(kFilePrefix));
+    if (pid.empty() || pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string path = dir + "/" + name;
+    SmiHeader h{};
+    FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) continue;
+    const bool whole = std::fread(&h, sizeof(h), 1, f) == 1;
+    std::fclose(f);
+    if (!whole || std::memcmp(h.magic, "NPUSMI\0\0", 8) != 0 || std::to_string(h.pid) != pid) continue;
+    if (process_start_ticks(pid) != h.start_ticks) ::unlink(path.c_str());
+  }
+  ::closedir(d);
+}
+
 struct Registry {
   SmiHeader* header = nullptr;
   SmiDevice* devices = nullptr;
@@ -55,7 +83,9 @@ Registry* create_registry() {
   auto* r = new Registry();  // process lifetime (stream workers may write during static destruction)
   const int n = std::min(device_count(), kSmiMaxDevices);
   const std::size_t bytes = sizeof(SmiHeader) + sizeof(SmiDevice) * static_cast<std::size_t>(std::max(n, 1));
-  r->path = smi_path();
+  const std::string dir = smi_dir();
+  remove_stale_files(dir);
+  r->path = dir + "/" + kFilePrefix + std::to_string(getpid());
   const int fd = ::open(r->path.c_str(), O_CREAT | O_RDWR | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return r;  // npu-smi will not see this process; nothing else depends on the file
   void* p = MAP_FAILED;

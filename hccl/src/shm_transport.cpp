@@ -139,7 +139,8 @@ class ShmTransport final : public StreamTransport {
   }
 
   void setup_segments(Rendezvous& rv, const std::string& prefix, std::size_t ring) {
-    own_name_ = "/npusim-hccl-" + random_hex(16);
+    // The creator's pid is in the name, so a segment left behind can be traced to the process that made it.
+    own_name_ = "/npusim-hccl-" + std::to_string(getpid()) + "-" + random_hex(16);
     rv.set(prefix + "/shmname/" + std::to_string(rank_), own_name_);
     const std::size_t bytes = segment_bytes(size_, ring);
     int fd = shm_open(own_name_.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);

@@ -18,8 +18,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+_launched_pids = set()  # every rank process this test process started
+
+
 def shm_leftovers():
-    return glob.glob("/dev/shm/npusim-hccl-*")
+    """hccl segments (/dev/shm/npusim-hccl-<creator pid>-<random>) left by ranks that launch() started:
+    segments of other test workers or other runs on the machine are not this test's to answer for."""
+    return [f for f in glob.glob("/dev/shm/npusim-hccl-*")
+            if f.split("-")[2].isdigit() and int(f.split("-")[2]) in _launched_pids]
 
 
 def launch(script, world, args=(), env=None, timeout=120, rank_env=None):
@@ -36,6 +42,7 @@ def launch(script, world, args=(), env=None, timeout=120, rank_env=None):
         e.update(rank_env(r) if rank_env else {})
         procs.append(subprocess.Popen([sys.executable, os.path.join(SCRIPTS, script), *args], env=e, cwd=SCRIPTS,
                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        _launched_pids.add(procs[-1].pid)
     deadline = time.monotonic() + timeout
     results = []
     for p in procs:

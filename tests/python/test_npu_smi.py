@@ -3,6 +3,7 @@ read from the registry each process keeps; a killed process's entry disappears."
 import os
 import re
 import signal
+import struct
 import subprocess
 import sys
 
@@ -67,6 +68,29 @@ def test_a_clean_exit_removes_the_entry(tmp_path):
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert os.listdir(tmp_path) == []
+
+
+def _registry_file(path, pid, start_ticks, magic=b"NPUSMI\0\0"):
+    header = struct.pack("<8sIiQii32s64x", magic, 1, pid, start_ticks, 1, 0, b"python")
+    device = struct.pack("<iiQQQQq16x", 0, 0, 16 << 30, 0, 0, 0, 0)
+    path.write_bytes(header + device)
+
+
+def test_a_new_process_removes_the_entries_of_killed_ones(tmp_path):
+    # A process killed before its clean exit leaves its file; the next process to use a device removes it
+    # (not only `npu-smi info`), and keeps a live process's file and one still being written (no magic).
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live_ticks = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19])
+    _registry_file(tmp_path / f"npusim-smi-{dead.pid}", dead.pid, 4242)
+    _registry_file(tmp_path / f"npusim-smi-{os.getpid()}", os.getpid(), live_ticks + 1)  # a reused pid
+    _registry_file(tmp_path / f"npusim-smi-{os.getppid()}", os.getppid(), 1, magic=b"\0" * 8)
+    _registry_file(tmp_path / "npusim-smi-1", 1, int(open("/proc/1/stat").read().rsplit(")", 1)[1].split()[19]))
+    env = dict(os.environ, NPU_SIM_SMI_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-c", "import torch, torch_npu_sim; torch.ones(4, device='npu').sum().item()"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted([f"npusim-smi-{os.getppid()}", "npusim-smi-1"])
 
 
 def test_usage():

@@ -5,7 +5,8 @@
 //
 // File: $NPU_SIM_SMI_DIR (default /dev/shm) / npusim-smi-<pid>, created at the runtime's first use of a
 // device, removed at normal exit. A crashed process leaves its file behind: readers check that <pid> is
-// alive and was started at `start_ticks` (so a reused pid is not taken for it) and delete stale files.
+// alive and was started at `start_ticks` (so a reused pid is not taken for it) and delete stale files, and
+// so does each process when it creates its own file.
 #pragma once
 
 #include <atomic>
