@@ -108,9 +108,9 @@ T max_norm_factor(const T& norm, const S& max_norm) {
 }  // namespace
 
 // renorm as ATen's: every slice along `dim` whose p-norm (in the accumulation type) exceeds maxnorm is scaled by
-// maxnorm / (norm + 1e-7); the factor is computed in that type and rounded to the input's before the product.
+// maxnorm / (norm + 1e-7); the factor is computed in that type and rounded to the input's before the product
+// (complex input: the real norm and factor, the factor then taken as complex, as CPU's kernel casts it).
 T& NF::renorm_out(const T& self, const S& p, int64_t dim, const S& maxnorm, T& out) {
-  if (self.is_complex()) throw_no_kernel_for_dtype(c10::str("renorm: no npu kernel for dtype ", self.scalar_type()));
   meta_out<at::meta::structured_renorm>({out}, self, p, dim, maxnorm);
   dim = c10::maybe_wrap_dim(dim, self.dim());
   std::vector<int64_t> reduce_dims;

@@ -366,7 +366,8 @@ void scan_into(npu_kernels::ScanOp op, const T& self, int64_t dim, const T& out)
   d.in = in.const_data_ptr();
   d.out = out.data_ptr();
   const char* name = op == npu_kernels::ScanOp::kLogcumsumexp ? "logcumsumexp" : "cumsum/cumprod";
-  if (op == npu_kernels::ScanOp::kLogcumsumexp && !at::isFloatingType(out.scalar_type())) {
+  if (op == npu_kernels::ScanOp::kLogcumsumexp && !at::isFloatingType(out.scalar_type()) &&
+      !at::isComplexType(out.scalar_type())) {
     throw_no_kernel_for_dtype(c10::str(name, ": no npu kernel for dtype ", out.scalar_type()));
   }
   TORCH_CHECK(out.scalar_type() != at::kBool, name, ": dtype ", out.scalar_type(), " is not supported on npu");
@@ -444,8 +445,8 @@ T& scan_out(npu_kernels::ScanOp op, const T& self, int64_t dim, std::optional<at
 
 }  // namespace
 
-// _logcumsumexp (torch.logcumsumexp's kernel: the composite has wrapped dim and handled 0-dim inputs); complex
-// and integer inputs run CPU's kernel (or_cpu), which supports the first and refuses the second.
+// _logcumsumexp (torch.logcumsumexp's kernel: the composite has wrapped dim and handled 0-dim inputs); integer
+// inputs run CPU's kernel (or_cpu), which refuses them.
 T NF::_logcumsumexp(const T& self, int64_t dim) {
   T out = at::empty_like(self, at::MemoryFormat::Contiguous);
   return NF::_logcumsumexp_out(self, dim, out);

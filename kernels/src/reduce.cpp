@@ -716,25 +716,62 @@ npu_sim::Status for_scan_lines(npu_sim::Stream stream, const char* name, const S
   });
 }
 
+// log(1 + z) for complex z, accurate near z = 0 (where log(1 + z) loses z's low bits): the modulus of 1 + z as
+// 0.5 * log1p(x (2 + x) + y^2) while |z| < 1/2, else as hypot(1 + x, y); the argument is atan2(y, 1 + x).
+template <typename R>
+std::complex<R> complex_log1p(std::complex<R> z) {
+  const R x = z.real(), y = z.imag();
+  const R arg = std::atan2(y, x + R(1));
+  if (std::abs(z) < R(0.5)) {
+    const R r = x * (R(2) + x) + y * y;
+    return {r == R(0) ? x : R(0.5) * std::log1p(r), arg};
+  }
+  return {std::log(std::hypot(x + R(1), y)), arg};
+}
+
+// ATen's log_add_exp(x, acc) of logcumsumexp. Real: NaN propagates; equal infinities stay (no inf - inf).
+// Complex: ordered by real part, a NaN in either part wins (NaN + NaN i); two -inf real parts give the
+// smaller operand, two +inf ones log(exp(min) + exp(max)).
+template <typename A>
+A log_add_exp(A x, A acc) {
+  if constexpr (is_complex_v<A>) {
+    using R = typename A::value_type;
+    const auto nan_in = [](A v) { return v.real() != v.real() || v.imag() != v.imag(); };
+    if (nan_in(acc) || nan_in(x)) return A(std::numeric_limits<R>::quiet_NaN(), std::numeric_limits<R>::quiet_NaN());
+    const bool x_lower = x.real() < acc.real();
+    const A lo = x_lower ? x : acc, hi = x_lower ? acc : x;
+    if (!std::isfinite(lo.real()) && lo.real() == hi.real()) return lo.real() < 0 ? lo : std::log(std::exp(lo) + std::exp(hi));
+    return complex_log1p(std::exp(lo - hi)) + hi;
+  } else {
+    const A lo = acc != acc ? acc : std::min(x, acc), hi = acc != acc ? acc : std::max(x, acc);
+    return (lo != hi || std::isfinite(lo)) ? std::log1p(std::exp(lo - hi)) + hi : x;
+  }
+}
+
 template <typename T, ScanOp kOp>
 npu_sim::Status run_scan(npu_sim::Stream stream, const ScanDesc& d) {
-  // logcumsumexp of float32 accumulates in double, as CPU's kernel: its backward (exp of differences of these
-  // sums) magnifies float rounding into 1e-3 gradient errors
-  using A = std::conditional_t<kOp == ScanOp::kLogcumsumexp && std::is_same_v<T, float>, double, acc_t<T>>;
+  // logcumsumexp of float32 (complex64) accumulates in double (complex128), as CPU's kernel: its backward (exp
+  // of differences of these sums) magnifies float rounding into 1e-3 gradient errors
+  using A = std::conditional_t<kOp == ScanOp::kLogcumsumexp && std::is_same_v<T, float>, double,
+                               std::conditional_t<kOp == ScanOp::kLogcumsumexp && std::is_same_v<T, std::complex<float>>,
+                                                  std::complex<double>, acc_t<T>>>;
   constexpr const char* kName =
       kOp == ScanOp::kCumprod ? "cumprod" : (kOp == ScanOp::kCumsum ? "cumsum" : "logcumsumexp");
   return for_scan_lines<T>(stream, kName, d, [d](const T* p, int64_t q) {
     T* out = static_cast<T*>(d.out) + q;
-    A acc = kOp == ScanOp::kCumprod ? A(1) : (kOp == ScanOp::kCumsum ? A(0) : -std::numeric_limits<A>::infinity());
+    A acc{kOp == ScanOp::kCumprod ? 1 : 0};
+    if constexpr (kOp == ScanOp::kLogcumsumexp) {
+      if constexpr (is_complex_v<A>) acc = A(-std::numeric_limits<typename A::value_type>::infinity());
+      else acc = -std::numeric_limits<A>::infinity();
+    }
     for (int64_t k = 0; k < d.n; ++k) {
       const A x = ld(p + k * d.in_strides[1]);
       if constexpr (kOp == ScanOp::kCumprod) {
         acc *= x;
       } else if constexpr (kOp == ScanOp::kCumsum) {
         acc += x;
-      } else {  // ATen's log_add_exp(x, acc): NaN propagates; equal infinities stay (no inf - inf)
-        const A lo = acc != acc ? acc : std::min(x, acc), hi = acc != acc ? acc : std::max(x, acc);
-        acc = (lo != hi || std::isfinite(lo)) ? std::log1p(std::exp(lo - hi)) + hi : x;
+      } else {
+        acc = log_add_exp(x, acc);
       }
       out[k * d.out_strides[1]] = convert<T>(acc);
     }
@@ -766,8 +803,12 @@ npu_sim::Status run_extreme_scan(npu_sim::Stream stream, const ScanDesc& d) {
 
 npu_sim::Status scan(npu_sim::Stream stream, ScanOp op, const ScanDesc& d) {
   if (d.outer * d.n * d.inner == 0) return npu_sim::Status::kSuccess;
-  if (d.dtype == DType::kComplex64 || d.dtype == DType::kComplex128) {  // cumsum and cumprod
+  if (d.dtype == DType::kComplex64 || d.dtype == DType::kComplex128) {  // cumsum, cumprod and logcumsumexp
     const bool dbl = d.dtype == DType::kComplex128;
+    if (op == ScanOp::kLogcumsumexp) {
+      return dbl ? run_scan<std::complex<double>, ScanOp::kLogcumsumexp>(stream, d)
+                 : run_scan<std::complex<float>, ScanOp::kLogcumsumexp>(stream, d);
+    }
     if (op == ScanOp::kCumsum) {
       return dbl ? run_scan<std::complex<double>, ScanOp::kCumsum>(stream, d)
                  : run_scan<std::complex<float>, ScanOp::kCumsum>(stream, d);

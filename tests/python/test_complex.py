@@ -306,6 +306,50 @@ def test_logsumexp_and_nansum(native_only, dtype):
     close(torch.nansum(y.npu(), 1), torch.where(y.isnan(), 0, y).sum(1), **tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_logcumsumexp_special_values_and_gradient(native_only, dtype):
+    # ATen's complex log-add-exp: ordered by real part, a NaN in either part poisons the rest of the line, two
+    # -inf real parts keep the smaller operand, two +inf ones take log(exp + exp); tiny values use log1p
+    inf, nan = float("inf"), float("nan")
+    x = cplx((6, 40), dtype, 11, 3.0)
+    x[0, 3], x[0, 4] = complex(-inf, 1.0), complex(-inf, 2.0)
+    x[1, 0], x[1, 5] = complex(inf, 0.5), complex(inf, -1.0)
+    x[2, 7], x[3, 2] = complex(nan, 0.0), complex(1.0, nan)
+    x[4] *= 1e-9
+    x[5, :4] = complex(-inf, 0.0)  # a line that starts at -inf (the scan's own initial value)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.complex64 else {}
+    for dim in (0, 1, -1):
+        close(torch.logcumsumexp(x.npu(), dim), torch.logcumsumexp(x, dim), **tol)
+    out = torch.empty(0, dtype=dtype, device="npu")
+    torch.logcumsumexp(x.npu(), 1, out=out)
+    close(out, torch.logcumsumexp(x, 1), **tol)
+    a = cplx((5, 9), dtype, 12, 1.5).requires_grad_()
+    an = a.detach().npu().requires_grad_()
+    g = cplx((5, 9), dtype, 13)
+    torch.logcumsumexp(a, 1).backward(g)
+    torch.logcumsumexp(an, 1).backward(g.npu())
+    close(an.grad, a.grad, rtol=1e-4 if dtype == torch.complex64 else 1e-10, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("p", [1, 2, 3.5, float("inf")])
+def test_renorm(native_only, dtype, p):
+    # slices whose p-norm (of |z|) exceeds maxnorm scaled by the real factor maxnorm / (norm + 1e-7)
+    x = cplx((4, 5, 6), dtype, 14)
+    for dim in (0, 2, -2):
+        close(torch.renorm(x.npu(), p, dim, 1.5), torch.renorm(x, p, dim, 1.5))
+    y = x.npu()
+    y.renorm_(p, 1, 0.75)
+    close(y, torch.renorm(x, p, 1, 0.75))
+    if p != float("inf"):  # CPU's inf-norm gradient is NaN for complex (docs/opinfo_summary_complex64.md)
+        a = x.clone().requires_grad_()
+        an = x.npu().requires_grad_()
+        g = cplx((4, 5, 6), dtype, 15)
+        torch.renorm(a, p, 0, 1.5).backward(g)
+        torch.renorm(an, p, 0, 1.5).backward(g.npu())
+        close(an.grad, a.grad, rtol=1e-4 if dtype == torch.complex64 else 1e-10, atol=1e-5)
+
+
 # ---- autograd ----------------------------------------------------------------------------------------------------
 
 def test_complex_model_gradients_match_cpu(native_only):
