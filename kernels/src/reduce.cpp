@@ -77,22 +77,34 @@ inline void store(void* base, int64_t off, A v) {
 
 // ---- reducers: S state; init(); run(S&, p, n, stride, r0); merge(S&, const S&); write(...) ----
 
-// Sum of n contiguous values in 32 accumulator lanes, in acc_t: vectorisable, and four independent vector
-// adds per step (one 8-lane chain was bound by the add latency: fp16 sum 16M 3.7 -> ms, see benchmarks.md).
-template <typename T>
-inline acc_t<T> sum_lanes(const T* q, int64_t m) {
+// Sum of f(x) over n contiguous values (f: identity, |x|, x^2) in 32 accumulator lanes, in acc_t:
+// vectorisable, and four independent vector adds per step (one 8-lane chain was bound by the add latency:
+// fp16 sum 16M 3.7 -> ms, see benchmarks.md; the 2-norm of 1024-element rows 1.8x CPU's time with 8 lanes).
+struct Identity {
+  template <typename A>
+  A operator()(A x) const { return x; }
+};
+template <typename T, class F = Identity>
+inline acc_t<T> sum_lanes(const T* q, int64_t m, F f = {}) {
   using A = acc_t<T>;
   constexpr int kLanes = 32;
   A lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= m; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] += ld(q + i + j);
+    for (int j = 0; j < kLanes; ++j) lanes[j] += f(ld(q + i + j));
   }
   for (int w = kLanes / 2; w >= 1; w /= 2)  // pairwise
     for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
   A t = lanes[0];
-  for (; i < m; ++i) t += ld(q + i);
+  for (; i < m; ++i) t += f(ld(q + i));
   return t;
+}
+
+// sum_lanes per 2048-element chunk, the chunks' sums added into s (bounded rounding growth).
+template <typename T, typename A, class F = Identity>
+inline void sum_chunks(A& s, const T* q, int64_t n, F f = {}) {
+  constexpr int64_t kChunk = 2048;
+  for (int64_t c = 0; c < n; c += kChunk) s += sum_lanes(q + c, std::min(kChunk, n - c), f);
 }
 
 // sum_lanes over fp16, converting 16 at a time in registers: lanes 0-15 in a0, 16-31 in a1, then the same
@@ -119,14 +131,11 @@ struct SumR {
       // 32 lanes (vectorisable), summed per 2048-element chunk into the state (bounded rounding growth);
       // fp16 converts in registers (vec16.h's vcvtph2ps), since the compiler will not vectorise the
       // per-element conversion inside sum_lanes: two 16-lane accumulators, the same lane order.
-      constexpr int64_t kChunk = 2048;
-      for (int64_t c = 0; c < n; c += kChunk) {
-        const int64_t m = std::min(kChunk, n - c);
-        if constexpr (std::is_same_v<T, Half>) {
-          s += sum_lanes_half(p + c, m);
-        } else {
-          s += sum_lanes(p + c, m);
-        }
+      if constexpr (std::is_same_v<T, Half>) {
+        constexpr int64_t kChunk = 2048;
+        for (int64_t c = 0; c < n; c += kChunk) s += sum_lanes_half(p + c, std::min(kChunk, n - c));
+      } else {
+        sum_chunks(s, p, n);
       }
     } else {
       for (int64_t i = 0; i < n; ++i) s += ld(p + i * stride);
@@ -153,38 +162,50 @@ struct ProdR {
   void write(const ReduceDesc& d, const int64_t* off, const S& s, int64_t) const { store<T>(d.out[0], off[0], s); }
 };
 
-// Max/min of n (a multiple of 8, >= 8) contiguous floats in two 4-wide vectors (GCC/Clang vector
-// extensions; the scalar-lane form does not vectorise); *nan is set when any element is NaN.
-typedef float v4sf __attribute__((vector_size(16)));
-typedef int v4si __attribute__((vector_size(16)));
-template <bool kMax>
+// Max/min of n (a multiple of 32, >= 32) contiguous floats, or of their absolute values (kAbs), in four
+// 8-wide vectors (GCC/Clang vector extensions; the scalar-lane form does not vectorise): four independent
+// compare-selects per step (two 4-wide chains were bound by their latency: amax of 1024-element rows took
+// 2-4x CPU's time). *nan is set when any element is NaN.
+typedef float v8sf __attribute__((vector_size(32)));
+typedef int v8si __attribute__((vector_size(32)));
+template <bool kMax, bool kAbs = false>
 inline float extreme_f32(const float* p, int64_t n, bool* nan) {
-  v4sf a, b;
-  std::memcpy(&a, p, 16);
-  std::memcpy(&b, p + 4, 16);
-  v4si na = a != a, nb = b != b;
-  for (int64_t i = 8; i < n; i += 8) {
-    v4sf x, y;
-    std::memcpy(&x, p + i, 16);
-    std::memcpy(&y, p + i + 4, 16);
-    if constexpr (kMax) {
-      a = x > a ? x : a;
-      b = y > b ? y : b;
-    } else {
-      a = x < a ? x : a;
-      b = y < b ? y : b;
+  constexpr int kVecs = 4;
+  const auto load = [p](int64_t i) {
+    v8sf x;
+    std::memcpy(&x, p + i, sizeof(x));
+    if constexpr (kAbs) x = reinterpret_cast<v8sf>(reinterpret_cast<v8si>(x) & 0x7fffffff);
+    return x;
+  };
+  v8sf acc[kVecs];
+  v8si bad[kVecs];
+  for (int k = 0; k < kVecs; ++k) {
+    acc[k] = load(8 * k);
+    bad[k] = acc[k] != acc[k];
+  }
+  for (int64_t i = 8 * kVecs; i < n; i += 8 * kVecs) {
+    for (int k = 0; k < kVecs; ++k) {
+      const v8sf x = load(i + 8 * k);
+      if constexpr (kMax) acc[k] = x > acc[k] ? x : acc[k];
+      else acc[k] = x < acc[k] ? x : acc[k];
+      bad[k] |= x != x;
     }
-    na |= x != x;
-    nb |= y != y;
   }
-  float r = a[0];
-  bool any_nan = false;
-  for (int j = 0; j < 4; ++j) {
-    r = kMax ? (a[j] > r ? a[j] : r) : (a[j] < r ? a[j] : r);
-    r = kMax ? (b[j] > r ? b[j] : r) : (b[j] < r ? b[j] : r);
-    any_nan = any_nan || na[j] || nb[j];
+  v8sf m = acc[0];  // fold the vectors, then the lanes, without branches
+  v8si b = bad[0];
+  for (int k = 1; k < kVecs; ++k) {
+    if constexpr (kMax) m = acc[k] > m ? acc[k] : m;
+    else m = acc[k] < m ? acc[k] : m;
+    b |= bad[k];
   }
-  *nan = any_nan;
+  float r = m[0];
+  int any_nan = b[0];
+  for (int j = 1; j < 8; ++j) {
+    if constexpr (kMax) r = m[j] > r ? m[j] : r;
+    else r = m[j] < r ? m[j] : r;
+    any_nan |= b[j];
+  }
+  *nan = any_nan != 0;
   return r;
 }
 
@@ -211,11 +232,11 @@ struct ExtremeR {
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
-      const int64_t n8 = n / 8 * 8;
+      const int64_t n32 = n / 32 * 32;
       bool nan = false;
-      S r{extreme_f32<kMax>(p, n8, &nan), true};
+      S r{extreme_f32<kMax>(p, n32, &nan), true};
       if (nan) r.v = std::numeric_limits<float>::quiet_NaN();
-      for (int64_t i = n8; i < n; ++i) step(r, p + i, r0 + i);
+      for (int64_t i = n32; i < n; ++i) step(r, p + i, r0 + i);
       merge(s, r);
       return;
     }
@@ -349,18 +370,21 @@ struct NormR {
     }
   }
   void run(S& s, const T* q, int64_t n, int64_t stride, int64_t r0) const {
-    if (kind == 2 && stride == 1) {
-      A lanes[8] = {};
-      int64_t i = 0;
-      for (; i + 8 <= n; i += 8) {
-        for (int j = 0; j < 8; ++j) {
-          const A x = ld(q + i + j);
-          lanes[j] += x * x;
-        }
-      }
-      for (int j = 0; j < 8; ++j) s += lanes[j];
-      for (; i < n; ++i) step(s, q + i, 0);
+    if (stride == 1 && (kind == 1 || kind == 2)) {
+      if (kind == 1) sum_chunks(s, q, n, [](A x) { return std::fabs(x); });
+      else sum_chunks(s, q, n, [](A x) { return x * x; });
       return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (stride == 1 && (kind == 3 || kind == 4) && n >= 32) {
+        const int64_t n32 = n / 32 * 32;
+        bool nan = false;
+        S r = kind == 3 ? extreme_f32<true, true>(q, n32, &nan) : extreme_f32<false, true>(q, n32, &nan);
+        if (nan) r = std::numeric_limits<float>::quiet_NaN();
+        for (int64_t i = n32; i < n; ++i) step(r, q + i, 0);
+        merge(s, r);
+        return;
+      }
     }
     for (int64_t i = 0; i < n; ++i) step(s, q + i * stride, r0 + i);
   }

@@ -152,6 +152,36 @@ def test_max_nan_and_ties():
     same(xn.argmin(1), x.argmin(1))
 
 
+@pytest.mark.parametrize("n", [1, 7, 31, 32, 33, 64, 100, 1000, 4099])
+def test_row_extremes_and_norms_around_the_vector_width(n):
+    # rows reduced in 32-lane vectors with a scalar tail: NaN anywhere (first vector, body, tail), infinities,
+    # all-negative rows, and lengths either side of a multiple of 32, for amax/amin/max and the p-norms
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(9, n, generator=g)
+    if n > 5:
+        x[1, n // 2] = float("nan")
+        x[2, -1] = float("nan")
+        x[3, 0] = float("inf")
+        x[4, 3] = float("-inf")
+        x[5] = -x[5].abs()
+        x[6, 2] = float("nan")
+        x[7, n - 1] = 0.0
+    xn = x.npu()
+    cases = {"amax": lambda a: a.amax(1), "amin": lambda a: a.amin(1), "max": lambda a: a.max(1).values,
+             "min": lambda a: a.min(1).values}
+    for p in (float("inf"), float("-inf"), 0, 1, 2, 3):
+        cases[f"norm{p}"] = lambda a, p=p: torch.linalg.vector_norm(a, p, 1)
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        cases[f"norm1 {dtype}"] = lambda a, dtype=dtype: torch.linalg.vector_norm(a.to(dtype), 1, 1)
+        cases[f"norm2 {dtype}"] = lambda a, dtype=dtype: torch.linalg.vector_norm(a.to(dtype), 2, 1)
+    for name, fn in cases.items():
+        want = fn(x)
+        # sums of thousands of terms in another order than CPU's: a few float32 ulps
+        tol = dict(rtol=1e-2, atol=1e-2) if want.dtype in (torch.float16, torch.bfloat16) else {}
+        tol = dict(rtol=1e-5, atol=1e-5) if want.dtype == torch.float32 else tol
+        torch.testing.assert_close(fn(xn).cpu(), want, equal_nan=True, msg=name, **tol)
+
+
 def test_argmax_flat_noncontiguous():
     x = rand(6, 8, seed=5)
     xn = x.to("npu").t()
