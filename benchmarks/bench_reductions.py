@@ -40,6 +40,10 @@ def main():
         row("sum rows (4096,4096) dim=1", lambda: x2.sum(1), lambda: x2n.sum(1), nb, repeat),
         row("mean rows dim=1", lambda: x2.mean(1), lambda: x2n.mean(1), nb, repeat),
         row("amax rows dim=1", lambda: x2.amax(1), lambda: x2n.amax(1), nb, repeat),
+        row("2-norm rows dim=1", lambda: torch.linalg.vector_norm(x2, 2, 1),
+            lambda: torch.linalg.vector_norm(x2n, 2, 1), nb, repeat),
+        row("1-norm rows dim=1", lambda: torch.linalg.vector_norm(x2, 1, 1),
+            lambda: torch.linalg.vector_norm(x2n, 1, 1), nb, repeat),
         row("sum cols dim=0", lambda: x2.sum(0), lambda: x2n.sum(0), nb, repeat),
         row("argmax rows dim=1", lambda: x2.argmax(1), lambda: x2n.argmax(1), nb, repeat),
     ]
