@@ -1,6 +1,7 @@
 """Reduction and nn-kernel benchmark: npu vs CPU eager PyTorch measured in the same run. sum / mean / amax
 over 16M fp32 elements (full reduction = two-phase path; per-row over (4096, 4096) and per-column over
-dim 0 = tiled path), softmax, log_softmax and layer_norm on (4096, 1024) fp32, forward and backward;
+dim 0 = tiled path; 1- and 2-norms of rows; cache-resident rows of 1024x1024 and 4096x1024, 20 calls back to
+back per try), softmax, log_softmax and layer_norm on (4096, 1024) fp32, forward and backward;
 fp16/bf16 sum, softmax (+ backward) and layer_norm (+ backward).
 Prints time, ratio npu/cpu (lower is better) and GB/s of the input read; asserts nothing.
 Run: python benchmarks/bench_reductions.py [--quick]"""
@@ -13,13 +14,9 @@ import torch_npu_sim  # noqa: F401
 from _common import best_of_each, print_table, synced
 
 
-def timed_pair(cpu_fn, npu_fn, repeat):
-    """(cpu, npu) best times, the tries interleaved."""
-    return best_of_each([synced(cpu_fn), synced(npu_fn)], repeat=repeat)
-
-
-def row(name, cpu_fn, npu_fn, nbytes, repeat):
-    t_cpu, t_npu = timed_pair(cpu_fn, npu_fn, repeat)
+def row(name, cpu_fn, npu_fn, nbytes, repeat, number=1):
+    """number > 1: that many calls back to back per try (a cache-resident operand stays in cache)."""
+    t_cpu, t_npu = best_of_each([synced(cpu_fn), synced(npu_fn)], repeat=repeat, number=number)
     return (name, f"{t_cpu * 1e3:.2f}", f"{t_npu * 1e3:.2f}", f"{t_npu / t_cpu:.2f}",
             f"{nbytes / t_cpu / 1e9:.1f}", f"{nbytes / t_npu / 1e9:.1f}")
 
@@ -47,6 +44,17 @@ def main():
         row("sum cols dim=0", lambda: x2.sum(0), lambda: x2n.sum(0), nb, repeat),
         row("argmax rows dim=1", lambda: x2.argmax(1), lambda: x2n.argmax(1), nb, repeat),
     ]
+    for shape in [(1024, 1024), (4096, 1024)]:  # cache-resident rows, 20 calls back to back per try
+        c = torch.randn(shape)
+        cn, cb = c.npu(), c.numel() * 4
+        rows += [
+            row(f"amax rows {shape[0]}x{shape[1]} x20", lambda: c.amax(1), lambda: cn.amax(1), cb, repeat, 20),
+            row("2-norm rows x20", lambda: torch.linalg.vector_norm(c, 2, 1),
+                lambda: torch.linalg.vector_norm(cn, 2, 1), cb, repeat, 20),
+            row("1-norm rows x20", lambda: torch.linalg.vector_norm(c, 1, 1),
+                lambda: torch.linalg.vector_norm(cn, 1, 1), cb, repeat, 20),
+            row("sum rows x20", lambda: c.sum(1), lambda: cn.sum(1), cb, repeat, 20),
+        ]
     a = torch.randn(4096, 1024)
     an = a.npu()
     g, gn = torch.randn_like(a), None
