@@ -1,7 +1,8 @@
 // Convolution on npu (registration + adapters, no math): convolution_overrideable and
 // convolution_backward_overrideable, which is how aten::_convolution / convolution_backward reach a
 // PrivateUse1 backend. conv1d arrives as 3-D tensors and runs as conv2d with H = 1; conv3d (5-D tensors)
-// runs on the kernels' oneDNN path where it serves the case, else as a recorded CPU fallback; transposed
+// runs on the kernels' oneDNN path where it serves the case, in float64 as sums of the 2-D passes over depth
+// slices, else as a recorded CPU fallback; transposed
 // convolution runs the backward-input kernel (and its backward the forward / weight kernels with roles
 // swapped). Kernels read any strides, so inputs are not made contiguous.
 #include <ATen/core/Tensor.h>
@@ -118,8 +119,8 @@ void bias_grad_into(const at::Tensor& grad_bias, const at::Tensor& gy) {
 
 bool is_16bit(const at::Tensor& t) { return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16; }
 
-// 3-D convolution that the kernels' oneDNN path does not serve in float32 either (float64; no oneDNN) runs on the
-// CPU like any fallback op (warned and recorded).
+// 3-D convolution the kernels do not serve (float32 without oneDNN, or in a geometry oneDNN has only its
+// reference kernel for) runs on the CPU like any fallback op (warned and recorded).
 at::Tensor convolution_3d_on_cpu(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
                                  at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
                                  bool transposed, at::IntArrayRef output_padding, int64_t groups) {
@@ -141,7 +142,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_3d_on_cpu(
   return {back(gx), back(gw), back(gb)};
 }
 
-// ---- 3-D: the kernels' oneDNN path; what it does not serve (kNotSupported) runs on the CPU as above ----
+// ---- 3-D: the kernels' oneDNN path or, in float64, their 2-D slices; what they do not serve (kNotSupported)
+// runs on the CPU as above ----
 
 std::array<int64_t, 3> three(at::IntArrayRef v, int64_t fill, const char* what) {
   if (v.empty()) return {fill, fill, fill};
@@ -189,6 +191,18 @@ bool launched(npu_sim::Status st) {
   return true;
 }
 
+// conv3d_backward_input with the scratch its float64 path (2-D slices) asks for, from the caching allocator
+// (stream-ordered: the block is reused only by work queued after this pass).
+bool backward_input_3d(const at::Tensor& on, npu_kernels::Conv3dArgs a) {
+  at::Tensor scratch;
+  if (const std::size_t bytes = npu_kernels::conv3d_backward_input_scratch_bytes(a)) {
+    scratch = at::empty({static_cast<int64_t>(bytes)}, on.options().dtype(at::kByte));
+    a.scratch = scratch.data_ptr();
+    a.scratch_bytes = bytes;
+  }
+  return launched(npu_kernels::conv3d_backward_input(stream_of(on), a));
+}
+
 // The 3-D forward (or transposed) convolution natively; an undefined tensor when the kernels cannot.
 at::Tensor convolution_3d(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bias, const Params3d& p,
                           bool transposed) {
@@ -203,7 +217,7 @@ at::Tensor convolution_3d(const at::Tensor& x, const at::Tensor& w, const at::Te
   at::Tensor out = at::empty(shape, x.options());
   if (out.numel() == 0 || x.numel() == 0) return x.numel() == 0 ? out.zero_() : out;
   // The transposed conv's output is the forward-sense input; its input is the forward-sense output.
-  const bool ok = transposed ? launched(npu_kernels::conv3d_backward_input(stream_of(out), geometry3d(out, w, x, p, bias)))
+  const bool ok = transposed ? backward_input_3d(out, geometry3d(out, w, x, p, bias))
                              : launched(npu_kernels::conv3d_forward(stream_of(out), geometry3d(x, w, out, p, bias)));
   return ok ? out : at::Tensor();
 }
@@ -287,7 +301,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> NF::convolution_backward_override
       if (gx.numel() > 0 && gy.numel() == 0) gx.zero_();
       // forward sense: backward-input for a convolution, forward for a transposed one (roles swapped)
       else if (gx.numel() > 0) ok = transposed ? launched(npu_kernels::conv3d_forward(stream_of(gx), geometry3d(gy, w, gx, p)))
-                                               : launched(npu_kernels::conv3d_backward_input(stream_of(gx), geometry3d(gx, w, gy, p)));
+                                               : backward_input_3d(gx, geometry3d(gx, w, gy, p));
     }
     if (ok && mask[1]) {
       gw = at::empty(w.sizes(), w.options());

@@ -143,7 +143,8 @@ npu_sim::Status forward_typed(npu_sim::Stream stream, const Conv2dArgs& a) {
       T* plane = y + n * a.y_strides[0] + o * a.y_strides[1];
       OutPos op(j0, a.out_h, a.out_w);
       for (int64_t j = 0; j < nc; ++j, op.next()) {
-        plane[op.oh * a.y_strides[2] + op.ow * a.y_strides[3]] = store_as<T>(acc[i * nc + j] + b);
+        T& dst = plane[op.oh * a.y_strides[2] + op.ow * a.y_strides[3]];
+        dst = store_as<T>(acc[i * nc + j] + b + (a.accumulate ? load_as<Acc>(dst) : Acc(0)));
       }
     }
   };
@@ -194,7 +195,8 @@ npu_sim::Status backward_weight_typed(npu_sim::Stream stream, const Conv2dArgs& 
       T* row = gw + (g * Og + i0 + i) * a.w_strides[0];
       KernelPos kp(j0, a.kernel_h, a.kernel_w);
       for (int64_t j = 0; j < nc; ++j, kp.next()) {
-        row[kp.c * a.w_strides[1] + kp.ki * a.w_strides[2] + kp.kj * a.w_strides[3]] = store_as<T>(acc[i * nc + j]);
+        T& dst = row[kp.c * a.w_strides[1] + kp.ki * a.w_strides[2] + kp.kj * a.w_strides[3]];
+        dst = store_as<T>(acc[i * nc + j] + (a.accumulate ? load_as<Acc>(dst) : Acc(0)));
       }
     }
   };
@@ -316,7 +318,8 @@ npu_sim::Status backward_input_typed(npu_sim::Stream stream, const Conv2dArgs& a
                                   s += crow[kj * P + tw / a.stride_w];
                                 }
                               }
-                              plane[ih * a.x_strides[2] + iw * a.x_strides[3]] = store_as<T>(s);
+                              T& dst = plane[ih * a.x_strides[2] + iw * a.x_strides[3]];
+                              dst = store_as<T>(s + (a.accumulate ? load_as<Acc>(dst) : Acc(0)));
                             }
                           }
                         }
@@ -381,7 +384,7 @@ npu_sim::Status conv2d_validate(const Conv2dArgs& a, const char** why) {
 npu_sim::Status conv2d_forward(npu_sim::Stream stream, const Conv2dArgs& a) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
   npu_sim::Status st = npu_sim::Status::kSuccess;
-  if (detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kForward, &st)) return st;
+  if (!a.accumulate && detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kForward, &st)) return st;
   return dispatch_fp(a.dtype, [&](auto t) { return forward_typed<decltype(t)>(stream, a); });
 }
 
@@ -395,7 +398,7 @@ npu_sim::Status conv2d_backward_input(npu_sim::Stream stream, const Conv2dArgs& 
                                       std::size_t scratch_bytes) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
   npu_sim::Status st = npu_sim::Status::kSuccess;
-  if (detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kBackwardInput, &st)) return st;
+  if (!a.accumulate && detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kBackwardInput, &st)) return st;
   return dispatch_fp(a.dtype,
                         [&](auto t) { return backward_input_typed<decltype(t)>(stream, a, scratch, scratch_bytes); });
 }
@@ -403,7 +406,7 @@ npu_sim::Status conv2d_backward_input(npu_sim::Stream stream, const Conv2dArgs& 
 npu_sim::Status conv2d_backward_weight(npu_sim::Stream stream, const Conv2dArgs& a) {
   if (auto st = conv2d_validate(a); st != npu_sim::Status::kSuccess) return st;
   npu_sim::Status st = npu_sim::Status::kSuccess;
-  if (detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kBackwardWeight, &st)) return st;
+  if (!a.accumulate && detail::dnnl_conv(stream, detail::conv_nd(a), detail::ConvPass::kBackwardWeight, &st)) return st;
   return dispatch_fp(a.dtype, [&](auto t) { return backward_weight_typed<decltype(t)>(stream, a); });
 }
 

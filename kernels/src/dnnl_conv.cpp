@@ -471,7 +471,7 @@ ConvNd conv_nd(const Conv3dArgs& a) {
 
 }  // namespace detail
 
-// ---- conv3d: the oneDNN path only ----
+// ---- conv3d: oneDNN, then the 2-D slices of conv3d_slices.cpp (float64) ----
 
 npu_sim::Status conv3d_validate(const Conv3dArgs& a, const char** why) {
   const char* reason = nullptr;
@@ -502,9 +502,11 @@ npu_sim::Status conv3d_pass(npu_sim::Stream stream, const Conv3dArgs& a, detail:
   if (auto st = conv3d_validate(a); st != npu_sim::Status::kSuccess) return st;
   npu_sim::Status st = npu_sim::Status::kSuccess;
   if (detail::dnnl_conv(stream, detail::conv_nd(a), pass, &st)) return st;
-  return npu_sim::Status::kNotSupported;
+  return detail::conv3d_by_slices(stream, a, pass);
 }
 }  // namespace
+
+std::size_t conv3d_backward_input_scratch_bytes(const Conv3dArgs& a) { return detail::conv3d_slices_scratch_bytes(a); }
 
 npu_sim::Status conv3d_forward(npu_sim::Stream stream, const Conv3dArgs& a) {
   return conv3d_pass(stream, a, detail::ConvPass::kForward);

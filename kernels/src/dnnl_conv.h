@@ -1,5 +1,5 @@
 // Private to kernels/: convolution passes on oneDNN (src/dnnl_conv.cpp): conv.cpp tries them before its tiled
-// conv2d path; conv3d has only this path.
+// conv2d path; conv3d tries them before the 2-D slices of conv3d_slices.cpp.
 #pragma once
 
 #include "npu_kernels/conv.h"
@@ -27,6 +27,13 @@ ConvNd conv_nd(const Conv3dArgs& a);
 // bfloat16, a JIT implementation for the geometry, NPU_SIM_CONV_DNNL not 0); false, enqueuing nothing,
 // otherwise. `a` must have passed conv2d_validate / conv3d_validate.
 bool dnnl_conv(npu_sim::Stream stream, const ConvNd& a, ConvPass pass, npu_sim::Status* status);
+
+// conv3d_slices.cpp: a 3-D pass oneDNN does not serve, in float64, as sums of the tiled 2-D passes over depth
+// slices (kNotSupported for other dtypes, nothing enqueued); backward-input needs a.scratch of
+// conv3d_slices_scratch_bytes(a) bytes (0 for the dtypes it does not serve).
+bool conv3d_by_slices_serves(const Conv3dArgs& a);
+std::size_t conv3d_slices_scratch_bytes(const Conv3dArgs& a);
+npu_sim::Status conv3d_by_slices(npu_sim::Stream stream, const Conv3dArgs& a, ConvPass pass);
 
 }  // namespace detail
 }  // namespace npu_kernels

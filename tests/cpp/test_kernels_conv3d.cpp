@@ -1,11 +1,13 @@
-// conv3d on the kernels' oneDNN path: forward against a direct loop, the two backward passes by the adjoint
-// identities <conv(x, w), gy> = <x, backward_input(gy, w)> = <w, backward_weight(x, gy)>, strided operands
-// (a channel slice), cropped trailing rows, two streams at once, and what the path refuses.
+// conv3d on the kernels' oneDNN path (float32) and on the 2-D depth slices (float64): forward against a direct
+// loop, the two backward passes by the adjoint identities <conv(x, w), gy> = <x, backward_input(gy, w)> =
+// <w, backward_weight(x, gy)>, strided operands (a channel slice), cropped trailing rows, two streams at once,
+// and what the paths refuse.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "npu_kernels/conv.h"
@@ -21,10 +23,11 @@ struct Case3d {
   int64_t n, c, o, d, h, w, k, stride, pad, dil;
 };
 
-std::vector<float> randoms(std::size_t n, unsigned seed) {
+template <typename T = float>
+std::vector<T> randoms(std::size_t n, unsigned seed) {
   std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
+  std::uniform_real_distribution<T> dist(-1, 1);
+  std::vector<T> v(n);
   for (auto& x : v) x = dist(gen);
   return v;
 }
@@ -32,18 +35,20 @@ std::vector<float> randoms(std::size_t n, unsigned seed) {
 int64_t out_size(int64_t in, const Case3d& k) { return (in + 2 * k.pad - k.dil * (k.k - 1) - 1) / k.stride + 1; }
 
 // Dense NCDHW tensors, except x, which is a channel slice [1, c + 1) of a (c + 2)-channel buffer.
+template <typename T = float>
 struct Problem {
   Case3d k;
   int64_t od, oh, ow;
-  std::vector<float> x, w, y;
+  std::vector<T> x, w, y;
   Problem(const Case3d& cs, unsigned seed) : k(cs) {
     od = out_size(k.d, k), oh = out_size(k.h, k), ow = out_size(k.w, k);
-    x = randoms(k.n * (k.c + 2) * k.d * k.h * k.w, seed);
-    w = randoms(k.o * k.c * k.k * k.k * k.k, seed + 1);
-    y = randoms(k.n * k.o * od * oh * ow, seed + 2);
+    x = randoms<T>(k.n * (k.c + 2) * k.d * k.h * k.w, seed);
+    w = randoms<T>(k.o * k.c * k.k * k.k * k.k, seed + 1);
+    y = randoms<T>(k.n * k.o * od * oh * ow, seed + 2);
   }
-  Conv3dArgs args(float* dx, float* dw, float* dy) const {
+  Conv3dArgs args(T* dx, T* dw, T* dy) const {
     Conv3dArgs a;
+    a.dtype = std::is_same_v<T, double> ? DType::kFloat64 : DType::kFloat32;
     a.batch = k.n, a.in_channels = k.c, a.out_channels = k.o;
     const int64_t in[] = {k.d, k.h, k.w}, out[] = {od, oh, ow};
     for (int i = 0; i < 3; ++i) {
@@ -61,7 +66,7 @@ struct Problem {
     a.w = dw, a.y = dy;
     return a;
   }
-  float xv(int64_t n, int64_t c, int64_t z, int64_t i, int64_t j) const {
+  T xv(int64_t n, int64_t c, int64_t z, int64_t i, int64_t j) const {
     return x[(((n * (k.c + 2) + c + 1) * k.d + z) * k.h + i) * k.w + j];
   }
   double reference(int64_t n, int64_t o, int64_t z, int64_t i, int64_t j) const {
@@ -79,16 +84,19 @@ struct Problem {
   }
 };
 
-double dot(const std::vector<float>& a, const std::vector<float>& b) {
+template <typename T>
+double dot(const std::vector<T>& a, const std::vector<T>& b) {
   double s = 0;
   for (std::size_t i = 0; i < a.size(); ++i) s += double(a[i]) * b[i];
   return s;
 }
 
+template <typename T = float>
 void run_case(const Case3d& cs, npu_sim::Stream stream, unsigned seed) {
-  const Problem p(cs, seed);
+  const double tol = std::is_same_v<T, double> ? 1e-10 : 1e-4;
+  const Problem<T> p(cs, seed);
   // forward against the loop
-  DeviceBuf<float> dx(p.x), dw(p.w), dy(std::vector<float>(p.y.size(), NAN));
+  DeviceBuf<T> dx(p.x), dw(p.w), dy(std::vector<T>(p.y.size(), NAN));
   ASSERT_OK(npu_kernels::conv3d_forward(stream, p.args(dx.ptr, dw.ptr, dy.ptr)));
   ASSERT_OK(npu_sim::stream_synchronize(stream));
   const auto y = dy.read();
@@ -97,13 +105,17 @@ void run_case(const Case3d& cs, npu_sim::Stream stream, unsigned seed) {
       for (int64_t z = 0; z < p.od; ++z)
         for (int64_t i = 0; i < p.oh; ++i)
           for (int64_t j = 0; j < p.ow; ++j) {
-            const float got = y[(((n * cs.o + o) * p.od + z) * p.oh + i) * p.ow + j];
-            ASSERT_NEAR(got, p.reference(n, o, z, i, j), 1e-4) << n << " " << o << " " << z << " " << i << " " << j;
+            const T got = y[(((n * cs.o + o) * p.od + z) * p.oh + i) * p.ow + j];
+            ASSERT_NEAR(got, p.reference(n, o, z, i, j), tol) << n << " " << o << " " << z << " " << i << " " << j;
           }
   // <conv(x, w), gy> = <x, backward_input(gy, w)>, over the slice (the other channels must stay untouched)
-  std::vector<float> poison(p.x.size(), 7.0f);
-  DeviceBuf<float> dgx(poison), dgy(p.y), dgw(std::vector<float>(p.w.size(), NAN));
-  ASSERT_OK(npu_kernels::conv3d_backward_input(stream, p.args(dgx.ptr, dw.ptr, dgy.ptr)));
+  std::vector<T> poison(p.x.size(), T(7));
+  DeviceBuf<T> dgx(poison), dgy(p.y), dgw(std::vector<T>(p.w.size(), NAN));
+  Conv3dArgs bi = p.args(dgx.ptr, dw.ptr, dgy.ptr);
+  DeviceBuf<char> scratch(std::vector<char>(npu_kernels::conv3d_backward_input_scratch_bytes(bi)));
+  bi.scratch = scratch.ptr;
+  bi.scratch_bytes = scratch.n;
+  ASSERT_OK(npu_kernels::conv3d_backward_input(stream, bi));
   ASSERT_OK(npu_kernels::conv3d_backward_weight(stream, p.args(dx.ptr, dgw.ptr, dgy.ptr)));
   ASSERT_OK(npu_sim::stream_synchronize(stream));
   const auto gx = dgx.read(), gw = dgw.read();
@@ -115,13 +127,13 @@ void run_case(const Case3d& cs, npu_sim::Stream stream, unsigned seed) {
       for (int64_t v = 0; v < vol; ++v) {
         const std::size_t at = (n * (cs.c + 2) + c) * vol + v;
         if (c == 0 || c == cs.c + 1) {
-          ASSERT_EQ(gx[at], 7.0f) << "channel outside the slice written";
+          ASSERT_EQ(gx[at], T(7)) << "channel outside the slice written";
         } else {
           rhs_x += double(gx[at]) * p.x[at];
         }
       }
-  EXPECT_NEAR(rhs_x, lhs, 1e-4 * (1 + std::fabs(lhs)));
-  EXPECT_NEAR(dot(gw, p.w), lhs, 1e-4 * (1 + std::fabs(lhs)));
+  EXPECT_NEAR(rhs_x, lhs, tol * (1 + std::fabs(lhs)));
+  EXPECT_NEAR(dot(gw, p.w), lhs, tol * (1 + std::fabs(lhs)));
 }
 
 bool onednn() { return std::string(npu_kernels::conv_library_name()).rfind("onednn", 0) == 0; }
@@ -139,7 +151,7 @@ TEST(KernelsConv3d, ForwardAndAdjointBackward) {
 TEST(KernelsConv3d, GroupedSlicedByWholeGroups) {
   // o = 6, c = 4 in 2 groups: one image, so every pass slices whole groups (the weight gradient always)
   const Case3d cs{1, 4, 6, 5, 5, 5, 3, 1, 1, 1};
-  const Problem p(cs, 9);
+  const Problem<float> p(cs, 9);
   std::vector<float> wg(6 * 2 * 27);  // (O, C / groups, 3, 3, 3)
   for (std::size_t i = 0; i < wg.size(); ++i) wg[i] = p.w[i];
   DeviceBuf<float> dx(p.x), dw(wg), dy(std::vector<float>(p.y.size(), NAN)), dgw(std::vector<float>(wg.size(), NAN));
@@ -179,12 +191,30 @@ TEST(KernelsConv3d, TwoStreamsConcurrently) {
   ASSERT_OK(npu_sim::stream_destroy(s2));
 }
 
+// float64, which oneDNN does not serve, as sums of the 2-D passes over depth slices: the same cases as float32
+// (strides, padding, dilation, cropped rows), batched along depth or along the images, at 1e-10.
+TEST(KernelsConv3d, Float64OnTheTwoDimensionalSlices) {
+  run_case<double>({2, 3, 4, 5, 6, 7, 3, 1, 1, 1}, nullptr, 1);
+  run_case<double>({1, 5, 6, 6, 5, 5, 3, 2, 1, 1}, nullptr, 2);
+  run_case<double>({3, 2, 3, 7, 7, 6, 3, 1, 2, 2}, nullptr, 3);  // dilated; more images than valid depths
+  run_case<double>({2, 4, 3, 6, 6, 6, 1, 2, 0, 1}, nullptr, 4);
+  run_case<double>({1, 2, 2, 3, 4, 4, 3, 1, 2, 1}, nullptr, 5);  // padding wider than the depth reaches
+}
+
 TEST(KernelsConv3d, RefusesWhatOnlyTheCpuServes) {
-  const Problem p({1, 2, 2, 4, 4, 4, 3, 1, 1, 1}, 5);
+  const Problem<float> p({1, 2, 2, 4, 4, 4, 3, 1, 1, 1}, 5);
   DeviceBuf<float> dx(p.x), dw(p.w), dy(p.y);
   Conv3dArgs a = p.args(dx.ptr, dw.ptr, dy.ptr);
-  a.dtype = DType::kFloat64;  // no oneDNN kernel: nothing enqueued, the caller falls back
-  EXPECT_EQ(npu_kernels::conv3d_forward(nullptr, a), npu_sim::Status::kNotSupported);
+  // a 16-bit transposed convolution with a bias: oneDNN would round it twice and the slices are float64 only,
+  // so nothing is enqueued and the caller falls back
+  a.dtype = DType::kBFloat16;
+  a.bias = dw.ptr;
+  EXPECT_EQ(npu_kernels::conv3d_backward_input_scratch_bytes(a), 0u);
+  EXPECT_EQ(npu_kernels::conv3d_backward_input(nullptr, a), npu_sim::Status::kNotSupported);
+  a.bias = nullptr;
+  a.dtype = DType::kFloat64;  // the slices' backward-input without its scratch
+  EXPECT_GT(npu_kernels::conv3d_backward_input_scratch_bytes(a), 0u);
+  EXPECT_EQ(npu_kernels::conv3d_backward_input(nullptr, a), npu_sim::Status::kInvalidValue);
   a.dtype = DType::kFloat32;
   a.groups = 3;  // does not divide the channels
   const char* why = nullptr;

@@ -517,20 +517,49 @@ def test_conv3d_forward_backward_native(dtype, case):
     check(tr, lambda *_: tr_ref, k=o * kk)
 
 
-def test_conv3d_float64_runs_through_the_recorded_cpu_fallback():
-    x, w = rand(1, 2, 5, 5, 5, dtype=torch.float64), rand(3, 2, 3, 3, 3, dtype=torch.float64, seed=1)
-    xn, wn = x.npu().requires_grad_(), w.npu().requires_grad_()
-    y = F.conv3d(xn, wn, padding=1)
-    y.sum().backward()
-    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
-    F.conv3d(xc, wc, padding=1).sum().backward()
-    assert y.is_npu and xn.grad.is_npu
-    torch.testing.assert_close(y.detach().cpu(), F.conv3d(x, w, padding=1))
-    torch.testing.assert_close(wn.grad.cpu(), wc.grad)
-    ops = torch_npu_sim.fallback_ops()
-    assert ops.pop("aten::convolution_overrideable (3-D)") == 1
-    assert ops.pop("aten::convolution_backward_overrideable (3-D)") == 1
-    torch_npu_sim.reset_fallback_ops()  # the fixture checks that nothing else fell back
+@pytest.mark.parametrize("n, c, o, dhw, k, st, pad, dil, g", [
+    (2, 3, 4, (5, 6, 7), (3, 2, 3), 1, 0, 1, 1),
+    (1, 4, 6, (6, 5, 5), (3, 3, 3), (2, 1, 2), (1, 2, 0), (1, 1, 2), 2),
+    (3, 2, 2, (4, 4, 4), (2, 2, 2), 2, 1, 2, 1),       # more images than valid depths: batched over images
+    (2, 2, 2, (7, 3, 3), (3, 1, 1), (3, 1, 1), (2, 0, 0), (2, 1, 1), 2),
+    (1, 1, 1, (2, 2, 2), (3, 3, 3), 1, 2, 1, 1),        # padding wider than the kernel reaches
+])
+def test_conv3d_float64_natively_on_the_2d_slices(n, c, o, dhw, k, st, pad, dil, g):
+    # oneDNN has no float64: the kernels sum the tiled 2-D passes over depth slices (forward, both gradients,
+    # transposed with a bias), equal to CPU's float64 to rounding, and nothing falls back (the fixture)
+    x, w, b = rand(n, c, *dhw, dtype=torch.float64), rand(o, c // g, *k, dtype=torch.float64, seed=1), rand(o, dtype=torch.float64, seed=2)
+    xs, ws, bs = (t.clone().requires_grad_() for t in (x, w, b))
+    xn, wn, bn = (t.npu().requires_grad_() for t in (x, w, b))
+    with torch_npu_sim.record_launches() as rec:
+        y = F.conv3d(xn, wn, bn, st, pad, dil, g)
+        gy = rand(*y.shape, dtype=torch.float64, seed=3)
+        y.backward(gy.npu())
+    ref = F.conv3d(xs, ws, bs, st, pad, dil, g)
+    ref.backward(gy)
+    tol = dict(rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(y.detach().cpu(), ref.detach(), **tol)
+    for got, want in ((xn.grad, xs.grad), (wn.grad, ws.grad), (bn.grad, bs.grad)):
+        torch.testing.assert_close(got.cpu(), want, **tol)
+    kernels = {r["kernel"] for r in rec.records}
+    assert "conv3d_init" in kernels and "conv2d_forward" in kernels and "conv2d_backward_weight" in kernels, kernels
+    wt = rand(c, o // g, *k, dtype=torch.float64, seed=4)  # transposed: x's channels in, o out, with a bias
+    transposed = lambda *t: F.conv_transpose3d(*t, st, pad, groups=g, dilation=dil)  # noqa: E731
+    try:
+        tr_ref = transposed(x, wt, b)
+    except RuntimeError as e:  # an empty output: both refuse it
+        assert "too small" in str(e)
+        with pytest.raises(RuntimeError, match="too small"):
+            transposed(xn.detach(), wt.npu(), bn.detach())
+        return
+    torch.testing.assert_close(transposed(xn.detach(), wt.npu(), bn.detach()).cpu(), tr_ref, **tol)
+
+
+def test_conv3d_float64_gradcheck():
+    x = rand(1, 2, 3, 4, 4, dtype=torch.float64).npu().requires_grad_()
+    w = rand(2, 2, 2, 3, 2, dtype=torch.float64, seed=1).npu().requires_grad_()
+    b = rand(2, dtype=torch.float64, seed=2).npu().requires_grad_()
+    assert torch.autograd.gradcheck(lambda x, w, b: F.conv3d(x, w, b, (2, 1, 1), (1, 1, 0), (1, 2, 1)), (x, w, b))
+    assert torch.autograd.gradcheck(lambda x, w, b: F.conv_transpose3d(x, w, b, 2, 1), (x, w, b))
 
 
 def test_second_device_and_side_stream():

@@ -29,6 +29,9 @@ struct Conv2dArgs {
   // bias of a transposed convolution). May be null.
   const void* bias = nullptr;
   int64_t bias_stride = 1;
+  // The pass adds its result into the tensor it writes (forward: y, backward_input: x, backward_weight: w)
+  // instead of overwriting it: 3-D convolution runs as such sums of 2-D passes (conv3d_slices.cpp).
+  bool accumulate = false;
 };
 
 // Checks sizes, dtype and geometry; kInvalidValue with a reason in *why (if given) otherwise.
@@ -52,10 +55,11 @@ npu_sim::Status conv2d_backward_bias(npu_sim::Stream stream, const Conv2dArgs& a
 
 
 // 3-D convolution: x (N, C, D, H, W) * w (O, C / groups, KD, KH, KW) -> y (N, O, OD, OH, OW), spatial
-// parameters outermost first, any element strides. Only oneDNN serves it (float32 and bfloat16): the passes
-// return kNotSupported, enqueuing nothing, for float64 / float16, without oneDNN (or NPU_SIM_CONV_DNNL=0),
-// for bf16 transposed convolution with a bias and geometries oneDNN serves only
-// with its reference kernel; the caller then runs the op elsewhere.
+// parameters outermost first, any element strides. oneDNN serves float32 and bfloat16. What it does not serve
+// in float32 or float64 (float64 always; float32 without oneDNN, under NPU_SIM_CONV_DNNL=0, or in a geometry
+// oneDNN has only its reference kernel for) runs as sums of the tiled 2-D passes over depth slices
+// (conv3d_slices.cpp). The passes return kNotSupported, enqueuing nothing, for float16 and bfloat16 that
+// oneDNN does not serve; the caller then runs the op elsewhere (the adapter convolves in float32).
 struct Conv3dArgs {
   DType dtype = DType::kFloat32;
   int64_t batch = 0, in_channels = 0, out_channels = 0, groups = 1;
@@ -68,8 +72,13 @@ struct Conv3dArgs {
   int64_t y_strides[5] = {};
   const void* bias = nullptr;  // forward: per output channel; backward_input: per input channel
   int64_t bias_stride = 1;
+  // backward_input on the 2-D slices: device memory of conv3d_backward_input_scratch_bytes(a) bytes.
+  void* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
 };
 npu_sim::Status conv3d_validate(const Conv3dArgs& a, const char** why = nullptr);
+// Scratch conv3d_backward_input needs for `a` (0 when oneDNN serves it or the passes need none).
+std::size_t conv3d_backward_input_scratch_bytes(const Conv3dArgs& a);
 npu_sim::Status conv3d_forward(npu_sim::Stream stream, const Conv3dArgs& a);
 npu_sim::Status conv3d_backward_input(npu_sim::Stream stream, const Conv3dArgs& a);
 npu_sim::Status conv3d_backward_weight(npu_sim::Stream stream, const Conv3dArgs& a);
