@@ -40,6 +40,19 @@ def die():
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def wait_for_store_host_to_exit(limit_s):
+    """Polls the TCPStore that rank 0 hosts until rank 0 has exited (at most limit_s): a rank that never joins
+    stays alive exactly as long as its peer waits, instead of a fixed sleep past the longest timeout."""
+    store = dist.distributed_c10d._get_default_store()
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            store.check(["fault_worker/never-set"])
+        except Exception:  # noqa: BLE001  (the connection to rank 0's store is gone)
+            return
+        time.sleep(0.2)
+
+
 def ddp_kill(rank, dev):
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -102,8 +115,8 @@ def main():
                 dist.recv(x, src=1)
                 torch.npu.synchronize()
         elif scenario in ("hang", "percall"):
-            if rank == 1:  # alive, never joins; leaves once rank 0 has given up
-                time.sleep(float(os.environ.get("HCCL_EXEC_TIMEOUT", "5")) + 8)
+            if rank == 1:  # alive, never joins; leaves once rank 0 has given up (its store is gone with it)
+                wait_for_store_host_to_exit(float(os.environ.get("HCCL_EXEC_TIMEOUT", "5")) + 8)
                 os._exit(0)
             x = torch.full((1000,), 3.0, device=dev)
             out = x
