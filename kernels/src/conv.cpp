@@ -19,6 +19,12 @@ using detail::acc_t;
 using detail::load_as;
 using detail::store_as;
 
+// Writes v into dst, or adds it to what dst holds when the pass accumulates (Conv2dArgs::accumulate).
+template <typename T, typename Acc>
+inline void put(T& dst, Acc v, bool accumulate) {
+  dst = store_as<T>(accumulate ? v + load_as<Acc>(dst) : v);
+}
+
 // Walks a flat index over (c, ki, kj) of the weight's reduction dims.
 struct KernelPos {
   int64_t kh, kw, c = 0, ki = 0, kj = 0;
@@ -143,8 +149,7 @@ npu_sim::Status forward_typed(npu_sim::Stream stream, const Conv2dArgs& a) {
       T* plane = y + n * a.y_strides[0] + o * a.y_strides[1];
       OutPos op(j0, a.out_h, a.out_w);
       for (int64_t j = 0; j < nc; ++j, op.next()) {
-        T& dst = plane[op.oh * a.y_strides[2] + op.ow * a.y_strides[3]];
-        dst = store_as<T>(acc[i * nc + j] + b + (a.accumulate ? load_as<Acc>(dst) : Acc(0)));
+        put(plane[op.oh * a.y_strides[2] + op.ow * a.y_strides[3]], acc[i * nc + j] + b, a.accumulate);
       }
     }
   };
@@ -195,8 +200,7 @@ npu_sim::Status backward_weight_typed(npu_sim::Stream stream, const Conv2dArgs& 
       T* row = gw + (g * Og + i0 + i) * a.w_strides[0];
       KernelPos kp(j0, a.kernel_h, a.kernel_w);
       for (int64_t j = 0; j < nc; ++j, kp.next()) {
-        T& dst = row[kp.c * a.w_strides[1] + kp.ki * a.w_strides[2] + kp.kj * a.w_strides[3]];
-        dst = store_as<T>(acc[i * nc + j] + (a.accumulate ? load_as<Acc>(dst) : Acc(0)));
+        put(row[kp.c * a.w_strides[1] + kp.ki * a.w_strides[2] + kp.kj * a.w_strides[3]], acc[i * nc + j], a.accumulate);
       }
     }
   };
@@ -318,8 +322,7 @@ npu_sim::Status backward_input_typed(npu_sim::Stream stream, const Conv2dArgs& a
                                   s += crow[kj * P + tw / a.stride_w];
                                 }
                               }
-                              T& dst = plane[ih * a.x_strides[2] + iw * a.x_strides[3]];
-                              dst = store_as<T>(s + (a.accumulate ? load_as<Acc>(dst) : Acc(0)));
+                              put(plane[ih * a.x_strides[2] + iw * a.x_strides[3]], s, a.accumulate);
                             }
                           }
                         }

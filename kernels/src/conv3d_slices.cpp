@@ -139,9 +139,9 @@ int64_t max_slice_batch(const Conv3dArgs& a) {
   return m;
 }
 
-}  // namespace
-
 bool conv3d_by_slices_serves(const Conv3dArgs& a) { return a.dtype == DType::kFloat64; }
+
+}  // namespace
 
 std::size_t conv3d_slices_scratch_bytes(const Conv3dArgs& a) {
   if (!conv3d_by_slices_serves(a)) return 0;

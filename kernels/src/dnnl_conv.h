@@ -31,7 +31,6 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& a, ConvPass pass, npu_sim::
 // conv3d_slices.cpp: a 3-D pass oneDNN does not serve, in float64, as sums of the tiled 2-D passes over depth
 // slices (kNotSupported for other dtypes, nothing enqueued); backward-input needs a.scratch of
 // conv3d_slices_scratch_bytes(a) bytes (0 for the dtypes it does not serve).
-bool conv3d_by_slices_serves(const Conv3dArgs& a);
 std::size_t conv3d_slices_scratch_bytes(const Conv3dArgs& a);
 npu_sim::Status conv3d_by_slices(npu_sim::Stream stream, const Conv3dArgs& a, ConvPass pass);
 
