@@ -263,37 +263,58 @@ npu_sim::Status resample_backward(npu_sim::Stream s, const ResampleArgs& a, cons
                           // Launch records, per plane: grad_out read once, the taps read per output row (the depth
                           // and row taps) and per element (the column taps, re-read each row), an int64 index and
                           // a weight each (gathers: the index only); the accumulation plane is block-local (UB),
-                          // written to grad_in once. Vector ops per grad element: gathers 1 (add); otherwise per
-                          // input row a weight product and per tap a multiply and an add.
+                          // written to grad_in once. Vector ops: gathers 1 (add) per grad element; otherwise a
+                          // multiply and an add per grad element and tap, and with kd x kh > 1 input rows a
+                          // multiply-add per element of each of them (the separable form below).
                           {
                             constexpr int64_t ts = sizeof(T);
                             const int64_t tap = kw == 1 ? 8 : 8 + static_cast<int64_t>(sizeof(A));
                             const int64_t n_out = a.d.out * a.h.out * a.w.out, out_rows = a.d.out * a.h.out;
                             const int64_t row_taps = (pl.three_d ? kd : 0) + kh;
-                            const int64_t ops = kw == 1 ? 1 : kd * kh * (1 + 2 * kw);
-                            detail::record_vec(ctx, (e - b) * (n_out * ts + out_rows * row_taps * tap + n_out * kw * tap),
-                                               (e - b) * a.d.in * a.h.in * a.w.in * ts, (e - b) * n_out * ops);
+                            const int64_t rows_ops = kd * kh > 1 ? out_rows * kd * kh * 2 * a.w.in : 0;
+                            const int64_t ops = kw == 1 ? n_out : n_out * 2 * kw + rows_ops;
+                            const int64_t read = n_out * ts + out_rows * row_taps * tap + n_out * kw * tap;
+                            const int64_t written = a.d.in * a.h.in * a.w.in * ts;
+                            detail::record_vec(ctx, (e - b) * read, (e - b) * written, (e - b) * ops);
                           }
                           const int64_t n_in = a.d.in * a.h.in * a.w.in;
                           std::vector<A> acc(static_cast<size_t>(n_in));  // one plane, in the UB's role
+                          std::vector<A> col(static_cast<size_t>(a.w.in));  // one grad row's adjoint along w
+                          // Scatters grad row gp along w into dst (K taps per element).
+                          auto scatter_w = [&](const T* gp, A* dst, A wr) {
+                            if (kw == 1) {  // gathers: one source each (no 0 * inf = NaN from unused taps)
+                              const int64_t* iw = pl.w.idx.data();
+                              for (int64_t ow = 0; ow < a.w.out; ++ow) dst[iw[ow]] += static_cast<A>(gp[ow]);
+                              return;
+                            }
+                            for (int64_t ow = 0; ow < a.w.out; ++ow) {
+                              const A v = wr * static_cast<A>(gp[ow]);
+                              for (int q = 0; q < kw; ++q) dst[pl.w.idx[ow * kw + q]] += pl.w.wgt[ow * kw + q] * v;
+                            }
+                          };
                           for (int64_t p = b; p < e; ++p) {
                             std::fill(acc.begin(), acc.end(), A(0));
                             const T* gp = g + p * a.d.out * a.h.out * a.w.out;
                             for (int64_t od = 0; od < a.d.out; ++od) {
                               for (int64_t oh = 0; oh < a.h.out; ++oh, gp += a.w.out) {
+                                auto in_row = [&](int i, int j) {
+                                  return acc.data() + (pl.d.idx[od * kd + i] * a.h.in + pl.h.idx[oh * kh + j]) * a.w.in;
+                                };
+                                if (kd * kh == 1) {
+                                  scatter_w(gp, in_row(0, 0), pl.d.wgt[od] * pl.h.wgt[oh]);
+                                  continue;
+                                }
+                                // Separable: the row is scattered along w once, then added into its kd x kh input
+                                // rows with their weights (contiguous, vectorised) instead of kd x kh scatters. A 0
+                                // weight meeting an inf still gives NaN in the same element as CPU's direct form.
+                                std::fill(col.begin(), col.end(), A(0));
+                                scatter_w(gp, col.data(), A(1));
                                 for (int i = 0; i < kd; ++i) {
                                   for (int j = 0; j < kh; ++j) {
-                                    A* row = acc.data() + (pl.d.idx[od * kd + i] * a.h.in + pl.h.idx[oh * kh + j]) * a.w.in;
-                                    if (kw == 1) {  // gathers: one source each (no 0 * inf = NaN from unused taps)
-                                      const int64_t* iw = pl.w.idx.data();
-                                      for (int64_t ow = 0; ow < a.w.out; ++ow) row[iw[ow]] += static_cast<A>(gp[ow]);
-                                      continue;
-                                    }
+                                    A* __restrict row = in_row(i, j);
+                                    const A* __restrict c = col.data();
                                     const A wr = pl.d.wgt[od * kd + i] * pl.h.wgt[oh * kh + j];
-                                    for (int64_t ow = 0; ow < a.w.out; ++ow) {
-                                      const A v = wr * static_cast<A>(gp[ow]);
-                                      for (int q = 0; q < kw; ++q) row[pl.w.idx[ow * kw + q]] += pl.w.wgt[ow * kw + q] * v;
-                                    }
+                                    for (int64_t iw = 0; iw < a.w.in; ++iw) row[iw] += wr * c[iw];
                                   }
                                 }
                               }

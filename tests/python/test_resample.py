@@ -83,6 +83,29 @@ def test_interpolate_trilinear(dtype, align_corners, kw):
             rand(2, 3, 3, 5, 6, dtype=dtype))
 
 
+@pytest.mark.parametrize("mode,shape,size", [("bilinear", (1, 2, 4, 5), (4, 9)), ("bicubic", (1, 2, 4, 5), (7, 5)),
+                                              ("trilinear", (1, 2, 3, 4, 5), (3, 7, 9)),
+                                              ("trilinear", (1, 2, 3, 4, 5), (5, 4, 5))])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_interpolate_backward_non_finite_grads_where_cpu_puts_them(mode, shape, size, align_corners):
+    # The backward scatters each grad row along w once and adds it into its input rows with their weights; CPU adds
+    # every product wd * wh * ww * g directly. A 0 weight (an identity axis, an exact source position) meeting an inf
+    # gives NaN, and inf - inf cancels, in the same elements on both.
+    x = rand(*shape)
+    g = rand(*shape[:2], *size, seed=3)
+    g.view(-1)[::29] = float("inf")
+    g.view(-1)[3::31] = float("-inf")
+    g.view(-1)[40] = float("nan")
+    xc, xn = x.clone().requires_grad_(), x.to("npu").requires_grad_()
+    F.interpolate(xc, size=size, mode=mode, align_corners=align_corners).backward(g)
+    F.interpolate(xn, size=size, mode=mode, align_corners=align_corners).backward(g.to("npu"))
+    assert xc.grad.isnan().any() and xc.grad.isfinite().any()
+    assert torch.equal(xn.grad.cpu().isnan(), xc.grad.isnan())
+    finite = xc.grad.isfinite()
+    torch.testing.assert_close(xn.grad.cpu()[finite], xc.grad[finite], rtol=1e-5, atol=1e-5)
+    assert torch.equal(xn.grad.cpu()[~finite & ~xc.grad.isnan()], xc.grad[~finite & ~xc.grad.isnan()])
+
+
 def test_bicubic_trilinear_strided_and_out():
     x = rand(2, 4, 6, 5)
     xc = x.contiguous(memory_format=torch.channels_last)
