@@ -1,6 +1,6 @@
 """Ops of the rest of the op table on npu against CPU eager PyTorch in the same run, interleaved: grid_sample (2-D
 bilinear and bicubic, 3-D trilinear; forward and forward + backward), torch.special (Bessel J0 / I0e / K1, erfcx,
-ndtri, igamma, zeta, a Chebyshev polynomial), logcumsumexp, renorm, max_unpool2d and embedding_bag (sum, weighted,
+ndtri, igamma, zeta, Chebyshev T, Hermite H, Laguerre and Legendre polynomials), logcumsumexp, renorm, max_unpool2d and embedding_bag (sum, weighted,
 max; mean forward + backward), float32; npu_quant_matmul (int8) against CPU's torch._int_mm and scale; cdist, histc, ctc_loss,
 bicubic / trilinear interpolation; antialiased image resizing (uint8 and float32, torchvision's Resize); complex64
 mm (a conj operand), exp, sum and var. Prints ms per call and
@@ -53,7 +53,10 @@ def special_cases(quick):
             ("special.ndtri", f"{m}", lambda t: S.ndtri(t), (p,)),
             ("igamma", f"{m}", lambda u, v: torch.igamma(u, v), (a, x)),
             ("special.zeta", f"{m}", lambda u, v: S.zeta(u, v), (s, x)),
-            ("special.chebyshev_polynomial_t n=12", f"{m}", lambda u, v: S.chebyshev_polynomial_t(u, v), (xs, deg))]
+            ("special.chebyshev_polynomial_t n=12", f"{m}", lambda u, v: S.chebyshev_polynomial_t(u, v), (xs, deg)),
+            ("special.hermite_polynomial_h n=12", f"{m}", lambda u, v: S.hermite_polynomial_h(u, v), (xs, deg)),
+            ("special.laguerre_polynomial_l n=12", f"{m}", lambda u, v: S.laguerre_polynomial_l(u, v), (xs, deg)),
+            ("special.legendre_polynomial_p n=12", f"{m}", lambda u, v: S.legendre_polynomial_p(u, v), (xs, deg))]
 
 
 def other_cases(quick):

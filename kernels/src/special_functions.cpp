@@ -316,18 +316,18 @@ namespace {
 double gamma_prefactor(double a, double x) { return std::exp(a * std::log(x) - x - lgamma_nosign(a)); }
 
 // P(a, x) by its power series x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1) ... (a + n)); for x < a + 1.
-double igamma_series(double a, double x) {
+double igamma_series(double a, double x, double eps) {
   double term = 1, sum = 1;
   for (int n = 1; n < 100000; ++n) {
     term *= x / (a + n);
     sum += term;
-    if (term < kEps * sum) break;
+    if (term < eps * sum) break;
   }
   return sum * gamma_prefactor(a, x) / a;
 }
 
 // Q(a, x) by Legendre's continued fraction, evaluated with the modified Lentz method; for x >= a + 1.
-double igammac_fraction(double a, double x) {
+double igammac_fraction(double a, double x, double eps) {
   constexpr double kTiny = 1e-300;
   double b = x + 1 - a, c = 1 / kTiny, d = 1 / b, h = d;
   for (int n = 1; n < 100000; ++n) {
@@ -340,31 +340,32 @@ double igammac_fraction(double a, double x) {
     d = 1 / d;
     const double delta = d * c;
     h *= delta;
-    if (std::fabs(delta - 1) < kEps) break;
+    if (std::fabs(delta - 1) < eps) break;
   }
   return h * gamma_prefactor(a, x);
 }
 
 }  // namespace
 
-double igamma(double a, double x) {
+double igamma(double a, double x, double eps) {
   if (x < 0 || a < 0) return kNaN;
   if (a == 0) return x > 0 ? 1.0 : kNaN;
   if (x == 0) return 0;
   if (std::isinf(a)) return std::isinf(x) ? kNaN : 0.0;
   if (std::isinf(x)) return 1;
   if (std::isnan(a) || std::isnan(x)) return kNaN;
-  return x < a + 1 ? igamma_series(a, x) : 1 - igammac_fraction(a, x);
+  return x < a + 1 ? igamma_series(a, x, eps) : 1 - igammac_fraction(a, x, eps);
 }
 
-double igammac(double a, double x) {
+double igammac(double a, double x, double eps) {
   if (x < 0 || a < 0) return kNaN;
   if (a == 0) return x > 0 ? 0.0 : kNaN;
   if (x == 0) return 1;
   if (std::isinf(a)) return std::isinf(x) ? kNaN : 1.0;
   if (std::isinf(x)) return 0;
   if (std::isnan(a) || std::isnan(x)) return kNaN;
-  return x < a + 1 ? 1 - igamma_series(a, x) : igammac_fraction(a, x);
+  // 1 - P cancels where P nears 1 (small a): that series keeps double's epsilon whatever the caller's eps
+  return x < a + 1 ? 1 - igamma_series(a, x, kEps) : igammac_fraction(a, x, eps);
 }
 
 // Three-term recurrences from P_0 and P_1; ATen's values at the ends x = +-1 of the Chebyshev and Legendre

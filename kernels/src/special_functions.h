@@ -30,8 +30,10 @@ double entr(double x);      // -x log x
 double xlog1py(double x, double y);
 double hurwitz_zeta(double s, double q);
 double polygamma(int64_t n, double x);
-double igamma(double a, double x);   // regularized lower incomplete gamma P(a, x)
-double igammac(double a, double x);  // regularized upper incomplete gamma Q(a, x)
+// The regularized incomplete gamma functions P(a, x) and Q(a, x); the series or continued fraction stops when a term
+// is below eps relative (double's epsilon; float callers pass a looser bound, still far below float's rounding).
+double igamma(double a, double x, double eps = 2.220446049250313e-16);
+double igammac(double a, double x, double eps = 2.220446049250313e-16);
 
 enum class Polynomial {
   kChebyshevT, kChebyshevU, kChebyshevV, kChebyshevW, kHermiteH, kHermiteHe, kLaguerreL, kLegendreP,
