@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(g++ make cmake ninja-build ccache libgtest-dev libopenblas-dev libopenblas0-pthread libxsmm-dev)
+APT_PACKAGES=(g++ make cmake ninja-build ccache libgtest-dev libopenblas-dev libopenblas0-pthread libxsmm-dev libboost-dev)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")

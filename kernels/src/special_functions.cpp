@@ -1,8 +1,13 @@
-// Scalar special functions of torch.special. Bessel and Airy functions come from the C++17 mathematical special
-// functions of libstdc++ (ISO/IEC 29124; Airy is its GNU extension), scaled forms switch to the Hankel
-// asymptotic series where the unscaled value overflows; the rest are the textbook methods named at each function.
+// Scalar special functions of torch.special. The Bessel functions of order 0 and 1, Airy Ai and the inverse error
+// functions come from Boost.Math (minimax rational approximations, computed in double: no promotion to long
+// double, errors return their IEEE value instead of throwing); this file keeps ATen's values at the poles and
+// outside the domain, Hankel's series where scaled forms would overflow, and the textbook methods named at the rest.
 #include "special_functions.h"
 
+#include <boost/math/special_functions/airy.hpp>
+#include <boost/math/special_functions/bessel.hpp>
+#include <boost/math/special_functions/erf.hpp>
+#include <boost/math/special_functions/trigamma.hpp>
 #include <cmath>
 #include <limits>
 
@@ -50,17 +55,20 @@ double airy_ai_negative_asymptotic(double x) {
   return (std::sin(phase) * p - std::cos(phase) * q) / (std::sqrt(kPi) * std::sqrt(std::sqrt(x)));
 }
 
-// The libstdc++ functions throw std::domain_error / std::runtime_error where they give up; every argument
-// range that reaches them is one they handle, and should one not be, the element is NaN rather than an
-// exception through the kernel.
-template <typename F>
-double guarded(F f) {
-  try {
-    return f();
-  } catch (...) {
-    return kNaN;
-  }
-}
+// Boost.Math's policy for kernel code: double arithmetic throughout, and every error its IEEE value (NaN, +-inf,
+// 0) rather than an exception through an AI-core thread. The wrappers below handle the edges before calling.
+namespace bm = boost::math;
+using KernelPolicy = bm::policies::policy<
+    bm::policies::promote_double<false>, bm::policies::promote_float<false>,
+    bm::policies::domain_error<bm::policies::ignore_error>, bm::policies::pole_error<bm::policies::ignore_error>,
+    bm::policies::overflow_error<bm::policies::ignore_error>, bm::policies::underflow_error<bm::policies::ignore_error>,
+    bm::policies::evaluation_error<bm::policies::ignore_error>, bm::policies::rounding_error<bm::policies::ignore_error>>;
+constexpr KernelPolicy kPolicy;
+
+double j(int nu, double x) { return bm::cyl_bessel_j(nu, x, kPolicy); }
+double y(int nu, double x) { return bm::cyl_neumann(nu, x, kPolicy); }
+double i(int nu, double x) { return bm::cyl_bessel_i(nu, x, kPolicy); }
+double k(int nu, double x) { return bm::cyl_bessel_k(nu, x, kPolicy); }
 
 // exp(x^2) with x^2 split exactly (hi + lo, lo from an fma): exp's argument keeps its low bits, which matter
 // once x^2 is in the hundreds.
@@ -81,13 +89,13 @@ constexpr double kBesselFar = 134217728.0;
 double bessel_j0(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
   if (std::fabs(x) >= kBesselFar) return bessel_jy_far(0, false, x);
-  return guarded([&] { return std::cyl_bessel_j(0.0, std::fabs(x)); });
+  return j(0, std::fabs(x));
 }
 
 double bessel_j1(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
   if (std::fabs(x) >= kBesselFar) return bessel_jy_far(1, false, x);
-  const double v = guarded([&] { return std::cyl_bessel_j(1.0, std::fabs(x)); });
+  const double v = j(1, std::fabs(x));
   return x < 0 ? -v : v;
 }
 
@@ -95,14 +103,14 @@ double bessel_y0(double x) {
   if (std::isnan(x) || std::isinf(x) || x < 0) return kNaN;
   if (x == 0) return -kInf;
   if (x >= kBesselFar) return bessel_jy_far(0, true, x);
-  return guarded([&] { return std::cyl_neumann(0.0, x); });
+  return y(0, x);
 }
 
 double bessel_y1(double x) {
   if (std::isnan(x) || std::isinf(x) || x < 0) return kNaN;
   if (x == 0) return -kInf;
   if (x >= kBesselFar) return bessel_jy_far(1, true, x);
-  return guarded([&] { return std::cyl_neumann(1.0, x); });
+  return y(1, x);
 }
 
 // Hankel's expansion to its 1/a term: J = A (cos chi - Q sin chi), Y = A (sin chi + Q cos chi), A = sqrt(2 / (pi
@@ -120,13 +128,13 @@ double bessel_jy_far(int nu, bool second_kind, double x) {
 double modified_bessel_i0(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
   if (std::fabs(x) > kIOverflow) return kInf;
-  return guarded([&] { return std::cyl_bessel_i(0.0, std::fabs(x)); });
+  return i(0, std::fabs(x));
 }
 
 double modified_bessel_i1(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
   if (std::fabs(x) > kIOverflow) return x < 0 ? -kInf : kInf;
-  const double v = guarded([&] { return std::cyl_bessel_i(1.0, std::fabs(x)); });
+  const double v = i(1, std::fabs(x));
   return x < 0 ? -v : v;
 }
 
@@ -135,7 +143,7 @@ double modified_bessel_i0e(double x) {
   const double ax = std::fabs(x);
   if (std::isinf(ax)) return 0;
   if (ax >= kHankelFrom) return hankel_series(0, ax, -1) / std::sqrt(2 * kPi * ax);
-  return std::exp(-ax) * guarded([&] { return std::cyl_bessel_i(0.0, ax); });
+  return std::exp(-ax) * i(0, ax);
 }
 
 double modified_bessel_i1e(double x) {
@@ -144,7 +152,7 @@ double modified_bessel_i1e(double x) {
   double v;
   if (std::isinf(ax)) v = 0;
   else if (ax >= kHankelFrom) v = hankel_series(1, ax, -1) / std::sqrt(2 * kPi * ax);
-  else v = std::exp(-ax) * guarded([&] { return std::cyl_bessel_i(1.0, ax); });
+  else v = std::exp(-ax) * i(1, ax);
   return std::signbit(x) ? -v : v;
 }
 
@@ -152,14 +160,14 @@ double modified_bessel_k0(double x) {
   if (std::isnan(x) || x < 0) return kNaN;
   if (x == 0) return kInf;
   if (x > kKUnderflow) return 0;
-  return guarded([&] { return std::cyl_bessel_k(0.0, x); });
+  return k(0, x);
 }
 
 double modified_bessel_k1(double x) {
   if (std::isnan(x) || x < 0) return kNaN;
   if (x == 0) return kInf;
   if (x > kKUnderflow) return 0;
-  return guarded([&] { return std::cyl_bessel_k(1.0, x); });
+  return k(1, x);
 }
 
 double scaled_modified_bessel_k0(double x) {
@@ -167,7 +175,7 @@ double scaled_modified_bessel_k0(double x) {
   if (x == 0) return kInf;
   if (std::isinf(x)) return 0;
   if (x >= kHankelFrom) return hankel_series(0, x, 1) * std::sqrt(kPi / (2 * x));
-  return std::exp(x) * guarded([&] { return std::cyl_bessel_k(0.0, x); });
+  return std::exp(x) * k(0, x);
 }
 
 double scaled_modified_bessel_k1(double x) {
@@ -175,7 +183,7 @@ double scaled_modified_bessel_k1(double x) {
   if (x == 0) return kInf;
   if (std::isinf(x)) return 0;
   if (x >= kHankelFrom) return hankel_series(1, x, 1) * std::sqrt(kPi / (2 * x));
-  return std::exp(x) * guarded([&] { return std::cyl_bessel_k(1.0, x); });
+  return std::exp(x) * k(1, x);
 }
 
 // sin(x) / x, by its Taylor series near 0 where the quotient loses digits.
@@ -197,7 +205,7 @@ double airy_ai(double x) {
     const double x3 = x * x * x;
     return kAi0 * (1 + x3 / 6) - kAiPrime0 * x * (1 + x3 / 12);
   }
-  return guarded([&] { return __gnu_cxx::airy_ai(x); });
+  return bm::airy_ai(x, kPolicy);
 }
 
 // exp(x^2) erfc(x): the product directly while erfc(x) is a normal number (x < 26), the asymptotic series
@@ -229,23 +237,33 @@ double log_ndtr(double x) {
 }
 
 // Phi^-1(p). p >= 1/4: sqrt(2) erfinv(2p - 1), whose argument is exact there. p < 1/4: -sqrt(2) erfc^-1(2p)
-// (2p exact, down to the smallest subnormal), by Newton's method on log erfc(y) = log erfcx(y) - y^2 from the
-// leading term of erfc's asymptotic inverse.
+// (2p exact, down to the smallest subnormal).
 double ndtri(double p) {
   if (std::isnan(p) || p < 0 || p > 1) return kNaN;
   if (p == 0) return -kInf;
   if (p == 1) return kInf;
   if (p >= 0.25) return kSqrt2 * erfinv(2 * p - 1);
-  const double q = 2 * p, log_q = std::log(q);
-  double y = std::sqrt(-log_q - 0.5 * std::log(-kPi * log_q));
-  for (int i = 0; i < 50; ++i) {
-    const double ex = erfcx(y);
-    const double f = std::log(ex) - y * y - log_q;  // log erfc(y) - log q
-    const double step = f * ex * kSqrtPi / 2;        // f / (d log erfc / dy) = f / (-2 / (sqrt(pi) erfcx))
-    y += step;
-    if (std::fabs(step) <= 2 * kEps * y) break;
+  return -kSqrt2 * bm::erfc_inv(2 * p, kPolicy);
+}
+
+double erfinv(double x) {
+  if (!(x >= -1 && x <= 1)) return kNaN;
+  if (x == 1 || x == -1) return std::copysign(kInf, x);
+  if (x == 0) return x;  // -0 stays -0 (Boost returns +0)
+  return bm::erf_inv(x, kPolicy);
+}
+
+// psi'(x): for x < 1/2 the reflection psi'(x) = pi^2 / sin^2(pi x) - psi'(1 - x) as ATen evaluates it (sin(pi x)
+// is not 0 at the negative integers in double, so they give huge finite values; +inf at 0).
+double trigamma(double x) {
+  if (std::isnan(x)) return x;
+  if (x == kInf) return 0;
+  if (x < 0.5) {
+    const double s = std::sin(kPi * x);
+    if (s == 0) return kInf;
+    return kPi * kPi / (s * s) - bm::trigamma(1 - x, kPolicy);
   }
-  return -kSqrt2 * y;
+  return bm::trigamma(x, kPolicy);
 }
 
 double entr(double x) {

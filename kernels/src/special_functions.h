@@ -29,6 +29,8 @@ double ndtri(double p);     // inverse of the standard normal CDF
 double entr(double x);      // -x log x
 double xlog1py(double x, double y);
 double hurwitz_zeta(double s, double q);
+double trigamma(double x);  // psi'(x); +inf at 0, the reflection's huge finite values at the negative integers
+double erfinv(double x);    // +-inf at +-1, NaN outside [-1, 1]
 double polygamma(int64_t n, double x);
 // The regularized incomplete gamma functions P(a, x) and Q(a, x); the series or continued fraction stops when a term
 // is below eps relative (double's epsilon; float callers pass a looser bound, still far below float's rounding).

@@ -3,6 +3,7 @@
 
 #include "pointwise_common.h"
 #include "special_float.h"
+#include "special_functions.h"
 #include "special_math.h"
 
 namespace npu_kernels {
