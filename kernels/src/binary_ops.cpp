@@ -1,5 +1,7 @@
 // Binary pointwise kernels: arithmetic (with Python's division/modulo semantics), comparisons, logical,
 // bitwise and shift ops, gcd / lcm, and the activation backward helpers (grad_output, saved tensor).
+#include "vector_libm.h"  // first: the libm declarations its loops vectorise through
+
 #include <cmath>
 #include <cstdlib>
 

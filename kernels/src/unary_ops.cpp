@@ -1,4 +1,6 @@
 // Unary pointwise kernels: math, rounding, predicates and activations over the elementwise engine.
+#include "vector_libm.h"  // first: the libm declarations its loops vectorise through
+
 #include <cmath>
 
 #include "pointwise_common.h"
