@@ -1,7 +1,8 @@
 """Elementwise benchmark: (1) a chain of 1000 small ops (1k elements, then one sync) — async launch vs
 CPU eager; (2) 16M-element ops — npu time / CPU eager time and achieved GB/s against a STREAM-style
-copy bandwidth measured in the same interleaved tries; (3) the same ops in fp16 and bf16. Prints ratios;
-asserts nothing.
+copy bandwidth measured in the same interleaved tries; (3) the same ops in fp16 and bf16; (4) the libm
+transcendentals (sin ... atan2) on 1M elements in fp32 and fp64, where npu's loops call glibc's libmvec and CPU's
+call Sleef. Prints ratios; asserts nothing.
 Run: python benchmarks/bench_elementwise.py"""
 import torch
 
@@ -87,6 +88,27 @@ def main():
                          f"{nbytes / n / 1e9:.1f} GB/s"))
     print_table("16-bit elementwise (computed in fp32, rounded once): npu vs CPU eager in the same dtype",
                 ["case", "CPU eager ms", "npu ms", "npu/cpu", "npu bandwidth"], rows)
+
+    rows = []
+    names = ["sin", "cos", "tan", "asin", "atan", "sinh", "atanh", "exp2", "expm1", "log10", "log1p", "erfc", "exp",
+             "erf", "atan2", "pow 2.5"]
+    for dtype in (torch.float32, torch.float64):
+        x = torch.rand(1 << 20, dtype=dtype) * 0.98 + 0.01
+        for name in names:
+            if name == "atan2":
+                fn = lambda t: torch.atan2(t, t * 0.5 + 0.1)  # noqa: E731
+            elif name == "pow 2.5":
+                fn = lambda t: torch.pow(t, 2.5)  # noqa: E731
+            else:
+                fn = getattr(torch, name)
+            xn = x.to("npu")
+            cpu_run = lambda fn=fn: fn(x)  # noqa: E731
+            npu_run = lambda fn=fn: (fn(xn), torch.npu.synchronize())  # noqa: E731
+            cpu_run(), npu_run()
+            c, n = best_of_each([cpu_run, npu_run], repeat=5)
+            rows.append((f"{name}, 1M {str(dtype)[6:]}", f"{c * 1e3:.2f}", f"{n * 1e3:.2f}", f"{n / c:.2f}", "-"))
+    print_table("libm transcendentals: npu (glibc libmvec) vs CPU eager (Sleef)",
+                ["case", "CPU eager ms", "npu ms", "npu/cpu", "-"], rows)
 
 
 if __name__ == "__main__":
