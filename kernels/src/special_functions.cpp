@@ -39,12 +39,12 @@ double hankel_series(double nu, double x, double sign) {
 
 constexpr double kHankelFrom = 500;
 // Beyond these, I0 and I1 are infinite as in ATen (whose exp(x) factor overflows from log(DBL_MAX) on, a
-// little before the functions do) and K0 and K1 underflow; libstdc++ throws for arguments past ~1e5.
+// little before the functions do) and K0 and K1 underflow.
 constexpr double kIOverflow = 709.782712893384, kKUnderflow = 746;
 
 // Ai(-x) for x >= 200 by its asymptotic expansion pi^-1/2 x^-1/4 (sin(z + pi/4) P(z) - cos(z + pi/4) Q(z)),
-// z = 2/3 x^3/2, with the coefficients u_k of the Airy expansions (libstdc++ throws past x ~ 700); the
-// neglected terms are below 1e-16 there.
+// z = 2/3 x^3/2, with the coefficients u_k of the Airy expansions, instead of the Bessel form; the neglected
+// terms are below 1e-16 there.
 double airy_ai_negative_asymptotic(double x) {
   static constexpr double u[] = {1.0, 5.0 / 72, 385.0 / 10368, 85085.0 / 2239488, 37182145.0 / 644972544,
                                  5391411025.0 / 61917364224};
@@ -80,12 +80,12 @@ double exp_square(double x) {
 }  // namespace
 
 // From 2^27 on, J and Y are Hankel's expansion (bessel_jy_far), whose first omitted term is below 1e-17 there:
-// libstdc++'s own asymptotic form (like ATen's) rounds its phase x - pi/4 to double, an error of ulp(x) / 2 that
+// ATen's asymptotic form rounds its phase x - pi/4 to double, an error of ulp(x) / 2 that
 // reaches ~1e-8 of the amplitude at 2^27, ~1e-5 at 2^40 and all of it from ~1e15.
 constexpr double kBesselFar = 134217728.0;
 
-// ATen returns NaN at +-inf for the Bessel functions of the first and second kind; libstdc++ throws
-// std::domain_error for a negative argument, so the symmetry J_n(-x) = (-1)^n J_n(x) is applied here.
+// ATen returns NaN at +-inf for the Bessel functions of the first and second kind; J is evaluated at |x| and
+// the symmetry J_n(-x) = (-1)^n J_n(x) applied here.
 double bessel_j0(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
   if (std::fabs(x) >= kBesselFar) return bessel_jy_far(0, false, x);
@@ -200,7 +200,7 @@ double airy_ai(double x) {
   if (std::isnan(x) || std::isinf(x)) return kNaN;
   if (x > 110) return 0;  // underflows
   if (x < -200) return airy_ai_negative_asymptotic(-x);
-  if (std::fabs(x) < 1e-3) {  // Maclaurin series (libstdc++'s Bessel form overflows as x^3/2 underflows)
+  if (std::fabs(x) < 1e-3) {  // Maclaurin series (the Bessel form's argument 2/3 |x|^3/2 underflows)
     constexpr double kAi0 = 0.355028053887817239, kAiPrime0 = 0.258819403792806798;  // Ai(0), -Ai'(0)
     const double x3 = x * x * x;
     return kAi0 * (1 + x3 / 6) - kAiPrime0 * x * (1 + x3 / 12);

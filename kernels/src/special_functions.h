@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 namespace npu_kernels::detail {
 
@@ -34,8 +35,8 @@ double erfinv(double x);    // +-inf at +-1, NaN outside [-1, 1]
 double polygamma(int64_t n, double x);
 // The regularized incomplete gamma functions P(a, x) and Q(a, x); the series or continued fraction stops when a term
 // is below eps relative (double's epsilon; float callers pass a looser bound, still far below float's rounding).
-double igamma(double a, double x, double eps = 2.220446049250313e-16);
-double igammac(double a, double x, double eps = 2.220446049250313e-16);
+double igamma(double a, double x, double eps = std::numeric_limits<double>::epsilon());
+double igammac(double a, double x, double eps = std::numeric_limits<double>::epsilon());
 
 enum class Polynomial {
   kChebyshevT, kChebyshevU, kChebyshevV, kChebyshevW, kHermiteH, kHermiteHe, kLaguerreL, kLegendreP,

@@ -1,7 +1,8 @@
 // The special-function ops of the pointwise catalogue over the elementwise engine: float32 / float16 / bfloat16
 // elements of the Bessel functions, the Chebyshev polynomials, entr and ndtri by the vectorised float kernels of
-// special_float.h; the rest, and float64, widened to double, evaluated by special_functions.cpp and rounded once
-// into the output dtype.
+// special_float.h, the other orthogonal polynomials by a vectorised double recurrence; the rest, and float64, widened
+// to double, evaluated by special_functions.cpp and rounded once into the output dtype.
+#include <limits>
 #include <optional>
 
 #include "pointwise_common.h"
@@ -221,7 +222,7 @@ npu_sim::Status special_binary(npu_sim::Stream s, BinaryOp op, const Elementwise
       case BinaryOp::kIgamma:
       case BinaryOp::kIgammac: {
         // float and 16-bit results stop at 1e-9 relative (float rounds at 6e-8): 40% fewer terms than at double eps
-        const double eps = std::is_same_v<C, double> ? 2.220446049250313e-16 : 1e-9;
+        const double eps = std::is_same_v<C, double> ? std::numeric_limits<double>::epsilon() : 1e-9;
         double (*fn)(double, double, double) = op == BinaryOp::kIgamma ? igamma : igammac;
         return go([fn, eps](C a, C x) {
           return static_cast<C>(fn(static_cast<double>(a), static_cast<double>(x), eps));
