@@ -279,7 +279,8 @@ npu_sim::Status resample_backward(npu_sim::Stream s, const ResampleArgs& a, cons
                           }
                           const int64_t n_in = a.d.in * a.h.in * a.w.in;
                           std::vector<A> acc(static_cast<size_t>(n_in));  // one plane, in the UB's role
-                          std::vector<A> col(static_cast<size_t>(a.w.in));  // one grad row's adjoint along w
+                          // one grad row's adjoint along w (the separable form below, kd x kh > 1 only)
+                          std::vector<A> col(static_cast<size_t>(kd * kh > 1 ? a.w.in : 0));
                           // Scatters grad row gp along w into dst (K taps per element).
                           auto scatter_w = [&](const T* gp, A* dst, A wr) {
                             if (kw == 1) {  // gathers: one source each (no 0 * inf = NaN from unused taps)

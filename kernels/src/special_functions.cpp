@@ -58,11 +58,12 @@ double airy_ai_negative_asymptotic(double x) {
 // Boost.Math's policy for kernel code: double arithmetic throughout, and every error its IEEE value (NaN, +-inf,
 // 0) rather than an exception through an AI-core thread. The wrappers below handle the edges before calling.
 namespace bm = boost::math;
-using KernelPolicy = bm::policies::policy<
-    bm::policies::promote_double<false>, bm::policies::promote_float<false>,
-    bm::policies::domain_error<bm::policies::ignore_error>, bm::policies::pole_error<bm::policies::ignore_error>,
-    bm::policies::overflow_error<bm::policies::ignore_error>, bm::policies::underflow_error<bm::policies::ignore_error>,
-    bm::policies::evaluation_error<bm::policies::ignore_error>, bm::policies::rounding_error<bm::policies::ignore_error>>;
+namespace bp = boost::math::policies;
+using KernelPolicy =
+    bp::policy<bp::promote_double<false>, bp::promote_float<false>, bp::domain_error<bp::ignore_error>,
+               bp::pole_error<bp::ignore_error>, bp::overflow_error<bp::ignore_error>,
+               bp::underflow_error<bp::ignore_error>, bp::evaluation_error<bp::ignore_error>,
+               bp::rounding_error<bp::ignore_error>>;
 constexpr KernelPolicy kPolicy;
 
 double j(int nu, double x) { return bm::cyl_bessel_j(nu, x, kPolicy); }

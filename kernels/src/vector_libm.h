@@ -9,8 +9,9 @@
 
 #include <math.h>
 
-#if !defined(NPU_SIM_NO_VECTOR_LIBM) && defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
-#define NPU_SIM_VECTOR_LIBM 1
+// NPU_SIM_NO_VECTOR_LIBM: CMake found no libmvec to link.
+#if !defined(NPU_SIM_NO_VECTOR_LIBM) && defined(__x86_64__) && defined(__GLIBC__) && \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
 #define NPU_SIM_SIMD_LIBM1(name)                                          \
   double name(double) noexcept __attribute__((simd("notinbranch")));     \
   float name##f(float) noexcept __attribute__((simd("notinbranch")));
