@@ -115,16 +115,14 @@ inline float dot(const float* a, const float* b, int64_t n) {
 template <typename F>
 inline float fill_max(float* v, int64_t n, F f) {
   const float ninf = -std::numeric_limits<float>::infinity();
-  v16sf m0, m1;
-  for (int j = 0; j < 16; ++j) m0[j] = m1[j] = ninf;
+  v16sf m0 = detail::splat16(ninf), m1 = m0;
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     for (int k = 0; k < 32; ++k) v[i + k] = f(i + k);
-    const v16sf x0 = load16(v + i), x1 = load16(v + i + 16);
-    m0 = x0 > m0 ? x0 : m0;
-    m1 = x1 > m1 ? x1 : m1;
+    m0 = detail::max16(load16(v + i), m0);
+    m1 = detail::max16(load16(v + i + 16), m1);
   }
-  m0 = m1 > m0 ? m1 : m0;
+  m0 = detail::max16(m1, m0);
   float m = ninf;
   for (int j = 0; j < 16; ++j) m = m0[j] > m ? m0[j] : m;
   for (; i < n; ++i) {
