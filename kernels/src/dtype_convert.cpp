@@ -1,7 +1,7 @@
 // The dtype layer's run-time-dispatched row conversions (see dtype_convert.h).
 #include "dtype_convert.h"
 
-#include "vec16.h"
+#include "npu_kernels/vec16.h"
 
 #include <immintrin.h>
 

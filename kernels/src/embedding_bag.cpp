@@ -10,7 +10,8 @@
 #include "npu_kernels/float_dispatch.h"
 #include "npu_kernels/launch.h"
 #include "traffic.h"
-#include "vec16.h"
+#include "dtype_convert.h"
+#include "npu_kernels/vec16.h"
 
 namespace npu_kernels {
 namespace {

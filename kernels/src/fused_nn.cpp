@@ -12,7 +12,7 @@
 
 #include "dtype_convert.h"
 #include "fast_math.h"
-#include "vec16.h"
+#include "npu_kernels/vec16.h"
 #include "npu_kernels/elementwise.h"  // kStreamOutputBytes
 #include "npu_kernels/launch.h"
 #include "npu_kernels/stream_store.h"

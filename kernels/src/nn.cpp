@@ -14,7 +14,7 @@
 #include "npu_kernels/nn.h"
 #include "fast_math.h"
 #include "traffic.h"
-#include "vec16.h"
+#include "npu_kernels/vec16.h"
 
 namespace npu_kernels {
 
@@ -62,8 +62,8 @@ inline A lane_max(const A* v, int64_t n) {
   return m;
 }
 
-// fp32 specialisations with 16-wide vector extensions (vec16.h; the scalar-lane form above is not vectorised
-// by GCC's SLP pass; AVX-512 builds get one zmm op per vector, others the same code in narrower pieces); four
+// fp32 specialisations with 16-lane vectors (vec16.h; the scalar-lane form above is not vectorised by GCC's
+// SLP pass; AVX-512 builds get one zmm op per vector, others two ymm halves); four
 // accumulators hide the add latency (two 4-wide ones left fp32/fp16 softmax bound by it).
 using detail::hsum16;
 using detail::load16;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
-#include "vec16.h"
+#include "npu_kernels/vec16.h"
 #include "npu_kernels/launch.h"
 #include "real_dispatch.h"
 #include "traffic.h"

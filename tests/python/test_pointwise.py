@@ -364,6 +364,9 @@ def test_16bit_runs_round_once_like_cpu(dtype):
         # round it to the tensor's dtype first, so an inexact scalar would differ by design
         same((na * 1.75).cpu(), a * 1.75, (dtype, n))
         same((2.5 - na).cpu(), 2.5 - a, (dtype, n))
+        # add / sub / mul / div run 16 lanes in registers (the others through the tiles): alpha, a quotient
+        same(torch.sub(na, nb, alpha=0.5).cpu(), torch.sub(a, b, alpha=0.5), (dtype, n))
+        same((na / nb).cpu(), a / b, (dtype, n))
         same(torch.addcmul(na, nb, na, value=0.5).cpu(), torch.addcmul(a, b, a, value=0.5), n)
         same(torch.abs(na).cpu(), torch.abs(a), (dtype, n))
         torch.testing.assert_close(torch.exp(na).cpu(), torch.exp(a), equal_nan=True)

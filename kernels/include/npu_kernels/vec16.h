@@ -6,11 +6,16 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__AVX512F__) || defined(__F16C__)
+#if defined(__AVX512F__) || defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
-#include "dtype_convert.h"
+#include "npu_kernels/dtype.h"
+
+// Translation units built without AVX (the torch glue includes the engine's headers) would warn that these inline
+// functions' vector returns change the ABI: they are always inlined into kernels built for the machine.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace npu_kernels::detail {
 
@@ -126,9 +131,13 @@ inline void store16(Half* p, v16sf x) {  // round to nearest even (float_to_half
 }
 #else
 inline v8sf load8(const BFloat16* p) {
+#if defined(__AVX2__)  // one vpmovzxwd from memory (__builtin_convertvector: two on xmm halves and an insert)
+  return (v8sf)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))), 16);
+#else
   v8hu h;
   std::memcpy(&h, p, sizeof(h));
   return (v8sf)(__builtin_convertvector(h, v8su) << 16);
+#endif
 }
 inline void store8(BFloat16* p, v8sf x) {
   const v8hu h = __builtin_convertvector(bf16_round8((v8su)x), v8hu);
@@ -179,3 +188,5 @@ inline float hsum16(v16sf a) {
 }
 
 }  // namespace npu_kernels::detail
+
+#pragma GCC diagnostic pop
