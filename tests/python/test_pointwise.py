@@ -367,6 +367,8 @@ def test_16bit_runs_round_once_like_cpu(dtype):
         # add / sub / mul / div run 16 lanes in registers (the others through the tiles): alpha, a quotient
         same(torch.sub(na, nb, alpha=0.5).cpu(), torch.sub(a, b, alpha=0.5), (dtype, n))
         same((na / nb).cpu(), a / b, (dtype, n))
+        # both operands broadcast along the run (stride 0): the 16-lane path read the first as contiguous
+        same((na[1:2].expand(n) + nb[:1].expand(n)).cpu(), a[1:2].expand(n) + b[:1].expand(n), (dtype, n))
         same(torch.addcmul(na, nb, na, value=0.5).cpu(), torch.addcmul(a, b, a, value=0.5), n)
         same(torch.abs(na).cpu(), torch.abs(a), (dtype, n))
         torch.testing.assert_close(torch.exp(na).cpu(), torch.exp(a), equal_nan=True)

@@ -215,16 +215,14 @@ __attribute__((always_inline)) inline void load_lanes(float* x, const T* p, int6
   for (int64_t k = 0; k < 16; ++k) x[k] = k < count ? static_cast<float>(p[k]) : 0.0f;
 }
 
-// A contiguous 16-bit run of an in_registers functor, as CPU eager's vectorised loop does it: 16 elements of each
-// input loaded and converted into fp32 registers, f over the 16 lanes, rounded and stored: one pass, where
-// reduced_float_run's tiles make three over L1 (16-bit add and mul ran 1.3-1.6x CPU eager on an AVX2 host). A
-// stride-0 input is one fp32 scalar.
-template <typename T, int N, typename F>
-__attribute__((flatten)) inline void reduced_float_lanes(T* out, const T* const* in, const bool* scalar_in,
+// A contiguous 16-bit run of an in_registers binary functor, as CPU eager's vectorised loop does it: 16 elements of
+// each input loaded and converted into fp32 registers, f over the 16 lanes, rounded and stored: one pass, where
+// reduced_float_run's tiles make three over L1 (16-bit add and mul ran 1.3-1.6x CPU eager on an AVX2 host). One
+// input may be stride 0 (one fp32 scalar), not both.
+template <typename T, typename F>
+__attribute__((flatten)) inline void reduced_float_lanes(T* out, const T* a, const T* b, const bool* scalar_in,
                                                          int64_t n, bool stream, const InRegisters<F>& op) {
   const F f = op.f;
-  const T* a = in[0];
-  const T* b = in[N - 1];
   // y[0..16) = f over the 16 elements from i, count of them real
   const auto run = [&](auto body) {
     constexpr int64_t kTile = 2048;
@@ -247,12 +245,7 @@ __attribute__((flatten)) inline void reduced_float_lanes(T* out, const T* const*
     if (stream) stream_fence();
   };
   alignas(64) float x0[16], x1[16];
-  if constexpr (N == 1) {
-    run([&](float* y, int64_t i, int64_t count) {
-      load_lanes(x0, a + i, count);
-      for (int j = 0; j < 16; ++j) y[j] = static_cast<float>(f(x0[j]));
-    });
-  } else if (scalar_in[1]) {
+  if (scalar_in[1]) {
     const float bv = static_cast<float>(b[0]);
     run([&](float* y, int64_t i, int64_t count) {
       load_lanes(x0, a + i, count);
@@ -354,8 +347,10 @@ inline void elementwise_run(char* const* ptrs, const int64_t* inner, int64_t n, 
     if (contiguous && n >= 64) {
       const In* ins[N > 0 ? N : 1];
       for (int k = 0; k < N; ++k) ins[k] = reinterpret_cast<const In*>(ptrs[k + 1]);
-      if constexpr (detail::is_in_registers<F>::value && (N == 1 || N == 2)) {
-        if (N == 2 || !scalar_in[0]) return detail::reduced_float_lanes<In, N>(out, ins, scalar_in, n, stream, f);
+      if constexpr (detail::is_in_registers<F>::value && N == 2) {  // two stride-0 inputs: the tiles fill them
+        if (!scalar_in[0] || !scalar_in[1]) {
+          return detail::reduced_float_lanes(out, ins[0], ins[1], scalar_in, n, stream, f);
+        }
       }
       return detail::reduced_float_run<In, N>(out, ins, scalar_in, n, stream, f);
     }
