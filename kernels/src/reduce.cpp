@@ -553,7 +553,9 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
   const uint32_t max_blocks = grid_for(int64_t(1) << 40, 1);  // 4 x core threads
   if (O < static_cast<int64_t>(max_blocks) && Rn >= 2 * kSplitGrain) {
     const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(Rn / kSplitGrain, max_blocks / O + 1));
-    auto partial = std::make_shared<std::vector<S>>(static_cast<size_t>(O * parts));
+    // One slot per block in a plain array: std::vector<bool> (all / any's S) packs the slots into shared words,
+    // and blocks storing neighbouring bits at once lose each other's stores.
+    std::shared_ptr<S[]> partial(new S[static_cast<size_t>(O * parts)]());
     npu_sim::Status st = npu_sim::launch_kernel(
         stream, name, static_cast<uint32_t>(O * parts), [d, in, red, parts, Rn, partial](const npu_sim::BlockContext& ctx) {
           const int64_t o = ctx.block_idx / parts, k = ctx.block_idx % parts;
@@ -565,7 +567,7 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
           for_reduced_runs(d, rb, re, [&](int64_t off, int64_t n, int64_t r0) {
             red.run(s, in + in_off + off, n, d.red_strides[d.n_red - 1], r0);
           });
-          (*partial)[ctx.block_idx] = s;
+          partial[ctx.block_idx] = s;
         });
     if (st != npu_sim::Status::kSuccess) return st;
     return npu_sim::launch_kernel(stream, name, static_cast<uint32_t>(O), [d, red, parts, Rn, partial, ob](const npu_sim::BlockContext& ctx) {
@@ -573,8 +575,8 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
       detail::record_vec(ctx, parts * static_cast<int64_t>(sizeof(S)), ob, parts);
       int64_t in_off, out_off[2];
       outer_offsets(d, o, &in_off, out_off);
-      S s = (*partial)[o * parts];
-      for (int64_t k = 1; k < parts; ++k) red.merge(s, (*partial)[o * parts + k]);
+      S s = partial[o * parts];
+      for (int64_t k = 1; k < parts; ++k) red.merge(s, partial[o * parts + k]);
       red.write(d, out_off, s, Rn);
     });
   }

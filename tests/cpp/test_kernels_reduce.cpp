@@ -1,6 +1,6 @@
 // gtests of the reduction engine (torch-free): every subset of reduced dims of a 3-D tensor for several
 // dtypes against a double reference, the tiled (column) and two-phase (full, large) splits, argmax ties,
-// var with correction, two streams reducing at once, scans, a device-side nll_loss error, and a reduction
+// var with correction, two streams reducing at once, two-phase all / any, scans, a device-side nll_loss error, and a reduction
 // without a kernel refused at launch.
 #include <gtest/gtest.h>
 
@@ -249,6 +249,34 @@ TEST(KernelsReduce, TwoStreamsConcurrently) {
     EXPECT_EQ(r0[row], sum);
     EXPECT_EQ(r1[row], 16.0);
   }
+}
+
+TEST(KernelsReduce, AllAnyTwoPhaseKeepEveryBlocksAnswer) {
+  // all / any of one long bool row split over several blocks: each block's answer is its own slot (the blocks
+  // once stored them as neighbouring bits of one std::vector<bool> and lost each other's stores now and then)
+  const int64_t n = 1 << 17;
+  const int64_t s[3] = {1, 1, n};
+  std::vector<uint8_t> ones(static_cast<size_t>(n), 1), last(static_cast<size_t>(n), 0);
+  last.back() = 1;
+  Buf<uint8_t> all_in(ones), any_in(last);
+  auto worker = [&](ReduceOp op, const Buf<uint8_t>* in, int* wrong) {
+    npu_sim::Stream st = nullptr;
+    ASSERT_OK(npu_sim::stream_create(0, &st));
+    Buf<uint8_t> out(1);
+    for (int rep = 0; rep < 1500; ++rep) {
+      ReduceDesc d = describe(s, 7u, in->ptr, DType::kBool, out.ptr);
+      ASSERT_OK(npu_kernels::reduce(st, op, d));
+      ASSERT_OK(npu_sim::stream_synchronize(st));
+      if (out.read()[0] != 1) ++*wrong;
+    }
+    ASSERT_OK(npu_sim::stream_destroy(st));
+  };
+  int wrong_all = 0, wrong_any = 0;
+  std::thread t0(worker, ReduceOp::kAll, &all_in, &wrong_all), t1(worker, ReduceOp::kAny, &any_in, &wrong_any);
+  t0.join();
+  t1.join();
+  EXPECT_EQ(wrong_all, 0);
+  EXPECT_EQ(wrong_any, 0);
 }
 
 TEST(KernelsReduce, Cumsum) {
