@@ -1,7 +1,7 @@
 """Reduction and nn-kernel benchmark: npu vs CPU eager PyTorch measured in the same run. sum / mean / amax
 over 16M fp32 elements (full reduction = two-phase path; per-row over (4096, 4096) and per-column over
-dim 0 = tiled path; 1- and 2-norms of rows; cache-resident rows of 1024x1024 and 4096x1024, 20 calls back to
-back per try), softmax, log_softmax and layer_norm on (4096, 1024) fp32, forward and backward;
+dim 0 = tiled path; 1- and 2-norms of rows; cache-resident rows of 1024x1024, 4096x1024 and 16384x256, 20 calls
+back to back per try), softmax, log_softmax and layer_norm on (4096, 1024) fp32, forward and backward;
 fp16/bf16 sum, softmax (+ backward) and layer_norm (+ backward).
 Prints time, ratio npu/cpu (lower is better) and GB/s of the input read; asserts nothing.
 Run: python benchmarks/bench_reductions.py [--quick]"""
@@ -44,7 +44,7 @@ def main():
         row("sum cols dim=0", lambda: x2.sum(0), lambda: x2n.sum(0), nb, repeat),
         row("argmax rows dim=1", lambda: x2.argmax(1), lambda: x2n.argmax(1), nb, repeat),
     ]
-    for shape in [(1024, 1024), (4096, 1024)]:  # cache-resident rows, 20 calls back to back per try
+    for shape in [(1024, 1024), (4096, 1024), (16384, 256)]:  # cache-resident rows, 20 calls back to back per try
         c = torch.randn(shape)
         cn, cb = c.npu(), c.numel() * 4
         rows += [

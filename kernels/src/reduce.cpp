@@ -77,27 +77,53 @@ inline void store(void* base, int64_t off, A v) {
 
 // ---- reducers: S state; init(); run(S&, p, n, stride, r0); merge(S&, const S&); write(...) ----
 
-// Sum of f(x) over n contiguous values (f: identity, |x|, x^2) in 32 accumulator lanes, in acc_t:
-// vectorisable, and four independent vector adds per step (one 8-lane chain was bound by the add latency:
-// fp16 sum 16M 3.7 -> ms, see benchmarks.md; the 2-norm of 1024-element rows 1.8x CPU's time with 8 lanes).
+// Sum of f(x) over n contiguous values (f: identity, |x|, x^2) in 32 accumulator lanes, in acc_t: four
+// independent vector adds per step (one 8-lane chain was bound by the add latency: fp16 sum 16M 3.7 -> ms, see
+// benchmarks.md; the 2-norm of 1024-element rows 1.8x CPU's time with 8 lanes). fp32 accumulation (float, fp16,
+// bf16) holds the lanes in two 16-lane vectors, lanes 0-15 and 16-31, loaded and widened in registers; as a lane
+// array, GCC zeroed and folded them through the stack for every call, which cost a 256-element row's sum more than
+// its loads. The fold is the same pairwise one either way (a0 + a1 is its w = 16 step, hsum16 the rest).
 struct Identity {
-  template <typename A>
-  A operator()(A x) const { return x; }
+  template <typename X>
+  X operator()(X x) const { return x; }
+};
+struct Abs {
+  template <typename X>
+  X operator()(X x) const {
+    if constexpr (std::is_floating_point_v<X>) return std::fabs(x);
+    else return detail::abs16(x);
+  }
+};
+struct Square {
+  template <typename X>
+  X operator()(X x) const { return x * x; }
 };
 template <typename T, class F = Identity>
 inline acc_t<T> sum_lanes(const T* q, int64_t m, F f = {}) {
   using A = acc_t<T>;
   constexpr int kLanes = 32;
-  A lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= m; i += kLanes) {
-    for (int j = 0; j < kLanes; ++j) lanes[j] += f(ld(q + i + j));
+  if constexpr (std::is_same_v<A, float>) {
+    detail::v16sf a0 = detail::splat16(0.0f), a1 = a0;
+    int64_t i = 0;
+    for (; i + kLanes <= m; i += kLanes) {
+      a0 += f(detail::load16(q + i));
+      a1 += f(detail::load16(q + i + 16));
+    }
+    float t = detail::hsum16(a0 + a1);
+    for (; i < m; ++i) t += f(ld(q + i));
+    return t;
+  } else {
+    A lanes[kLanes] = {};
+    int64_t i = 0;
+    for (; i + kLanes <= m; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) lanes[j] += f(ld(q + i + j));
+    }
+    for (int w = kLanes / 2; w >= 1; w /= 2)  // pairwise
+      for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+    A t = lanes[0];
+    for (; i < m; ++i) t += f(ld(q + i));
+    return t;
   }
-  for (int w = kLanes / 2; w >= 1; w /= 2)  // pairwise
-    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
-  A t = lanes[0];
-  for (; i < m; ++i) t += f(ld(q + i));
-  return t;
 }
 
 // sum_lanes per 2048-element chunk, the chunks' sums added into s (bounded rounding growth).
@@ -107,20 +133,6 @@ inline void sum_chunks(A& s, const T* q, int64_t n, F f = {}) {
   for (int64_t c = 0; c < n; c += kChunk) s += sum_lanes(q + c, std::min(kChunk, n - c), f);
 }
 
-// sum_lanes over fp16, converting 16 at a time in registers: lanes 0-15 in a0, 16-31 in a1, then the same
-// pairwise fold (a0 + a1 is the w = 16 step, hsum16 the rest).
-inline float sum_lanes_half(const Half* q, int64_t m) {
-  detail::v16sf a0 = {}, a1 = {};
-  int64_t i = 0;
-  for (; i + 32 <= m; i += 32) {
-    a0 += detail::load16(q + i);
-    a1 += detail::load16(q + i + 16);
-  }
-  float t = detail::hsum16(a0 + a1);
-  for (; i < m; ++i) t += ld(q + i);
-  return t;
-}
-
 template <typename T, bool kMean, typename O = T>  // O: the output's type (acc_t<T> for a widened output)
 struct SumR {
   using A = acc_t<T>;
@@ -128,15 +140,7 @@ struct SumR {
   S init() const { return A(0); }
   void run(S& s, const T* p, int64_t n, int64_t stride, int64_t) const {
     if (stride == 1) {
-      // 32 lanes (vectorisable), summed per 2048-element chunk into the state (bounded rounding growth);
-      // fp16 converts in registers (vec16.h's vcvtph2ps), since the compiler will not vectorise the
-      // per-element conversion inside sum_lanes: two 16-lane accumulators, the same lane order.
-      if constexpr (std::is_same_v<T, Half>) {
-        constexpr int64_t kChunk = 2048;
-        for (int64_t c = 0; c < n; c += kChunk) s += sum_lanes_half(p + c, std::min(kChunk, n - c));
-      } else {
-        sum_chunks(s, p, n);
-      }
+      sum_chunks(s, p, n);  // 32 lanes per 2048-element chunk, the chunks into the state (bounded rounding growth)
     } else {
       for (int64_t i = 0; i < n; ++i) s += ld(p + i * stride);
     }
@@ -371,8 +375,8 @@ struct NormR {
   }
   void run(S& s, const T* q, int64_t n, int64_t stride, int64_t r0) const {
     if (stride == 1 && (kind == 1 || kind == 2)) {
-      if (kind == 1) sum_chunks(s, q, n, [](A x) { return std::fabs(x); });
-      else sum_chunks(s, q, n, [](A x) { return x * x; });
+      if (kind == 1) sum_chunks(s, q, n, Abs{});
+      else sum_chunks(s, q, n, Square{});
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
@@ -617,6 +621,22 @@ npu_sim::Status run_reduce(npu_sim::Stream stream, const char* name, const Reduc
                         });
   }
 
+  // At most one kept and one reduced dim (the rows of a matrix, a vector): offsets by multiplication and one run
+  // per output, without the general walk (its divisions and index arrays cost more than a 256-element row's sum).
+  if (d.n_outer <= 1 && d.n_red == 1) {
+    const int64_t in_s = d.n_outer ? d.in_outer_strides[0] : 0, red_s = d.red_strides[0];
+    const int64_t out_s0 = d.n_outer ? d.out_strides[0][0] : 0, out_s1 = d.n_outer ? d.out_strides[1][0] : 0;
+    return parallel_for(stream, name, O, grain,
+                        [d, in, red, Rn, ob, in_s, red_s, out_s0, out_s1](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
+                          detail::record_vec(ctx, (e - b) * Rn * static_cast<int64_t>(sizeof(T)), (e - b) * ob, (e - b) * Rn);
+                          for (int64_t o = b; o < e; ++o) {
+                            S s = red.init();
+                            red.run(s, in + o * in_s, Rn, red_s, 0);
+                            const int64_t out_off[2] = {o * out_s0, o * out_s1};
+                            red.write(d, out_off, s, Rn);
+                          }
+                        });
+  }
   return parallel_for(stream, name, O, grain, [d, in, red, Rn, ob](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
     detail::record_vec(ctx, (e - b) * Rn * static_cast<int64_t>(sizeof(T)), (e - b) * ob, (e - b) * Rn);
     for (int64_t o = b; o < e; ++o) {

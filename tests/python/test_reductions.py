@@ -155,7 +155,7 @@ def test_max_nan_and_ties():
 @pytest.mark.parametrize("n", [1, 7, 31, 32, 33, 64, 100, 1000, 4099])
 def test_row_extremes_and_norms_around_the_vector_width(n):
     # rows reduced in 32-lane vectors with a scalar tail: NaN anywhere (first vector, body, tail), infinities,
-    # all-negative rows, and lengths either side of a multiple of 32, for amax/amin/max and the p-norms
+    # all-negative rows, and lengths either side of a multiple of 32, for amax/amin/max, the p-norms and sum / mean
     g = torch.Generator().manual_seed(n)
     x = torch.randn(9, n, generator=g)
     if n > 5:
@@ -174,6 +174,9 @@ def test_row_extremes_and_norms_around_the_vector_width(n):
     for dtype in (torch.float16, torch.bfloat16, torch.float64):
         cases[f"norm1 {dtype}"] = lambda a, dtype=dtype: torch.linalg.vector_norm(a.to(dtype), 1, 1)
         cases[f"norm2 {dtype}"] = lambda a, dtype=dtype: torch.linalg.vector_norm(a.to(dtype), 2, 1)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):  # sums: the same lanes, fp32 accumulation
+        cases[f"sum {dtype}"] = lambda a, dtype=dtype: a.nan_to_num(0.0, 0.0, 0.0).to(dtype).sum(1)
+        cases[f"mean {dtype}"] = lambda a, dtype=dtype: a.to(dtype).mean(1)
     for name, fn in cases.items():
         want = fn(x)
         # sums of thousands of terms in another order than CPU's: a few float32 ulps

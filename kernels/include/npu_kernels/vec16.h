@@ -55,6 +55,15 @@ inline v16sf splat16(float s) {
   std::memcpy(&x, lanes, sizeof(x));
   return x;
 }
+// Lane-wise |x| (the sign bit cleared, as std::fabs).
+inline v16sf abs16(v16sf x) {
+#if defined(__AVX512F__)
+  typedef uint32_t v16u __attribute__((vector_size(64)));
+  return (v16sf)((v16u)x & 0x7fffffffu);
+#else
+  return {(v8sf)((v8su)x.lo & 0x7fffffffu), (v8sf)((v8su)x.hi & 0x7fffffffu)};
+#endif
+}
 // Lane-wise max(x, m) where a NaN lane of x never wins (x > m is false): the running max of lane_max.
 inline v16sf max16(v16sf x, v16sf m) {
 #if defined(__AVX512F__)
