@@ -1,7 +1,7 @@
 // gtests of the reduction engine (torch-free): every subset of reduced dims of a 3-D tensor for several
 // dtypes against a double reference, the tiled (column) and two-phase (full, large) splits, argmax ties,
-// var with correction, two streams reducing at once, two-phase all / any, scans, a device-side nll_loss error, and a reduction
-// without a kernel refused at launch.
+// var with correction, two streams reducing at once, two-phase all / any, scans, a device-side nll_loss error,
+// and a reduction without a kernel refused at launch.
 #include <gtest/gtest.h>
 
 #include <cmath>
