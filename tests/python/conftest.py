@@ -31,16 +31,16 @@ def run_python(code: str, env: dict = None, timeout: float = 120) -> subprocess.
                           text=True, timeout=timeout)
 
 
-# Files whose tests start processes of their own, share machine-wide state (ports, the /dev/shm segments of
-# hccl's shm transport that the tests check are all gone) and time their peers out: marked `processes`.
-# scripts/test.sh runs the rest on every core (pytest-xdist) and these afterwards, one at a time, on an idle machine.
+# Files whose tests start processes of their own (ranks that time their peers out; each test takes its own port
+# and checks that its own ranks left no hccl segment in /dev/shm): marked `processes`. scripts/test.sh runs the
+# rest on every core (pytest-xdist), then these, also a worker per core, without the rest competing for the cores.
 PROCESS_TEST_FILES = {"test_distributed.py", "test_distributed_faults.py", "test_distributed_hier.py",
                       "test_distributed_tcp.py", "test_ddp_amp.py", "test_ipc.py", "test_hf_trainer.py",
                       "test_torch_npu_dropin.py"}
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "processes: starts processes of its own; run alone (scripts/test.sh)")
+    config.addinivalue_line("markers", "processes: starts processes of its own; run as a stage of their own (scripts/test.sh)")
 
 
 # Tests of minutes (the whole-OpInfo sweeps: 220 s, 53 s, 12 s on 2 cores): collected first, so that a worker
