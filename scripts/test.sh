@@ -39,7 +39,7 @@ done
 # Most tests are one Python thread: they run with a pytest-xdist worker per core. The tests that start processes
 # (marked `processes`, tests/python/conftest.py) run afterwards, also a worker per core: each spends much of its
 # time starting interpreters and waiting out its peers' timeouts, so two of them share the cores better than one
-# does alone (on 2 cores 366 s, where one at a time took ~690 s); they check only their own ranks' /dev/shm
+# does alone (on 2 cores 283-366 s, one at a time 386 s on the same host); they check only their own ranks' /dev/shm
 # segments and each takes its own port. --durations: the slowest tests, to keep CI's time in view.
 echo "== pytest == ${SECONDS} s into the run"
 ${PYTHON:-python3} -m pytest tests/python -q --timeout=900 -n "$jobs" -m "not processes" --durations=20 "$@"
