@@ -378,6 +378,31 @@ def test_column_reduction_tiles():
     same(xn.argmin(0), x.argmin(0))
 
 
+@pytest.mark.parametrize("dtype", FLOATS + [torch.int64])
+@pytest.mark.parametrize("shape", [(4096, 8), (3000, 200), (2051, 1100), (40, 5000)])
+def test_column_reductions_wide_tiles_and_split_rows(dtype, shape):
+    # The tiled path with page-wide tiles, and few wide tiles over >= 1024 reduced rows, whose rows are split among
+    # blocks and merged in order: NaN in one part of a column, the max / min reached in two parts (argmax keeps the
+    # first), a column of -inf, integers without NaN.
+    x = rand(*shape, dtype=dtype, seed=11)
+    rows, cols = shape
+    if dtype.is_floating_point:
+        x[rows - 3, 1] = float("nan")
+        x[:, 2] = float("-inf")
+    x[5, 3] = x[rows - 5, 3] = 100
+    x[7, 4] = x[rows - 2, 4] = -100
+    xn = x.to("npu")
+    for f in (lambda t: t.amax(0), lambda t: t.amin(0), lambda t: t.max(0)[1], lambda t: t.argmin(0),
+              lambda t: t.argmax(0)):
+        same(f(xn), f(x))
+    if dtype.is_floating_point:
+        same(xn.sum(0), x.sum(0), **({"rtol": 1e-4, "atol": 1e-3} if dtype == torch.float32 else {}))
+        finite = torch.nan_to_num(x, nan=0.0, neginf=0.0)
+        same(finite.to("npu").var(0), finite.var(0), **({"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {}))
+    else:
+        same(xn.sum(0), x.sum(0))
+
+
 def test_empty_tensors():
     x = torch.empty(0, 4)
     xn = x.to("npu")

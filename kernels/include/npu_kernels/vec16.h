@@ -118,13 +118,17 @@ inline v16sf load16(const BFloat16* p) {
   std::memcpy(&x, &u, sizeof(x));
   return x;
 }
+// Rounding as bf16_round8, in one zmm with a mask for the NaN lanes (by 8-lane halves GCC stored both halves to
+// the stack and reloaded them as one zmm, a failed store forwarding per 16 elements: bf16 runs 1.2-1.5x fp16's).
 inline void store16(BFloat16* p, v16sf x) {
-  v8su half[2];
-  std::memcpy(half, &x, sizeof(half));
-  half[0] = bf16_round8(half[0]);
-  half[1] = bf16_round8(half[1]);
-  __m512i w;
-  std::memcpy(&w, half, sizeof(w));
+  __m512i u;
+  std::memcpy(&u, &x, sizeof(u));
+  const __m512i high = _mm512_srli_epi32(u, 16);
+  const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                _mm512_set1_epi32(0x7f800000));
+  const __m512i w = _mm512_mask_or_epi32(rounded, nan, high, _mm512_set1_epi32(0x40));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(&p->bits), _mm512_maskz_cvtepi32_epi16(0xffff, w));
 }
 inline v16sf load16(const Half* p) {
