@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dtype_convert.h"  // branch-free fp16 <-> fp32 in registers
@@ -406,6 +407,57 @@ npu_sim::Status layer_norm(npu_sim::Stream stream, const LayerNormDesc& d) {
   });
 }
 
+// One row of layer_norm_backward (float, fp16 or bf16, read in place and converted in registers) in 16 lanes, two
+// passes. The first returns (sum g, sum g x) with g = dy * w (w may be null) and adds dy * xhat and dy into pw / pb
+// when they are given; the second writes dx. (Six passes over the row for g, its two sums and the two parameter
+// sums left (4096, 1024) fp32 at 1.1-1.2x CPU eager's time; 16-bit rows widened into the UB first, 1.2-1.4x.)
+template <typename T>
+inline std::pair<float, float> layer_norm_backward_sums(const T* x, const T* dy, const T* w, int64_t n, float mean,
+                                                        float rstd, float* pw, float* pb) {
+  v16sf sg0 = {}, sg1 = {}, sx0 = {}, sx1 = {};
+  const auto block = [&](int64_t i, v16sf& sg, v16sf& sx) {
+    const v16sf dyv = load16(dy + i), xv = load16(x + i);
+    const v16sf g = w ? dyv * load16(w + i) : dyv;
+    sg += g;
+    sx += g * xv;
+    if (pw) {
+      store16(pw + i, load16(pw + i) + dyv * ((xv - mean) * rstd));
+      store16(pb + i, load16(pb + i) + dyv);
+    }
+  };
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    block(i, sg0, sx0);
+    block(i + 16, sg1, sx1);
+  }
+  for (; i + 16 <= n; i += 16) block(i, sg0, sx0);
+  float sg = hsum16(sg0 + sg1), sx = hsum16(sx0 + sx1);
+  for (; i < n; ++i) {
+    const float dyi = ld(dy + i), xi = ld(x + i);
+    const float g = w ? dyi * ld(w + i) : dyi;
+    sg += g;
+    sx += g * xi;
+    if (pw) {
+      pw[i] += dyi * ((xi - mean) * rstd);
+      pb[i] += dyi;
+    }
+  }
+  return {sg, sx};
+}
+template <typename T>
+inline void layer_norm_backward_dx(T* dx, const T* x, const T* dy, const T* w, int64_t n, float mean, float rstd,
+                                   float k1, float k2) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const v16sf g = w ? load16(dy + i) * load16(w + i) : load16(dy + i);
+    store16(dx + i, rstd * (g - k1 - (load16(x + i) - mean) * k2));
+  }
+  for (; i < n; ++i) {
+    const float g = w ? ld(dy + i) * ld(w + i) : ld(dy + i);
+    dx[i] = convert<T>(rstd * (g - k1 - (ld(x + i) - mean) * k2));
+  }
+}
+
 // One pass over the rows: each block of kLnRows rows computes its rows' dx (when asked) and, when the
 // weight / bias gradients are asked, sums its rows' dy * xhat and dy into its own slot of a GM workspace; a
 // second launch adds the slots by column. x and dy are read from GM once (the separate parameter pass this
@@ -416,17 +468,17 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
   return dispatch_fp(d.dtype, [&](auto tag) -> npu_sim::Status {
     using T = decltype(tag);
     using A = acc_t<T>;
-    // rows per block: up to 64, fewer while that leaves under 64 blocks (parallelism for short M)
-    constexpr int64_t kLnRows = 64;
+    // rows per block: up to 64, fewer while that leaves under 16 blocks (parallelism for short M). Each block's
+    // parameter sums cost a 2 x N workspace slot written and read back: with 64 blocks, 8 rows of 4096 each, those
+    // cost as much as the rows (16-bit (512, 4096) ran 1.4x CPU eager).
+    constexpr int64_t kLnRows = 64, kMinBlocks = 16;
     const bool params = d.dweight != nullptr || d.dbias != nullptr;
-    const int64_t rows_per = std::max<int64_t>(1, std::min<int64_t>(kLnRows, (d.M + kLnRows - 1) / kLnRows));
+    const int64_t rows_per = std::max<int64_t>(1, std::min<int64_t>(kLnRows, (d.M + kMinBlocks - 1) / kMinBlocks));
     const int64_t chunks = (d.M + rows_per - 1) / rows_per;
     // workspace: per chunk, N sums of dy * xhat then N sums of dy
     auto part = std::make_shared<std::vector<A>>(params ? static_cast<size_t>(chunks * 2 * d.N) : 0);
-    // Launch records: per row, mean and rstd, and what the row's passes read from GM: float rows in place (dx:
-    // dy and weight once, x twice; the parameter sums x and dy once more), 16-bit rows widened into the UB once
-    // (x, dy, and the weight for dx), other rows per element in each pass (dx: dy, weight, x twice; sums: x and
-    // dy). Written: dx, and the block's workspace slot. 9 Vector ops per element for dx, 3 for the sums.
+    // Launch records: per row, mean and rstd, and what the row's passes read from GM (see below). Written: dx, and
+    // the block's workspace slot. 9 Vector ops per element for dx, 3 for the sums.
     auto st = npu_sim::launch_kernel(stream, "layer_norm_backward", static_cast<uint32_t>(chunks),
                                      [d, rows_per, params, part](const npu_sim::BlockContext& ctx) {
       const T* w = static_cast<const T*>(d.weight);
@@ -434,24 +486,17 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
       A* pw = params ? part->data() + ctx.block_idx * 2 * d.N : nullptr;
       A* pb = params ? pw + d.N : nullptr;
       if (params) std::fill(pw, pw + 2 * d.N, A(0));
-      // a 16-bit weight: widened into the UB once per block (slot 3, after the rows' x, dy and g), as the
-      // per-element fp16 conversion in dx's loop does not vectorise (fp16 ran 1.1-1.2x CPU eager)
-      const float* wf = w && d.dx ? widen_into_ub(ctx, 3, 4, w, d.N) : nullptr;
+      constexpr bool kLanes = std::is_same_v<T, float> || is_reduced_float_v<T>;  // rows read in place, 16 lanes
       {
         constexpr int64_t t = sizeof(T);
         const int64_t rows = e - b, wr = w ? 1 : 0, dx_rows = d.dx ? 1 : 0, sums = params ? 1 : 0;
-        const bool widened =
-            is_reduced_float_v<T> && static_cast<std::size_t>(3 * d.N) * sizeof(float) <= ctx.ub_bytes;
-        const int64_t per_row = std::is_same_v<T, float> ? (dx_rows * (3 + wr) + sums * 2) * d.N
-                                : widened               ? (2 + dx_rows * (wf ? 0 : wr)) * d.N
-                                                        : (dx_rows * 2 * (2 + wr) + sums * 2) * d.N;
-        const int64_t once = wf ? d.N : 0;  // the widened weight
-        detail::record_vec(ctx, (rows * (per_row + 2) + once) * t,
+        // in 16 lanes: the sums' pass reads x and dy (and the weight for dx), dx's pass all three again; per element,
+        // each pass reads the row again (dx: dy, weight, x twice; sums: x and dy)
+        const int64_t per_row = kLanes ? (2 + dx_rows * (2 * wr + 2)) * d.N : (dx_rows * 2 * (2 + wr) + sums * 2) * d.N;
+        detail::record_vec(ctx, rows * (per_row + 2) * t,
                            dx_rows * rows * d.N * t + sums * 2 * d.N * static_cast<int64_t>(sizeof(A)),
                            (9 * dx_rows + 3 * sums) * rows * d.N);
       }
-      std::vector<A> gbuf;
-      if constexpr (std::is_same_v<T, float>) gbuf.resize(static_cast<size_t>(d.N));
       const A inv_n = A(1) / static_cast<A>(d.N);
       for (int64_t r = b; r < e; ++r) {
         const T* x = static_cast<const T*>(d.x) + r * d.N;
@@ -464,36 +509,11 @@ npu_sim::Status layer_norm_backward(npu_sim::Stream stream, const LayerNormDesc&
           for (int64_t i = 0; i < d.N; ++i) pw[i] += ld(dyr + i) * ((ld(xr + i) - mean) * rstd);
           for (int64_t i = 0; i < d.N; ++i) pb[i] += ld(dyr + i);
         };
-        if constexpr (std::is_same_v<T, float>) {  // vectorised: g = dy * w, then two dot products
-          add_params(x, dy);
+        if constexpr (kLanes) {
+          const auto [sg, sgx_raw] = layer_norm_backward_sums(x, dy, w, d.N, mean, rstd, pw, pb);
           if (!d.dx) continue;
-          float* g = gbuf.data();
-          if (w) {
-            for (int64_t i = 0; i < d.N; ++i) g[i] = dy[i] * w[i];
-          } else {
-            for (int64_t i = 0; i < d.N; ++i) g[i] = dy[i];
-          }
-          const A sg = lane_sum(g, d.N);
-          const A sgx = (lane_dot(g, x, d.N) - mean * sg) * rstd;
-          const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
-          for (int64_t i = 0; i < d.N; ++i) dx[i] = rstd * (g[i] - k1 - (x[i] - mean) * k2);
-        } else if (const float* xf = widen_into_ub(ctx, 0, 3, x, d.N)) {  // 16-bit rows widened into the UB
-          const float* dyf = widen_into_ub(ctx, 1, 3, dy, d.N);
-          add_params(xf, dyf);
-          if (!d.dx) continue;
-          float* g = static_cast<float*>(ctx.ub) + 2 * d.N;
-          if (wf) {
-            for (int64_t i = 0; i < d.N; ++i) g[i] = dyf[i] * wf[i];
-          } else if (w) {
-            for (int64_t i = 0; i < d.N; ++i) g[i] = dyf[i] * ld(w + i);
-          } else {
-            std::memcpy(g, dyf, static_cast<std::size_t>(d.N) * sizeof(float));
-          }
-          const A sg = lane_sum(g, d.N);
-          const A sgx = (lane_dot(g, xf, d.N) - mean * sg) * rstd;
-          const A k1 = sg * inv_n, k2 = sgx * inv_n * rstd;
-          for (int64_t i = 0; i < d.N; ++i) g[i] = rstd * (g[i] - k1 - (xf[i] - mean) * k2);
-          if constexpr (is_reduced_float_v<T>) detail::narrow_row(dx, g, d.N);  // copy-out, rounding once
+          const A sgx = (sgx_raw - mean * sg) * rstd;
+          layer_norm_backward_dx(dx, x, dy, w, d.N, mean, rstd, sg * inv_n, sgx * inv_n * rstd);
         } else {
           add_params(x, dy);
           if (!d.dx) continue;

@@ -190,8 +190,8 @@ TEST(KernelsLaunchTraffic, SoftmaxForwardAndBackward) {
 //   forward:  per row x read 3 times (sum, squared deviations, normalise) plus weight and bias (re-read per
 //             row): (3 + 2) x 8 x 4 = 160 B; x 3 rows = 480 B. Written: y 8 x 4 + mean + rstd 2 x 4 = 40 B
 //             per row = 120 B.
-//   backward (dx and the parameter sums in one pass, float rows read in place): per row dy and weight once,
-//             x twice (dot product, output), x and dy once more (sums), mean and rstd: (6 x 8 + 2) x 4 = 200 B;
+//   backward (float rows read in place, two passes: the sums with the parameter sums, then dx): per row x, dy
+//             and weight in each pass, mean and rstd: (6 x 8 + 2) x 4 = 200 B;
 //             x 3 rows = 600 B read; per block of one row (3 rows need no more) dx 8 x 4 and its workspace slot
 //             (dweight and dbias sums) 2 x 8 x 4: 96 B, x 3 = 288 B written.
 //   params:   one tile of the 8 columns adds the 3 blocks' slots: 3 x 2 x 8 x 4 = 192 B read; dweight and dbias

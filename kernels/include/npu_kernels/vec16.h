@@ -123,9 +123,10 @@ inline v16sf load16(const BFloat16* p) {
 inline void store16(BFloat16* p, v16sf x) {
   __m512i u;
   std::memcpy(&u, &x, sizeof(u));
-  const __m512i high = _mm512_srli_epi32(u, 16);
+  const __m512i high = _mm512_maskz_srli_epi32(0xffff, u, 16);
   const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __m512i rounded =
+      _mm512_maskz_srli_epi32(0xffff, _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
   const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
                                                 _mm512_set1_epi32(0x7f800000));
   const __m512i w = _mm512_mask_or_epi32(rounded, nan, high, _mm512_set1_epi32(0x40));
