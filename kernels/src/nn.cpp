@@ -133,8 +133,36 @@ inline float lane_dot(const float* a, const float* b, int64_t n) {
                          [a, b](int64_t i) { return a[i] * b[i]; });
 }
 
+// A contiguous 16-bit row widened into dst, returning its max as lane_max does (a NaN never wins): one pass.
+template <typename T>
+inline float widen_row_max(float* dst, const T* src, int64_t n) {
+  v16sf a = detail::splat16(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const v16sf v = load16(src + i);
+    store16(dst + i, v);
+    a = detail::max16(v, a);
+  }
+  float m = a[0];
+  for (int j = 1; j < 16; ++j) m = a[j] > m ? a[j] : m;
+  for (; i < n; ++i) {
+    dst[i] = ld(src + i);
+    m = dst[i] > m ? dst[i] : m;
+  }
+  return m;
+}
+
+// y[i] = f(i) rounded into a contiguous 16-bit row: f16 gives 16 lanes at i, f1 one element.
+template <typename T, typename F16, typename F1>
+inline void narrow_map(T* y, int64_t n, F16&& f16, F1&& f1) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store16(y + i, f16(i));
+  for (; i < n; ++i) y[i] = convert<T>(f1(i));
+}
+
 // One line of n elements with element stride s; buf holds 2n accumulators. Loops over buf are
-// contiguous and branch-free so they vectorise (fast_exp included).
+// contiguous and branch-free so they vectorise (fast_exp included). Contiguous 16-bit rows are widened with
+// the max in one pass and rounded out from registers (six passes over the row were 1.1-1.2x CPU eager's fp16).
 template <typename In, typename Out>
 void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>* buf) {
   using A = acc_t<In>;
@@ -142,19 +170,38 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
   // The row in the accumulation type: read in place (contiguous float / double), else copied in (16-bit
   // rows widened in registers).
   const A* r = buf;
+  A m;
   if constexpr (std::is_same_v<In, A>) {
     if (s == 1) r = x; else for (int64_t i = 0; i < n; ++i) buf[i] = x[i * s];
+    m = lane_max(r, n);
   } else if constexpr (is_reduced_float_v<In>) {
-    if (s == 1) detail::widen_row(buf, x, n);
-    else for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
+    if (s == 1) {
+      m = widen_row_max(buf, x, n);
+    } else {
+      for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
+      m = lane_max(r, n);
+    }
   } else {
     for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
+    m = lane_max(r, n);
   }
-  A m = lane_max(r, n);
   // a NaN is skipped by lane_max but reaches the sum through fast_exp, so every output becomes NaN
   if (std::isinf(m) && m < 0) m = 0;  // all -inf: exp gives 0, sum 0 -> nan, as on CPU
   for (int64_t i = 0; i < n; ++i) e[i] = detail::fast_exp(r[i] - m);
   const A sum = lane_sum(e, n);
+  if constexpr (is_reduced_float_v<Out>) {
+    if (s == 1) {
+      if (log) {
+        const A lse = std::log(sum);
+        narrow_map(y, n, [r, m, lse](int64_t i) { return (load16(r + i) - m) - lse; },
+                   [r, m, lse](int64_t i) { return (r[i] - m) - lse; });
+      } else {
+        const A inv = A(1) / sum;
+        narrow_map(y, n, [e, inv](int64_t i) { return load16(e + i) * inv; }, [e, inv](int64_t i) { return e[i] * inv; });
+      }
+      return;
+    }
+  }
   // The result: straight into a contiguous row of the same type, else into e and converted out.
   const bool direct = std::is_same_v<Out, A> && s == 1;
   A* res = direct ? reinterpret_cast<A*>(y) : e;
@@ -166,12 +213,7 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
     for (int64_t i = 0; i < n; ++i) res[i] = e[i] * inv;
   }
   if (direct) return;
-  if constexpr (is_reduced_float_v<Out>) {
-    if (s == 1) detail::narrow_row(y, e, n);
-    else for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
-  }
+  for (int64_t i = 0; i < n; ++i) y[i * s] = convert<Out>(e[i]);
 }
 
 // softmax / log_softmax backward of one contiguous fp16 / bf16 row into a row of the same type, converting in
@@ -219,12 +261,12 @@ npu_sim::Status softmax(npu_sim::Stream stream, const SoftmaxDesc& d) {
                           const int64_t elems = (e - b) * d.n;
                           detail::record_vec(ctx, elems * static_cast<int64_t>(sizeof(In)),
                                              elems * static_cast<int64_t>(sizeof(Out)), 5 * elems);
-                          std::vector<acc_t<In>> buf(static_cast<size_t>(2 * d.n));
+                          std::unique_ptr<acc_t<In>[]> buf(new acc_t<In>[static_cast<size_t>(2 * d.n)]);
                           for (int64_t l = b; l < e; ++l) {
                             const int64_t o = l / d.inner, i = l % d.inner;
                             const int64_t off = o * d.n * d.inner + i;
                             softmax_line(static_cast<const In*>(d.in) + off, static_cast<Out*>(d.out) + off, d.n,
-                                         d.inner, d.log, buf.data());
+                                         d.inner, d.log, buf.get());
                           }
                         });
   });
