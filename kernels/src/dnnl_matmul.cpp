@@ -21,6 +21,7 @@
 // convolution runs on oneDNN (dnnl_conv.cpp). NPU_SIM_GEMM_DNNL=0 or a build without oneDNN turn it off for
 // every type.
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -159,10 +160,13 @@ const char* dnnl_s8_name() { return or_null(names().s8); }
 
 namespace {
 
-// A matmul ready to run: the primitive and its operands' descriptors.
+// A matmul ready to run: the primitive, its operands' descriptors, and which operands it wants copied into
+// dense rows first (pack_*: the primitive was built for leading dimension = row length).
 struct Matmul {
   dnnl::matmul prim;
   memory::desc src, weights, dst, scratchpad;
+  bool pack_a = false, pack_b = false, pack_c = false;
+  std::string impl;  // oneDNN's implementation name, " (dense copies)" appended when it packs
 };
 
 // Everything a matmul's primitive depends on.
@@ -193,10 +197,46 @@ Matmul& matmul_for(const MatmulKey& key) {
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   if (cache.size() >= kMaxEntries) cache.clear();
-  const auto pd = matmul_pd(dnnl_engine(), key.dt, key.ta, key.tb, key.m, key.n, key.k, key.alpha, key.lda, key.ldb,
-                            key.beta, key.ldc, key.dst_dt);
-  Matmul mm{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc()};
+  const auto build = [&](int64_t lda, int64_t ldb, int64_t ldc) {
+    return matmul_pd(dnnl_engine(), key.dt, key.ta, key.tb, key.m, key.n, key.k, key.alpha, lda, ldb, key.beta, ldc,
+                     key.dst_dt);
+  };
+  auto pd = build(key.lda, key.ldb, key.ldc);
+  // oneDNN 3.2's brgemm kernels (AMX, AVX512-FP16/BF16, AVX-512) take only dense operands: a leading dimension
+  // longer than the row (a slice of a wider matrix: the core threads' M or N slices of a transposed A, B or C,
+  // a strided view) sends the call to gemm:jit (no AMX: bf16 at the AVX512-BF16 dot-product rate) or, for fp16,
+  // to the reference loop (a GPT-mini fp16 backward GEMM of 256 x 512 x 128 took 470 ms there instead of
+  // ~0.1). Such a call copies the padded operands into dense rows in the core thread's scratch instead: O(mk +
+  // kn + mn) copies against O(mnk) arithmetic on the machine's matrix unit.
+  const int64_t dense_lda = key.ta ? key.m : key.k, dense_ldb = key.tb ? key.k : key.n;
+  const bool padded = key.lda != dense_lda || key.ldb != dense_ldb || key.ldc != key.n;
+  bool pack = false;
+  if (padded && std::string(pd.impl_info_str()).find("brg") == std::string::npos) {
+    auto dense = build(dense_lda, dense_ldb, key.n);
+    if (std::string(dense.impl_info_str()).find("brg") != std::string::npos) {
+      pd = std::move(dense);
+      pack = true;
+    }
+  }
+  Matmul mm{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(), pd.scratchpad_desc(),
+            pack && key.lda != dense_lda, pack && key.ldb != dense_ldb, pack && key.ldc != key.n,
+            std::string(pd.impl_info_str()) + (pack ? " (dense copies)" : "")};
   return cache.emplace(key, std::move(mm)).first->second;
+}
+
+// Copies rows x cols elements of elem bytes from rows ld elements apart into dense rows (or back: to_dense false).
+void copy_rows(void* dense, const void* strided, int64_t rows, int64_t cols, int64_t ld, std::size_t elem,
+               bool to_dense) {
+  const std::size_t row = static_cast<std::size_t>(cols) * elem, stride = static_cast<std::size_t>(ld) * elem;
+  auto* d = static_cast<unsigned char*>(dense);
+  auto* s = static_cast<unsigned char*>(const_cast<void*>(strided));
+  for (int64_t r = 0; r < rows; ++r, d += row, s += stride) {
+    if (to_dense) {
+      std::memcpy(d, s, row);
+    } else {
+      std::memcpy(s, d, row);
+    }
+  }
 }
 
 void dnnl_gemm(memory::data_type dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -205,14 +245,38 @@ void dnnl_gemm(memory::data_type dt, bool trans_a, bool trans_b, int64_t m, int6
   DnnlCoreThread& t = DnnlCoreThread::mine();
   const dnnl::engine& eng = dnnl_engine();
   const Matmul& mm = matmul_for({dt, dst_dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta});
-  memory ma(mm.src, eng, const_cast<void*>(a));
-  memory mb(mm.weights, eng, const_cast<void*>(b));
-  memory mc(mm.dst, eng, c);
+  const std::size_t es = memory::data_type_size(dt);
+  const std::size_t cs = memory::data_type_size(dst_dt == memory::data_type::undef ? dt : dst_dt);
+  // op(A) is stored as (trans ? k x m : m x k) rows, op(B) as (trans ? n x k : k x n)
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k, b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  void* ad = const_cast<void*>(a);
+  void* bd = const_cast<void*>(b);
+  void* cd = c;
+  if (mm.pack_a) copy_rows(ad = t.take(1, a_rows * a_cols * es), a, a_rows, a_cols, lda, es, true);
+  if (mm.pack_b) copy_rows(bd = t.take(2, b_rows * b_cols * es), b, b_rows, b_cols, ldb, es, true);
+  if (mm.pack_c) {
+    cd = t.take(4, static_cast<std::size_t>(m * n) * cs);
+    if (beta != 0.0f) copy_rows(cd, c, m, n, ldc, cs, true);
+  }
+  memory ma(mm.src, eng, ad);
+  memory mb(mm.weights, eng, bd);
+  memory mc(mm.dst, eng, cd);
   memory ms(mm.scratchpad, eng, t.take(0, mm.scratchpad.get_size()));
   mm.prim.execute(t.stream, {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, ms}});
   t.stream.wait();
+  if (mm.pack_c) copy_rows(cd, c, m, n, ldc, cs, false);
 }
 }  // namespace
+
+std::string dnnl_gemm_impl(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda,
+                           int64_t ldb, int64_t ldc) {
+  const memory::data_type dt = dtype == DType::kFloat32    ? memory::data_type::f32
+                               : dtype == DType::kBFloat16 ? memory::data_type::bf16
+                               : dtype == DType::kFloat16  ? memory::data_type::f16
+                                                           : memory::data_type::s8;
+  const memory::data_type dst_dt = dt == memory::data_type::s8 ? memory::data_type::s32 : memory::data_type::undef;
+  return matmul_for({dt, dst_dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, 1.0f, 0.0f}).impl;
+}
 
 void dnnl_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
                     int64_t lda, const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc) {
@@ -238,6 +302,7 @@ void dnnl_gemm_f16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
 #else  // built without oneDNN
 
 bool dnnl_enabled() { return false; }
+std::string dnnl_gemm_impl(DType, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t) { return {}; }
 const char* dnnl_f32_name() { return nullptr; }
 const char* dnnl_bf16_name() { return nullptr; }
 const char* dnnl_f16_name() { return nullptr; }

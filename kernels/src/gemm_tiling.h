@@ -74,6 +74,11 @@ const char* dnnl_f16_name();
 void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda,
                   const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc);
 const char* dnnl_s8_name();
+// The oneDNN implementation a dnnl_gemm_* call of this type (kInt8: s8 x s8 -> s32) and layout runs ("brg:...",
+// "gemm:jit:...", "ref:any"), with " (dense copies)" appended when it copies padded operands into dense rows
+// first (oneDNN 3.2's brgemm takes only dense ones); empty without oneDNN.
+std::string dnnl_gemm_impl(DType dtype, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda,
+                           int64_t ldb, int64_t ldc);
 // The same, always done: BLAS when loaded, else a plain loop (for kernels whose panels are not packed).
 template <typename T>
 void gemm_rowmajor(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,

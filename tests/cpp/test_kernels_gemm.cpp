@@ -123,6 +123,26 @@ TEST(KernelsGemm, MicroKernelIsNamed) {
               npu_kernels::gemm_library_name(npu_kernels::DType::kBFloat16));
 }
 
+// oneDNN 3.2's brgemm kernels take only dense operands; a core thread's slice of a wider matrix (a transposed
+// A split along M, C split along N) went to gemm:jit (bf16 without AMX) or, for fp16, to the reference loop,
+// which made a GPT-mini fp16 training step 360x slower. Such slices are copied into dense rows instead.
+TEST(KernelsGemm, PaddedSlicesStayOnTheLibrarysMatrixKernels) {
+  for (const DType dt : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    if (std::string(npu_kernels::gemm_library_name(dt)).find("brg") == std::string::npos) continue;
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true}) {
+        const int64_t m = 256, n = 128, k = 512;
+        const int64_t lda = (ta ? m : k) + 64, ldb = (tb ? k : n) + 64, ldc = n + 64;
+        const std::string padded = npu_kernels::detail::dnnl_gemm_impl(dt, ta, tb, m, n, k, lda, ldb, ldc);
+        EXPECT_NE(padded.find("brg"), std::string::npos) << padded << " ta=" << ta << " tb=" << tb;
+        EXPECT_NE(padded.find("dense copies"), std::string::npos) << padded;
+        const std::string dense = npu_kernels::detail::dnnl_gemm_impl(dt, ta, tb, m, n, k, ta ? m : k, tb ? k : n, n);
+        EXPECT_NE(dense.find("brg"), std::string::npos) << dense;
+        EXPECT_EQ(dense.find("dense copies"), std::string::npos) << dense;
+      }
+  }
+}
+
 TEST(KernelsGemm, BroadcastCinAndStrideZero) {
   // C = A @ B + bias broadcast along rows (Cin row stride 0), A read with a zero batch stride.
   const int64_t B = 2, M = 5, N = 6, K = 4;
