@@ -123,11 +123,13 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
     return npu_sim::Status::kInvalidValue;  // the adapter promotes integer inputs of float ops
   } else {
     auto go = [&](auto f) { return launch_elementwise<In, In, 1>(s, op_name(op), it, f); };
+    // the branch-free fast_math.h functors vectorise over 16 lanes: 16-bit runs take them in registers
+    auto go_lanes = [&](auto f) { return go(detail::in_registers(f)); };
     const C a = static_cast<C>(p.a), b = static_cast<C>(p.b), c = static_cast<C>(p.c);
     switch (op) {
       case UnaryOp::kSqrt: return go([](C x) { return std::sqrt(x); });
       case UnaryOp::kRsqrt: return go([](C x) { return C(1) / std::sqrt(x); });
-      case UnaryOp::kExp: return go([](C x) { return detail::fast_exp(x); });
+      case UnaryOp::kExp: return go_lanes([](C x) { return detail::fast_exp(x); });
       case UnaryOp::kExp2: return go([](C x) { return std::exp2(x); });
       case UnaryOp::kExpm1: return go([](C x) { return std::expm1(x); });
       case UnaryOp::kLog: return go([](C x) { return detail::fast_log(x); });
@@ -142,18 +144,18 @@ npu_sim::Status floating(npu_sim::Stream s, UnaryOp op, const ElementwiseIter& i
       case UnaryOp::kAtan: return go([](C x) { return std::atan(x); });
       case UnaryOp::kSinh: return go([](C x) { return std::sinh(x); });
       case UnaryOp::kCosh: return go([](C x) { return std::cosh(x); });
-      case UnaryOp::kTanh: return go([](C x) { return detail::fast_tanh(x); });
+      case UnaryOp::kTanh: return go_lanes([](C x) { return detail::fast_tanh(x); });
       case UnaryOp::kAsinh: return go([](C x) { return std::asinh(x); });
       case UnaryOp::kAcosh: return go([](C x) { return std::acosh(x); });
       case UnaryOp::kAtanh: return go([](C x) { return std::atanh(x); });
-      case UnaryOp::kSigmoid: return go([](C x) { return detail::sigmoid(x); });
+      case UnaryOp::kSigmoid: return go_lanes([](C x) { return detail::sigmoid(x); });
       case UnaryOp::kLogSigmoid:
         return go([](C x) { return -detail::softplus_exact(-x); });  // log(sigmoid(x)) = -softplus(-x)
-      case UnaryOp::kErf: return go([](C x) { return detail::fast_erf(x); });
+      case UnaryOp::kErf: return go_lanes([](C x) { return detail::fast_erf(x); });
       case UnaryOp::kErfc: return go([](C x) { return std::erfc(x); });
-      case UnaryOp::kGelu: return go([](C x) { return detail::gelu_erf(x); });
-      case UnaryOp::kGeluTanh: return go([](C x) { return detail::gelu_tanh(x); });
-      case UnaryOp::kSilu: return go([](C x) { return x * detail::sigmoid(x); });
+      case UnaryOp::kGelu: return go_lanes([](C x) { return detail::gelu_erf(x); });
+      case UnaryOp::kGeluTanh: return go_lanes([](C x) { return detail::gelu_tanh(x); });
+      case UnaryOp::kSilu: return go_lanes([](C x) { return x * detail::sigmoid(x); });
       case UnaryOp::kMish: return go([](C x) { return x * detail::fast_tanh(detail::softplus_exact(x)); });
       case UnaryOp::kSoftplus: return go([=](C x) { return detail::softplus(x, a, b); });
       case UnaryOp::kLeakyRelu: return go([=](C x) { return x > C(0) ? x : x * a; });

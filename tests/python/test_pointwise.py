@@ -343,6 +343,26 @@ def test_large_contiguous_activations_with_scalar_parameters():
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_16bit_unary_runs_in_registers_round_fp32_once(dtype):
+    # exp / tanh / erf / sigmoid / silu / gelu on a contiguous 16-bit run: 16 elements widened into fp32
+    # registers, the fp32 function, rounded once: bit for bit the fp32 op on the widened input, rounded. Lengths
+    # around the 16-lane tail and the 64-element cut-over, a streamed (>= 16 MiB) output, inf / NaN / subnormal.
+    special = torch.tensor([float("inf"), -float("inf"), float("nan"), 6e-8, -0.0, 30.0, -30.0]).to(dtype)
+    for n in (63, 64, 65, 1023, 1025, 3 * 1024 + 17, (8 << 20) + 5):
+        a = sample((n,), dtype, seed=n)
+        a[:special.numel()] = special
+        na = a.npu()
+        for name, fn in [("exp", torch.exp), ("tanh", torch.tanh), ("erf", torch.erf), ("sigmoid", torch.sigmoid),
+                         ("silu", F.silu), ("gelu", F.gelu), ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh"))]:
+            torch.testing.assert_close(fn(na).cpu(), fn(na.float()).to(dtype).cpu(), rtol=0, atol=0, equal_nan=True,
+                                       msg=lambda m: f"{name} {dtype} n={n}: {m}")
+            # against CPU on the finite values (CPU's vectorised gelu gives NaN at +inf, CUDA and npu inf)
+            k = special.numel()
+            torch.testing.assert_close(fn(na[k:]).cpu(), fn(a[k:].float()).to(dtype),
+                                       msg=lambda m: f"{name} {dtype} n={n} against CPU: {m}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_16bit_runs_round_once_like_cpu(dtype):
     # fp16 / bf16 contiguous runs go through fp32 tiles (copy-in widened, f, round the tile out once): the
     # same arithmetic as CPU's, so exact results. Lengths around the 1024-element tile and the 64-element

@@ -190,9 +190,10 @@ __attribute__((flatten)) inline void reduced_float_run(T* out, const T* const* i
   if (stream) stream_fence();
 }
 
-// An op functor cheap enough to run over 16 lanes in registers (add, sub, mul, div): the caller marks it with
-// in_registers(f). Other functors keep reduced_float_run's tiles, whose long loops GCC's loop vectoriser takes (a
-// libm call over 16 lanes was left scalar).
+// An op functor cheap enough to run over 16 lanes in registers (add, sub, mul, div; exp, tanh, sigmoid, silu, erf
+// and the gelus of fast_math.h, branch-free): the caller marks it with in_registers(f). Other functors keep
+// reduced_float_run's tiles, whose long loops GCC's loop vectoriser takes (a libm call over 16 lanes was left
+// scalar).
 template <typename F>
 struct InRegisters {
   F f;
@@ -220,11 +221,11 @@ __attribute__((always_inline)) inline void load_lanes(float* x, const T* p, int6
   for (int64_t k = 0; k < 16; ++k) x[k] = k < count ? static_cast<float>(p[k]) : 0.0f;
 }
 
-// A contiguous 16-bit run of an in_registers binary functor, as CPU eager's vectorised loop does it: 16 elements of
-// each input loaded and converted into fp32 registers, f over the 16 lanes, rounded and stored: one pass, where
+// A contiguous 16-bit run of an in_registers unary or binary functor, as CPU eager's vectorised loop does it: 16
+// elements of each input loaded and converted into fp32 registers, f over the 16 lanes, rounded and stored: one pass, where
 // reduced_float_run's tiles make three over L1 (16-bit add and mul ran 1.3-1.6x CPU eager on an AVX2 host). One
 // input may be stride 0 (one fp32 scalar), not both.
-template <typename T, typename F>
+template <int N, typename T, typename F>
 __attribute__((flatten)) inline void reduced_float_lanes(T* out, const T* a, const T* b, const bool* scalar_in,
                                                          int64_t n, bool stream, const InRegisters<F>& op) {
   const F f = op.f;
@@ -250,7 +251,12 @@ __attribute__((flatten)) inline void reduced_float_lanes(T* out, const T* a, con
     if (stream) stream_fence();
   };
   alignas(64) float x0[16], x1[16];
-  if (scalar_in[1]) {
+  if constexpr (N == 1) {
+    run([&](float* y, int64_t i, int64_t count) {
+      load_lanes(x0, a + i, count);
+      for (int j = 0; j < 16; ++j) y[j] = static_cast<float>(f(x0[j]));
+    });
+  } else if (scalar_in[1]) {
     const float bv = static_cast<float>(b[0]);
     run([&](float* y, int64_t i, int64_t count) {
       load_lanes(x0, a + i, count);
@@ -354,8 +360,11 @@ inline void elementwise_run(char* const* ptrs, const int64_t* inner, int64_t n, 
       for (int k = 0; k < N; ++k) ins[k] = reinterpret_cast<const In*>(ptrs[k + 1]);
       if constexpr (detail::is_in_registers<F>::value && N == 2) {  // two stride-0 inputs: the tiles fill them
         if (!scalar_in[0] || !scalar_in[1]) {
-          return detail::reduced_float_lanes(out, ins[0], ins[1], scalar_in, n, stream, f);
+          return detail::reduced_float_lanes<2>(out, ins[0], ins[1], scalar_in, n, stream, f);
         }
+      }
+      if constexpr (detail::is_in_registers<F>::value && N == 1) {
+        if (!scalar_in[0]) return detail::reduced_float_lanes<1>(out, ins[0], ins[0], scalar_in, n, stream, f);
       }
       return detail::reduced_float_run<In, N>(out, ins, scalar_in, n, stream, f);
     }
