@@ -222,9 +222,9 @@ __attribute__((always_inline)) inline void load_lanes(float* x, const T* p, int6
 }
 
 // A contiguous 16-bit run of an in_registers unary or binary functor, as CPU eager's vectorised loop does it: 16
-// elements of each input loaded and converted into fp32 registers, f over the 16 lanes, rounded and stored: one pass, where
-// reduced_float_run's tiles make three over L1 (16-bit add and mul ran 1.3-1.6x CPU eager on an AVX2 host). One
-// input may be stride 0 (one fp32 scalar), not both.
+// elements of each input loaded and converted into fp32 registers, f over the 16 lanes, rounded and stored: one
+// pass, where reduced_float_run's tiles make three over L1 (16-bit add and mul ran 1.3-1.6x CPU eager on an AVX2
+// host). One input of a binary functor may be stride 0 (one fp32 scalar), not both.
 template <int N, typename T, typename F>
 __attribute__((flatten)) inline void reduced_float_lanes(T* out, const T* a, const T* b, const bool* scalar_in,
                                                          int64_t n, bool stream, const InRegisters<F>& op) {
