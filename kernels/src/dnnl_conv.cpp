@@ -6,9 +6,11 @@
 // from the caller's strided NCHW (any strides) into per-thread scratch, convolved, and the result reordered
 // back. Measured on a 2-core Zen 4 (N=8, C=O=64, 56x56, 3x3): blocked forward 8.0 ms fp32 / 3.9 ms bf16
 // against 11.5 / 8.8 ms for oneDNN on plain NCHW and 12.6 / 12.9 ms for our implicit-im2col GEMM.
-// Slices: the weight gradient by output channels or, grouped, by whole groups (an image slice would give
-// partial sums); forward and backward-input by images when there are at least as many as core threads,
-// else by output / input channels (grouped: by whole groups).
+// Slices: forward and backward-input by images when there are at least as many as core threads, else by output /
+// input channels (grouped: by whole groups). The weight gradient, ungrouped, by images when there are enough
+// (each slice writes its fp32 partial gradient, a second launch adds them in slice order and rounds once: on the
+// AMX Xeon oneDNN's bf16 weight gradient of a 16-output-channel slice cost as much as the whole 32), else by
+// output channels; grouped, by whole groups.
 // NPU_SIM_CONV_DNNL=0 (or NPU_SIM_GEMM_DNNL=0, or no oneDNN) keeps conv2d on the tiled path and sends
 // conv3d back to its caller (kNotSupported); so does a type or shape oneDNN has only its reference kernel for
 // (bf16 and fp16 on an AVX2-only CPU: conv2d takes its tiled path, conv3d's adapter convolves in fp32 and
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -122,6 +125,21 @@ SliceMem slice_mem(const ConvNd& a, const Slice& s) {
   return m;
 }
 
+// An ungrouped weight gradient's elements (O x C x kernel).
+int64_t weight_elems(const ConvNd& a) {
+  int64_t e = a.out_channels * a.in_channels;
+  for (int i = 0; i < a.rank; ++i) e *= a.kernel[i];
+  return e;
+}
+
+// The slice's weight gradient redirected into a dense fp32 (O, C, kernel...) partial at p.
+SliceMem with_partial_weight(const ConvNd& a, SliceMem m, float* p) {
+  m.w = memory::desc(nd(a, a.out_channels, a.in_channels, a.kernel), memory::data_type::f32,
+                     a.rank == 3 ? Tag::abcde : Tag::abcd);
+  m.wp = p;
+  return m;
+}
+
 memory::desc any_layout(const memory::desc& d) { return memory::desc(d.get_dims(), d.get_data_type(), Tag::any); }
 
 struct Geometry {
@@ -172,10 +190,13 @@ dnnl::convolution_backward_data::primitive_desc backward_data_pd(const ConvNd& a
 
 dnnl::convolution_backward_weights::primitive_desc backward_weights_pd(const ConvNd& a, const SliceMem& m) {
   const Geometry g = geometry(a);
+  // the forward hint in the operands' own type (an fp32 partial gradient of bf16 operands has no fp32 forward)
+  SliceMem hint = m;
+  hint.w = memory::desc(m.w.get_dims(), m.x.get_data_type(), Tag::any);
   return dnnl::convolution_backward_weights::primitive_desc(engine(), dnnl::algorithm::convolution_direct,
                                                             any_layout(m.x), any_layout(m.w), any_layout(m.y),
                                                             g.strides, g.dilates, g.pad_l, g.pad_r,
-                                                            forward_pd(a, m, false), user_scratchpad());
+                                                            forward_pd(a, hint, false), user_scratchpad());
 }
 
 bool jit(const dnnl::primitive_desc_base& pd) {
@@ -255,9 +276,9 @@ const Prepared& prepared(ConvPass pass, const ConvNd& a, const SliceMem& m) {
   return cache.back().p;
 }
 
-void run_slice(ConvPass pass, const ConvNd& a, const Slice& s) {
+// One slice's pass over its operands m (slice_mem's, or its weight gradient redirected to a partial).
+void run_slice(ConvPass pass, const ConvNd& a, const Slice& s, const SliceMem& m) {
   DnnlCoreThread& t = DnnlCoreThread::mine();
-  const SliceMem m = slice_mem(a, s);
   const Prepared& pd = prepared(pass, a, m);
   if (pass == ConvPass::kForward) {
     std::unordered_map<int, memory> args{{DNNL_ARG_SRC, staged_in(t, 0, m.x, m.xp, pd.a)},
@@ -341,6 +362,42 @@ void zero_unreached(const ConvNd& full, const int64_t* in, const Slice& s) {
     }
 }
 
+// The weight gradient from the image slices' fp32 partials: each element their sum in slice order, rounded once
+// into the caller's type and strides. A launch of its own, over runs of elements.
+npu_sim::Status add_partials(npu_sim::Stream stream, const ConvNd& a, std::shared_ptr<float[]> partial, int64_t units,
+                             int64_t welems) {
+  constexpr int64_t kRun = 4096;
+  const char* name = a.rank == 3 ? "conv3d_backward_weight_sum" : "conv2d_backward_weight_sum";
+  return parallel_for(stream, name, (welems + kRun - 1) / kRun, 1,
+                      [a, partial, units, welems](int64_t begin, int64_t end, const npu_sim::BlockContext& ctx) {
+                        const int rank = a.rank;
+                        int64_t dims[5] = {a.out_channels, a.in_channels};
+                        for (int i = 0; i < rank; ++i) dims[2 + i] = a.kernel[i];
+                        bool dense = true;  // the caller's weight gradient is contiguous: offset = element
+                        for (int64_t d = rank + 1, st = 1; d >= 0; st *= dims[d], --d) dense &= a.w_strides[d] == st;
+                        const int64_t lo = begin * kRun, hi = std::min(welems, end * kRun);
+                        for (int64_t e = lo; e < hi; ++e) {
+                          float v = partial[e];
+                          for (int64_t u = 1; u < units; ++u) v += partial[u * welems + e];
+                          int64_t off = dense ? e : 0;
+                          for (int64_t d = rank + 1, rest = e; !dense && d >= 0; --d) {
+                            off += rest % dims[d] * a.w_strides[d];
+                            rest /= dims[d];
+                          }
+                          if (a.dtype == DType::kFloat32) {
+                            static_cast<float*>(a.w)[off] = v;
+                          } else if (a.dtype == DType::kBFloat16) {
+                            static_cast<BFloat16*>(a.w)[off] = BFloat16(v);
+                          } else {
+                            static_cast<Half*>(a.w)[off] = Half(v);
+                          }
+                        }
+                        const auto n = static_cast<std::uint64_t>(hi - lo);
+                        npu_sim::record_traffic(ctx, n * static_cast<std::uint64_t>(units) * 4,
+                                                n * elem_size(a.dtype), 0, n * static_cast<std::uint64_t>(units));
+                      });
+}
+
 }  // namespace
 
 bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_sim::Status* status) {
@@ -360,38 +417,63 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_si
   // it to the fp32 accumulator.
   if (pass == ConvPass::kBackwardInput && a.bias != nullptr && a.dtype != DType::kFloat32) return false;
   const int64_t threads = core_threads();
-  Plan plan;
-  if (a.groups > 1 && (pass == ConvPass::kBackwardWeight || a.batch < threads)) {
-    plan.by = SplitBy::kGroups;  // whole groups: a weight gradient's sums stay within its slice
-    plan.units = std::min<int64_t>(threads, a.groups);
-  } else if (pass != ConvPass::kBackwardWeight && (a.batch >= threads || a.groups > 1)) {
-    plan.by = SplitBy::kImages;
-    plan.units = std::min<int64_t>(threads, a.batch);
-  } else {
-    plan.by = pass == ConvPass::kBackwardInput ? SplitBy::kInChannels : SplitBy::kOutChannels;
-    const int64_t channels = pass == ConvPass::kBackwardInput ? a.in_channels : a.out_channels;
-    plan.units = std::min<int64_t>(threads, std::max<int64_t>(1, channels / 16));
-  }
-  // Plan on this thread: every slice shape must have a JIT implementation (else the tiled path runs); the
-// primitives prepared here stay in this thread's cache (the core threads prepare their own).
-  try {
-    for (int64_t u = 0; u < std::min<int64_t>(plan.units, 2); ++u) {
-      if (!prepared(pass, a, slice_mem(a, plan.slice(a, u))).jit) return false;
+  // An ungrouped weight gradient by images, each slice into an fp32 partial, where output-channel slices would
+  // be narrower than 32 (oneDNN's weight-gradient kernels block output channels by 32-64: on the AMX Xeon a bf16
+  // conv3d slice of 16 of 32 channels cost as much as all 32, 1.53 against 1.69 ms, and one image of all 32 0.80)
+  // and every slice has output pixels enough that adding the partials is small beside its products. With wider
+  // channel slices the partials lost (4 x 256 x 14^2 bf16: 4.4 against 0.8 ms).
+  constexpr int64_t kMinPixelsPerPartial = 256, kMinChannelsPerSlice = 32;
+  const int64_t welems = weight_elems(a);
+  const auto make_plan = [&](bool partials) {
+    Plan plan;
+    if (a.groups > 1 && (pass == ConvPass::kBackwardWeight || a.batch < threads)) {
+      plan.by = SplitBy::kGroups;  // whole groups: a weight gradient's sums stay within its slice
+      plan.units = std::min<int64_t>(threads, a.groups);
+    } else if (partials || (pass != ConvPass::kBackwardWeight && (a.batch >= threads || a.groups > 1))) {
+      plan.by = SplitBy::kImages;
+      plan.units = std::min<int64_t>(threads, a.batch);
+    } else {
+      plan.by = pass == ConvPass::kBackwardInput ? SplitBy::kInChannels : SplitBy::kOutChannels;
+      const int64_t channels = pass == ConvPass::kBackwardInput ? a.in_channels : a.out_channels;
+      plan.units = std::min<int64_t>(threads, std::max<int64_t>(1, channels / 16));
     }
-  } catch (const dnnl::error&) {
-    return false;
-  }
+    return plan;
+  };
+  // Plan on this thread: every slice shape must have a JIT implementation (else the tiled path runs); the
+  // primitives prepared here stay in this thread's cache (the core threads prepare their own).
+  const auto all_jit = [&](const Plan& plan, bool partials) {
+    try {
+      for (int64_t u = 0; u < std::min<int64_t>(plan.units, 2); ++u) {
+        const SliceMem m = slice_mem(a, plan.slice(a, u));
+        if (!prepared(pass, a, partials ? with_partial_weight(a, m, nullptr) : m).jit) return false;
+      }
+    } catch (const dnnl::error&) {
+      return false;
+    }
+    return true;
+  };
+  bool partials = pass == ConvPass::kBackwardWeight && a.groups == 1 && threads > 1 &&
+                  a.out_channels < kMinChannelsPerSlice * threads && a.batch >= threads &&
+                  a.batch / threads * product(a.out, a.rank) >= kMinPixelsPerPartial;
+  Plan plan = make_plan(partials);
+  // (fp16 operands with an fp32 gradient have no JIT kernel on every CPU: then the channel slices)
+  if (partials && !all_jit(plan, true)) plan = make_plan(partials = false);
+  if (!partials && !all_jit(plan, false)) return false;
+  std::shared_ptr<float[]> partial;
+  if (partials) partial.reset(new float[static_cast<std::size_t>(plan.units * welems)]);
   const auto es = static_cast<std::uint64_t>(elem_size(a.dtype));
   static constexpr const char* kNames[2][3] = {
       {"conv2d_forward_onednn", "conv2d_backward_input_onednn", "conv2d_backward_weight_onednn"},
       {"conv3d_forward_onednn", "conv3d_backward_input_onednn", "conv3d_backward_weight_onednn"}};
   const char* name = kNames[a.rank == 3][static_cast<int>(pass)];
   *status = parallel_for(stream, name, plan.units, 1,
-                         [a, full, cropped, plan, pass, es](int64_t begin, int64_t end,
-                                                            const npu_sim::BlockContext& ctx) {
+                         [a, full, cropped, plan, pass, es, partial, welems](int64_t begin, int64_t end,
+                                                                             const npu_sim::BlockContext& ctx) {
                            for (int64_t u = begin; u < end; ++u) {
                              const Slice s = plan.slice(a, u);
-                             run_slice(pass, a, s);
+                             const SliceMem m = slice_mem(a, s);
+                             run_slice(pass, a, s,
+                                       partial ? with_partial_weight(a, m, partial.get() + u * welems) : m);
                              if (pass == ConvPass::kBackwardInput && cropped) zero_unreached(full, a.in, s);
                              if (pass == ConvPass::kBackwardInput && a.bias != nullptr) {
                                add_channel_bias(full, s);
@@ -409,6 +491,7 @@ bool dnnl_conv(npu_sim::Stream stream, const ConvNd& full, ConvPass pass, npu_si
                                                      0);
                            }
                          });
+  if (partial && *status == npu_sim::Status::kSuccess) *status = add_partials(stream, a, partial, plan.units, welems);
   return true;
 }
 
