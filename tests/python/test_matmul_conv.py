@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_npu_sim
+from conftest import acknowledge_device_error
 
 FLOAT_TYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 CUBE_OP_WORDS = ("mm", "mv", "dot", "conv", "matmul", "linear", "einsum")
@@ -546,6 +547,30 @@ def test_conv_weight_gradient_from_image_slices(dtype):
         assert wn.grad.dtype == dtype and wn.grad.shape == w.shape
         check(wn.grad, lambda *_: wd.grad, k=out[0, 0].numel() * xs[0])
         check(xn.grad, lambda *_: xd.grad, k=wsh[0] * w[0].numel())
+
+
+def test_conv_weight_gradient_from_image_slices_after_a_failed_kernel():
+    """The image-split weight gradient is two launches (fp32 partials, then their sum): behind a failed kernel
+    neither may leave a gradient that reads back; after restart_device the same call is right."""
+    x, w = rand(4, 8, 8, 8, 8), rand(16, 8, 3, 3, 3, seed=1)
+    xn, wn = x.npu(), w.npu()
+    y = F.conv3d(xn, wn, padding=1)
+    gy = rand(*y.shape, seed=3).npu()
+    torch.npu.synchronize()
+    torch.arange(3.0, device="npu").index_select(0, torch.tensor([5], device="npu"))  # fails on the device
+    grads = torch.ops.aten.convolution_backward(gy, xn, wn, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False,
+                                                [0, 0, 0], 1, [False, True, False])
+    with pytest.raises(RuntimeError, match="index 5 is out of bounds"):
+        grads[1].cpu()
+    acknowledge_device_error()
+    with torch_npu_sim.record_launches() as rec:
+        grads = torch.ops.aten.convolution_backward(gy, xn, wn, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False,
+                                                    [0, 0, 0], 1, [False, True, False])
+        torch.npu.synchronize()
+    assert "conv3d_backward_weight_sum" in [r["kernel"] for r in rec.records]
+    ref = torch.ops.aten.convolution_backward(gy.cpu().double(), x.double(), w.double(), None, [1, 1, 1],
+                                              [1, 1, 1], [1, 1, 1], False, [0, 0, 0], 1, [False, True, False])
+    check(grads[1], lambda *_: ref[1], k=y[0, 0].numel() * 4)
 
 
 @pytest.mark.parametrize("n, c, o, dhw, k, st, pad, dil, g", [
