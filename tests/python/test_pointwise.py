@@ -399,3 +399,53 @@ def test_16bit_runs_round_once_like_cpu(dtype):
             rows = a.reshape(1, n).expand(3, n).contiguous()
             col = b[:3].reshape(3, 1)  # stride 0 along the run
             same((rows.npu() * col.npu()).cpu(), rows * col, (dtype, n))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int32])
+def test_blocks_of_short_rows_match_cpu(dtype):
+    # Broadcasts and strided views give runs of a few dozen elements; the engine takes consecutive runs as one
+    # block of rows. 7 x 301 x 67 (> 2 x 64K elements) splits over two AI-core blocks in the middle of a row, so
+    # the partial first and last runs of a block, the carry from dim 1 into dim 2 and the per-row scalar of a
+    # [.., 1] operand are all taken. Same arithmetic as CPU's: add / mul / where are compared bit for bit.
+    x = sample((7, 301, 67), dtype, seed=11)
+    row, col, mid = sample((67,), dtype, seed=12), sample((7, 301, 1), dtype, seed=13), sample((1, 301, 67), dtype, seed=14)
+    view = sample((7, 67, 301), dtype, seed=15).transpose(1, 2)  # inner stride 301: element by element, row by row
+    base = sample((7, 301, 2, 40), dtype, seed=16)[:, :, 1, 3:]  # runs of 37, rows 80 apart
+    cases = {
+        "x * row": lambda x, row, col, mid, view, base: x * row,
+        "x + col": lambda x, row, col, mid, view, base: x + col,
+        "col - x": lambda x, row, col, mid, view, base: col - x,
+        "mid * row": lambda x, row, col, mid, view, base: mid * row,
+        "view + row": lambda x, row, col, mid, view, base: view + row,
+        "base * col": lambda x, row, col, mid, view, base: base * col,
+        "where": lambda x, row, col, mid, view, base: torch.where(x > col, row, x),
+        "neg(base)": lambda x, row, col, mid, view, base: -base,
+        "in place x += row": lambda x, row, col, mid, view, base: x.clone().add_(row),
+        "out= transposed": lambda x, row, col, mid, view, base: torch.mul(
+            x, col, out=torch.empty(67, 301, 7, dtype=x.dtype, device=x.device).permute(2, 1, 0)),
+    }
+    if dtype.is_floating_point:
+        cases["addcmul"] = lambda x, row, col, mid, view, base: torch.addcmul(x, row, col, value=0.5)
+        cases["sigmoid(base)"] = lambda x, row, col, mid, view, base: torch.sigmoid(base)
+    args = (x, row, col, mid, view, base)
+    for name, fn in cases.items():
+        ref = fn(*args)
+        got = fn(*[a.npu() for a in args])
+        assert got.shape == ref.shape and got.dtype == ref.dtype, name
+        if name in ("addcmul", "sigmoid(base)"):
+            atol, rtol = tol(dtype)
+            torch.testing.assert_close(got.cpu(), ref, atol=atol, rtol=rtol, msg=name)
+        else:
+            assert torch.equal(got.cpu(), ref), name
+
+
+def test_streamed_output_in_blocks_of_rows():
+    # A 16 MiB+ output is written through a tile with streaming stores: here in blocks of 1031-element rows with
+    # a broadcast row and a per-row scalar, both orders of operands.
+    x = sample((4099, 1031), torch.float32, seed=17)
+    row, col = sample((1031,), torch.float32, seed=18), sample((4099, 1), torch.float32, seed=19)
+    nx, nrow, ncol = x.npu(), row.npu(), col.npu()
+    assert torch.equal((nx * nrow).cpu(), x * row)
+    assert torch.equal((nrow - nx).cpu(), row - x)
+    assert torch.equal((nx / ncol).cpu(), x / col)
+    assert torch.equal((ncol + nrow).cpu(), col + row)
