@@ -160,6 +160,9 @@ def test_contiguous_lines_at_an_aliasing_pitch(dtype):
     same(lambda t: torch.fft.rfft(t[:, 1:, :]), x, dtype=dtype, scale=2 * n)
     same(torch.fft.fft2, rand(2, n, n // 4, dtype=cplx), dtype=cplx, scale=n)
     same(lambda t: torch.fft.fft(t, dim=1), rand(33, 2 * n, dtype=cplx)[:, :n].t(), dtype=cplx, scale=n)
+    # lines of more than 16 KiB are not staged (pocketfft gathers them itself), in blocks of 32 lines and a tail
+    same(torch.fft.rfft, rand(70, 16 * n, dtype=dtype), dtype=dtype, scale=16 * n)
+    same(lambda t: torch.fft.ifft(t, dim=-1), rand(37, 4 * n, dtype=cplx), dtype=cplx)
 
 
 def launched(fn):
