@@ -38,27 +38,39 @@ void copy_range(const TensorDesc& dst, const TensorDesc& src, int64_t begin, int
     return;
   }
   // Strided: whole runs along both innermost dims at a time (a tight loop with fixed strides), not a
-  // multi-dim index update per element (transposes made contiguous are ~10% of a GPT-mini step).
+  // multi-dim index update per element (transposes made contiguous are ~10% of a GPT-mini step); consecutive
+  // whole runs along the second-innermost dim as one block of rows (heads split or merged: runs of 32).
   StridedWalker wd(dst, begin), ws(src, begin);
+  const int nd = dst.ndim;
+  const int64_t row_o = nd > 1 ? dst.strides[nd - 2] : 0, row_i = nd > 1 ? src.strides[nd - 2] : 0;
+  const int64_t so = wd.inner_stride(), si = ws.inner_stride();
   for (int64_t i = begin; i < end;) {
     const int64_t run = std::min(end - i, std::min(wd.left(), ws.left()));
+    int64_t rows = 1;
+    if (nd > 1 && run == dst.sizes[nd - 1]) rows = std::min({wd.rows_left(), ws.rows_left(), (end - i) / run});
     D* o = out + wd.offset();
     const S* x = in + ws.offset();
-    const int64_t so = wd.inner_stride(), si = ws.inner_stride();
-    if (so == 1 && si == 1) {  // unit-stride runs (e.g. heads merged back): vector copies, not a stride multiply
-      if constexpr (std::is_same_v<D, S>) {
-        std::memcpy(o, x, sizeof(D) * run);
+    for (int64_t r = 0; r < rows; ++r, o += row_o, x += row_i) {
+      if (so == 1 && si == 1) {  // unit-stride runs (e.g. heads merged back): vector copies, not a stride multiply
+        if constexpr (std::is_same_v<D, S>) {
+          std::memcpy(o, x, sizeof(D) * run);
+        } else {
+          convert_run(o, x, run);
+        }
+      } else if (so == 1 && si == 0) {  // a broadcast source (autograd's expanded gradients): one value per run
+        std::fill(o, o + run, convert<D>(*x));
       } else {
-        convert_run(o, x, run);
+        for (int64_t j = 0; j < run; ++j) o[j * so] = convert<D>(x[j * si]);
       }
-    } else if (so == 1 && si == 0) {  // a broadcast source (autograd's expanded gradients): one value per run
-      std::fill(o, o + run, convert<D>(*x));
-    } else {
-      for (int64_t j = 0; j < run; ++j) o[j * so] = convert<D>(x[j * si]);
     }
-    wd.skip(run);
-    ws.skip(run);
-    i += run;
+    if (rows > 1) {
+      wd.skip_rows(rows);
+      ws.skip_rows(rows);
+    } else {
+      wd.skip(run);
+      ws.skip(run);
+    }
+    i += run * rows;
   }
 }
 

@@ -247,3 +247,27 @@ def test_clone_and_to_other_dtype_stay_native():
     assert c.data_ptr() != x.data_ptr() and torch.equal(c.cpu(), x.cpu())
     assert torch.equal(x.double().cpu(), x.cpu().double())
     assert torch_npu_sim.fallback_ops() == {}
+
+
+@pytest.mark.parametrize("dst_dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_strided_copies_in_blocks_of_rows(dst_dtype):
+    # Heads split and merged, cat pieces, a broadcast source, flipped and column-strided views: consecutive whole
+    # runs along the second-innermost dim are copied as one block of rows. 7 x 5 x 61 x 67 (> 2 x 64K elements)
+    # splits over blocks in the middle of a run and of a block of rows; every case is compared bit for bit.
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(7, 61, 5, 67, generator=g)
+    nx = x.npu()
+    cases = {
+        "heads split": lambda t: t.transpose(1, 2).to(dst_dtype).contiguous(),
+        "heads merged": lambda t: t.transpose(1, 2).contiguous().transpose(1, 2).to(dst_dtype).contiguous(),
+        "cat of two slices": lambda t: torch.cat((t[..., 40:], t[..., :40]), -1).to(dst_dtype),
+        "broadcast rows": lambda t: t[:, :1].expand(7, 61, 5, 67).to(dst_dtype).contiguous(),
+        "flipped": lambda t: t.flip(1, 3).to(dst_dtype),
+        "every other column": lambda t: t[..., ::2].to(dst_dtype).contiguous(),
+        "into a strided destination": lambda t: torch.zeros(7, 61, 5, 80, dtype=dst_dtype, device=t.device)[
+            ..., 3:70].copy_(t),
+    }
+    for name, fn in cases.items():
+        got, ref = fn(nx), fn(x)
+        assert got.device.type == "npu" and got.dtype == ref.dtype, name
+        assert torch.equal(got.cpu(), ref), name

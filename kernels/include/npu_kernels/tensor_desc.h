@@ -56,8 +56,22 @@ class StridedWalker {
     offset_ += (k - 1) * t_.strides[last];
     next();
   }
-  void next() {
-    for (int d = t_.ndim - 1; d >= 0; --d) {
+  // Whole runs along the second-innermost dim from here (at the start of a run): how many are left in it, and
+  // skip_rows(r) for r <= rows_left(), which leaves the walker at the start of the run after them.
+  int64_t rows_left() const { return t_.ndim > 1 ? t_.sizes[t_.ndim - 2] - idx_[t_.ndim - 2] : 1; }
+  void skip_rows(int64_t r) {
+    if (t_.ndim < 2 || r <= 0) return skip(r);
+    const int d = t_.ndim - 2;
+    idx_[d] += r - 1;
+    offset_ += (r - 1) * t_.strides[d];
+    carry(d);
+  }
+  void next() { carry(t_.ndim - 1); }
+
+ private:
+  // One step of dim `from` (and of the outer dims it carries into).
+  void carry(int from) {
+    for (int d = from; d >= 0; --d) {
       if (++idx_[d] < t_.sizes[d]) {
         offset_ += t_.strides[d];
         return;
@@ -67,7 +81,6 @@ class StridedWalker {
     }
   }
 
- private:
   const TensorDesc& t_;
   int64_t idx_[kMaxDims] = {};
   int64_t offset_ = 0;
