@@ -2,8 +2,11 @@
 CPU eager; (2) 16M-element ops — npu time / CPU eager time and achieved GB/s against a STREAM-style
 copy bandwidth measured in the same interleaved tries; (3) the same ops in fp16 and bf16; (4) the libm
 transcendentals (sin ... atan2) on 1M elements in fp32 and fp64, where npu's loops call glibc's libmvec and CPU's
-call Sleef. Prints ratios; asserts nothing.
-Run: python benchmarks/bench_elementwise.py"""
+call Sleef; (5) the small broadcast / strided ops and copies of a transformer layer (a tiny Llama's shapes), 100
+back to back. Prints ratios; asserts nothing.
+Run: python benchmarks/bench_elementwise.py [--only small]"""
+import argparse
+
 import torch
 
 import torch_npu_sim  # noqa: F401
@@ -59,7 +62,60 @@ def stream_copy():
     return (lambda: a.copy_(b)), 2 * 4 * n
 
 
+def layer_ops(device):
+    """The small ops of a transformer layer at tiny-Llama shapes (8 x 64 tokens, hidden 128, 4 heads of 32,
+    intermediate 344): broadcasts, per-row scalars, strided views, head reshapes, rotate_half's cat. Each writes a
+    preallocated output (out=, copy_), so that neither side times its allocator: CPU's glibc heap gave a 256 KiB
+    result back to the kernel after some calls and page-faulted it in again (6 us a call in one harness, 98 in
+    another)."""
+    g = torch.Generator().manual_seed(0)
+
+    def r(*s):
+        return torch.randn(*s, generator=g).to(device)
+
+    h, w, rstd = r(8, 64, 128), r(128), r(8, 64, 1).abs() + 1
+    gate, up = r(8, 64, 344), r(8, 64, 344)
+    q = r(8, 64, 4, 32).transpose(1, 2)  # [8, 4, 64, 32], as the attention's q after view + transpose
+    cos = r(1, 1, 64, 32)
+    flat = r(64 * 1024)
+    o128, o344, oq, half, oflat = h.clone(), gate.clone(), q.contiguous(), q[..., 16:].contiguous(), flat.clone()
+    return {
+        "x * weight[128]": lambda: torch.mul(h, w, out=o128),
+        "x * rstd[8,64,1]": lambda: torch.mul(h, rstd, out=o128),
+        "x / rstd[8,64,1]": lambda: torch.div(h, rstd, out=o128),
+        "q (transposed view) * cos": lambda: torch.mul(q, cos, out=oq),
+        "heads split (copy_ of the transposed view)": lambda: oq.copy_(q),
+        "rotate_half: cat(-x2, x1)": lambda: torch.cat((torch.neg(q[..., 16:], out=half), q[..., :16]), -1, out=oq),
+        "gate * up [8,64,344]": lambda: torch.mul(gate, up, out=o344),
+        "add 64K": lambda: torch.add(flat, flat, out=oflat),
+        "exp 64K": lambda: torch.exp(flat, out=oflat),
+    }
+
+
+def small_ops_table():
+    cpu, npu = layer_ops("cpu"), layer_ops("npu")
+    rows = []
+    for name in cpu:
+        c_fn = cpu[name]
+        n_fn = npu[name]
+        n_run = lambda n_fn=n_fn: (n_fn(), torch.npu.synchronize())  # noqa: E731
+        c_fn(), n_run()
+        def hundred(fn, sync):
+            for _ in range(100):
+                fn()  # each result dropped at once: its memory is reused by the next call, as in a model
+            sync()
+        c, n = best_of_each([lambda: hundred(c_fn, lambda: None), lambda: hundred(n_fn, torch.npu.synchronize)],
+                            repeat=7)
+        rows.append((name, f"{c * 1e4:.1f}", f"{n * 1e4:.1f}", f"{n / c:.2f}"))
+    print_table("Small ops of a transformer layer, 100 back to back (us per op; ratio = npu/cpu)",
+                ["case", "CPU eager us", "npu us", "npu/cpu"], rows)
+
+
 def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--only", choices=["small"], help="run one section only")
+    if p.parse_args().only == "small":
+        return small_ops_table()
     print(f"threads: torch CPU {torch.get_num_threads()}, npu core threads "
           f"{torch.npu.get_device_properties(0).core_threads}")
     rows = []
@@ -109,6 +165,7 @@ def main():
             rows.append((f"{name}, 1M {str(dtype)[6:]}", f"{c * 1e3:.2f}", f"{n * 1e3:.2f}", f"{n / c:.2f}", "-"))
     print_table("libm transcendentals: npu (glibc libmvec) vs CPU eager (Sleef)",
                 ["case", "CPU eager ms", "npu ms", "npu/cpu", "-"], rows)
+    small_ops_table()
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ npu_sim::Status where_select(npu_sim::Stream stream, const ElementwiseIter& it) 
     using W = decltype(word);
     const bool streamed = stream_output(it, sizeof(W));
     const uint64_t rd = 1 + (it.is_scalar[2] ? 0 : sizeof(W)) + (it.is_scalar[3] ? 0 : sizeof(W));
-    return parallel_for(stream, "where", it.numel(), int64_t(1) << 16,
+    return parallel_for(stream, "where", it.numel(), int64_t(1) << 15,
                         [it, streamed, rd](int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
                           const auto m = static_cast<uint64_t>(e - b);
                           npu_sim::record_traffic(ctx, rd * m, sizeof(W) * m, 0, m);
