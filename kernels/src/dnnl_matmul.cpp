@@ -288,6 +288,12 @@ void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, 
   dnnl_gemm(memory::data_type::f32, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+void dnnl_gemm_bf16_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
+                        int64_t lda, const BFloat16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  dnnl_gemm(memory::data_type::bf16, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+            memory::data_type::f32);
+}
+
 void dnnl_gemm_s8(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const int8_t* a, int64_t lda,
                   const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc) {
   dnnl_gemm(memory::data_type::s8, trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc,
@@ -313,6 +319,10 @@ void dnnl_gemm_bf16(bool, bool, int64_t, int64_t, int64_t, float, const BFloat16
 }
 void dnnl_gemm_f32(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t, float,
                    float*, int64_t) {
+  std::abort();
+}
+void dnnl_gemm_bf16_f32(bool, bool, int64_t, int64_t, int64_t, float, const BFloat16*, int64_t, const BFloat16*,
+                        int64_t, float, float*, int64_t) {
   std::abort();
 }
 void dnnl_gemm_s8(bool, bool, int64_t, int64_t, int64_t, const int8_t*, int64_t, const int8_t*, int64_t, int32_t*,

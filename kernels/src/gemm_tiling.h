@@ -66,6 +66,9 @@ void dnnl_gemm_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     int64_t lda, const BFloat16* b, int64_t ldb, float beta, BFloat16* c, int64_t ldc);
 void dnnl_gemm_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                    int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+// bf16 operands into an fp32 c (the Cube's L0C accumulator: no rounding), c = alpha * op(a) @ op(b) + beta * c.
+void dnnl_gemm_bf16_f32(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const BFloat16* a,
+                        int64_t lda, const BFloat16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 // fp16 the same way (fp32 accumulation, one rounding): a JIT fp16 kernel exists on AVX512-FP16 / AMX-FP16.
 void dnnl_gemm_f16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const Half* a,
                    int64_t lda, const Half* b, int64_t ldb, float beta, Half* c, int64_t ldc);

@@ -223,3 +223,50 @@ def test_overrideable_sdpa_lays_out_outputs_as_its_meta_function(layout):
     F.scaled_dot_product_attention(qr, kr, vr, is_causal=True).backward(go)
     for g, ref in zip(grads[:3], (qr.grad, kr.grad, vr.grad)):
         torch.testing.assert_close(g.cpu(), ref, atol=1e-5, rtol=1e-5)
+
+
+BF16_CUBE_CASES = """
+import torch, torch.nn.functional as F, torch_npu_sim
+print(torch_npu_sim._C._cube_kernels()["bfloat16"])
+g = torch.Generator().manual_seed(9)
+def r(*s):
+    return torch.randn(*s, generator=g).bfloat16()
+cases = {
+    # odd lengths (query tiles and key blocks with tails), causal with fewer queries than keys, a float mask
+    "causal 150x600": (r(2, 3, 150, 40), r(2, 3, 600, 40), r(2, 3, 600, 24), dict(is_causal=True)),
+    "mask 77x133": (r(1, 2, 77, 32), r(1, 2, 133, 32), r(1, 2, 133, 32),
+                    dict(attn_mask=r(1, 2, 77, 133) * 3)),
+    # a BSH layout: rows 4 heads apart (oneDNN copies such padded operands into dense rows first)
+    "BSH 200": tuple(t.transpose(1, 2) for t in (r(2, 200, 4, 64), r(2, 200, 4, 64), r(2, 200, 4, 64))) + ({},),
+}
+for name, (q, k, v, kw) in cases.items():
+    want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                          **{a: (b.float() if torch.is_tensor(b) else b) for a, b in kw.items()})
+    got = F.scaled_dot_product_attention(q.npu(), k.npu(), v.npu(),
+                                         **{a: (b.npu() if torch.is_tensor(b) else b) for a, b in kw.items()})
+    assert got.dtype == torch.bfloat16
+    err = ((got.cpu().float() - want).abs() / (1 + want.abs())).max().item()
+    print(name, err)
+"""
+
+
+@pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL": "0"}], ids=["bf16-cube", "widened"])
+def test_bf16_attention_on_the_bf16_cube_and_widened(env):
+    """bf16 attention with 128 keys or more runs its two products on oneDNN's bf16 matmul where it has a JIT kernel
+    (AMX / AVX512-BF16): scores in fp32, the probabilities rounded to bf16 for P V, as CPU's flash attention and
+    CUDA's do. NPU_SIM_GEMM_DNNL=0 (and CPUs without such a kernel) widen the operands to fp32 instead. Both against
+    CPU's SDPA in fp32 on the same bf16 inputs: within a few bf16 roundings (2^-8 relative each)."""
+    from conftest import cpu_flags, run_python
+    out = run_python(BF16_CUBE_CASES, env={**env, "ONEDNN_VERBOSE": "1"})
+    assert out.returncode == 0, out.stderr
+    verbose = [line for line in out.stdout.splitlines() if line.startswith("onednn_verbose")]
+    lines = [line for line in out.stdout.strip().splitlines() if not line.startswith("onednn_verbose")]
+    # the bf16 x bf16 -> fp32 products of the attention (the model's GEMMs would write bf16)
+    cube_calls = [line for line in verbose if ",exec," in line and "src_bf16" in line and "dst_f32" in line]
+    if env:
+        assert lines[0] == "none" and not cube_calls, lines[0]
+    elif cpu_flags() & {"avx512_bf16", "amx_bf16"}:
+        assert lines[0].startswith("onednn ") and len(cube_calls) >= 6, (lines[0], len(cube_calls))
+    for line in lines[1:]:
+        name, err = line.rsplit(" ", 1)
+        assert float(err) <= 3 * 2.0 ** -8, line
