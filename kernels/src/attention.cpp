@@ -49,15 +49,22 @@ T row_max(const T* x, int64_t n) {
   return *std::max_element(acc, acc + kLanes);
 }
 
-// x = exp(x - m) in place; returns the sum.
+// x = exp(x - m) in place; returns the sum. One pass: each exp goes into its lane's sum as it is made.
 template <typename T>
 T exp_sum(T* x, int64_t n, T m) {
-  for (int64_t j = 0; j < n; ++j) x[j] = detail::fast_exp(x[j] - m);
   T acc[kLanes] = {};
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) acc[l] += x[j + l];
-  for (; j < n; ++j) acc[0] += x[j];
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const T e = detail::fast_exp(x[j + l] - m);
+      x[j + l] = e;
+      acc[l] += e;
+    }
+  }
+  for (; j < n; ++j) {
+    x[j] = detail::fast_exp(x[j] - m);
+    acc[0] += x[j];
+  }
   T sum = 0;
   for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
   return sum;
@@ -216,9 +223,10 @@ void keys_times(int64_t m, int64_t nk, int64_t d, A alpha, const A* p, int64_t l
 // Scores of query rows [i0, i0 + br) against keys [j0, j0 + nk): s = scale * Q K^T + bias, causal mask
 // applied (key j0 + j is masked for query row i0 + r when j0 + j > i0 + r).
 // The bias and the causal mask on scores already computed (s = scale * Q K^T).
+// fill_causal false: the caller skips the masked keys itself (the forward: they become probability 0).
 template <typename T, typename A = acc_t<T>>
 void mask_scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t br, int64_t nk, A* s, int64_t lds,
-                 int64_t j0) {
+                 int64_t j0, bool fill_causal = true) {
   const A neg_inf = -std::numeric_limits<A>::infinity();
   for (int64_t r = 0; r < br; ++r) {
     A* row = s + r * lds;
@@ -226,7 +234,7 @@ void mask_scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t 
       const T* brow = hd.bias + (i0 + r) * a.bias_row_stride + j0 * a.bias_col_stride;
       for (int64_t j = 0; j < nk; ++j) row[j] += detail::load_as<A>(brow[j * a.bias_col_stride]);
     }
-    if (a.causal) {
+    if (a.causal && fill_causal) {
       for (int64_t j = std::max<int64_t>(i0 + r + 1 - j0, 0); j < nk; ++j) row[j] = neg_inf;
     }
   }
@@ -234,10 +242,10 @@ void mask_scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t 
 
 template <typename T, typename A = acc_t<T>>
 void scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t br, int64_t nk, Panel<A> q, A* s,
-            int64_t lds, A* scratch, int64_t j0 = 0) {
+            int64_t lds, A* scratch, int64_t j0 = 0, bool fill_causal = true) {
   times_keys_t<T>(br, nk, a.head_dim, static_cast<A>(a.scale), q, hd.k + j0 * a.k.row_stride, a.k.row_stride, s, lds,
                   scratch);
-  mask_scores(a, hd, i0, br, nk, s, lds, j0);
+  mask_scores(a, hd, i0, br, nk, s, lds, j0, fill_causal);
 }
 
 // bf16 attention on the machine's bf16 matrix unit (oneDNN's JIT bf16 matmul: AMX, AVX512-BF16), as CPU's flash
@@ -341,18 +349,21 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
         if (cube16) {
           detail::dnnl_gemm_bf16_f32(false, true, br, kc, E, static_cast<float>(a.scale), hd.q + i0 * a.q.row_stride,
                                      a.q.row_stride, hd.k + j0 * a.k.row_stride, a.k.row_stride, 0.0f, s, lds);
-          mask_scores(a, hd, i0, br, kc, s, lds, j0);
+          mask_scores(a, hd, i0, br, kc, s, lds, j0, /*fill_causal=*/false);
         }
       }
-      if (!cube16) scores(a, hd, i0, br, kc, q, s, bk, chunk, j0);
+      if (!cube16) scores(a, hd, i0, br, kc, q, s, bk, chunk, j0, /*fill_causal=*/false);
       for (int64_t r = 0; r < br; ++r) {
         A* row = s + r * lds;
-        const A m_new = std::max(m[r], row_max(row, kc));
+        // keys [vis, kc) are causally masked for this row: probability 0, no max or exp over them
+        const int64_t vis = a.causal ? std::clamp<int64_t>(i0 + r + 1 - j0, 0, kc) : kc;
+        std::fill(row + vis, row + kc, A(0));
+        const A m_new = std::max(m[r], row_max(row, vis));
         if (m_new == neg_inf) {  // every key so far masked: nothing to add
-          std::fill(row, row + kc, A(0));
+          std::fill(row, row + vis, A(0));
           continue;
         }
-        const A sum = exp_sum(row, kc, m_new);
+        const A sum = exp_sum(row, vis, m_new);
         if (m_new != m[r]) {  // the max grew: rescale what was accumulated under the old one
           const A corr = m[r] == neg_inf ? A(0) : std::exp(m[r] - m_new);
           l[r] *= corr;
