@@ -220,10 +220,9 @@ void keys_times(int64_t m, int64_t nk, int64_t d, A alpha, const A* p, int64_t l
   }
 }
 
-// Scores of query rows [i0, i0 + br) against keys [j0, j0 + nk): s = scale * Q K^T + bias, causal mask
-// applied (key j0 + j is masked for query row i0 + r when j0 + j > i0 + r).
-// The bias and the causal mask on scores already computed (s = scale * Q K^T).
-// fill_causal false: the caller skips the masked keys itself (the forward: they become probability 0).
+// The bias and the causal mask (key j0 + j is masked for query row i0 + r when j0 + j > i0 + r) on scores already
+// computed (s = scale * Q K^T). fill_causal false: the caller skips the masked keys itself (the forward: they
+// become probability 0).
 template <typename T, typename A = acc_t<T>>
 void mask_scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t br, int64_t nk, A* s, int64_t lds,
                  int64_t j0, bool fill_causal = true) {
@@ -240,6 +239,7 @@ void mask_scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t 
   }
 }
 
+// Scores of query rows [i0, i0 + br) against keys [j0, j0 + nk): s = scale * Q K^T + bias, causal mask applied.
 template <typename T, typename A = acc_t<T>>
 void scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t br, int64_t nk, Panel<A> q, A* s,
             int64_t lds, A* scratch, int64_t j0 = 0, bool fill_causal = true) {
