@@ -153,7 +153,8 @@ inline compute_t<T> load(const char* p) {
   return static_cast<compute_t<T>>(*reinterpret_cast<const T*>(p));
 }
 
-// dst[j] = g(base + j) for j < m: the one loop of a contiguous run, whether it writes the output or write_run's tile.
+// dst[j] = g(base + j) for j < m: the one loop of a contiguous run, whether it writes the output or write_run's tile
+// (where's select, whose operands are not one dtype; the engine's own functors go through fill_rows below).
 // What lets it vectorise: g (and the op functor it holds) are always inlined (flatten: left to GCC's inline budget,
 // the big pointwise TUs kept some functors, tanh-gelu and tanh, out of line and their loops scalar, 10x slower),
 // and g is copied into a local that holds the functor by value, so an op's scalars (leaky_relu's slope, clamp's
