@@ -18,6 +18,7 @@
 #include "core/npu_generator.h"
 #include "core/npu_stream.h"
 #include "fallback/cpu_fallback.h"
+#include "npu_kernels/attention.h"
 #include "npu_kernels/gemm.h"
 #include "npu_kernels/quantize.h"
 
@@ -244,8 +245,8 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fallback_ops", &fallback_ops);
   m.def("_reset_fallback_ops", &reset_fallback_ops);
   m.def("_runtime_counters", &runtime_counters);
-  // Which library multiplies on the Cube unit: the direct GEMM path's per dtype, convolution's, and the
-  // micro-kernel of the UB panels (float64, staged 16-bit, the tile layer).
+  // Which library multiplies on the Cube unit: the direct GEMM path's per dtype, convolution's, the micro-kernel
+  // of the UB panels (float64, staged 16-bit, the tile layer) and bf16 attention's products.
   m.def("_cube_kernels", [] {
     using npu_kernels::DType;
     return std::map<std::string, std::string>{{"float32", npu_kernels::gemm_library_name(DType::kFloat32)},
@@ -253,7 +254,8 @@ PYBIND11_MODULE(_C, m) {
                                               {"float16", npu_kernels::gemm_library_name(DType::kFloat16)},
                                               {"int8", npu_kernels::quant_matmul_library_name()},
                                               {"conv", npu_kernels::conv_library_name()},
-                                              {"panels", npu_kernels::gemm_micro_kernel_name()}};
+                                              {"panels", npu_kernels::gemm_micro_kernel_name()},
+                                              {"attention_bf16", npu_kernels::attention_bf16_kernel_name()}};
   });
   m.def("_reset_runtime_counters", [] { npu_sim::reset_counters(); });
   m.def("_set_launch_recording", [](bool on, std::size_t capacity) {

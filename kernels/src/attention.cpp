@@ -13,23 +13,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "dtype_convert.h"
 #include "fast_math.h"
+#include "attention_amx.h"
 #include "gemm_tiling.h"
 #include "npu_kernels/launch.h"
+#include "row_math.h"
 
 namespace npu_kernels {
 namespace {
 
 using detail::acc_t;
 
-// Row reductions in kLanes independent accumulators, which the compiler turns into vector ops (a single
-// float accumulator is an ordered chain it may not reorder).
-constexpr int64_t kLanes = 16;
 // Keys whose K or V rows a 16-bit tile widens at a time (the UB chunk next to the scores).
 constexpr int64_t kKeyChunk = 64;
 // Head dims the two-argument attention_max_kv_len assumes for 16-bit operands.
@@ -37,38 +38,6 @@ constexpr int64_t kDefaultHalfDim = 256;
 
 template <typename T>
 constexpr bool kWidened = !std::is_same_v<T, acc_t<T>>;  // fp16 / bf16: converted into the UB
-
-template <typename T>
-T row_max(const T* x, int64_t n) {
-  T acc[kLanes];
-  std::fill(acc, acc + kLanes, -std::numeric_limits<T>::infinity());
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) acc[l] = x[j + l] > acc[l] ? x[j + l] : acc[l];
-  for (; j < n; ++j) acc[0] = x[j] > acc[0] ? x[j] : acc[0];
-  return *std::max_element(acc, acc + kLanes);
-}
-
-// x = exp(x - m) in place; returns the sum. One pass: each exp goes into its lane's sum as it is made.
-template <typename T>
-T exp_sum(T* x, int64_t n, T m) {
-  T acc[kLanes] = {};
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    for (int64_t l = 0; l < kLanes; ++l) {
-      const T e = detail::fast_exp(x[j + l] - m);
-      x[j + l] = e;
-      acc[l] += e;
-    }
-  }
-  for (; j < n; ++j) {
-    x[j] = detail::fast_exp(x[j] - m);
-    acc[0] += x[j];
-  }
-  T sum = 0;
-  for (int64_t l = 0; l < kLanes; ++l) sum += acc[l];
-  return sum;
-}
 
 // ---- dropout ---------------------------------------------------------------------------------------
 // Element n of the flat [B, H, L, S] index is kept iff the upper 32 bits of the n-th SplitMix64 output
@@ -248,17 +217,22 @@ void scores(const AttentionArgs& a, const Head<T>& hd, int64_t i0, int64_t br, i
   mask_scores(a, hd, i0, br, nk, s, lds, j0, fill_causal);
 }
 
-// bf16 attention on the machine's bf16 matrix unit (oneDNN's JIT bf16 matmul: AMX, AVX512-BF16), as CPU's flash
-// attention and CUDA's run it: Q K^T from the operands in place into fp32 scores, the probabilities rounded to bf16
-// and P V into the fp32 accumulator. Widened to fp32 instead, the forward ran at 1.6-2.6x CPU eager's on an AMX
-// host (fp32 products at a tenth of AMX's rate): B1 H8 S2048 D64 causal 26.8 -> 18.8 ms (CPU eager 9.1-10.2).
-// From 128 keys: below, oneDNN's few microseconds per call outweigh the products (GPT-mini's 64 keys, head dim 32:
-// 170 us widened, 262 on oneDNN for 8 x 4 heads).
+// bf16 attention on the machine's bf16 matrix unit, as CPU's flash attention and CUDA's run it: Q K^T into fp32
+// scores, the probabilities rounded to bf16 and P V into the fp32 accumulator. Widened to fp32 instead, the forward
+// ran at 1.6-2.6x CPU eager's on an AMX host (fp32 products at a tenth of AMX's rate).
+// - kAmx: our AMX tile kernels (attention_amx.h), any length: K and V packed once per head into the tile layout.
+//   B1 H8 S2048 D64 causal: 12.2 -> 7.x ms against oneDNN's matmul primitive per tile (1488 calls of a few us).
+// - kDnnl: oneDNN's JIT bf16 matmul (AVX512-BF16 CPUs without AMX, or NPU_SIM_AMX=0) on the operands in place,
+//   from 128 keys: below, its few microseconds per call outweigh the products (GPT-mini's 64 keys, head dim 32:
+//   170 us widened, 262 on oneDNN for 8 x 4 heads).
+// - kNone: widened to fp32 in the UB (float16 always: this CPU family has no fp16 matrix unit).
+enum class Bf16Cube { kNone, kDnnl, kAmx };
 constexpr int64_t kCubeMinKeys = 128;
 template <typename T>
-bool on_bf16_cube(const AttentionArgs& a) {
-  return std::is_same_v<T, BFloat16> && a.head_dim > 0 && a.v_dim > 0 && a.kv_len >= kCubeMinKeys &&
-         detail::dnnl_bf16_name() != nullptr;
+Bf16Cube bf16_cube(const AttentionArgs& a) {
+  if (!std::is_same_v<T, BFloat16> || a.head_dim <= 0 || a.v_dim <= 0) return Bf16Cube::kNone;
+  if (detail::amx_bf16_ready()) return Bf16Cube::kAmx;
+  return a.kv_len >= kCubeMinKeys && detail::dnnl_bf16_name() != nullptr ? Bf16Cube::kDnnl : Bf16Cube::kNone;
 }
 
 // Keys a tile of query rows can see: all of them, or up to the last row's diagonal when causal.
@@ -297,6 +271,51 @@ struct Traffic {
 // tall (64-80 rows in fp32 at any length) and K / V are read (and, for 16-bit, widened) once per tile.
 constexpr int64_t kKeyBlock = 512;
 
+// The forward's UB plan: keys per block, query rows per tile, and the row layout (see forward_head).
+struct FwdPlan {
+  Bf16Cube cube = Bf16Cube::kNone;
+  int64_t bk = 1, br_max = 1;
+  int64_t ldo = 1;  // output accumulator row stride (Ev, on the AMX path Ev rounded up to 16)
+  int64_t e32 = 0;  // AMX: packed Q row length, head_dim rounded up to 32
+};
+
+template <typename T>
+FwdPlan forward_plan(const AttentionArgs& a, std::size_t ub_bytes) {
+  using A = acc_t<T>;
+  const int64_t S = a.kv_len, E = a.head_dim, Ev = a.v_dim;
+  FwdPlan p;
+  p.cube = bf16_cube<T>(a);
+  if (p.cube == Bf16Cube::kAmx) {
+    // Per query row: bk fp32 scores, the row's bf16 probabilities (bk / 2), the output row, m, l and the packed
+    // bf16 Q row (e32 / 2); rows in whole tiles of 16, keys in whole pairs of tiles (32). Where 16 rows do not fit
+    // the UB even with 32-key blocks, the products go to oneDNN or are widened.
+    const int64_t avail = static_cast<int64_t>(ub_bytes / sizeof(A));
+    p.e32 = detail::round_up(E, 32);
+    p.ldo = detail::round_up(Ev, 16);
+    const int64_t row_fixed = p.ldo + 2 + p.e32 / 2;
+    const int64_t rows_cap = std::min<int64_t>(detail::round_up(a.q_len, 16), 256);
+    for (p.bk = detail::round_up(std::min(S, kKeyBlock), 32); p.bk >= 32; p.bk -= 32) {
+      p.br_max = std::min(avail / (p.bk + p.bk / 2 + row_fixed) / 16 * 16, rows_cap);
+      if (p.br_max >= 16) return p;
+    }
+    p.cube = a.kv_len >= kCubeMinKeys && detail::dnnl_bf16_name() != nullptr ? Bf16Cube::kDnnl : Bf16Cube::kNone;
+  }
+  const bool cube16 = p.cube == Bf16Cube::kDnnl;
+  const bool widened = kWidened<T> && !cube16;
+  // UB: per query row a block of scores, O, m and l (for widened 16-bit the widened Q row, on the bf16 Cube the
+  // row's probabilities in bf16: half an element per key); the widened K / V chunk once.
+  const int64_t avail = static_cast<int64_t>(ub_bytes / sizeof(A)) - (widened ? kKeyChunk * std::max(E, Ev) : 0);
+  const int64_t row_fixed = Ev + 2 + (widened ? E : 0);
+  // valid() admits kv_len > 0 only where the backward's larger plan fits, so a block of >= 1 key fits then;
+  // with no keys nothing below touches the UB (head dims may fill it: kv_len 0 is still a valid call).
+  const int64_t key_room = cube16 ? (avail - row_fixed - 1) * 2 / 3 : avail - row_fixed;
+  p.bk = std::max<int64_t>(1, std::min<int64_t>({S, kKeyBlock, key_room}));
+  const int64_t per_row = p.bk + (cube16 ? (p.bk + 1) / 2 : 0) + row_fixed;
+  p.br_max = std::max<int64_t>(1, std::min<int64_t>({(avail - 1) / per_row, a.q_len, 256}));
+  p.ldo = std::max<int64_t>(Ev, 1);
+  return p;
+}
+
 // The forward, flash-style: a tile of query rows walks the visible keys in blocks, keeping per row the running
 // max m, the running sum l of exp(s - m) and the output accumulator O (rescaled by exp(m_old - m_new) when the
 // max grows); dropout scales the kept probabilities after the sum, so l is the softmax's own denominator.
@@ -306,31 +325,46 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
   using A = acc_t<T>;
   const Head<T> hd = head_of<T>(a, unit);
   const int64_t S = a.kv_len, E = a.head_dim, Ev = a.v_dim;
-  const bool cube16 = on_bf16_cube<T>(a);
+  const FwdPlan plan = forward_plan<T>(a, ctx.ub_bytes);
+  const bool amx = plan.cube == Bf16Cube::kAmx, dnnl = plan.cube == Bf16Cube::kDnnl, cube16 = amx || dnnl;
   const bool widened = kWidened<T> && !cube16;
-  // UB: per query row a block of scores, O, m and l (for widened 16-bit the widened Q row, on the bf16 Cube the
-  // row's probabilities in bf16: half an element per key); the widened K / V chunk once.
-  const int64_t avail = static_cast<int64_t>(ctx.ub_bytes / sizeof(A)) - (widened ? kKeyChunk * std::max(E, Ev) : 0);
-  const int64_t row_fixed = Ev + 2 + (widened ? E : 0);
-  // valid() admits kv_len > 0 only where the backward's larger plan fits, so a block of >= 1 key fits then;
-  // with no keys nothing below touches the UB (head dims may fill it: kv_len 0 is still a valid call).
-  const int64_t key_room = cube16 ? (avail - row_fixed - 1) * 2 / 3 : avail - row_fixed;
-  const int64_t bk = std::max<int64_t>(1, std::min<int64_t>({S, kKeyBlock, key_room}));
-  const int64_t per_row = bk + (cube16 ? (bk + 1) / 2 : 0) + row_fixed;
-  const int64_t br_max = std::max<int64_t>(1, std::min<int64_t>({(avail - 1) / per_row, a.q_len, 256}));
+  const int64_t bk = plan.bk, br_max = plan.br_max, ldo = plan.ldo, e32 = plan.e32;
   A* s = static_cast<A*>(ctx.ub);     // br x bk scores, then probabilities
-  A* oacc = s + br_max * bk;          // br x Ev output accumulator
-  A* m = oacc + br_max * Ev;          // br running maxima
+  A* oacc = s + br_max * bk;          // br x ldo output accumulator
+  A* m = oacc + br_max * ldo;         // br running maxima
   A* l = m + br_max;                  // br running sums
   A* qw = l + br_max;                 // widened 16-bit: br x E widened Q rows
   A* chunk = qw + (widened ? br_max * E : 0);  // widened 16-bit: kKeyChunk widened K or V rows
-  BFloat16* pb = reinterpret_cast<BFloat16*>(qw);  // bf16 Cube: br x kc probabilities, dense rows
+  // bf16 Cube: the probabilities in bf16, dense rows of kc for oneDNN, rows of bk (zero from the row's last key to
+  // the next 32) for AMX; then AMX's packed Q rows
+  BFloat16* pb = reinterpret_cast<BFloat16*>(qw);
+  auto* qa = reinterpret_cast<uint16_t*>(pb + (amx ? br_max * bk : 0));
   const A neg_inf = -std::numeric_limits<A>::infinity();
   const Dropout drop = dropout_of(a);
   const uint64_t es = sizeof(T), lse_es = hd.lse != nullptr ? sizeof(A) : 0;
-  const int64_t ldo = std::max<int64_t>(Ev, 1);
+  // AMX: the head's K and V in the tile layout, in this core thread's workspace (GM), packed once per head
+  thread_local std::vector<uint16_t> packed;
+  const uint16_t *kpk = nullptr, *vpk = nullptr;
+  std::optional<detail::AmxTiles> tiles;
+  if constexpr (std::is_same_v<T, BFloat16>) {
+    if (amx && S > 0) {
+      const int64_t kn = detail::amx_keys_elems(S, E), vn = detail::amx_values_elems(S, Ev);
+      if (packed.size() < static_cast<std::size_t>(kn + vn)) packed.resize(kn + vn);
+      detail::amx_pack_keys(hd.k, a.k.row_stride, S, E, packed.data());
+      detail::amx_pack_values(hd.v, a.v.row_stride, S, Ev, packed.data() + kn);
+      kpk = packed.data();
+      vpk = packed.data() + kn;
+      tr.read += es * S * (E + Ev);
+      tr.write += 2 * (kn + vn);
+      tiles.emplace();
+    }
+  }
+  // AMX: scale applied in the softmax passes where nothing is added to the scores (max(scale x) = scale max(x))
+  const bool late_scale = amx && hd.bias == nullptr && a.scale > 0;
+  const A row_scale = late_scale ? static_cast<A>(a.scale) : A(1);
   for (int64_t i0 = 0; i0 < a.q_len; i0 += br_max) {
     const int64_t br = std::min(br_max, a.q_len - i0), nk = visible_keys(a, i0, br);
+    const int64_t m16 = detail::round_up(br, 16);
     T* out = hd.out + i0 * a.out.row_stride;
     tr.write += br * (Ev * es + lse_es);
     if (nk == 0) {  // no key at all: zero output rows
@@ -339,31 +373,60 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
       continue;
     }
     const Panel<A> q = cube16 ? Panel<A>{nullptr, 0} : widen(hd.q + i0 * a.q.row_stride, br, E, a.q.row_stride, qw);
+    if (amx) {  // Q rows into whole tiles, zero padded
+      std::fill(qa, qa + m16 * e32, uint16_t{0});
+      for (int64_t r = 0; r < br; ++r) std::memcpy(qa + r * e32, hd.q + (i0 + r) * a.q.row_stride, E * sizeof(T));
+    }
     std::fill(m, m + br, neg_inf);
     std::fill(l, l + br, A(0));
     std::fill(oacc, oacc + br * ldo, A(0));
     for (int64_t j0 = 0; j0 < nk; j0 += bk) {
       const int64_t kc = std::min(bk, nk - j0);
-      const int64_t lds = cube16 ? kc : bk;  // oneDNN's brgemm writes only dense rows (else it copies)
+      const int64_t lds = dnnl ? kc : bk;  // oneDNN's brgemm writes only dense rows (else it copies)
+      const int64_t k32 = amx ? detail::round_up(kc, 32) : kc, ldp = amx ? bk : kc;  // P rows
+      // row r sees keys j0 + c for c < r + shift (all keys: a shift past the block)
+      const int64_t shift = a.causal ? i0 + 1 - j0 : bk + 1;
       if constexpr (std::is_same_v<T, BFloat16>) {
-        if (cube16) {
+        if (amx) {
+          detail::amx_scores(qa, m16, e32, kpk, j0, detail::round_up(kc, 16), shift, s, lds);
+          if (!late_scale) {
+            for (int64_t r = 0; r < br; ++r) {
+              A* row = s + r * lds;
+              for (int64_t j = 0; j < kc; ++j) row[j] *= static_cast<A>(a.scale);
+            }
+            mask_scores(a, hd, i0, br, kc, s, lds, j0, /*fill_causal=*/false);
+          }
+        } else if (dnnl) {
           detail::dnnl_gemm_bf16_f32(false, true, br, kc, E, static_cast<float>(a.scale), hd.q + i0 * a.q.row_stride,
                                      a.q.row_stride, hd.k + j0 * a.k.row_stride, a.k.row_stride, 0.0f, s, lds);
           mask_scores(a, hd, i0, br, kc, s, lds, j0, /*fill_causal=*/false);
         }
       }
       if (!cube16) scores(a, hd, i0, br, kc, q, s, bk, chunk, j0, /*fill_causal=*/false);
+      // On the bf16 Cube without dropout the probabilities go straight into their bf16 rows (pb) as exp makes them.
+      const bool to_pb = cube16 && !drop.on;
       for (int64_t r = 0; r < br; ++r) {
         A* row = s + r * lds;
+        BFloat16* prow = pb + r * ldp;
         // keys [vis, kc) are causally masked for this row: probability 0, no max or exp over them
-        const int64_t vis = a.causal ? std::clamp<int64_t>(i0 + r + 1 - j0, 0, kc) : kc;
-        std::fill(row + vis, row + kc, A(0));
-        const A m_new = std::max(m[r], row_max(row, vis));
+        const int64_t vis = a.causal ? std::clamp<int64_t>(r + shift, 0, kc) : kc;
+        const A m_new = std::max(m[r], row_scale * detail::lane_max(row, vis));
         if (m_new == neg_inf) {  // every key so far masked: nothing to add
-          std::fill(row, row + vis, A(0));
+          if (cube16) std::fill(prow, prow + k32, BFloat16{});
+          if (!to_pb) std::fill(row, row + kc, A(0));
           continue;
         }
-        const A sum = exp_sum(row, vis, m_new);
+        A sum = 0;
+        if (to_pb) {
+          if constexpr (std::is_same_v<A, float>) {
+            sum = amx ? detail::amx_exp_row(row, prow, vis, m_new, row_scale)
+                      : detail::exp_sub_sum(row, prow, vis, m_new, row_scale);
+            std::fill(prow + vis, prow + k32, BFloat16{});
+          }
+        } else {
+          std::fill(row + vis, row + kc, A(0));
+          sum = detail::exp_sub_sum(row, row, vis, m_new, row_scale);
+        }
         if (m_new != m[r]) {  // the max grew: rescale what was accumulated under the old one
           const A corr = m[r] == neg_inf ? A(0) : std::exp(m[r] - m_new);
           l[r] *= corr;
@@ -379,8 +442,16 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
         }
       }
       if constexpr (std::is_same_v<T, BFloat16>) {
-        if (cube16) {
-          for (int64_t r = 0; r < br; ++r) detail::narrow_row(pb + r * kc, s + r * lds, kc);
+        if (cube16 && !to_pb) {
+          for (int64_t r = 0; r < br; ++r) {
+            detail::narrow_row(pb + r * ldp, s + r * lds, kc);
+            std::fill(pb + r * ldp + kc, pb + r * ldp + k32, BFloat16{});
+          }
+        }
+        if (amx) {
+          detail::amx_accumulate(reinterpret_cast<const uint16_t*>(pb), ldp, m16, k32, vpk,
+                                 detail::round_up(S, 32), j0, ldo, shift, oacc, ldo);
+        } else if (dnnl) {
           detail::dnnl_gemm_bf16_f32(false, false, br, Ev, kc, 1.0f, pb, kc, hd.v + j0 * a.v.row_stride,
                                      a.v.row_stride, 1.0f, oacc, ldo);
         }
@@ -600,6 +671,12 @@ int64_t attention_max_kv_len(npu_sim::Stream stream, DType dtype, int64_t head_d
   // the widened rows and the key chunk (ub_plan with kv_len 0).
   const UbPlan p = ub_plan(widened, true, 0, std::max<int64_t>(head_dim, 0), std::max<int64_t>(v_dim, 0));
   return std::max<int64_t>(0, (static_cast<int64_t>(ub / elem) - p.fixed - p.per_row) / 2);
+}
+
+const char* attention_bf16_kernel_name() {
+  if (detail::amx_bf16_ready()) return "amx_bf16";
+  const char* dnnl = detail::dnnl_bf16_name();
+  return dnnl != nullptr ? dnnl : "none";
 }
 
 int64_t attention_max_kv_len(npu_sim::Stream stream, DType dtype) {

@@ -16,6 +16,7 @@
 #include "fast_math.h"
 #include "traffic.h"
 #include "npu_kernels/vec16.h"
+#include "row_math.h"
 
 namespace npu_kernels {
 
@@ -37,101 +38,15 @@ npu_sim::Status dispatch_in_out(DType in, DType out, F&& f) {
   return npu_sim::Status::kInvalidValue;
 }
 
-template <typename A>
-inline A lane_sum(const A* v, int64_t n) {
-  A lanes[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) lanes[j] += v[i + j];
-  }
-  A t = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
-  for (; i < n; ++i) t += v[i];
-  return t;
-}
-
-template <typename A>
-inline A lane_max(const A* v, int64_t n) {
-  A lanes[8];
-  for (int j = 0; j < 8; ++j) lanes[j] = -std::numeric_limits<A>::infinity();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) lanes[j] = v[i + j] > lanes[j] ? v[i + j] : lanes[j];
-  }
-  A m = lanes[0];
-  for (int j = 1; j < 8; ++j) m = lanes[j] > m ? lanes[j] : m;
-  for (; i < n; ++i) m = v[i] > m ? v[i] : m;
-  return m;
-}
-
-// fp32 specialisations with 16-lane vectors (vec16.h; the scalar-lane form above is not vectorised by GCC's
-// SLP pass; AVX-512 builds get one zmm op per vector, others two ymm halves); four
-// accumulators hide the add latency (two 4-wide ones left fp32/fp16 softmax bound by it).
+using detail::lane_dot;
+using detail::lane_max;
+using detail::lane_reduce_sum;
+using detail::lane_sqdev;
+using detail::lane_sum;
 using detail::hsum16;
 using detail::load16;
 using detail::store16;
 using detail::v16sf;
-
-// Sums f(i) for i in [0, n) over 16-lane blocks (f returns the block at i) in four accumulators, then the
-// scalar tail with g(i).
-template <typename F, typename G>
-inline float lane_reduce_sum(int64_t n, F&& f, G&& g) {
-  v16sf a0 = {}, a1 = {}, a2 = {}, a3 = {};
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    a0 += f(i);
-    a1 += f(i + 16);
-    a2 += f(i + 32);
-    a3 += f(i + 48);
-  }
-  for (; i + 16 <= n; i += 16) a0 += f(i);
-  float t = hsum16((a0 + a1) + (a2 + a3));
-  for (; i < n; ++i) t += g(i);
-  return t;
-}
-
-template <>
-inline float lane_sum<float>(const float* v, int64_t n) {
-  return lane_reduce_sum(n, [v](int64_t i) { return load16(v + i); }, [v](int64_t i) { return v[i]; });
-}
-template <>
-inline float lane_max<float>(const float* v, int64_t n) {
-  const float ninf = -std::numeric_limits<float>::infinity();
-  v16sf a = detail::splat16(ninf), b = a;
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    a = detail::max16(load16(v + i), a);  // a NaN never wins: skipped, as documented for lane_max
-    b = detail::max16(load16(v + i + 16), b);
-  }
-  a = detail::max16(b, a);
-  float m = a[0];
-  for (int j = 1; j < 16; ++j) m = a[j] > m ? a[j] : m;
-  for (; i < n; ++i) m = v[i] > m ? v[i] : m;
-  return m;
-}
-
-// sum((v[i] - mean)^2) with the same lane layout as lane_sum.
-template <typename A>
-inline A lane_sqdev(const A* v, int64_t n, A mean) {
-  A t = 0;
-  for (int64_t i = 0; i < n; ++i) t += (v[i] - mean) * (v[i] - mean);
-  return t;
-}
-template <>
-inline float lane_sqdev<float>(const float* v, int64_t n, float mean) {
-  return lane_reduce_sum(
-      n,
-      [v, mean](int64_t i) {
-        const v16sf x = load16(v + i) - mean;
-        return x * x;
-      },
-      [v, mean](int64_t i) { return (v[i] - mean) * (v[i] - mean); });
-}
-
-// sum(a[i] * b[i]).
-inline float lane_dot(const float* a, const float* b, int64_t n) {
-  return lane_reduce_sum(n, [a, b](int64_t i) { return load16(a + i) * load16(b + i); },
-                         [a, b](int64_t i) { return a[i] * b[i]; });
-}
 
 // A contiguous 16-bit row widened into dst, returning its max as lane_max does (a NaN never wins): one pass.
 template <typename T>
@@ -185,10 +100,9 @@ void softmax_line(const In* x, Out* y, int64_t n, int64_t s, bool log, acc_t<In>
     for (int64_t i = 0; i < n; ++i) buf[i] = ld(x + i * s);
     m = lane_max(r, n);
   }
-  // a NaN is skipped by lane_max but reaches the sum through fast_exp, so every output becomes NaN
+  // a NaN is skipped by lane_max but reaches the sum through exp, so every output becomes NaN
   if (std::isinf(m) && m < 0) m = 0;  // all -inf: exp gives 0, sum 0 -> nan, as on CPU
-  for (int64_t i = 0; i < n; ++i) e[i] = detail::fast_exp(r[i] - m);
-  const A sum = lane_sum(e, n);
+  const A sum = detail::exp_sub_sum(r, e, n, m);
   if constexpr (is_reduced_float_v<Out>) {
     if (s == 1) {
       if (log) {

@@ -227,7 +227,7 @@ def test_overrideable_sdpa_lays_out_outputs_as_its_meta_function(layout):
 
 BF16_CUBE_CASES = """
 import torch, torch.nn.functional as F, torch_npu_sim
-print(torch_npu_sim._C._cube_kernels()["bfloat16"])
+print(torch_npu_sim._C._cube_kernels()["attention_bf16"])
 g = torch.Generator().manual_seed(9)
 def r(*s):
     return torch.randn(*s, generator=g).bfloat16()
@@ -238,24 +238,44 @@ cases = {
                     dict(attn_mask=r(1, 2, 77, 133) * 3)),
     # a BSH layout: rows 4 heads apart (oneDNN copies such padded operands into dense rows first)
     "BSH 200": tuple(t.transpose(1, 2) for t in (r(2, 200, 4, 64), r(2, 200, 4, 64), r(2, 200, 4, 64))) + ({},),
+    # GPT-mini's heads (64 keys, head dim 32), one query against many keys, head dims of 7 and 9, several key
+    # blocks with a scale of our own, a boolean mask that hides whole rows
+    "causal 64": (r(4, 4, 64, 32), r(4, 4, 64, 32), r(4, 4, 64, 32), dict(is_causal=True)),
+    "decode 1x300": (r(1, 2, 1, 64), r(1, 2, 300, 64), r(1, 2, 300, 64), {}),
+    "dims 7 / 9": (r(1, 1, 33, 7), r(1, 1, 17, 7), r(1, 1, 17, 9), {}),
+    "causal 1100 scale": (r(1, 2, 1100, 48), r(1, 2, 1100, 48), r(1, 2, 1100, 80), dict(is_causal=True, scale=0.3)),
+    "bool mask": (r(1, 2, 40, 32), r(1, 2, 70, 32), r(1, 2, 70, 32),
+                  dict(attn_mask=torch.rand(1, 2, 40, 70, generator=g) > 0.5)),
 }
 for name, (q, k, v, kw) in cases.items():
     want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(),
-                                          **{a: (b.float() if torch.is_tensor(b) else b) for a, b in kw.items()})
+                                          **{a: (b.float() if torch.is_tensor(b) and b.is_floating_point() else b)
+                                             for a, b in kw.items()})
     got = F.scaled_dot_product_attention(q.npu(), k.npu(), v.npu(),
                                          **{a: (b.npu() if torch.is_tensor(b) else b) for a, b in kw.items()})
     assert got.dtype == torch.bfloat16
-    err = ((got.cpu().float() - want).abs() / (1 + want.abs())).max().item()
+    err = ((got.cpu().float().nan_to_num(7.0) - want.nan_to_num(7.0)).abs() / (1 + want.abs().nan_to_num())).max().item()
     print(name, err)
+# dropout: with V = I the output is the kept probabilities scaled by 1 / keep_prob; the mask is bf16's as float32's
+q, k = r(2, 2, 20, 16), r(2, 2, 40, 16)
+eye = torch.eye(40).expand(2, 2, 40, 40)
+outs = {}
+for dt in (torch.float32, torch.bfloat16):
+    torch.npu.manual_seed(5)
+    outs[dt] = F.scaled_dot_product_attention(q.to(dt).npu(), k.to(dt).npu(), eye.to(dt).npu(), dropout_p=0.3).cpu()
+assert torch.equal(outs[torch.float32] != 0, outs[torch.bfloat16] != 0)
+print("dropout", ((outs[torch.bfloat16].float() - outs[torch.float32]).abs() / (1 + outs[torch.float32].abs())).max().item())
 """
 
 
-@pytest.mark.parametrize("env", [{}, {"NPU_SIM_GEMM_DNNL": "0"}], ids=["bf16-cube", "widened"])
+@pytest.mark.parametrize("env", [{}, {"NPU_SIM_AMX": "0"}, {"NPU_SIM_AMX": "0", "NPU_SIM_GEMM_DNNL": "0"}],
+                         ids=["amx", "onednn", "widened"])
 def test_bf16_attention_on_the_bf16_cube_and_widened(env):
-    """bf16 attention with 128 keys or more runs its two products on oneDNN's bf16 matmul where it has a JIT kernel
-    (AMX / AVX512-BF16): scores in fp32, the probabilities rounded to bf16 for P V, as CPU's flash attention and
-    CUDA's do. NPU_SIM_GEMM_DNNL=0 (and CPUs without such a kernel) widen the operands to fp32 instead. Both against
-    CPU's SDPA in fp32 on the same bf16 inputs: within a few bf16 roundings (2^-8 relative each)."""
+    """bf16 attention runs its two products on the machine's bf16 matrix unit where it has one, as CPU's flash
+    attention and CUDA's do: scores in fp32, the probabilities rounded to bf16 for P V. On AMX CPUs our tile kernels
+    (any length); with NPU_SIM_AMX=0, or on AVX512-BF16 CPUs without AMX, oneDNN's bf16 matmul from 128 keys. With
+    neither (NPU_SIM_GEMM_DNNL=0 too) the operands are widened to fp32. Each against CPU's SDPA in fp32 on the same
+    bf16 inputs: within a few bf16 roundings (2^-8 relative each)."""
     from conftest import cpu_flags, run_python
     out = run_python(BF16_CUBE_CASES, env={**env, "ONEDNN_VERBOSE": "1"})
     assert out.returncode == 0, out.stderr
@@ -263,9 +283,12 @@ def test_bf16_attention_on_the_bf16_cube_and_widened(env):
     lines = [line for line in out.stdout.strip().splitlines() if not line.startswith("onednn_verbose")]
     # the bf16 x bf16 -> fp32 products of the attention (the model's GEMMs would write bf16)
     cube_calls = [line for line in verbose if ",exec," in line and "src_bf16" in line and "dst_f32" in line]
-    if env:
+    flags = cpu_flags()
+    if "NPU_SIM_GEMM_DNNL" in env:
         assert lines[0] == "none" and not cube_calls, lines[0]
-    elif cpu_flags() & {"avx512_bf16", "amx_bf16"}:
+    elif not env and {"amx_bf16", "avx512_bf16"} <= flags:
+        assert lines[0] == "amx_bf16" and not cube_calls, (lines[0], len(cube_calls))
+    elif flags & {"avx512_bf16", "amx_bf16"}:
         assert lines[0].startswith("onednn ") and len(cube_calls) >= 6, (lines[0], len(cube_calls))
     for line in lines[1:]:
         name, err = line.rsplit(" ", 1)

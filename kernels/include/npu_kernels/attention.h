@@ -57,6 +57,10 @@ struct AttentionGradArgs {
 int64_t attention_max_kv_len(npu_sim::Stream stream, DType dtype, int64_t head_dim, int64_t v_dim);
 int64_t attention_max_kv_len(npu_sim::Stream stream, DType dtype);
 
+// What runs the bfloat16 forward's two products on this machine: "amx_bf16" (the AMX tile kernels, any length),
+// oneDNN's bf16 matmul name (from 128 keys; shorter ones widened), or "none" (widened to float32).
+const char* attention_bf16_kernel_name();
+
 // kInvalidValue for a dtype the kernels do not take, negative sizes, kv_len above the limit, keep_prob
 // outside (0, 1] (and, for the backward, no lse).
 npu_sim::Status attention_forward(npu_sim::Stream stream, const AttentionArgs& args);
