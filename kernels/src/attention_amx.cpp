@@ -152,30 +152,32 @@ NPU_AVX512_TARGET void amx_pack_values(const BFloat16* v, int64_t ldv, int64_t k
 }
 
 NPU_AVX512_BF16_TARGET float amx_exp_row(const float* x, BFloat16* e, int64_t n, float m, float scale) {
-  // exp_sub_sum's loop and order (row_math.h), written out: a lambda would not inherit this function's target
-  auto one = [&](int64_t i) NPU_AVX512_BF16_TARGET {
-    const v16sf v = exp16(load16(x + i) * scale - m);
-    __m512 z;
-    std::memcpy(&z, &v, sizeof(z));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(e + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(z)));
+  // exp_sub_sum's loop (row_math.h) written out, as a lambda would not inherit this function's target; the tail
+  // is one masked block (causal rows are mostly tails in short heads: GPT-mini's 64 keys)
+  const __m512 sc = _mm512_set1_ps(scale), mx = _mm512_set1_ps(m);
+  auto block = [&](int64_t i, __mmask16 k) NPU_AVX512_BF16_TARGET {
+    const __m512 z = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, x + i), sc, mx);
+    v16sf v;
+    std::memcpy(&v, &z, sizeof(v));
+    v = exp16(v);
+    __m512 y;
+    std::memcpy(&y, &v, sizeof(y));
+    _mm256_mask_storeu_epi16(e + i, k, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(y)));
+    y = _mm512_maskz_mov_ps(k, y);
+    std::memcpy(&v, &y, sizeof(v));
     return v;
   };
   v16sf a0 = {}, a1 = {}, a2 = {}, a3 = {};
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    a0 += one(i);
-    a1 += one(i + 16);
-    a2 += one(i + 32);
-    a3 += one(i + 48);
+    a0 += block(i, 0xffff);
+    a1 += block(i + 16, 0xffff);
+    a2 += block(i + 32, 0xffff);
+    a3 += block(i + 48, 0xffff);
   }
-  for (; i + 16 <= n; i += 16) a0 += one(i);
-  float t = hsum16((a0 + a1) + (a2 + a3));
-  for (; i < n; ++i) {
-    const float v = fast_exp(x[i] * scale - m);
-    e[i] = BFloat16(v);
-    t += v;
-  }
-  return t;
+  for (; i + 16 <= n; i += 16) a0 += block(i, 0xffff);
+  if (i < n) a1 += block(i, static_cast<__mmask16>((1u << (n - i)) - 1u));
+  return hsum16((a0 + a1) + (a2 + a3));
 }
 
 NPU_AMX_TARGET void amx_scores(const uint16_t* qa, int64_t m16, int64_t e32, const uint16_t* kp, int64_t key0,

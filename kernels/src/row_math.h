@@ -77,11 +77,29 @@ inline float lane_max<float>(const float* v, int64_t n) {
     b = max16(load16(v + i + 16), b);
   }
   for (; i + 16 <= n; i += 16) a = max16(load16(v + i), a);
+#if defined(__AVX512F__)
+  if (i < n) {  // the tail as one masked block, -inf in the lanes past the row
+    const __m512 t = _mm512_mask_loadu_ps(_mm512_set1_ps(ninf), static_cast<__mmask16>((1u << (n - i)) - 1u), v + i);
+    v16sf tv;
+    std::memcpy(&tv, &t, sizeof(tv));
+    b = max16(tv, b);
+    i = n;
+  }
+#endif
   a = max16(b, a);
+#if defined(__AVX512F__)
+  __m512 z;  // no lane holds a NaN (max16 never takes one), so the tree reduction is lane_max's value
+  std::memcpy(&z, &a, sizeof(z));
+  const __m256 h8 = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, z, 0), _mm512_maskz_extractf32x8_ps(0xff, z, 1));
+  const __m128 h4 = _mm_max_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  const __m128 h2 = _mm_max_ps(h4, _mm_movehl_ps(h4, h4));
+  return _mm_cvtss_f32(_mm_max_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+#else
   float m = a[0];
   for (int j = 1; j < 16; ++j) m = a[j] > m ? a[j] : m;
   for (; i < n; ++i) m = v[i] > m ? v[i] : m;
   return m;
+#endif
 }
 
 // sum((v[i] - mean)^2) with the same lane layout as lane_sum.
@@ -148,6 +166,35 @@ inline v16sf exp16(v16sf x) {
 // scale 1 the argument is x - m exactly.
 template <typename A, typename E>
 inline A exp_sub_sum(const A* x, E* e, int64_t n, A m, A scale = A(1)) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<E, float>) {
+    // lane_reduce_sum's accumulators, with the tail as one masked block in the second: short rows (causal rows of
+    // a few dozen keys) are mostly tail
+    auto block = [x, e, m, scale](int64_t i, __mmask16 k) {
+      const __m512 z = _mm512_maskz_loadu_ps(k, x + i);
+      v16sf v;
+      std::memcpy(&v, &z, sizeof(v));
+      v = exp16(v * scale - m);
+      __m512 y;
+      std::memcpy(&y, &v, sizeof(y));
+      _mm512_mask_storeu_ps(e + i, k, y);
+      y = _mm512_maskz_mov_ps(k, y);
+      std::memcpy(&v, &y, sizeof(v));
+      return v;
+    };
+    v16sf a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+      a0 += block(i, 0xffff);
+      a1 += block(i + 16, 0xffff);
+      a2 += block(i + 32, 0xffff);
+      a3 += block(i + 48, 0xffff);
+    }
+    for (; i + 16 <= n; i += 16) a0 += block(i, 0xffff);
+    if (i < n) a1 += block(i, static_cast<__mmask16>((1u << (n - i)) - 1u));
+    return hsum16((a0 + a1) + (a2 + a3));
+  }
+#endif
   if constexpr (std::is_same_v<A, float>) {
     return lane_reduce_sum(
         n,

@@ -188,17 +188,22 @@ inline void store16(Half* p, v16sf x) {
 // Pairwise sum of the 16 lanes (8 + 8, 4 + 4, ...): the same order as a 16-lane scalar-array reduction.
 inline float hsum16(v16sf a) {
 #if defined(__AVX512F__)
-  float t[16];
-  std::memcpy(t, &a, sizeof(t));
-  for (int j = 0; j < 8; ++j) t[j] += t[j + 8];
+  // in registers (through a stack array the lanes cost a store and 15 reloads: short softmax rows were bound by
+  // it); the halves' sums are the array form's t[j] + t[j + w], so the result is the same
+  __m512 z;
+  std::memcpy(&z, &a, sizeof(z));
+  const __m256 h8 = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, z, 0), _mm512_maskz_extractf32x8_ps(0xff, z, 1));
+  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
 #else
   float t[8];
   const v8sf s = a.lo + a.hi;
   std::memcpy(t, &s, sizeof(t));
-#endif
   for (int w = 4; w >= 1; w /= 2)
     for (int j = 0; j < w; ++j) t[j] += t[j + w];
   return t[0];
+#endif
 }
 
 }  // namespace npu_kernels::detail
