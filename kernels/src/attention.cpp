@@ -536,7 +536,7 @@ void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::Bloc
       if (lse == neg_inf) {
         std::fill(row, row + nk, A(0));
       } else {
-        for (int64_t j = 0; j < nk; ++j) row[j] = detail::fast_exp(row[j] - lse);
+        detail::exp_sub_sum(row, row, nk, lse);  // P = exp(S - lse) (the sum is not needed)
       }
       const T* o = hd.out + (i0 + r) * a.out.row_stride;
       const A* d = d_o.p + r * d_o.ld;
