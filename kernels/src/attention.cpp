@@ -540,9 +540,15 @@ void backward_head(const AttentionGradArgs& g, int64_t unit, const npu_sim::Bloc
       }
       const T* o = hd.out + (i0 + r) * a.out.row_stride;
       const A* d = d_o.p + r * d_o.ld;
-      A acc = 0;
-      for (int64_t e = 0; e < Ev; ++e) acc += d[e] * detail::load_as<A>(o[e]);
-      dsum[r] = acc;
+      if constexpr (std::is_same_v<A, float>) {  // 16 lanes, O converted in registers
+        dsum[r] = detail::lane_reduce_sum(
+            Ev, [d, o](int64_t e) { return detail::load16(d + e) * detail::load16(o + e); },
+            [d, o](int64_t e) { return d[e] * detail::load_as<float>(o[e]); });
+      } else {
+        A acc = 0;
+        for (int64_t e = 0; e < Ev; ++e) acc += d[e] * detail::load_as<A>(o[e]);
+        dsum[r] = acc;
+      }
     }
     // dP = dO V^T
     times_keys_t<T>(br, nk, Ev, A(1), d_o, hd.v, a.v.row_stride, dp, S, chunk);
