@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 
+#include "fft_lanes.h"
 #include "fft_long.h"
 #include "npu_kernels/launch.h"
 
@@ -246,18 +247,24 @@ void run_staged(const detail::LongLines& l, int64_t begin, int64_t end) {
   if (stage.size() * sizeof(C) > detail::kKeptThreadBufferBytes) std::vector<C>().swap(stage);
 }
 
-Status launch_staged(npu_sim::Stream s, DType dt, detail::LongLines lines) {
+// One launch over the lines of a pass in blocks of whole lines (at least kStageLines, and 32K points), each run in
+// the SIMD lanes of fft_lanes.cpp (`lanes`) or through the staging rows.
+Status launch_lines(npu_sim::Stream s, DType dt, detail::LongLines lines, bool lanes) {
   auto l = std::make_shared<const detail::LongLines>(std::move(lines));
   const bool dbl = dt == DType::kComplex128;
   const auto [in_size, out_size] = element_sizes(dt, l->kind);
   const double line_flops = flops_per_line(l->kind, l->n);
   const auto count = static_cast<int64_t>(l->in_offsets.size());
-  const int64_t grain = std::max<int64_t>(kStageLines, 32768 / std::max<int64_t>(l->n, 1));
+  // lanes: up to four groups of 16 lines per block while every core thread still gets a block
+  const int64_t per_thread = (count + core_threads() - 1) / std::max<int64_t>(1, core_threads());
+  const int64_t per_block = lanes ? std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, detail::kLanesPerBlock) : kStageLines;
+  const int64_t grain = std::max<int64_t>(per_block, 32768 / std::max<int64_t>(l->n, 1));
   return parallel_for(s, pass_name(l->kind), count, grain,
-                      [l, dbl, in_size = in_size, out_size = out_size, line_flops](
+                      [l, dbl, lanes, in_size = in_size, out_size = out_size, line_flops](
                           int64_t b, int64_t e, const npu_sim::BlockContext& ctx) {
                         const auto run = [&](auto real) {
                           using R = decltype(real);
+                          if (lanes) return detail::run_lanes(*l, b, e);
                           switch (l->kind) {
                             case Kind::kR2C: return run_staged<R, Kind::kR2C>(*l, b, e);
                             case Kind::kC2R: return run_staged<R, Kind::kC2R>(*l, b, e);
@@ -359,8 +366,10 @@ Status execute(npu_sim::Stream s, const Transform& t, const void* in, void* out,
     Status st;
     if (detail::four_step_applies(t.dtype, p.kind, p.forward, p.shape[axis], p.in_strides[axis])) {
       st = detail::launch_four_step(s, t.dtype, long_lines(p));
+    } else if (detail::lanes_apply(t.dtype, p.kind, p.shape[axis])) {
+      st = launch_lines(s, t.dtype, long_lines(p), /*lanes=*/true);
     } else if (staged_applies(p, t.dtype)) {
-      st = launch_staged(s, t.dtype, long_lines(p));
+      st = launch_lines(s, t.dtype, long_lines(p), /*lanes=*/false);
     } else {
       st = launch_pass(s, t.dtype, p);
     }

@@ -133,6 +133,42 @@ TEST(KernelsFft, RealRoundTripEvenAndOddLengths) {
   real_round_trip<double>(6, 1);
 }
 
+// R2C with forward = false (the exp(+i) DFT's first n/2 + 1 bins, as pocketfft's r2c gives them): 20 rows run in the
+// SIMD lanes (a group of 16 and a spare-lane group of 4 one by one), even and odd lengths, float and double.
+template <class R>
+void r2c_backward(unsigned seed, int64_t rows, int64_t n) {
+  using C = std::complex<R>;
+  const int64_t half = n / 2 + 1;
+  const auto x = random_complex(static_cast<std::size_t>(rows * n), seed);
+  std::vector<R> real(x.size());
+  std::vector<cd> as_complex(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) real[i] = R(x[i].real()), as_complex[i] = cd(real[i], 0);
+  DeviceBuf<R> in(real);
+  DeviceBuf<C> spec(std::vector<C>(static_cast<std::size_t>(rows * half)));
+  fft::Transform t;
+  t.kind = fft::Kind::kR2C;
+  t.dtype = complex_dtype<R>();
+  t.in_shape = {rows, n}, t.in_strides = {n, 1};
+  t.out_shape = {rows, half}, t.out_strides = {half, 1};
+  t.axes = {1};
+  t.forward = false;
+  ASSERT_OK(fft::execute(nullptr, t, in.ptr, spec.ptr));
+  ASSERT_OK(npu_sim::device_synchronize(0));
+  const auto want = dft(as_complex, rows, n, false, false);
+  const auto got = spec.read();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < half; ++k) {
+      ASSERT_NEAR(std::abs(cd(got[r * half + k]) - want[r * n + k]), 0.0, tolerance<R>() * n) << r << "," << k;
+    }
+}
+
+TEST(KernelsFft, RealToComplexBackward) {
+  r2c_backward<float>(8, 20, 24);
+  r2c_backward<float>(9, 20, 15);
+  r2c_backward<float>(10, 3, 64);
+  r2c_backward<double>(11, 20, 24);
+}
+
 // A two-axis C2R runs its complex pass in the scratch buffer: the input stays as it was.
 TEST(KernelsFft, TwoAxisC2RLeavesItsInputIntact) {
   const int64_t rows = 4, n = 8, half = n / 2 + 1;

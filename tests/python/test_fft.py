@@ -165,6 +165,33 @@ def test_contiguous_lines_at_an_aliasing_pitch(dtype):
     same(lambda t: torch.fft.ifft(t, dim=-1), rand(37, 4 * n, dtype=cplx), dtype=cplx)
 
 
+def test_float32_lines_in_simd_lanes_every_layout():
+    # complex64 C2C and float32 R2C passes run 16 lines at a time in SIMD lanes (fft_lanes.cpp): contiguous lines
+    # (register transposes, line lengths with tails of 1-15 points), neighbouring columns (vector loads, up to four
+    # groups of 16 at once, a tail group), lines that are neither (slabs, steps), groups of fewer than 16 lines
+    # (copies of the last line in the spare lanes, stores only for the real ones) and of fewer than 8 (one by one),
+    # in place (fft2's second pass), and R2C backward (ihfft) with its negated imaginary parts
+    c64 = torch.complex64
+    for rows, cols in [(37, 24), (100, 130), (5, 1024), (1, 4096), (9, 7), (130, 2), (200, 67)]:
+        z = rand(rows, cols, dtype=c64, seed=rows)
+        same(lambda t: torch.fft.fft(t, dim=1), z, dtype=c64, scale=cols)
+        same(lambda t: torch.fft.fft(t, dim=0), z, dtype=c64, scale=rows)
+        same(torch.fft.fft2, z, dtype=c64, scale=rows * cols)
+        x = rand(rows, cols, dtype=torch.float32, seed=rows + 1)
+        same(torch.fft.rfft, x, dtype=torch.float32, scale=cols)
+        same(lambda t: torch.fft.rfft(t, dim=0), x, dtype=torch.float32, scale=rows)
+        same(torch.fft.ihfft, x, dtype=torch.float32)
+        same(lambda t: torch.fft.ihfft(t, dim=0), x, dtype=torch.float32)
+    # lines over slabs: 3 x 33 lines of 70 points, neighbours only within a slab; every other column; a transposed
+    # input (contiguous columns in, rows out)
+    w = rand(3, 70, 33, dtype=c64, seed=4)
+    same(lambda t: torch.fft.ifft(t, dim=1, norm="ortho"), w, dtype=c64)
+    same(lambda t: torch.fft.fft(t[:, :, ::2], dim=1), w, dtype=c64, scale=70)
+    same(lambda t: torch.fft.fft(t.t(), dim=1), rand(96, 80, dtype=c64, seed=5), dtype=c64, scale=96)
+    same(lambda t: torch.fft.rfft(t[:, ::3], dim=0), rand(64, 300, dtype=torch.float32, seed=6), dtype=torch.float32,
+         scale=64)
+
+
 def launched(fn):
     """The FFT kernels fn enqueues, in order (copies left out)."""
     torch.npu.synchronize()

@@ -1,0 +1,325 @@
+// float32 FFT lines in the 16 SIMD lanes of pocketfft's plans (see fft_lanes.h): a group of 16 lines is gathered
+// into the plan's vector layout (element i of every line in one vector), transformed, and scattered back.
+// Contiguous lines move as 16 x 16 blocks through a register transpose, lines that are neighbouring columns as
+// whole vectors, anything else (and groups of fewer than 16 neighbouring columns) element by element. The vectors
+// and the arithmetic are pocketfft's, so each line's result is the one its own calls give.
+#include "fft_lanes.h"
+
+#include <pocketfft_hdronly.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__AVX512F__) && !defined(POCKETFFT_NO_VECTORS)
+#include <immintrin.h>
+#define NPU_SIM_FFT_LANES 1
+#endif
+
+namespace npu_kernels::fft::detail {
+
+#if defined(NPU_SIM_FFT_LANES)
+namespace {
+
+using V = pocketfft::detail::vtype_t<float>;
+using CV = pocketfft::detail::cmplx<V>;
+static_assert(sizeof(V) == 64, "pocketfft's float vector is one zmm register here");
+constexpr int kLanes = 16;
+
+inline __m512 zm(const V& v) {
+  __m512 m;
+  std::memcpy(&m, &v, sizeof(m));
+  return m;
+}
+inline V vz(__m512 m) {
+  V v;
+  std::memcpy(&v, &m, sizeof(v));
+  return v;
+}
+inline __mmask16 low_bits(int64_t c) { return static_cast<__mmask16>(c >= 16 ? 0xffffu : (1u << c) - 1u); }
+
+struct Pair {  // one complex vector: 16 real parts, 16 imaginary parts
+  __m512 re, im;
+};
+
+// r[k] <- column k of the 16 x 16 block whose rows are r[0..15].
+inline void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_maskz_unpacklo_ps(0xffff, r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_maskz_unpackhi_ps(0xffff, r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 2]);
+    const __m512d c = _mm512_castps_pd(t[4 * i + 1]), d = _mm512_castps_pd(t[4 * i + 3]);
+    r[4 * i] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xff, a, b));
+    r[4 * i + 1] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xff, a, b));
+    r[4 * i + 2] = _mm512_castpd_ps(_mm512_maskz_unpacklo_pd(0xff, c, d));
+    r[4 * i + 3] = _mm512_castpd_ps(_mm512_maskz_unpackhi_pd(0xff, c, d));
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_maskz_shuffle_f32x4(0xffff, r[i], r[4 + i], 0x88);
+    t[4 + i] = _mm512_maskz_shuffle_f32x4(0xffff, r[i], r[4 + i], 0xdd);
+    t[8 + i] = _mm512_maskz_shuffle_f32x4(0xffff, r[8 + i], r[12 + i], 0x88);
+    t[12 + i] = _mm512_maskz_shuffle_f32x4(0xffff, r[8 + i], r[12 + i], 0xdd);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_maskz_shuffle_f32x4(0xffff, t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_maskz_shuffle_f32x4(0xffff, t[i], t[8 + i], 0xdd);
+    r[4 + i] = _mm512_maskz_shuffle_f32x4(0xffff, t[4 + i], t[12 + i], 0x88);
+    r[12 + i] = _mm512_maskz_shuffle_f32x4(0xffff, t[4 + i], t[12 + i], 0xdd);
+  }
+}
+
+// Column runs are rows of the operand a page or more apart: each is prefetched kAhead rows early (the hardware
+// prefetchers do not follow such strides, and each row is a TLB miss of its own).
+constexpr int64_t kAhead = 6;
+inline void prefetch_run(const float* p, int64_t floats, int hint) {
+  for (int64_t f = 0; f < floats; f += 16) {
+    if (hint == _MM_HINT_ET0) _mm_prefetch(reinterpret_cast<const char*>(p + f), _MM_HINT_ET0);
+    else _mm_prefetch(reinterpret_cast<const char*>(p + f), _MM_HINT_T0);
+  }
+}
+
+// How a group's lines lie: 16 contiguous lines (any offsets), 16 neighbouring columns, or neither.
+enum class Shape { kRows, kColumns, kOther };
+Shape shape_of(const int64_t* offsets, int g, int64_t stride) {
+  if (stride == 1) return Shape::kRows;
+  if (g < kLanes) return Shape::kOther;
+  for (int j = 1; j < kLanes; ++j)
+    if (offsets[j] != offsets[0] + j) return Shape::kOther;
+  return Shape::kColumns;
+}
+
+// The complex input lines of a group (float pointers to element 0; lanes past g repeat the last line) into buf.
+void gather_complex(const float* const* src, Shape sh, int64_t n, int64_t s, int wide, CV* buf) {
+  if (sh == Shape::kRows) {
+    for (int64_t i0 = 0; i0 < n; i0 += 8) {
+      const int64_t c = std::min<int64_t>(8, n - i0);
+      __m512 r[16];
+      for (int j = 0; j < kLanes; ++j) r[j] = _mm512_maskz_loadu_ps(low_bits(2 * c), src[j] + 2 * i0);
+      transpose16(r);
+      for (int64_t q = 0; q < c; ++q) buf[i0 + q] = {vz(r[2 * q]), vz(r[2 * q + 1])};
+    }
+  } else if (sh == Shape::kColumns) {  // wide groups of 16 neighbouring columns: buffer gg at buf + gg * n
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* p = src[0] + 2 * i * s;
+      if (i + kAhead < n) prefetch_run(p + 2 * kAhead * s, 32 * wide, _MM_HINT_T0);
+      for (int gg = 0; gg < wide; ++gg) {
+        const __m512 z0 = _mm512_loadu_ps(p + 32 * gg), z1 = _mm512_loadu_ps(p + 32 * gg + 16);
+        buf[gg * n + i] = {vz(_mm512_maskz_permutex2var_ps(0xffff, z0, even, z1)),
+                           vz(_mm512_maskz_permutex2var_ps(0xffff, z0, odd, z1))};
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      for (int j = 0; j < kLanes; ++j) {
+        buf[i].r[j] = src[j][2 * i * s];
+        buf[i].i[j] = src[j][2 * i * s + 1];
+      }
+  }
+}
+
+// Complex values u(k, gg) (k in [0, m)) of lanes [0, g) out to complex lines dst[j] with element stride s (for
+// neighbouring columns, `wide` groups of 16 at once; else gg is 0).
+template <class U>
+void scatter_complex(U&& u, float* const* dst, int g, Shape sh, int64_t m, int64_t s, int wide) {
+  if (sh == Shape::kRows) {
+    for (int64_t k0 = 0; k0 < m; k0 += 8) {
+      const int64_t c = std::min<int64_t>(8, m - k0);
+      __m512 r[16];
+      for (int64_t q = 0; q < 8; ++q) {
+        const auto [re, im] = q < c ? u(k0 + q, 0) : Pair{_mm512_setzero_ps(), _mm512_setzero_ps()};
+        r[2 * q] = re;
+        r[2 * q + 1] = im;
+      }
+      transpose16(r);
+      for (int j = 0; j < g; ++j) _mm512_mask_storeu_ps(dst[j] + 2 * k0, low_bits(2 * c), r[j]);
+    }
+  } else if (sh == Shape::kColumns) {  // wide groups: u(k, gg) for group gg
+    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    for (int64_t k = 0; k < m; ++k) {
+      float* p = dst[0] + 2 * k * s;
+      if (k + kAhead < m) prefetch_run(p + 2 * kAhead * s, 32 * wide, _MM_HINT_ET0);
+      for (int gg = 0; gg < wide; ++gg) {
+        const auto [re, im] = u(k, gg);
+        _mm512_storeu_ps(p + 32 * gg, _mm512_maskz_permutex2var_ps(0xffff, re, lo, im));
+        _mm512_storeu_ps(p + 32 * gg + 16, _mm512_maskz_permutex2var_ps(0xffff, re, hi, im));
+      }
+    }
+  } else {
+    for (int64_t k = 0; k < m; ++k) {
+      const auto [re, im] = u(k, 0);
+      alignas(64) float a[16], b[16];
+      _mm512_store_ps(a, re);
+      _mm512_store_ps(b, im);
+      for (int j = 0; j < g; ++j) {
+        dst[j][2 * k * s] = a[j];
+        dst[j][2 * k * s + 1] = b[j];
+      }
+    }
+  }
+}
+
+// The real input lines of a group into buf.
+void gather_real(const float* const* src, Shape sh, int64_t n, int64_t s, int wide, V* buf) {
+  if (sh == Shape::kRows) {
+    for (int64_t i0 = 0; i0 < n; i0 += 16) {
+      const int64_t c = std::min<int64_t>(16, n - i0);
+      __m512 r[16];
+      for (int j = 0; j < kLanes; ++j) r[j] = _mm512_maskz_loadu_ps(low_bits(c), src[j] + i0);
+      transpose16(r);
+      for (int64_t q = 0; q < c; ++q) buf[i0 + q] = vz(r[q]);
+    }
+  } else if (sh == Shape::kColumns) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (i + kAhead < n) prefetch_run(src[0] + (i + kAhead) * s, 16 * wide, _MM_HINT_T0);
+      for (int gg = 0; gg < wide; ++gg) buf[gg * n + i] = vz(_mm512_loadu_ps(src[0] + i * s + 16 * gg));
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i)
+      for (int j = 0; j < kLanes; ++j) buf[i][j] = src[j][i * s];
+  }
+}
+
+thread_local std::vector<CV> t_buf;  // the core thread's working lines (its UB stand-in), kept across launches
+
+}  // namespace
+
+bool lanes_apply(DType dt, Kind kind, int64_t n) {
+  return dt == DType::kComplex64 && (kind == Kind::kC2C || kind == Kind::kR2C) && n >= 2;
+}
+
+// Fewer lines than this go one at a time: 16 lanes of copies of one line cost more than the line alone (a single
+// 4096-point rfft 0.10 -> 0.16 ms).
+constexpr int kMinLanes = 8;
+
+// One line through the plan, pocketfft's scalar way: copied into buf (n complex or n real points), transformed,
+// copied out.
+void run_line(const LongLines& l, int64_t line, const pocketfft::detail::pocketfft_c<float>* cplan,
+              const pocketfft::detail::pocketfft_r<float>* rplan, float* buf) {
+  const int64_t n = l.n, si = l.in_stride, so = l.out_stride;
+  const auto fct = static_cast<float>(l.scale);
+  auto* out = static_cast<float*>(l.out) + 2 * l.out_offsets[static_cast<std::size_t>(line)];
+  if (cplan != nullptr) {
+    const float* in = static_cast<const float*>(l.in) + 2 * l.in_offsets[static_cast<std::size_t>(line)];
+    auto* c = reinterpret_cast<pocketfft::detail::cmplx<float>*>(buf);
+    for (int64_t i = 0; i < n; ++i) c[i] = {in[2 * i * si], in[2 * i * si + 1]};
+    cplan->exec(c, fct, l.forward);
+    for (int64_t i = 0; i < n; ++i) {
+      out[2 * i * so] = c[i].r;
+      out[2 * i * so + 1] = c[i].i;
+    }
+    return;
+  }
+  const float* in = static_cast<const float*>(l.in) + l.in_offsets[static_cast<std::size_t>(line)];
+  for (int64_t i = 0; i < n; ++i) buf[i] = in[i * si];
+  rplan->exec(buf, fct, true);
+  out[0] = buf[0];
+  out[1] = 0.0f;
+  int64_t k = 1;
+  for (; 2 * k < n; ++k) {
+    out[2 * k * so] = buf[2 * k - 1];
+    out[2 * k * so + 1] = l.forward ? buf[2 * k] : -buf[2 * k];
+  }
+  if (2 * k == n) {
+    out[2 * k * so] = buf[n - 1];
+    out[2 * k * so + 1] = 0.0f;
+  }
+}
+
+// Groups of 16 neighbouring columns taken together (one pass over their rows reads 512-byte runs: a column pass of
+// a 1024^2 array read 128 bytes per 8 KiB row, a TLB miss each).
+constexpr int kWide = static_cast<int>(kLanesPerBlock / 16);
+
+// Whole groups of 16 lines from `first` (at most kWide, within `end`) whose lines continue neighbouring columns.
+int wide_groups(const std::vector<int64_t>& offsets, int64_t first, int64_t end) {
+  int w = 1;
+  while (w < kWide && first + (w + 1) * kLanes <= end) {
+    for (int j = 0; j < kLanes; ++j)
+      if (offsets[static_cast<std::size_t>(first + w * kLanes + j)] != offsets[static_cast<std::size_t>(first)] + w * kLanes + j)
+        return w;
+    ++w;
+  }
+  return w;
+}
+
+void run_lanes(const LongLines& l, int64_t begin, int64_t end) {
+  const int64_t n = l.n;
+  const auto fct = static_cast<float>(l.scale);
+  const bool r2c = l.kind == Kind::kR2C;
+  if (t_buf.size() < static_cast<std::size_t>(kWide * n)) t_buf.resize(static_cast<std::size_t>(kWide * n));
+  CV* cbuf = t_buf.data();
+  V* rbuf = reinterpret_cast<V*>(t_buf.data());  // kWide * n real vectors fit in the first half
+  const float* in = static_cast<const float*>(l.in);
+  auto* out = static_cast<float*>(l.out);
+  const int64_t in_w = r2c ? 1 : 2;  // floats per input element
+  std::shared_ptr<pocketfft::detail::pocketfft_c<float>> cplan;
+  std::shared_ptr<pocketfft::detail::pocketfft_r<float>> rplan;
+  if (r2c) rplan = pocketfft::detail::get_plan<pocketfft::detail::pocketfft_r<float>>(static_cast<std::size_t>(n));
+  else cplan = pocketfft::detail::get_plan<pocketfft::detail::pocketfft_c<float>>(static_cast<std::size_t>(n));
+  const int64_t m = r2c ? n / 2 + 1 : n;  // complex outputs per line
+  const __m512 zero = _mm512_setzero_ps();
+  const bool fwd = l.forward;
+  for (int64_t g0 = begin; g0 < end;) {
+    const int g = static_cast<int>(std::min<int64_t>(kLanes, end - g0));
+    if (g < kMinLanes) {  // a few lines: one by one, in a buffer of one line
+      for (int64_t line = g0; line < end; ++line) {
+        run_line(l, line, cplan.get(), rplan.get(), reinterpret_cast<float*>(cbuf));
+      }
+      break;
+    }
+    const Shape sin = shape_of(l.in_offsets.data() + g0, g, l.in_stride);
+    const Shape sout = shape_of(l.out_offsets.data() + g0, g, l.out_stride);
+    int wide = sin == Shape::kColumns ? wide_groups(l.in_offsets, g0, end) : 1;
+    if (sout == Shape::kColumns && wide > 1) wide = std::min(wide, wide_groups(l.out_offsets, g0, end));
+    const float* src[kLanes];
+    float* dst[kLanes];
+    for (int j = 0; j < kLanes; ++j) {
+      const int64_t line = g0 + std::min(j, g - 1);
+      src[j] = in + in_w * l.in_offsets[static_cast<std::size_t>(line)];
+      dst[j] = out + 2 * l.out_offsets[static_cast<std::size_t>(line)];
+    }
+    if (!r2c) {
+      gather_complex(src, sin, n, l.in_stride, wide, cbuf);
+      for (int gg = 0; gg < wide; ++gg) cplan->exec(cbuf + gg * n, fct, fwd);
+    } else {
+      gather_real(src, sin, n, l.in_stride, wide, rbuf);
+      for (int gg = 0; gg < wide; ++gg) rplan->exec(rbuf + gg * n, fct, true);
+    }
+    // pocketfft's half-complex order r0, r1, i1, r2, i2, ...: X_k = (r_k, +-i_k), X_0 and an even n's X_{n/2} real
+    const auto value = [cbuf, rbuf, r2c, n, fwd, zero](int64_t k, int gg) {
+      if (!r2c) return Pair{zm(cbuf[gg * n + k].r), zm(cbuf[gg * n + k].i)};
+      const V* t = rbuf + gg * n;
+      if (k == 0) return Pair{zm(t[0]), zero};
+      if (2 * k >= n) return Pair{zm(t[2 * k - 1]), zero};
+      const __m512 im = zm(t[2 * k]);  // negated for the backward transform, as pocketfft does
+      return Pair{zm(t[2 * k - 1]), fwd ? im : _mm512_maskz_xor_ps(0xffff, im, _mm512_set1_ps(-0.0f))};
+    };
+    if (sout == Shape::kColumns) {
+      scatter_complex(value, dst, g, sout, m, l.out_stride, wide);
+    } else {  // each group of 16 on its own
+      for (int gg = 0; gg < wide; ++gg) {
+        float* gdst[kLanes];
+        for (int j = 0; j < kLanes; ++j) gdst[j] = out + 2 * l.out_offsets[static_cast<std::size_t>(g0 + gg * kLanes + std::min(j, g - 1))];
+        const Shape gs = gg == 0 ? sout : shape_of(l.out_offsets.data() + g0 + gg * kLanes, g, l.out_stride);
+        scatter_complex([&value, gg](int64_t k, int) { return value(k, gg); }, gdst, g, gs, m, l.out_stride, 1);
+      }
+    }
+    g0 += static_cast<int64_t>(wide) * kLanes;
+    if (wide == 1) g0 += g - kLanes;
+  }
+  if (t_buf.size() * sizeof(CV) > kKeptThreadBufferBytes) std::vector<CV>().swap(t_buf);
+}
+
+#else  // no 16-lane build: pocketfft's own paths serve every pass
+
+bool lanes_apply(DType, Kind, int64_t) { return false; }
+void run_lanes(const LongLines&, int64_t, int64_t) {}
+
+#endif
+
+}  // namespace npu_kernels::fft::detail

@@ -1,0 +1,22 @@
+// Private to kernels/: float32 C2C and R2C lines 16 at a time in the SIMD lanes of pocketfft's plans, the lanes
+// filled and emptied by AVX-512 16 x 16 transposes (contiguous lines) or straight vector loads (lines that are
+// neighbouring columns), where pocketfft's own copies move one element per instruction (they cost 2x the
+// transforms themselves: fft2 1024^2 ran at 1.9x CPU eager's MKL).
+#pragma once
+
+#include <cstdint>
+
+#include "fft_long.h"
+
+namespace npu_kernels::fft::detail {
+
+// Lines a block should hold at least: four groups of 16 neighbouring columns run together (fft_lanes.cpp).
+constexpr int64_t kLanesPerBlock = 64;
+
+// True where run_lanes serves a pass: an AVX-512 build, float32, C2C or R2C, lines of at least 2 points.
+bool lanes_apply(DType dt, Kind kind, int64_t n);
+
+// Lines [begin, end) of `l` (its offsets in elements of each side's type).
+void run_lanes(const LongLines& l, int64_t begin, int64_t end);
+
+}  // namespace npu_kernels::fft::detail
