@@ -315,10 +315,25 @@ void run_lanes(const LongLines& l, int64_t begin, int64_t end) {
   if (t_buf.size() * sizeof(CV) > kKeptThreadBufferBytes) std::vector<CV>().swap(t_buf);
 }
 
+void run_lanes_grid(bool forward, float fct, int64_t n, int64_t count, const void* in, int64_t in_step,
+                    int64_t in_stride, void* out, int64_t out_step, int64_t out_stride) {
+  thread_local LongLines l;  // its offset vectors are reused from call to call
+  l.kind = Kind::kC2C, l.forward = forward, l.scale = fct, l.n = n;
+  l.in = in, l.out = out, l.in_stride = in_stride, l.out_stride = out_stride;
+  l.in_offsets.resize(static_cast<std::size_t>(count));
+  l.out_offsets.resize(static_cast<std::size_t>(count));
+  for (int64_t j = 0; j < count; ++j) {
+    l.in_offsets[static_cast<std::size_t>(j)] = j * in_step;
+    l.out_offsets[static_cast<std::size_t>(j)] = j * out_step;
+  }
+  run_lanes(l, 0, count);
+}
+
 #else  // no 16-lane build: pocketfft's own paths serve every pass
 
 bool lanes_apply(DType, Kind, int64_t) { return false; }
 void run_lanes(const LongLines&, int64_t, int64_t) {}
+void run_lanes_grid(bool, float, int64_t, int64_t, const void*, int64_t, int64_t, void*, int64_t, int64_t) {}
 
 #endif
 

@@ -19,4 +19,9 @@ bool lanes_apply(DType dt, Kind kind, int64_t n);
 // Lines [begin, end) of `l` (its offsets in elements of each side's type).
 void run_lanes(const LongLines& l, int64_t begin, int64_t end);
 
+// complex64 C2C over `count` lines of n points on a grid: line j starts at in + j * in_step and out + j * out_step
+// (complex elements), its points in_stride / out_stride apart; results times fct (the four-step's sub-transforms).
+void run_lanes_grid(bool forward, float fct, int64_t n, int64_t count, const void* in, int64_t in_step,
+                    int64_t in_stride, void* out, int64_t out_step, int64_t out_stride);
+
 }  // namespace npu_kernels::fft::detail

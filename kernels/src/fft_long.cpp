@@ -14,6 +14,7 @@
 #include <memory>
 #include <mutex>
 
+#include "fft_lanes.h"
 #include "npu_kernels/launch.h"
 
 namespace npu_kernels::fft::detail {
@@ -122,8 +123,12 @@ void rotate(std::complex<R>* v, const R* w, int64_t count, int sign) {
 template <class R, class C = std::complex<R>>
 void columns(const Plan<R>& p, bool forward, const C* z, int64_t zs, C* A, int64_t c0, int64_t c1) {
   const auto cs = static_cast<std::ptrdiff_t>(sizeof(C));
-  pocketfft::c2c<R>({static_cast<size_t>(p.M1), static_cast<size_t>(c1 - c0)}, {p.M2 * zs * cs, zs * cs},
-                        {p.M2 * cs, cs}, {0}, forward, z + c0 * zs, A + c0, R(1), 1);
+  if (std::is_same_v<R, float> && lanes_apply(DType::kComplex64, Kind::kC2C, p.M1)) {
+    run_lanes_grid(forward, 1.0f, p.M1, c1 - c0, z + c0 * zs, zs, p.M2 * zs, A + c0, 1, p.M2);
+  } else {
+    pocketfft::c2c<R>({static_cast<size_t>(p.M1), static_cast<size_t>(c1 - c0)}, {p.M2 * zs * cs, zs * cs},
+                      {p.M2 * cs, cs}, {0}, forward, z + c0 * zs, A + c0, R(1), 1);
+  }
   const R* grid = p.tw->grid.data();
   for (int64_t k1 = 1; k1 < p.M1; ++k1) {
     rotate(A + k1 * p.M2 + c0, grid + 2 * (k1 * p.M2 + c0), c1 - c0, forward ? -1 : 1);
@@ -134,8 +139,13 @@ void columns(const Plan<R>& p, bool forward, const C* z, int64_t zs, C* A, int64
 template <class R, class C = std::complex<R>>
 void rows(const Plan<R>& p, bool forward, const C* A, C* X, int64_t xs, int64_t r0, int64_t r1, R fct) {
   const auto cs = static_cast<std::ptrdiff_t>(sizeof(C));
-  pocketfft::c2c<R>({static_cast<size_t>(r1 - r0), static_cast<size_t>(p.M2)}, {p.M2 * cs, cs},
-                        {xs * cs, p.M1 * xs * cs}, {1}, forward, A + r0 * p.M2, X + r0 * xs, fct, 1);
+  if (std::is_same_v<R, float> && lanes_apply(DType::kComplex64, Kind::kC2C, p.M2)) {
+    run_lanes_grid(forward, static_cast<float>(fct), p.M2, r1 - r0, A + r0 * p.M2, p.M2, 1, X + r0 * xs, xs,
+                   p.M1 * xs);
+  } else {
+    pocketfft::c2c<R>({static_cast<size_t>(r1 - r0), static_cast<size_t>(p.M2)}, {p.M2 * cs, cs},
+                      {xs * cs, p.M1 * xs * cs}, {1}, forward, A + r0 * p.M2, X + r0 * xs, fct, 1);
+  }
 }
 
 // R2C, bins [k0, k1) of the n = 2M point spectrum (k <= M) from the M-point transform Zt of the pairs:
