@@ -359,8 +359,23 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
       tiles.emplace();
     }
   }
-  // AMX: scale applied in the softmax passes where nothing is added to the scores (max(scale x) = scale max(x))
-  const bool late_scale = amx && hd.bias == nullptr && a.scale > 0;
+  // float32: K^T packed once per head (E x S in the workspace), so that Q K^T is an NN product libxsmm runs in
+  // place, with no per-tile packing of K (BLAS repacked both operands on every tile)
+  thread_local std::vector<float> kt_buf;
+  const float* kt = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    if (S > 0 && E > 0) {
+      if (kt_buf.size() < static_cast<std::size_t>(S * E)) kt_buf.resize(static_cast<std::size_t>(S * E));
+      detail::pack_strided(kt_buf.data(), hd.k, E, S, int64_t{1}, a.k.row_stride);
+      kt = kt_buf.data();
+      tr.read += es * S * E;
+      tr.write += es * S * E;
+    }
+  }
+  // AMX and packed K^T: the products are unscaled; the scale is applied in the softmax passes where nothing is added
+  // to the scores (max(scale x) = scale max(x)), else by a pass before the bias
+  const bool unscaled = amx || kt != nullptr;
+  const bool late_scale = unscaled && hd.bias == nullptr && a.scale > 0;
   const A row_scale = late_scale ? static_cast<A>(a.scale) : A(1);
   for (int64_t i0 = 0; i0 < a.q_len; i0 += br_max) {
     const int64_t br = std::min(br_max, a.q_len - i0), nk = visible_keys(a, i0, br);
@@ -389,20 +404,25 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
       if constexpr (std::is_same_v<T, BFloat16>) {
         if (amx) {
           detail::amx_scores(qa, m16, e32, kpk, j0, detail::round_up(kc, 16), shift, s, lds);
-          if (!late_scale) {
-            for (int64_t r = 0; r < br; ++r) {
-              A* row = s + r * lds;
-              for (int64_t j = 0; j < kc; ++j) row[j] *= static_cast<A>(a.scale);
-            }
-            mask_scores(a, hd, i0, br, kc, s, lds, j0, /*fill_causal=*/false);
-          }
         } else if (dnnl) {
           detail::dnnl_gemm_bf16_f32(false, true, br, kc, E, static_cast<float>(a.scale), hd.q + i0 * a.q.row_stride,
                                      a.q.row_stride, hd.k + j0 * a.k.row_stride, a.k.row_stride, 0.0f, s, lds);
           mask_scores(a, hd, i0, br, kc, s, lds, j0, /*fill_causal=*/false);
         }
       }
-      if (!cube16) scores(a, hd, i0, br, kc, q, s, bk, chunk, j0, /*fill_causal=*/false);
+      if constexpr (std::is_same_v<T, float>) {
+        if (kt != nullptr && !detail::xsmm_gemm(br, kc, E, q.p, q.ld, kt + j0, S, s, lds, false)) {
+          detail::gemm_rowmajor<float>(false, false, br, kc, E, 1.0f, q.p, q.ld, kt + j0, S, 0.0f, s, lds);
+        }
+      }
+      if (unscaled && !late_scale) {
+        for (int64_t r = 0; r < br; ++r) {
+          A* row = s + r * lds;
+          for (int64_t j = 0; j < kc; ++j) row[j] *= static_cast<A>(a.scale);
+        }
+        mask_scores(a, hd, i0, br, kc, s, lds, j0, /*fill_causal=*/false);
+      }
+      if (!cube16 && kt == nullptr) scores(a, hd, i0, br, kc, q, s, bk, chunk, j0, /*fill_causal=*/false);
       // On the bf16 Cube without dropout the probabilities go straight into their bf16 rows (pb) as exp makes them.
       const bool to_pb = cube16 && !drop.on;
       for (int64_t r = 0; r < br; ++r) {

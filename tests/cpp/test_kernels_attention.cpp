@@ -380,8 +380,9 @@ TEST(KernelsAttention, RefusesKeepProbOutsideZeroOne) {
 }
 
 // One float32 forward of B = 1, H = 2, L = 5, S = 7, E = 4, Ev = 3 (one query tile per head), exactly.
-// Per head the kernel reads Q (5 x 4), K (7 x 4) and V (7 x 3) once and writes O (5 x 3) and lse (5):
-//   read  = 2 heads x 4 B x (20 + 28 + 21) = 552 B,  write = 2 x 4 B x (15 + 5) = 160 B;
+// Per head the kernel reads Q (5 x 4), K (7 x 4) and V (7 x 3) once and writes O (5 x 3) and lse (5), and first
+// packs K transposed into its workspace (K read, K^T written: 28 values each way; the tile reads K^T instead of K):
+//   read  = 2 heads x 4 B x (20 + 28 + 21 + 28) = 776 B,  write = 2 x 4 B x (15 + 5 + 28) = 384 B;
 // Cube FLOPs 2 L S E + 2 L S Ev per head = 2 x (280 + 210) = 980; Vector FLOPs 5 per score (max,
 // subtract, exp, sum, normalise) = 2 x 5 x 35 = 350.
 TEST(KernelsAttention, ForwardRecordsItsGmBytesAndFlops) {
@@ -405,8 +406,8 @@ TEST(KernelsAttention, ForwardRecordsItsGmBytesAndFlops) {
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_EQ(recs[0].kernel, "attention_forward");
   EXPECT_FALSE(recs[0].failed);
-  EXPECT_EQ(recs[0].gm_read, 552u);
-  EXPECT_EQ(recs[0].gm_write, 160u);
+  EXPECT_EQ(recs[0].gm_read, 776u);
+  EXPECT_EQ(recs[0].gm_write, 384u);
   EXPECT_EQ(recs[0].cube_flops, 980u);
   EXPECT_EQ(recs[0].vector_flops, 350u);
 }
