@@ -439,7 +439,7 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
         A sum = 0;
         if (to_pb) {
           if constexpr (std::is_same_v<A, float>) {
-            sum = amx ? detail::amx_exp_row(row, prow, vis, m_new, row_scale)
+            sum = amx ? detail::exp_sub_sum_cvtne(row, prow, vis, m_new, row_scale)  // AMX CPUs have AVX512-BF16
                       : detail::exp_sub_sum(row, prow, vis, m_new, row_scale);
             std::fill(prow + vis, prow + k32, BFloat16{});
           }

@@ -3,8 +3,6 @@
 // Every operand is zero padded to whole tiles, so each tile is 16 x 64 bytes and no edge needs its own shape.
 #include "attention_amx.h"
 
-#include "row_math.h"
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -17,7 +15,6 @@
 #define NPU_SIM_AMX_BUILD 1
 #define NPU_AMX_TARGET __attribute__((target("amx-tile,amx-bf16")))
 #define NPU_AVX512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
-#define NPU_AVX512_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #endif
 
 namespace npu_kernels::detail {
@@ -151,35 +148,6 @@ NPU_AVX512_TARGET void amx_pack_values(const BFloat16* v, int64_t ldv, int64_t k
   }
 }
 
-NPU_AVX512_BF16_TARGET float amx_exp_row(const float* x, BFloat16* e, int64_t n, float m, float scale) {
-  // exp_sub_sum's loop (row_math.h) written out, as a lambda would not inherit this function's target; the tail
-  // is one masked block (causal rows are mostly tails in short heads: GPT-mini's 64 keys)
-  const __m512 sc = _mm512_set1_ps(scale), mx = _mm512_set1_ps(m);
-  auto block = [&](int64_t i, __mmask16 k) NPU_AVX512_BF16_TARGET {
-    const __m512 z = _mm512_fmsub_ps(_mm512_maskz_loadu_ps(k, x + i), sc, mx);
-    v16sf v;
-    std::memcpy(&v, &z, sizeof(v));
-    v = exp16(v);
-    __m512 y;
-    std::memcpy(&y, &v, sizeof(y));
-    _mm256_mask_storeu_epi16(e + i, k, reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(y)));
-    y = _mm512_maskz_mov_ps(k, y);
-    std::memcpy(&v, &y, sizeof(v));
-    return v;
-  };
-  v16sf a0 = {}, a1 = {}, a2 = {}, a3 = {};
-  int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    a0 += block(i, 0xffff);
-    a1 += block(i + 16, 0xffff);
-    a2 += block(i + 32, 0xffff);
-    a3 += block(i + 48, 0xffff);
-  }
-  for (; i + 16 <= n; i += 16) a0 += block(i, 0xffff);
-  if (i < n) a1 += block(i, static_cast<__mmask16>((1u << (n - i)) - 1u));
-  return hsum16((a0 + a1) + (a2 + a3));
-}
-
 NPU_AMX_TARGET void amx_scores(const uint16_t* qa, int64_t m16, int64_t e32, const uint16_t* kp, int64_t key0,
                                int64_t n16, int64_t causal_shift, float* s, int64_t lds) {
   const int64_t kt = e32 / 32, a_rt = 16 * e32, b_ct = 16 * e32;
@@ -218,7 +186,6 @@ AmxTiles::AmxTiles() = default;
 AmxTiles::~AmxTiles() = default;
 void amx_pack_keys(const BFloat16*, int64_t, int64_t, int64_t, uint16_t*) {}
 void amx_pack_values(const BFloat16*, int64_t, int64_t, int64_t, uint16_t*) {}
-float amx_exp_row(const float*, BFloat16*, int64_t, float, float) { return 0.0f; }
 void amx_scores(const uint16_t*, int64_t, int64_t, const uint16_t*, int64_t, int64_t, int64_t, float*, int64_t) {}
 void amx_accumulate(const uint16_t*, int64_t, int64_t, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t,
                     float*, int64_t) {}

@@ -9,8 +9,8 @@
 
 namespace npu_kernels::detail {
 
-// AMX-BF16 (and AVX512-BF16) is usable here: the CPU has them, Linux granted this process the tile state, and NPU_SIM_AMX is not
-// "0". Decided once per process.
+// AMX-BF16 (and AVX512-BF16, which rounds the probabilities) is usable here: the CPU has them, Linux granted
+// this process the tile state, and NPU_SIM_AMX is not "0". Decided once per process.
 bool amx_bf16_ready();
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -25,11 +25,6 @@ void amx_pack_keys(const BFloat16* k, int64_t ldk, int64_t keys, int64_t head_di
 // V rows [0, keys) x [0, v_dim) (row stride ldv) as the B operand of P V: per 16 columns, 16 key pairs x 16
 // columns x 2 per tile, the key pairs of a column group contiguous. Zero padding up to whole tiles.
 void amx_pack_values(const BFloat16* v, int64_t ldv, int64_t keys, int64_t v_dim, uint16_t* out);
-
-// e[i] = exp(x[i] * scale - m) rounded to bf16 for i in [0, n), returning the sum of the fp32 values: the P row of
-// the products, exp_sub_sum (row_math.h) with the rounding in one vcvtneps2bf16 (AVX512-BF16, which every AMX CPU
-// has: round to nearest even, subnormal results to 0).
-float amx_exp_row(const float* x, BFloat16* e, int64_t n, float m, float scale);
 
 // Holds the tile configuration on this thread for the products below, and releases the tile state at the end.
 // (The configuration is per thread; oneDNN's AMX kernels load their own, so a scope must not span a oneDNN call.)

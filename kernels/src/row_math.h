@@ -88,12 +88,7 @@ inline float lane_max<float>(const float* v, int64_t n) {
 #endif
   a = max16(b, a);
 #if defined(__AVX512F__)
-  __m512 z;  // no lane holds a NaN (max16 never takes one), so the tree reduction is lane_max's value
-  std::memcpy(&z, &a, sizeof(z));
-  const __m256 h8 = _mm256_max_ps(_mm512_maskz_extractf32x8_ps(0xff, z, 0), _mm512_maskz_extractf32x8_ps(0xff, z, 1));
-  const __m128 h4 = _mm_max_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  const __m128 h2 = _mm_max_ps(h4, _mm_movehl_ps(h4, h4));
-  return _mm_cvtss_f32(_mm_max_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+  return fold16<true>(a);  // no lane holds a NaN (max16 never takes one): the tree's max is lane_max's value
 #else
   float m = a[0];
   for (int j = 1; j < 16; ++j) m = a[j] > m ? a[j] : m;
@@ -133,7 +128,7 @@ inline float lane_dot(const float* a, const float* b, int64_t n) {
 // are vmaxps / vminps with the input second, so a NaN lane passes through them and the arithmetic (the maskz forms:
 // GCC 12 warns about the plain ones merging into an undefined vector). ~17 vector ops where the compiler's form of
 // fast_exp took ~30 (fused attention's exp pass was ~25% of its bf16 forward).
-inline v16sf exp16(v16sf x) {
+NPU_VEC_INLINE v16sf exp16(v16sf x) {
 #if defined(__AVX512F__)
   __m512 x0;
   std::memcpy(&x0, &x, sizeof(x0));
@@ -170,6 +165,39 @@ inline v16sf exp16(v16sf x) {
 #endif
 }
 
+#if defined(__AVX512F__)
+// sum over i in [0, n) of v_i = exp(x[i] * scale - m), each block of 16 handed to store(i, values, lane mask) first:
+// lane_reduce_sum's four accumulators, with the tail as one masked block in the second (short rows, e.g. causal
+// rows of a few dozen keys, are mostly tail). Out of line: inlined into a large caller, exp16's constants were
+// spilled and reloaded from the stack in the loop (bf16 attention 6.1-7.4 -> 8.0 ms).
+template <class Store>
+__attribute__((noinline)) float exp_blocks(const float* x, int64_t n, float m, float scale, Store&& store) {
+  const auto block = [&](int64_t i, __mmask16 k) {
+    const __m512 z = _mm512_maskz_loadu_ps(k, x + i);
+    v16sf v;
+    std::memcpy(&v, &z, sizeof(v));
+    v = exp16(v * scale - m);
+    __m512 y;
+    std::memcpy(&y, &v, sizeof(y));
+    store(i, y, k);
+    y = _mm512_maskz_mov_ps(k, y);
+    std::memcpy(&v, &y, sizeof(v));
+    return v;
+  };
+  v16sf a0 = {}, a1 = {}, a2 = {}, a3 = {};
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    a0 += block(i, 0xffff);
+    a1 += block(i + 16, 0xffff);
+    a2 += block(i + 32, 0xffff);
+    a3 += block(i + 48, 0xffff);
+  }
+  for (; i + 16 <= n; i += 16) a0 += block(i, 0xffff);
+  if (i < n) a1 += block(i, static_cast<__mmask16>((1u << (n - i)) - 1u));
+  return hsum16((a0 + a1) + (a2 + a3));
+}
+#endif
+
 // e[i] = exp(x[i] * scale - m) for i in [0, n), returning their sum in lane_sum's order; e may be x, or a 16-bit
 // row (each exp rounded once on its way out; the sum is of the float32 values). One pass over the row. With
 // scale 1 the argument is x - m exactly.
@@ -177,31 +205,7 @@ template <typename A, typename E>
 inline A exp_sub_sum(const A* x, E* e, int64_t n, A m, A scale = A(1)) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<A, float> && std::is_same_v<E, float>) {
-    // lane_reduce_sum's accumulators, with the tail as one masked block in the second: short rows (causal rows of
-    // a few dozen keys) are mostly tail
-    auto block = [x, e, m, scale](int64_t i, __mmask16 k) {
-      const __m512 z = _mm512_maskz_loadu_ps(k, x + i);
-      v16sf v;
-      std::memcpy(&v, &z, sizeof(v));
-      v = exp16(v * scale - m);
-      __m512 y;
-      std::memcpy(&y, &v, sizeof(y));
-      _mm512_mask_storeu_ps(e + i, k, y);
-      y = _mm512_maskz_mov_ps(k, y);
-      std::memcpy(&v, &y, sizeof(v));
-      return v;
-    };
-    v16sf a0 = {}, a1 = {}, a2 = {}, a3 = {};
-    int64_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-      a0 += block(i, 0xffff);
-      a1 += block(i + 16, 0xffff);
-      a2 += block(i + 32, 0xffff);
-      a3 += block(i + 48, 0xffff);
-    }
-    for (; i + 16 <= n; i += 16) a0 += block(i, 0xffff);
-    if (i < n) a1 += block(i, static_cast<__mmask16>((1u << (n - i)) - 1u));
-    return hsum16((a0 + a1) + (a2 + a3));
+    return exp_blocks(x, n, m, scale, [e](int64_t i, __m512 y, __mmask16 k) { _mm512_mask_storeu_ps(e + i, k, y); });
   }
 #endif
   if constexpr (std::is_same_v<A, float>) {
@@ -225,6 +229,21 @@ inline A exp_sub_sum(const A* x, E* e, int64_t n, A m, A scale = A(1)) {
     }
     return t;
   }
+}
+
+// exp_sub_sum into a bf16 row rounded by vcvtneps2bf16 (round to nearest even, subnormal results to 0, as CPU's
+// bf16 kernels on such CPUs): one instruction where the portable rounding takes seven. Only for CPUs with
+// AVX512-BF16 (every AMX CPU has it); written as inline assembly so that no function needs that target.
+inline float exp_sub_sum_cvtne(const float* x, BFloat16* e, int64_t n, float m, float scale) {
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__x86_64__)
+  return exp_blocks(x, n, m, scale, [e](int64_t i, __m512 y, __mmask16 k) {
+    __m256i h;
+    asm("vcvtneps2bf16 %1, %0" : "=v"(h) : "v"(y));
+    _mm256_mask_storeu_epi16(e + i, k, h);
+  });
+#else
+  return exp_sub_sum(x, e, n, m, scale);
+#endif
 }
 
 }  // namespace npu_kernels::detail

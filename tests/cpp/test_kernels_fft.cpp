@@ -88,6 +88,17 @@ TEST(KernelsFft, ComplexTwoAxesStridedFloatAndDouble) {
   c2c_case<double>(nullptr, 3, false);
 }
 
+// R2C along the last axis of dense [rows][n] reals into dense [rows][n / 2 + 1] complex values.
+fft::Transform r2c_rows(int64_t rows, int64_t n, DType dtype) {
+  fft::Transform t;
+  t.kind = fft::Kind::kR2C;
+  t.dtype = dtype;
+  t.in_shape = {rows, n}, t.in_strides = {n, 1};
+  t.out_shape = {rows, n / 2 + 1}, t.out_strides = {n / 2 + 1, 1};
+  t.axes = {1};
+  return t;
+}
+
 // r2c along the last axis of [rows][n] reals, then c2r back: the round trip (scaled 1/n) is the identity, and the
 // one-sided spectrum matches the DFT's first n/2 + 1 bins.
 template <class R>
@@ -100,12 +111,7 @@ void real_round_trip(unsigned seed, int64_t n) {
   for (std::size_t i = 0; i < x.size(); ++i) real[i] = R(x[i].real()), as_complex[i] = cd(real[i], 0);
   DeviceBuf<R> in(real), back(std::vector<R>(real.size()));
   DeviceBuf<C> spec(std::vector<C>(static_cast<std::size_t>(rows * half)));
-  fft::Transform t;
-  t.kind = fft::Kind::kR2C;
-  t.dtype = complex_dtype<R>();
-  t.in_shape = {rows, n}, t.in_strides = {n, 1};
-  t.out_shape = {rows, half}, t.out_strides = {half, 1};
-  t.axes = {1};
+  fft::Transform t = r2c_rows(rows, n, complex_dtype<R>());
   ASSERT_OK(fft::execute(nullptr, t, in.ptr, spec.ptr));
   fft::Transform inv;
   inv.kind = fft::Kind::kC2R;
@@ -145,12 +151,7 @@ void r2c_backward(unsigned seed, int64_t rows, int64_t n) {
   for (std::size_t i = 0; i < x.size(); ++i) real[i] = R(x[i].real()), as_complex[i] = cd(real[i], 0);
   DeviceBuf<R> in(real);
   DeviceBuf<C> spec(std::vector<C>(static_cast<std::size_t>(rows * half)));
-  fft::Transform t;
-  t.kind = fft::Kind::kR2C;
-  t.dtype = complex_dtype<R>();
-  t.in_shape = {rows, n}, t.in_strides = {n, 1};
-  t.out_shape = {rows, half}, t.out_strides = {half, 1};
-  t.axes = {1};
+  fft::Transform t = r2c_rows(rows, n, complex_dtype<R>());
   t.forward = false;
   ASSERT_OK(fft::execute(nullptr, t, in.ptr, spec.ptr));
   ASSERT_OK(npu_sim::device_synchronize(0));

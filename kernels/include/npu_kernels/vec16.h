@@ -185,17 +185,26 @@ inline void store16(Half* p, v16sf x) {
 }
 #endif
 
+#if defined(__AVX512F__)
+// The 16 lanes folded pairwise (8 + 8, 4 + 4, 2 + 2, 1 + 1) by add or max, in registers (through a stack array the
+// lanes cost a store and 15 reloads: short softmax rows were bound by it).
+template <bool kMax>
+inline float fold16(v16sf a) {
+  __m512 z;
+  std::memcpy(&z, &a, sizeof(z));
+  const auto op8 = [](__m256 x, __m256 y) { return kMax ? _mm256_max_ps(x, y) : _mm256_add_ps(x, y); };
+  const auto op4 = [](__m128 x, __m128 y) { return kMax ? _mm_max_ps(x, y) : _mm_add_ps(x, y); };
+  const __m256 h8 = op8(_mm512_maskz_extractf32x8_ps(0xff, z, 0), _mm512_maskz_extractf32x8_ps(0xff, z, 1));
+  const __m128 h4 = op4(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  const __m128 h2 = op4(h4, _mm_movehl_ps(h4, h4));
+  return _mm_cvtss_f32(op4(h2, _mm_shuffle_ps(h2, h2, 1)));
+}
+#endif
+
 // Pairwise sum of the 16 lanes (8 + 8, 4 + 4, ...): the same order as a 16-lane scalar-array reduction.
 inline float hsum16(v16sf a) {
 #if defined(__AVX512F__)
-  // in registers (through a stack array the lanes cost a store and 15 reloads: short softmax rows were bound by
-  // it); the halves' sums are the array form's t[j] + t[j + w], so the result is the same
-  __m512 z;
-  std::memcpy(&z, &a, sizeof(z));
-  const __m256 h8 = _mm256_add_ps(_mm512_maskz_extractf32x8_ps(0xff, z, 0), _mm512_maskz_extractf32x8_ps(0xff, z, 1));
-  const __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
-  const __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
-  return _mm_cvtss_f32(_mm_add_ss(h2, _mm_shuffle_ps(h2, h2, 1)));
+  return fold16<false>(a);
 #else
   float t[8];
   const v8sf s = a.lo + a.hi;
