@@ -32,7 +32,8 @@ bool detect_amx_bf16() {
   const bool avx512_bf16 = __get_cpuid_count(7, 1, &eax1, &ebx1, &ecx1, &edx1) != 0 && ((eax1 >> 5) & 1u);
   // Linux hands out the 8 KiB tile state only on request (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA).
   constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return amx_bf16 && amx_tile && avx512bw && avx512_bf16 && syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  return amx_bf16 && amx_tile && avx512bw && avx512_bf16 &&
+         syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }
 
 struct alignas(64) TileConfig {
@@ -141,7 +142,8 @@ NPU_AVX512_TARGET void amx_pack_values(const BFloat16* v, int64_t ldv, int64_t k
     for (int64_t p = 0; p < kpairs; ++p) {
       const int64_t n0 = 2 * p;
       const __m256i r0 = n0 < keys ? _mm256_maskz_loadu_epi16(cols, v + n0 * ldv + c0) : _mm256_setzero_si256();
-      const __m256i r1 = n0 + 1 < keys ? _mm256_maskz_loadu_epi16(cols, v + (n0 + 1) * ldv + c0) : _mm256_setzero_si256();
+      const __m256i r1 =
+          n0 + 1 < keys ? _mm256_maskz_loadu_epi16(cols, v + (n0 + 1) * ldv + c0) : _mm256_setzero_si256();
       const __m512i lo = _mm512_maskz_cvtepu16_epi32(0xffff, r0), hi = _mm512_maskz_cvtepu16_epi32(0xffff, r1);
       _mm512_storeu_si512(dst + p * 32, _mm512_or_si512(lo, _mm512_maskz_slli_epi32(0xffff, hi, 16)));
     }

@@ -257,7 +257,8 @@ Status launch_lines(npu_sim::Stream s, DType dt, detail::LongLines lines, bool l
   const auto count = static_cast<int64_t>(l->in_offsets.size());
   // lanes: up to four groups of 16 lines per block while every core thread still gets a block
   const int64_t per_thread = (count + core_threads() - 1) / std::max<int64_t>(1, core_threads());
-  const int64_t per_block = lanes ? std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, detail::kLanesPerBlock) : kStageLines;
+  const int64_t per_block =
+      lanes ? std::clamp<int64_t>((per_thread + 15) / 16 * 16, 16, detail::kLanesPerBlock) : kStageLines;
   const int64_t grain = std::max<int64_t>(per_block, 32768 / std::max<int64_t>(l->n, 1));
   return parallel_for(s, pass_name(l->kind), count, grain,
                       [l, dbl, lanes, in_size = in_size, out_size = out_size, line_flops](

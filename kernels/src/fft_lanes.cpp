@@ -185,14 +185,6 @@ void gather_real(const float* const* src, Shape sh, int64_t n, int64_t s, int wi
   }
 }
 
-thread_local std::vector<CV> t_buf;  // the core thread's working lines (its UB stand-in), kept across launches
-
-}  // namespace
-
-bool lanes_apply(DType dt, Kind kind, int64_t n) {
-  return dt == DType::kComplex64 && (kind == Kind::kC2C || kind == Kind::kR2C) && n >= 2;
-}
-
 // Fewer lines than this go one at a time: 16 lanes of copies of one line cost more than the line alone (a single
 // 4096-point rfft 0.10 -> 0.16 ms).
 constexpr int kMinLanes = 8;
@@ -240,11 +232,22 @@ int wide_groups(const std::vector<int64_t>& offsets, int64_t first, int64_t end)
   int w = 1;
   while (w < kWide && first + (w + 1) * kLanes <= end) {
     for (int j = 0; j < kLanes; ++j)
-      if (offsets[static_cast<std::size_t>(first + w * kLanes + j)] != offsets[static_cast<std::size_t>(first)] + w * kLanes + j)
+      if (offsets[static_cast<std::size_t>(first + w * kLanes + j)] !=
+          offsets[static_cast<std::size_t>(first)] + w * kLanes + j) {
         return w;
+      }
     ++w;
   }
   return w;
+}
+
+thread_local std::vector<CV> t_buf;  // the core thread's working lines (its UB stand-in), kept across launches
+
+}  // namespace
+
+
+bool lanes_apply(DType dt, Kind kind, int64_t n) {
+  return dt == DType::kComplex64 && (kind == Kind::kC2C || kind == Kind::kR2C) && n >= 2;
 }
 
 void run_lanes(const LongLines& l, int64_t begin, int64_t end) {
@@ -304,7 +307,9 @@ void run_lanes(const LongLines& l, int64_t begin, int64_t end) {
     } else {  // each group of 16 on its own
       for (int gg = 0; gg < wide; ++gg) {
         float* gdst[kLanes];
-        for (int j = 0; j < kLanes; ++j) gdst[j] = out + 2 * l.out_offsets[static_cast<std::size_t>(g0 + gg * kLanes + std::min(j, g - 1))];
+        for (int j = 0; j < kLanes; ++j) {
+          gdst[j] = out + 2 * l.out_offsets[static_cast<std::size_t>(g0 + gg * kLanes + std::min(j, g - 1))];
+        }
         const Shape gs = gg == 0 ? sout : shape_of(l.out_offsets.data() + g0 + gg * kLanes, g, l.out_stride);
         scatter_complex([&value, gg](int64_t k, int) { return value(k, gg); }, gdst, g, gs, m, l.out_stride, 1);
       }

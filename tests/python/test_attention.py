@@ -254,7 +254,8 @@ for name, (q, k, v, kw) in cases.items():
     got = F.scaled_dot_product_attention(q.npu(), k.npu(), v.npu(),
                                          **{a: (b.npu() if torch.is_tensor(b) else b) for a, b in kw.items()})
     assert got.dtype == torch.bfloat16
-    err = ((got.cpu().float().nan_to_num(7.0) - want.nan_to_num(7.0)).abs() / (1 + want.abs().nan_to_num())).max().item()
+    diff = (got.cpu().float().nan_to_num(7.0) - want.nan_to_num(7.0)).abs()
+    err = (diff / (1 + want.abs().nan_to_num())).max().item()
     print(name, err)
 # dropout: with V = I the output is the kept probabilities scaled by 1 / keep_prob; the mask is bf16's as float32's
 q, k = r(2, 2, 20, 16), r(2, 2, 40, 16)
@@ -264,7 +265,8 @@ for dt in (torch.float32, torch.bfloat16):
     torch.npu.manual_seed(5)
     outs[dt] = F.scaled_dot_product_attention(q.to(dt).npu(), k.to(dt).npu(), eye.to(dt).npu(), dropout_p=0.3).cpu()
 assert torch.equal(outs[torch.float32] != 0, outs[torch.bfloat16] != 0)
-print("dropout", ((outs[torch.bfloat16].float() - outs[torch.float32]).abs() / (1 + outs[torch.float32].abs())).max().item())
+ref = outs[torch.float32]
+print("dropout", ((outs[torch.bfloat16].float() - ref).abs() / (1 + ref.abs())).max().item())
 """
 
 

@@ -192,6 +192,25 @@ def test_float32_lines_in_simd_lanes_every_layout():
          scale=64)
 
 
+def test_lanes_behind_a_failed_kernel_read_nothing_back():
+    # an fft2 (row pass through register transposes, column pass in wide groups, in place) and an rfft enqueued
+    # behind a failed kernel: their outputs raise instead of reading back; after the error is acknowledged the same
+    # calls are right
+    from conftest import acknowledge_device_error
+    z = rand(64, 96, dtype=torch.complex64, seed=11)
+    x = rand(48, 200, dtype=torch.float32, seed=12)
+    zn, xn = z.npu(), x.npu()
+    torch.npu.synchronize()
+    torch.arange(3.0, device="npu").index_select(0, torch.tensor([5], device="npu"))  # fails on the device
+    outs = [torch.fft.fft2(zn), torch.fft.rfft(xn)]
+    for out in outs:
+        with pytest.raises(RuntimeError, match="index 5 is out of bounds"):
+            out.cpu()
+    acknowledge_device_error()
+    same(torch.fft.fft2, z, dtype=torch.complex64, scale=64 * 96)
+    same(torch.fft.rfft, x, dtype=torch.float32, scale=200)
+
+
 def launched(fn):
     """The FFT kernels fn enqueues, in order (copies left out)."""
     torch.npu.synchronize()
