@@ -359,14 +359,16 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
       tiles.emplace();
     }
   }
-  // float32: K^T packed once per head (E x S in the workspace), so that Q K^T is an NN product libxsmm runs in
-  // place, with no per-tile packing of K (BLAS repacked both operands on every tile)
+  // float32: K^T packed once per head (E x S in the workspace, rows ldk apart so that they do not alias in the
+  // L1 cache), so that Q K^T is an NN product libxsmm runs in place, with no per-tile packing of K (BLAS repacked
+  // both operands on every tile)
   thread_local std::vector<float> kt_buf;
   const float* kt = nullptr;
+  const int64_t ldk = detail::unaliased_ld(S);
   if constexpr (std::is_same_v<T, float>) {
     if (S > 0 && E > 0) {
-      if (kt_buf.size() < static_cast<std::size_t>(S * E)) kt_buf.resize(static_cast<std::size_t>(S * E));
-      detail::pack_strided(kt_buf.data(), hd.k, E, S, int64_t{1}, a.k.row_stride);
+      if (kt_buf.size() < static_cast<std::size_t>(E * ldk)) kt_buf.resize(static_cast<std::size_t>(E * ldk));
+      detail::pack_strided(kt_buf.data(), hd.k, E, S, int64_t{1}, a.k.row_stride, ldk);
       kt = kt_buf.data();
       tr.read += es * S * E;
       tr.write += es * S * E;
@@ -411,8 +413,8 @@ void forward_head(const AttentionArgs& a, int64_t unit, const npu_sim::BlockCont
         }
       }
       if constexpr (std::is_same_v<T, float>) {
-        if (kt != nullptr && !detail::xsmm_gemm(br, kc, E, q.p, q.ld, kt + j0, S, s, lds, false)) {
-          detail::gemm_rowmajor<float>(false, false, br, kc, E, 1.0f, q.p, q.ld, kt + j0, S, 0.0f, s, lds);
+        if (kt != nullptr && !detail::xsmm_gemm(br, kc, E, q.p, q.ld, kt + j0, ldk, s, lds, false)) {
+          detail::gemm_rowmajor<float>(false, false, br, kc, E, 1.0f, q.p, q.ld, kt + j0, ldk, 0.0f, s, lds);
         }
       }
       if (unscaled && !late_scale) {

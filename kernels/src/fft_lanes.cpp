@@ -1,7 +1,7 @@
-// float32 FFT lines in the 16 SIMD lanes of pocketfft's plans (see fft_lanes.h): a group of 16 lines is gathered
-// into the plan's vector layout (element i of every line in one vector), transformed, and scattered back.
-// Contiguous lines move as 16 x 16 blocks through a register transpose, lines that are neighbouring columns as
-// whole vectors, anything else (and groups of fewer than 16 neighbouring columns) element by element. The vectors
+// float32 FFT lines in the SIMD lanes of pocketfft's plans (see fft_lanes.h; 16 with AVX-512, 8 with AVX2): a group
+// of kLanes lines is gathered into the plan's vector layout (element i of every line in one vector), transformed,
+// and scattered back. Contiguous lines move as kLanes x kLanes blocks through a register transpose, lines that are
+// neighbouring columns as whole vectors, anything else (and groups of fewer neighbouring columns) element by element. The vectors
 // and the arithmetic are pocketfft's, so each line's result is the one its own calls give.
 #include "fft_lanes.h"
 
@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX512F__) && !defined(POCKETFFT_NO_VECTORS)
+#if !defined(POCKETFFT_NO_VECTORS) && (defined(__AVX512F__) || defined(__AVX2__))
 #include <immintrin.h>
 #define NPU_SIM_FFT_LANES 1
 #endif
@@ -21,29 +21,33 @@ namespace npu_kernels::fft::detail {
 #if defined(NPU_SIM_FFT_LANES)
 namespace {
 
-using V = pocketfft::detail::vtype_t<float>;
-using CV = pocketfft::detail::cmplx<V>;
-static_assert(sizeof(V) == 64, "pocketfft's float vector is one zmm register here");
+// The register layer: one float vector of pocketfft's width (16 lanes in a zmm register with AVX-512, 8 in a ymm
+// register with AVX2), whole or its first c lanes, the complex (de)interleave and the kLanes x kLanes transpose.
+#if defined(__AVX512F__)
+using Reg = __m512;
 constexpr int kLanes = 16;
-
-inline __m512 zm(const V& v) {
-  __m512 m;
-  std::memcpy(&m, &v, sizeof(m));
-  return m;
-}
-inline V vz(__m512 m) {
-  V v;
-  std::memcpy(&v, &m, sizeof(v));
-  return v;
-}
 inline __mmask16 low_bits(int64_t c) { return static_cast<__mmask16>(c >= 16 ? 0xffffu : (1u << c) - 1u); }
-
-struct Pair {  // one complex vector: 16 real parts, 16 imaginary parts
-  __m512 re, im;
-};
-
+inline Reg rzero() { return _mm512_setzero_ps(); }
+inline Reg rload(const float* p) { return _mm512_loadu_ps(p); }
+inline void rstore(float* p, Reg v) { _mm512_storeu_ps(p, v); }
+inline Reg rload_first(const float* p, int64_t c) { return _mm512_maskz_loadu_ps(low_bits(c), p); }
+inline void rstore_first(float* p, Reg v, int64_t c) { _mm512_mask_storeu_ps(p, low_bits(c), v); }
+inline Reg rneg(Reg v) { return _mm512_maskz_xor_ps(0xffff, v, _mm512_set1_ps(-0.0f)); }
+// (re, im) of the 16 complex values in z0, z1 (re0 im0 re1 im1 ...), and back
+inline void deinterleave(Reg z0, Reg z1, Reg& re, Reg& im) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  re = _mm512_maskz_permutex2var_ps(0xffff, z0, even, z1);
+  im = _mm512_maskz_permutex2var_ps(0xffff, z0, odd, z1);
+}
+inline void interleave(Reg re, Reg im, Reg& z0, Reg& z1) {
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  z0 = _mm512_maskz_permutex2var_ps(0xffff, re, lo, im);
+  z1 = _mm512_maskz_permutex2var_ps(0xffff, re, hi, im);
+}
 // r[k] <- column k of the 16 x 16 block whose rows are r[0..15].
-inline void transpose16(__m512 r[16]) {
+inline void transpose(Reg r[16]) {
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_maskz_unpacklo_ps(0xffff, r[2 * i], r[2 * i + 1]);
@@ -70,18 +74,85 @@ inline void transpose16(__m512 r[16]) {
     r[12 + i] = _mm512_maskz_shuffle_f32x4(0xffff, t[4 + i], t[12 + i], 0xdd);
   }
 }
+#else  // AVX2
+using Reg = __m256;
+constexpr int kLanes = 8;
+inline __m256i low_lanes(int64_t c) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(c, 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline Reg rzero() { return _mm256_setzero_ps(); }
+inline Reg rload(const float* p) { return _mm256_loadu_ps(p); }
+inline void rstore(float* p, Reg v) { _mm256_storeu_ps(p, v); }
+// vmaskmovps stores cost ~6x a plain store on Zen 3: whole vectors take plain loads and stores
+inline Reg rload_first(const float* p, int64_t c) {
+  return c >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, low_lanes(c));
+}
+inline void rstore_first(float* p, Reg v, int64_t c) {
+  if (c >= 8) _mm256_storeu_ps(p, v);
+  else _mm256_maskstore_ps(p, low_lanes(c), v);
+}
+inline Reg rneg(Reg v) { return _mm256_xor_ps(v, _mm256_set1_ps(-0.0f)); }
+inline void deinterleave(Reg z0, Reg z1, Reg& re, Reg& im) {  // shuffles within 128-bit halves, then 0 2 1 3
+  re = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(z0, z1, 0x88)), 0xd8));
+  im = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(z0, z1, 0xdd)), 0xd8));
+}
+inline void interleave(Reg re, Reg im, Reg& z0, Reg& z1) {
+  const __m256 lo = _mm256_unpacklo_ps(re, im), hi = _mm256_unpackhi_ps(re, im);
+  z0 = _mm256_permute2f128_ps(lo, hi, 0x20);
+  z1 = _mm256_permute2f128_ps(lo, hi, 0x31);
+}
+// r[k] <- column k of the 8 x 8 block whose rows are r[0..7].
+inline void transpose(Reg r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+    r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+  }
+}
+#endif
+
+using V = pocketfft::detail::vtype_t<float>;
+using CV = pocketfft::detail::cmplx<V>;
+static_assert(sizeof(V) == sizeof(Reg), "pocketfft's float vector is one register here");
+constexpr int kHalf = kLanes / 2;  // complex points per kLanes floats
+
+inline Reg zm(const V& v) {
+  Reg m;
+  std::memcpy(&m, &v, sizeof(m));
+  return m;
+}
+inline V vz(Reg m) {
+  V v;
+  std::memcpy(&v, &m, sizeof(v));
+  return v;
+}
+
+struct Pair {  // one complex vector: kLanes real parts, kLanes imaginary parts
+  Reg re, im;
+};
 
 // Column runs are rows of the operand a page or more apart: each is prefetched kAhead rows early (the hardware
 // prefetchers do not follow such strides, and each row is a TLB miss of its own).
 constexpr int64_t kAhead = 6;
 inline void prefetch_run(const float* p, int64_t floats, int hint) {
-  for (int64_t f = 0; f < floats; f += 16) {
+  for (int64_t f = 0; f < floats; f += 16) {  // one 64-byte line at a time
     if (hint == _MM_HINT_ET0) _mm_prefetch(reinterpret_cast<const char*>(p + f), _MM_HINT_ET0);
     else _mm_prefetch(reinterpret_cast<const char*>(p + f), _MM_HINT_T0);
   }
 }
 
-// How a group's lines lie: 16 contiguous lines (any offsets), 16 neighbouring columns, or neither.
+// How a group's lines lie: kLanes contiguous lines (any offsets), kLanes neighbouring columns, or neither.
 enum class Shape { kRows, kColumns, kOther };
 Shape shape_of(const int64_t* offsets, int g, int64_t stride) {
   if (stride == 1) return Shape::kRows;
@@ -94,23 +165,25 @@ Shape shape_of(const int64_t* offsets, int g, int64_t stride) {
 // The complex input lines of a group (float pointers to element 0; lanes past g repeat the last line) into buf.
 void gather_complex(const float* const* src, Shape sh, int64_t n, int64_t s, int wide, CV* buf) {
   if (sh == Shape::kRows) {
-    for (int64_t i0 = 0; i0 < n; i0 += 8) {
-      const int64_t c = std::min<int64_t>(8, n - i0);
-      __m512 r[16];
-      for (int j = 0; j < kLanes; ++j) r[j] = _mm512_maskz_loadu_ps(low_bits(2 * c), src[j] + 2 * i0);
-      transpose16(r);
-      for (int64_t q = 0; q < c; ++q) buf[i0 + q] = {vz(r[2 * q]), vz(r[2 * q + 1])};
+    for (int64_t i0 = 0; i0 < n; i0 += kHalf) {
+      const int64_t c = std::min<int64_t>(kHalf, n - i0);
+      Reg r[kLanes];
+      for (int j = 0; j < kLanes; ++j) r[j] = rload_first(src[j] + 2 * i0, 2 * c);
+      transpose(r);
+      if (c == kHalf) {  // a constant count: register stores (a variable one became a rep movsq through the stack)
+        for (int q = 0; q < kHalf; ++q) buf[i0 + q] = {vz(r[2 * q]), vz(r[2 * q + 1])};
+      } else {
+        for (int64_t q = 0; q < c; ++q) buf[i0 + q] = {vz(r[2 * q]), vz(r[2 * q + 1])};
+      }
     }
-  } else if (sh == Shape::kColumns) {  // wide groups of 16 neighbouring columns: buffer gg at buf + gg * n
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  } else if (sh == Shape::kColumns) {  // wide groups of kLanes neighbouring columns: buffer gg at buf + gg * n
     for (int64_t i = 0; i < n; ++i) {
       const float* p = src[0] + 2 * i * s;
-      if (i + kAhead < n) prefetch_run(p + 2 * kAhead * s, 32 * wide, _MM_HINT_T0);
+      if (i + kAhead < n) prefetch_run(p + 2 * kAhead * s, 2 * kLanes * wide, _MM_HINT_T0);
       for (int gg = 0; gg < wide; ++gg) {
-        const __m512 z0 = _mm512_loadu_ps(p + 32 * gg), z1 = _mm512_loadu_ps(p + 32 * gg + 16);
-        buf[gg * n + i] = {vz(_mm512_maskz_permutex2var_ps(0xffff, z0, even, z1)),
-                           vz(_mm512_maskz_permutex2var_ps(0xffff, z0, odd, z1))};
+        Reg re, im;
+        deinterleave(rload(p + 2 * kLanes * gg), rload(p + 2 * kLanes * gg + kLanes), re, im);
+        buf[gg * n + i] = {vz(re), vz(im)};
       }
     }
   } else {
@@ -123,39 +196,39 @@ void gather_complex(const float* const* src, Shape sh, int64_t n, int64_t s, int
 }
 
 // Complex values u(k, gg) (k in [0, m)) of lanes [0, g) out to complex lines dst[j] with element stride s (for
-// neighbouring columns, `wide` groups of 16 at once; else gg is 0).
+// neighbouring columns, `wide` groups of kLanes at once; else gg is 0).
 template <class U>
 void scatter_complex(U&& u, float* const* dst, int g, Shape sh, int64_t m, int64_t s, int wide) {
   if (sh == Shape::kRows) {
-    for (int64_t k0 = 0; k0 < m; k0 += 8) {
-      const int64_t c = std::min<int64_t>(8, m - k0);
-      __m512 r[16];
-      for (int64_t q = 0; q < 8; ++q) {
-        const auto [re, im] = q < c ? u(k0 + q, 0) : Pair{_mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t k0 = 0; k0 < m; k0 += kHalf) {
+      const int64_t c = std::min<int64_t>(kHalf, m - k0);
+      Reg r[kLanes];
+      for (int64_t q = 0; q < kHalf; ++q) {
+        const auto [re, im] = q < c ? u(k0 + q, 0) : Pair{rzero(), rzero()};
         r[2 * q] = re;
         r[2 * q + 1] = im;
       }
-      transpose16(r);
-      for (int j = 0; j < g; ++j) _mm512_mask_storeu_ps(dst[j] + 2 * k0, low_bits(2 * c), r[j]);
+      transpose(r);
+      for (int j = 0; j < g; ++j) rstore_first(dst[j] + 2 * k0, r[j], 2 * c);
     }
   } else if (sh == Shape::kColumns) {  // wide groups: u(k, gg) for group gg
-    const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-    const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
     for (int64_t k = 0; k < m; ++k) {
       float* p = dst[0] + 2 * k * s;
-      if (k + kAhead < m) prefetch_run(p + 2 * kAhead * s, 32 * wide, _MM_HINT_ET0);
+      if (k + kAhead < m) prefetch_run(p + 2 * kAhead * s, 2 * kLanes * wide, _MM_HINT_ET0);
       for (int gg = 0; gg < wide; ++gg) {
         const auto [re, im] = u(k, gg);
-        _mm512_storeu_ps(p + 32 * gg, _mm512_maskz_permutex2var_ps(0xffff, re, lo, im));
-        _mm512_storeu_ps(p + 32 * gg + 16, _mm512_maskz_permutex2var_ps(0xffff, re, hi, im));
+        Reg z0, z1;
+        interleave(re, im, z0, z1);
+        rstore(p + 2 * kLanes * gg, z0);
+        rstore(p + 2 * kLanes * gg + kLanes, z1);
       }
     }
   } else {
     for (int64_t k = 0; k < m; ++k) {
       const auto [re, im] = u(k, 0);
-      alignas(64) float a[16], b[16];
-      _mm512_store_ps(a, re);
-      _mm512_store_ps(b, im);
+      float a[kLanes], b[kLanes];
+      rstore(a, re);
+      rstore(b, im);
       for (int j = 0; j < g; ++j) {
         dst[j][2 * k * s] = a[j];
         dst[j][2 * k * s + 1] = b[j];
@@ -167,17 +240,21 @@ void scatter_complex(U&& u, float* const* dst, int g, Shape sh, int64_t m, int64
 // The real input lines of a group into buf.
 void gather_real(const float* const* src, Shape sh, int64_t n, int64_t s, int wide, V* buf) {
   if (sh == Shape::kRows) {
-    for (int64_t i0 = 0; i0 < n; i0 += 16) {
-      const int64_t c = std::min<int64_t>(16, n - i0);
-      __m512 r[16];
-      for (int j = 0; j < kLanes; ++j) r[j] = _mm512_maskz_loadu_ps(low_bits(c), src[j] + i0);
-      transpose16(r);
-      for (int64_t q = 0; q < c; ++q) buf[i0 + q] = vz(r[q]);
+    for (int64_t i0 = 0; i0 < n; i0 += kLanes) {
+      const int64_t c = std::min<int64_t>(kLanes, n - i0);
+      Reg r[kLanes];
+      for (int j = 0; j < kLanes; ++j) r[j] = rload_first(src[j] + i0, c);
+      transpose(r);
+      if (c == kLanes) {
+        for (int q = 0; q < kLanes; ++q) buf[i0 + q] = vz(r[q]);
+      } else {
+        for (int64_t q = 0; q < c; ++q) buf[i0 + q] = vz(r[q]);
+      }
     }
   } else if (sh == Shape::kColumns) {
     for (int64_t i = 0; i < n; ++i) {
-      if (i + kAhead < n) prefetch_run(src[0] + (i + kAhead) * s, 16 * wide, _MM_HINT_T0);
-      for (int gg = 0; gg < wide; ++gg) buf[gg * n + i] = vz(_mm512_loadu_ps(src[0] + i * s + 16 * gg));
+      if (i + kAhead < n) prefetch_run(src[0] + (i + kAhead) * s, kLanes * wide, _MM_HINT_T0);
+      for (int gg = 0; gg < wide; ++gg) buf[gg * n + i] = vz(rload(src[0] + i * s + kLanes * gg));
     }
   } else {
     for (int64_t i = 0; i < n; ++i)
@@ -186,8 +263,8 @@ void gather_real(const float* const* src, Shape sh, int64_t n, int64_t s, int wi
 }
 
 // Fewer lines than this go one at a time: 16 lanes of copies of one line cost more than the line alone (a single
-// 4096-point rfft 0.10 -> 0.16 ms).
-constexpr int kMinLanes = 8;
+// 4096-point rfft 0.10 -> 0.16 ms on AVX-512).
+constexpr int kMinLanes = kLanes / 2;
 
 // One line through the plan, pocketfft's scalar way: copied into buf (n complex or n real points), transformed,
 // copied out.
@@ -223,11 +300,11 @@ void run_line(const LongLines& l, int64_t line, const pocketfft::detail::pocketf
   }
 }
 
-// Groups of 16 neighbouring columns taken together (one pass over their rows reads 512-byte runs: a column pass of
-// a 1024^2 array read 128 bytes per 8 KiB row, a TLB miss each).
-constexpr int kWide = static_cast<int>(kLanesPerBlock / 16);
+// Groups of kLanes neighbouring columns taken together (one pass over their rows reads 256-512-byte runs: a column
+// pass of a 1024^2 array read 128 bytes per 8 KiB row, a TLB miss each).
+constexpr int kWide = static_cast<int>(kLanesPerBlock / kLanes);
 
-// Whole groups of 16 lines from `first` (at most kWide, within `end`) whose lines continue neighbouring columns.
+// Whole groups of kLanes lines from `first` (at most kWide, within `end`) whose lines continue neighbouring columns.
 int wide_groups(const std::vector<int64_t>& offsets, int64_t first, int64_t end) {
   int w = 1;
   while (w < kWide && first + (w + 1) * kLanes <= end) {
@@ -265,7 +342,7 @@ void run_lanes(const LongLines& l, int64_t begin, int64_t end) {
   if (r2c) rplan = pocketfft::detail::get_plan<pocketfft::detail::pocketfft_r<float>>(static_cast<std::size_t>(n));
   else cplan = pocketfft::detail::get_plan<pocketfft::detail::pocketfft_c<float>>(static_cast<std::size_t>(n));
   const int64_t m = r2c ? n / 2 + 1 : n;  // complex outputs per line
-  const __m512 zero = _mm512_setzero_ps();
+  const Reg zero = rzero();
   const bool fwd = l.forward;
   for (int64_t g0 = begin; g0 < end;) {
     const int g = static_cast<int>(std::min<int64_t>(kLanes, end - g0));
@@ -299,12 +376,12 @@ void run_lanes(const LongLines& l, int64_t begin, int64_t end) {
       const V* t = rbuf + gg * n;
       if (k == 0) return Pair{zm(t[0]), zero};
       if (2 * k >= n) return Pair{zm(t[2 * k - 1]), zero};
-      const __m512 im = zm(t[2 * k]);  // negated for the backward transform, as pocketfft does
-      return Pair{zm(t[2 * k - 1]), fwd ? im : _mm512_maskz_xor_ps(0xffff, im, _mm512_set1_ps(-0.0f))};
+      const Reg im = zm(t[2 * k]);  // negated for the backward transform, as pocketfft does
+      return Pair{zm(t[2 * k - 1]), fwd ? im : rneg(im)};
     };
     if (sout == Shape::kColumns) {
       scatter_complex(value, dst, g, sout, m, l.out_stride, wide);
-    } else {  // each group of 16 on its own
+    } else {  // each group of kLanes on its own
       for (int gg = 0; gg < wide; ++gg) {
         float* gdst[kLanes];
         for (int j = 0; j < kLanes; ++j) {
@@ -334,7 +411,7 @@ void run_lanes_grid(bool forward, float fct, int64_t n, int64_t count, const voi
   run_lanes(l, 0, count);
 }
 
-#else  // no 16-lane build: pocketfft's own paths serve every pass
+#else  // no vector build: pocketfft's own paths serve every pass
 
 bool lanes_apply(DType, Kind, int64_t) { return false; }
 void run_lanes(const LongLines&, int64_t, int64_t) {}

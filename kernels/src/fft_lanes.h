@@ -1,7 +1,7 @@
-// Private to kernels/: float32 C2C and R2C lines 16 at a time in the SIMD lanes of pocketfft's plans, the lanes
-// filled and emptied by AVX-512 16 x 16 transposes (contiguous lines) or straight vector loads (lines that are
-// neighbouring columns), where pocketfft's own copies move one element per instruction (they cost 2x the
-// transforms themselves: fft2 1024^2 ran at 1.9x CPU eager's MKL).
+// Private to kernels/: float32 C2C and R2C lines 16 (AVX-512) or 8 (AVX2) at a time in the SIMD lanes of
+// pocketfft's plans, the lanes filled and emptied by register transposes (contiguous lines) or straight vector loads
+// (lines that are neighbouring columns), where pocketfft's own copies move one element per instruction (they cost
+// 2-3x the transforms themselves: fft2 1024^2 ran at 1.9x CPU eager's MKL on AVX-512, 1.5x on AVX2).
 #pragma once
 
 #include <cstdint>
@@ -10,10 +10,10 @@
 
 namespace npu_kernels::fft::detail {
 
-// Lines a block should hold at least: four groups of 16 neighbouring columns run together (fft_lanes.cpp).
+// Lines a block should hold at least: 64 neighbouring columns run together (fft_lanes.cpp).
 constexpr int64_t kLanesPerBlock = 64;
 
-// True where run_lanes serves a pass: an AVX-512 build, float32, C2C or R2C, lines of at least 2 points.
+// True where run_lanes serves a pass: an AVX-512 or AVX2 build, float32, C2C or R2C, lines of at least 2 points.
 bool lanes_apply(DType dt, Kind kind, int64_t n);
 
 // Lines [begin, end) of `l` (its offsets in elements of each side's type).

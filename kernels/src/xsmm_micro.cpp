@@ -36,6 +36,11 @@ bool xsmm_gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, con
   if (!xsmm_enabled() || m > kMax || n > kMax || k > kMax || lda > kMax || ldb > kMax || ldc > kMax || k == 0) {
     return false;
   }
+  // b's rows a multiple of 4 KiB apart all fall into the same few L1 sets, and libxsmm's kernels walk down them:
+  // 2-2.5x slower (Zen 3: 4 x 1024 x 512 at 14 against 31 GFLOP/s with 16 floats more per row, OpenBLAS 25). The
+  // caller's other micro-kernel packs b's panels first. (Operands of our own, e.g. attention's K^T, are laid out
+  // with detail::unaliased_ld.)
+  if (k > 8 && ldb % 1024 == 0) return false;
   // libxsmm is column-major: the row-major C = A B is the column-major C^T = B^T A^T, i.e. (n x k) (k x m).
   // Wider outputs go in panels of kPanel columns: measured fastest on 16-128 rows (1.1-1.3x whole-width
   // kernels: a's rows stay in the core's caches across panels), the width of one AVX-512 register block.

@@ -166,13 +166,13 @@ def test_contiguous_lines_at_an_aliasing_pitch(dtype):
 
 
 def test_float32_lines_in_simd_lanes_every_layout():
-    # complex64 C2C and float32 R2C passes run 16 lines at a time in SIMD lanes (fft_lanes.cpp): contiguous lines
-    # (register transposes, line lengths with tails of 1-15 points), neighbouring columns (vector loads, up to four
-    # groups of 16 at once, a tail group), lines that are neither (slabs, steps), groups of fewer than 16 lines
-    # (copies of the last line in the spare lanes, stores only for the real ones) and of fewer than 8 (one by one),
+    # complex64 C2C and float32 R2C passes run 16 (AVX-512) or 8 (AVX2) lines at a time in SIMD lanes
+    # (fft_lanes.cpp): contiguous lines (register transposes, line lengths with tails of 1-15 points), neighbouring
+    # columns (vector loads, 64 columns at once, a tail group), lines that are neither (slabs, steps), partial groups
+    # (copies of the last line in the spare lanes, stores only for the real ones) and of fewer than half (one by one),
     # in place (fft2's second pass), and R2C backward (ihfft) with its negated imaginary parts
     c64 = torch.complex64
-    for rows, cols in [(37, 24), (100, 130), (5, 1024), (1, 4096), (9, 7), (130, 2), (200, 67)]:
+    for rows, cols in [(37, 24), (100, 130), (5, 1024), (1, 4096), (9, 7), (130, 2), (200, 67), (3, 12), (12, 40)]:
         z = rand(rows, cols, dtype=c64, seed=rows)
         same(lambda t: torch.fft.fft(t, dim=1), z, dtype=c64, scale=cols)
         same(lambda t: torch.fft.fft(t, dim=0), z, dtype=c64, scale=rows)
