@@ -1,8 +1,8 @@
 // float32 FFT lines in the SIMD lanes of pocketfft's plans (see fft_lanes.h; 16 with AVX-512, 8 with AVX2): a group
 // of kLanes lines is gathered into the plan's vector layout (element i of every line in one vector), transformed,
 // and scattered back. Contiguous lines move as kLanes x kLanes blocks through a register transpose, lines that are
-// neighbouring columns as whole vectors, anything else (and groups of fewer neighbouring columns) element by element. The vectors
-// and the arithmetic are pocketfft's, so each line's result is the one its own calls give.
+// neighbouring columns as whole vectors, anything else (and groups of fewer neighbouring columns) element by
+// element. The vectors and the arithmetic are pocketfft's, so each line's result is the one its own calls give.
 #include "fft_lanes.h"
 
 #include <pocketfft_hdronly.h>
