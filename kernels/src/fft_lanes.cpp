@@ -84,7 +84,8 @@ inline __m256i low_lanes(int64_t c) {
 inline Reg rzero() { return _mm256_setzero_ps(); }
 inline Reg rload(const float* p) { return _mm256_loadu_ps(p); }
 inline void rstore(float* p, Reg v) { _mm256_storeu_ps(p, v); }
-// vmaskmovps stores cost ~6x a plain store on Zen 3: whole vectors take plain loads and stores
+// vmaskmovps stores cost several plain stores on Zen (they were the hot spots of a row scatter): whole vectors take
+// plain loads and stores
 inline Reg rload_first(const float* p, int64_t c) {
   return c >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, low_lanes(c));
 }

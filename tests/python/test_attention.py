@@ -40,6 +40,7 @@ CASES = [  # B, H, L, S, E, Ev, causal
     (1, 2, 130, 1100, 16, 8, False),  # several key blocks per tile (online softmax)
     (1, 1, 600, 1100, 16, 16, True),
     (3, 1, 1, 9, 4, 4, False),
+    (1, 1, 40, 1024, 32, 32, False),  # fp32 K^T rows padded past the 4 KiB alias (1040 apart), two key blocks
 ]
 
 
