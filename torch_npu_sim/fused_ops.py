@@ -115,8 +115,9 @@ def _(x, r1, r2, rotary_mode="half"):
 
 
 @_fake("npu_rotary_mul_backward")
-def _(grad, x, r1, r2, rotary_mode="half"):
-    return x.new_empty(x.shape), r1.new_empty(r1.shape), r2.new_empty(r2.shape)
+def _(grad, x, r1, r2, rotary_mode="half", output_mask=(True, True)):
+    return (x.new_empty(x.shape), r1.new_empty(r1.shape) if output_mask[0] else None,
+            r2.new_empty(r2.shape) if output_mask[1] else None)
 
 
 def _rotary_setup(ctx, inputs, output):
@@ -126,7 +127,7 @@ def _rotary_setup(ctx, inputs, output):
 
 def _rotary_backward(ctx, grad):
     x, r1, r2 = ctx.saved_tensors
-    dx, dr1, dr2 = _ops.npu_rotary_mul_backward(grad, x, r1, r2, ctx.mode)
+    dx, dr1, dr2 = _ops.npu_rotary_mul_backward(grad, x, r1, r2, ctx.mode, list(ctx.needs_input_grad[1:3]))
     return dx, dr1, dr2, None
 
 

@@ -265,7 +265,7 @@ T NF::npu_rotary_mul(const T& self, const T& r1, const T& r2, c10::string_view r
 }
 
 std::tuple<T, T, T> NF::npu_rotary_mul_backward(const T& grad, const T& self, const T& r1, const T& r2,
-                                                c10::string_view rotary_mode) {
+                                                c10::string_view rotary_mode, std::array<bool, 2> output_mask) {
   constexpr const char* op = "npu_rotary_mul_backward";
   TORCH_CHECK(grad.sizes() == self.sizes(), op, ": argument 'grad' of shape ", grad.sizes(), " must match self ",
               self.sizes());
@@ -274,10 +274,12 @@ std::tuple<T, T, T> NF::npu_rotary_mul_backward(const T& grad, const T& self, co
   T dx = at::empty_like(r.x);
   r.args.out = dx.data_ptr();
   NPU_CHECK(npu_kernels::rotary_mul_backward(stream_of(r.x), r.args));
-  // d r1 = dy * x and d r2 = dy * rotate(x), summed over the dims r1 / r2 were broadcast along
-  const T x = self.to(grad.scalar_type());
-  T dr1 = grad.mul(x).sum_to_size(r1.sizes()).to(r1.scalar_type());
-  T dr2 = grad.mul(rotate(x, r.args.mode)).sum_to_size(r2.sizes()).to(r2.scalar_type());
+  // d r1 = dy * x and d r2 = dy * rotate(x), summed over the dims r1 / r2 were broadcast along: four more passes
+  // over x-sized tensors each, so only where asked (autograd asks when r1 / r2 need a gradient; cos / sin
+  // tables usually do not)
+  const T x = output_mask[0] || output_mask[1] ? self.to(grad.scalar_type()) : T();
+  T dr1 = output_mask[0] ? grad.mul(x).sum_to_size(r1.sizes()).to(r1.scalar_type()) : T();
+  T dr2 = output_mask[1] ? grad.mul(rotate(x, r.args.mode)).sum_to_size(r2.sizes()).to(r2.scalar_type()) : T();
   return {dx.view(self.sizes()), dr1, dr2};
 }
 

@@ -249,6 +249,30 @@ def test_rotary_mul(dtype, mode, xshape, rshape, native_only):
                   tol=dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=3e-2, atol=6e-2))
 
 
+def test_rotary_mul_backward_output_mask(native_only):
+    # a direct call returns dx, dr1, dr2 as torch_npu's; output_mask=[False, False] leaves the tables' gradients out
+    # (None), and autograd asks for them only when cos / sin need one: x's gradient alone runs no mul, cat or sum
+    torch.manual_seed(0)
+    x, r1, r2, dy = torch.randn(2, 5, 3, 8), torch.randn(1, 5, 1, 8), torch.randn(1, 5, 1, 8), torch.randn(2, 5, 3, 8)
+    xn, r1n, r2n, dyn = (t.npu() for t in (x, r1, r2, dy))
+    leaves = [t.clone().requires_grad_() for t in (x, r1, r2)]
+    (leaves[0] * leaves[1] + rotate_ref(leaves[0], "half") * leaves[2]).backward(dy)
+    full = torch.ops.npu.npu_rotary_mul_backward(dyn, xn, r1n, r2n)
+    for got, ref in zip(full, leaves):
+        torch.testing.assert_close(got.cpu(), ref.grad, rtol=1e-5, atol=1e-5)
+    dx, dr1, dr2 = torch.ops.npu.npu_rotary_mul_backward(dyn, xn, r1n, r2n, "half", [False, False])
+    assert dr1 is None and dr2 is None
+    torch.testing.assert_close(dx.cpu(), leaves[0].grad, rtol=1e-5, atol=1e-5)
+    xg = xn.clone().requires_grad_()
+    y = torch_npu_sim.npu_rotary_mul(xg, r1n, r2n)
+    with torch.autograd.profiler.profile() as prof:
+        y.backward(dyn)
+        torch.npu.synchronize()
+    names = {e.name for e in prof.function_events}
+    assert "npu::npu_rotary_mul_backward" in names and not names & {"aten::mul", "aten::cat", "aten::sum"}, names
+    torch.testing.assert_close(xg.grad.cpu(), leaves[0].grad, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape,dim", [((4, 2 * 37), -1), ((3, 6, 5), 1), ((2, 2), 0), ((5, 3, 4096), -1)])
 def test_swiglu(dtype, shape, dim, native_only):
