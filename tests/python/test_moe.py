@@ -91,6 +91,23 @@ def test_grouped_matmul_split_by_group_list(dtype, native_only):
     torch.testing.assert_close(torch.cat([o.cpu().float() for o in outs]), no_bias, **TOL[dtype])
 
 
+def test_grouped_matmul_weight_rows_4k_apart(native_only):
+    # small groups read the expert weights in place on libxsmm, except weights whose rows are a multiple of 4 KiB
+    # apart (1024 columns here): libxsmm declines those and BLAS packs them; both with and without bias, against
+    # CPU float64
+    counts = [2, 5, 0, 9]
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(sum(counts), 40, generator=g)
+    w, b = torch.randn(4, 40, 1024, generator=g), torch.randn(4, 1024, generator=g)
+    cum = torch.tensor(counts).cumsum(0)
+    want = torch.cat([x[r - c:r].double() @ w[e].double() for e, (c, r) in enumerate(zip(counts, cum.tolist()))])
+    bias = torch.cat([b[e].double().expand(c, 1024) for e, c in enumerate(counts)])
+    for with_bias in (False, True):
+        (y,) = torch_npu_sim.npu_grouped_matmul([x.npu()], [w.npu()], bias=[b.npu()] if with_bias else None,
+                                                group_list=cum.npu(), split_item=2, group_type=0)
+        torch.testing.assert_close(y.cpu().double(), want + bias if with_bias else want, rtol=1e-5, atol=1e-4)
+
+
 def test_compute_expert_tokens(native_only):
     # torch_npu's documented example: entries >= num_expert count for no expert
     got = torch_npu_sim.npu_moe_compute_expert_tokens(torch.tensor([3, 3, 4, 5, 6, 7], dtype=torch.int32).npu(), 5)
