@@ -70,6 +70,50 @@ def test_backend_in_list():
     assert "npu" in list_backends(exclude_tags=())
 
 
+# Which of dynamo / Inductor a fresh process imports first, and whether torch_npu_sim comes before or after it.
+REGISTRATION_ORDERS = {
+    "dynamo first": "import torch; import torch._dynamo",
+    "inductor first (it imports dynamo)": "import torch; import torch._inductor.config",
+    "aot_autograd first": "import torch; import torch._functorch.aot_autograd",
+    "compile_fx before torch_npu_sim": "import torch, torch._dynamo, torch._inductor.compile_fx; import torch_npu_sim",
+}
+
+
+@pytest.mark.parametrize("first", REGISTRATION_ORDERS.values(), ids=REGISTRATION_ORDERS.keys())
+def test_registration_waits_for_dynamo_and_inductor_in_any_import_order(first):
+    # torch.compile's registrations run when torch._dynamo / Inductor's compile_fx are imported (they cost more to
+    # import than torch itself), not with torch_npu_sim: a process that never compiles does not import them.
+    from conftest import run_python
+
+    env = {} if "before torch_npu_sim" not in first else {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
+    out = run_python(f"""
+        import sys
+        import torch
+        import torch_npu_sim
+        assert torch.npu.device_count() > 0
+        assert "before" in {first!r} or not any(m in sys.modules for m in ("torch._dynamo", "torch._inductor")), \\
+            "importing torch_npu_sim imported dynamo or Inductor"
+        {first}
+        from torch._dynamo.backends.registry import list_backends
+        from torch._dynamo.device_interface import get_interface_for_device
+        from torch._inductor.codegen.common import get_scheduling_for_device
+        assert get_interface_for_device("npu").__name__ == "NpuInterface"
+        assert "npu" in list_backends(exclude_tags=())
+        x = torch.randn(4, 64, device="npu", requires_grad=True)
+        for backend in ("inductor", "npu"):
+            torch._dynamo.reset()
+            with torch_npu_sim.record_launches() as rec:
+                y = torch.compile(lambda t: torch.nn.functional.gelu(t.sin() * 2), backend=backend)(x)
+            kernels = [r["kernel"] for r in rec.records]
+            assert any(k.startswith("cpp_") for k in kernels), (backend, kernels)  # a generated npu kernel
+            assert "gelu" in kernels, (backend, kernels)  # the native op kept whole (native_ops.py)
+            assert torch.allclose(y.cpu(), torch.nn.functional.gelu(x.detach().cpu().sin() * 2), atol=1e-6)
+        assert get_scheduling_for_device("npu").__name__ == "NpuScheduling"
+        print("OK")
+    """, env=env, timeout=600)
+    assert out.returncode == 0 and "OK" in out.stdout, out.stdout + out.stderr
+
+
 # --- graph capture (PyTorch's PrivateUse1 compile tests, on npu) --------------------------------------
 
 @pytest.mark.parametrize("backend", ["npu", "inductor"])

@@ -71,14 +71,32 @@ def _inductor_backend():
                                 device_custom_pass=CodegenPass())
 
 
-def register() -> None:
-    """Registers the device interface, the "npu" backend name and Inductor's npu backend."""
+def _register_dynamo() -> None:
+    """Dynamo's device interface for npu and the backend name "npu"."""
     from torch._dynamo.backends.registry import _BACKENDS, register_backend
 
-    from . import device_interface, native_ops
+    from . import device_interface
 
     device_interface.register()
-    native_ops.keep_native_in_decompositions()
     if "npu" not in _BACKENDS or _BACKENDS["npu"] is None:
         register_backend(compiler_fn=npu_backend, name="npu")
+
+
+def _register_inductor() -> None:
+    """Inductor's npu backend, and its decomposition tables leaving the native ops whole on npu. Inductor's
+    compile_fx is the entry of every compilation (torch.compile, AOTInductor, standalone_compile): it is imported
+    before AOTAutograd decomposes a graph or any code generator is chosen."""
+    from . import native_ops
+
+    native_ops.keep_native_in_decompositions()
     _inductor_backend()
+
+
+def register() -> None:
+    """Registers the device interface and the "npu" backend name once torch._dynamo is imported, and Inductor's
+    npu backend once Inductor's compile_fx is (at once for either already imported): importing them costs more
+    than torch itself, which a process that never compiles need not pay (_after_import.py)."""
+    from .._after_import import after_import
+
+    after_import("torch._dynamo", _register_dynamo)
+    after_import("torch._inductor.compile_fx", _register_inductor)
